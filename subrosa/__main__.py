@@ -1,0 +1,3 @@
+from subrosa.cli import main
+
+main()

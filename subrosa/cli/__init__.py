@@ -1,0 +1,25 @@
+"""The `subrosa` entry point.
+
+Standard library only at import: `subrosa hook …` runs on every turn of the agent
+and must not pay for click, rich or SQLAlchemy, so it is dispatched before any of
+them load. Everything else goes to the click application in subrosa.cli.app.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    """Run subrosa with `sys.argv`."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["hook"] and not {"--help", "-h"} & set(argv[1:]):
+        try:
+            from subrosa.hooks import run_hook
+        except ImportError:  # the hooks module is missing or broken: fail open
+            print("subrosa: the hook is unavailable in this install.", file=sys.stderr)
+            sys.exit(0)
+        sys.exit(run_hook(argv[1:]))
+    from subrosa.cli.app import cli
+
+    cli(prog_name="subrosa")

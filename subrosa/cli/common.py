@@ -1,0 +1,103 @@
+"""What every command shares: the resolved project, the database, output helpers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from sqlalchemy import Engine
+
+from subrosa.config import Settings, load_settings
+from subrosa.paths import resolve_db_url, resolve_memory_dir
+from subrosa.store import Project
+
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+out_console = Console(highlight=False, soft_wrap=True)
+
+
+class CliError(click.ClickException):
+    """A one-sentence error: the operation found a problem (exit 1)."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
+class CliInputError(CliError):
+    """A one-sentence error: bad usage or invalid input (exit 2)."""
+
+    exit_code = 2
+
+
+def cli_error(message: str, exit_code: int) -> CliError:
+    """The CliError class for `exit_code` (PRODUCT.md: 1 problem found, 2 invalid input)."""
+    return CliInputError(message) if exit_code == 2 else CliError(message)
+
+
+@dataclass
+class AppContext:
+    """The options of the root command, resolved lazily (most commands need only some)."""
+
+    memory_dir_option: str | None = None
+    db_option: str | None = None
+
+    @cached_property
+    def memory_dir(self) -> Path:
+        return resolve_memory_dir(self.memory_dir_option)
+
+    @cached_property
+    def project(self) -> Project:
+        return Project(self.memory_dir)
+
+    @cached_property
+    def db_url(self) -> str:
+        return resolve_db_url(self.db_option)
+
+    @cached_property
+    def engine(self) -> Engine:
+        from subrosa.db import open_database
+
+        return open_database(self.db_url)
+
+    @cached_property
+    def settings(self) -> Settings:
+        return load_settings()
+
+
+pass_app = click.make_pass_decorator(AppContext, ensure=True)
+
+
+def print_json(value: Any) -> None:
+    """Print exactly one JSON document on stdout."""
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def warn(message: str) -> None:
+    err_console.print(f"[yellow]warning:[/] {escape(message)}")
+
+
+def note(message: str) -> None:
+    """A progress or status line for people, on stderr (stdout is for results)."""
+    err_console.print(escape(message))
+
+
+def say(message: str) -> None:
+    """A result line on stdout, markup-free so user text is printed as is."""
+    out_console.print(escape(message))
+
+
+def is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text."
+)

@@ -1,0 +1,201 @@
+"""`subrosa fact …`: register leaves and curate what subrosa knows about them."""
+
+from __future__ import annotations
+
+import click
+
+from subrosa import store
+from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
+from subrosa.config import FACT_TYPES
+from subrosa.db import session_scope
+from subrosa.errors import ProblemFound
+from subrosa.leaf import list_leaf_files, parse_leaf, resolve_leaf_path, resolve_wikilink, wikilinks
+
+leaf_option = click.option(
+    "--leaf",
+    "leaf_arg",
+    required=True,
+    metavar="FILE",
+    help="The leaf file, as given or relative to the memory dir.",
+)
+
+
+@click.group()
+def fact() -> None:
+    """Register leaf files as facts, and curate their hook, pin, status and order."""
+
+
+def _slug_for_leaf(app: AppContext, leaf_arg: str) -> str:
+    """Archive/pin/unpin name a leaf that may be malformed or gone: only its path matters."""
+    from pathlib import Path
+
+    given = Path(leaf_arg)
+    return given.stem if given.suffix == ".md" else leaf_arg
+
+
+@fact.command()
+@leaf_option
+@click.option("--hook", help="One line that tells a cold session why to open this leaf.")
+@click.option("--pin", is_flag=True, help="Always keep this fact in MEMORY.md.")
+@json_option
+@pass_app
+def upsert(app: AppContext, leaf_arg: str, hook: str | None, pin: bool, as_json: bool) -> None:
+    """Register a leaf as a fact, or refresh it after the leaf changed.
+
+    A new fact needs --hook and joins the end of the curated order. An update keeps
+    its place, and its hook unless a new one is given. Upserting an archived fact
+    restores it. Type, description and title come from the leaf's frontmatter.
+    """
+    path = resolve_leaf_path(leaf_arg, app.memory_dir)
+    leaf = parse_leaf(path)
+    for message in leaf.warnings:
+        warn(f"{path}: {message}")
+    clean = None
+    if hook is not None:
+        clean, hook_warnings = store.clean_hook(hook)
+        for message in hook_warnings:
+            warn(message)
+    with store.mutation(app.engine, app.project) as session:
+        action, row = store.upsert(
+            session, app.project, leaf, hook=clean, pin=True if pin else None
+        )
+        session.flush()
+        result = store.fact_to_dict(row, app.memory_dir)
+    if as_json:
+        print_json({"action": action, "fact": result})
+    else:
+        say(f"{action} {result['slug']} (position {result['position']})")
+
+
+@fact.command(name="archive")
+@leaf_option
+@click.option("--reason", help="Why it is archived (shown in MEMORY_archive.md).")
+@pass_app
+def archive_cmd(app: AppContext, leaf_arg: str, reason: str | None) -> None:
+    """Archive a fact: it leaves MEMORY.md for MEMORY_archive.md; the leaf stays on disk.
+
+    `subrosa fact upsert --leaf FILE` brings it back.
+    """
+    slug = _slug_for_leaf(app, leaf_arg)
+    with store.mutation(app.engine, app.project) as session:
+        row = store.archive(session, app.project, slug, reason)
+        say(f"archived {row.slug}: {row.archive_reason}")
+
+
+def _set_pin(app: AppContext, leaf_arg: str, pinned: bool) -> None:
+    slug = _slug_for_leaf(app, leaf_arg)
+    with store.mutation(app.engine, app.project) as session:
+        row = store.set_pinned(session, app.project, slug, pinned)
+        say(f"{'pinned' if pinned else 'unpinned'} {row.slug}")
+
+
+@fact.command()
+@leaf_option
+@pass_app
+def pin(app: AppContext, leaf_arg: str) -> None:
+    """Pin a fact: it is always selected for MEMORY.md, before any other."""
+    _set_pin(app, leaf_arg, True)
+
+
+@fact.command()
+@leaf_option
+@pass_app
+def unpin(app: AppContext, leaf_arg: str) -> None:
+    """Unpin a fact: it competes for MEMORY.md by rank again."""
+    _set_pin(app, leaf_arg, False)
+
+
+@fact.command(name="list")
+@click.option("--type", "fact_type", type=click.Choice(FACT_TYPES), help="Only this type.")
+@click.option("--archived", is_flag=True, help="Only archived facts.")
+@click.option("--all", "show_all", is_flag=True, help="Active and archived facts.")
+@json_option
+@pass_app
+def list_cmd(
+    app: AppContext, fact_type: str | None, archived: bool, show_all: bool, as_json: bool
+) -> None:
+    """List facts in curated order (active ones unless --archived or --all)."""
+    if archived and show_all:
+        raise click.UsageError("give --archived or --all, not both.")
+    status = None if show_all else ("archived" if archived else "active")
+    with session_scope(app.engine) as session:
+        rows = store.list_facts(session, app.project, status=status, fact_type=fact_type)
+        data = [store.fact_to_dict(row, app.memory_dir) for row in rows]
+    if as_json:
+        print_json(data)
+        return
+    if not data:
+        say(f"no facts in {app.memory_dir}")
+        return
+    for item in data:
+        flags = ("📌 " if item["pinned"] else "") + (
+            "[archived] " if item["status"] == "archived" else ""
+        )
+        say(f"{item['position']:>4}. {flags}{item['slug']} ({item['type']}) — {item['hook']}")
+
+
+@fact.command()
+@click.argument("slug")
+@json_option
+@pass_app
+def show(app: AppContext, slug: str, as_json: bool) -> None:
+    """Show one fact."""
+    with session_scope(app.engine) as session:
+        row = store.require_fact(session, app.project, slug)
+        data = store.fact_to_dict(row, app.memory_dir)
+        data["last_hit_at"] = row.last_hit_at.isoformat() + "Z" if row.last_hit_at else None
+    if as_json:
+        print_json(data)
+        return
+    for key, value in data.items():
+        say(f"{key:>15}: {value}")
+
+
+@fact.command()
+@click.argument("slug")
+@click.option("--before", metavar="OTHER", help="Place it just before this fact.")
+@click.option("--after", metavar="OTHER", help="Place it just after this fact.")
+@click.option("--section", metavar="NAME", help='Put it under a "## NAME" heading ("" for none).')
+@pass_app
+def move(
+    app: AppContext, slug: str, before: str | None, after: str | None, section: str | None
+) -> None:
+    """Move a fact in the curated order that MEMORY.md is displayed in."""
+    if before and after:
+        raise click.UsageError("give --before or --after, not both.")
+    with store.mutation(app.engine, app.project) as session:
+        row = store.move(session, app.project, slug, before=before, after=after, section=section)
+        where = f" in section {row.section!r}" if row.section else ""
+        say(f"moved {row.slug} to position {row.position}{where}")
+
+
+@fact.command()
+@click.argument("slug", required=False)
+@click.option("--all", "check_all", is_flag=True, help="Check every leaf in the memory dir.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any link dangles.")
+@json_option
+@pass_app
+def link(app: AppContext, slug: str | None, check_all: bool, strict: bool, as_json: bool) -> None:
+    """Resolve each [[wikilink]] in a leaf; unresolved ones are shown [dangling]."""
+    if bool(slug) == check_all:
+        raise click.UsageError("give a SLUG or --all.")
+    files = list_leaf_files(app.memory_dir)
+    stems = {p.stem for p in files}
+    targets = files if check_all else [resolve_leaf_path(f"{slug}.md", app.memory_dir)]
+    report: list[dict[str, object]] = []
+    for path in targets:
+        body = path.read_text(encoding="utf-8", errors="replace")
+        for target in wikilinks(body):
+            resolved = resolve_wikilink(target, stems)
+            report.append({"slug": path.stem, "target": target, "resolved": resolved})
+    dangling = [item for item in report if item["resolved"] is None]
+    if as_json:
+        print_json(report)
+    else:
+        for item in report:
+            shown = f"{item['resolved']}.md" if item["resolved"] else "[dangling]"
+            say(f"{item['slug']}: [[{item['target']}]] -> {shown}")
+        if not report:
+            say("no wikilinks")
+    if strict and dangling:
+        raise ProblemFound(f"{len(dangling)} wikilink(s) dangle.")

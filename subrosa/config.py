@@ -1,0 +1,84 @@
+"""User settings: an optional TOML file, overridden by environment variables.
+
+Standard library only (tomllib): the Stop hook reads `nudge_every` from here.
+The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
+`~/.config/subrosa/config.toml`. Every key is optional:
+
+    budget = 23000            # bytes of MEMORY.md
+    max_lines = 200           # lines of MEMORY.md
+    nudge_every = 15          # Stop hook: nudge the extraction skill every N turns
+    tool_result_chars = 2000  # transcript archive: tool results are cut to this length
+    [type_weights]            # generator rank: higher loads first
+    feedback = 4
+    user = 3
+    project = 2
+    reference = 1
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from subrosa.errors import InvalidInput
+
+FACT_TYPES = ("user", "feedback", "project", "reference")
+DEFAULT_TYPE_WEIGHTS = {"feedback": 4, "user": 3, "project": 2, "reference": 1}
+
+
+@dataclass(frozen=True)
+class Settings:
+    budget: int = 23_000
+    max_lines: int = 200
+    nudge_every: int = 15
+    tool_result_chars: int = 2_000
+    type_weights: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
+
+
+def config_path(env: dict[str, str] | None = None) -> Path:
+    """Where the settings file is looked for."""
+    env = dict(os.environ) if env is None else env
+    if env.get("SUBROSA_CONFIG"):
+        return Path(env["SUBROSA_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(base).expanduser() / "subrosa" / "config.toml"
+
+
+def _positive_int(raw: object, key: str, where: object) -> int:
+    try:
+        value = int(str(raw))
+    except ValueError:
+        raise InvalidInput(f"{where}: {key} must be a whole number, not {raw!r}.") from None
+    if value <= 0:
+        raise InvalidInput(f"{where}: {key} must be positive, not {value}.")
+    return value
+
+
+def load_settings(env: dict[str, str] | None = None) -> Settings:
+    """Read the settings file (if any) and the `SUBROSA_*` overrides."""
+    env = dict(os.environ) if env is None else env
+    path = config_path(env)
+    data: dict[str, object] = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"{path}: not valid TOML ({exc}).") from None
+    values: dict[str, object] = {}
+    for key in ("budget", "max_lines", "nudge_every", "tool_result_chars"):
+        env_key = f"SUBROSA_{key.upper()}"
+        if env_key in env and env[env_key] != "":
+            values[key] = _positive_int(env[env_key], env_key, "environment")
+        elif key in data:
+            values[key] = _positive_int(data[key], key, path)
+    weights = dict(DEFAULT_TYPE_WEIGHTS)
+    raw_weights = data.get("type_weights", {})
+    if not isinstance(raw_weights, dict):
+        raise InvalidInput(f"{path}: type_weights must be a table.")
+    for name, weight in raw_weights.items():
+        if name not in FACT_TYPES:
+            raise InvalidInput(f"{path}: type_weights names an unknown type {name!r}.")
+        weights[name] = int(weight)
+    return Settings(type_weights=weights, **values)  # type: ignore[arg-type]

@@ -1,0 +1,46 @@
+"""The error hierarchy. The CLI edge turns each into one sentence and an exit code.
+
+Exit codes follow PRODUCT.md: 1 means the check or operation found a problem,
+2 means bad usage or invalid input (click's convention).
+"""
+
+from __future__ import annotations
+
+
+class SubrosaError(Exception):
+    """Base class: a message meant for the user, and the exit code it implies."""
+
+    exit_code = 1
+
+
+class InvalidInput(SubrosaError):
+    """The user gave us something we refuse (a broken leaf, a bad path, bad settings)."""
+
+    exit_code = 2
+
+
+class LeafError(InvalidInput):
+    """A leaf file that cannot be registered; the message names the file."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class NotFound(InvalidInput):
+    """A slug, session or file the user named does not exist."""
+
+
+class ProblemFound(SubrosaError):
+    """The operation ran but found a problem (witness failure, pins that do not fit)."""
+
+    exit_code = 1
+
+
+class NotOwned(ProblemFound):
+    """MEMORY.md exists but subrosa did not write it: `subrosa adopt` must take it over first."""
+
+
+class LockTimeout(SubrosaError):
+    """Another subrosa process held the lock for too long."""

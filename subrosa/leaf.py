@@ -1,0 +1,285 @@
+"""Leaf files: one fact per markdown file with YAML frontmatter (document 000).
+
+Read tolerantly, write canonically. `parse_leaf` is the strict reader behind
+`fact upsert`; `parse_leaf_lenient` is for memories users already have (adopt,
+and generate's reconcile), which must be registered even when malformed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import yaml
+
+from subrosa.config import FACT_TYPES
+from subrosa.errors import LeafError
+from subrosa.text import sanitize_line
+
+INDEX_FILES = ("MEMORY.md", "MEMORY_archive.md")
+MAX_LEAF_BYTES = 1024 * 1024
+_HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
+_TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
+
+
+@dataclass
+class Leaf:
+    """What a leaf file says, plus what subrosa derives from it."""
+
+    path: Path
+    slug: str
+    name: str
+    title: str
+    type: str
+    description: str
+    body: str
+    content_hash: str
+    mtime: datetime
+    extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    # True when the leaf names its title (a `title:` key or a `# heading`), so an
+    # update refreshes the title; otherwise the registered title is kept.
+    explicit_title: bool = False
+
+    @property
+    def filename(self) -> str:
+        return self.path.name
+
+
+def slug_for(path: Path) -> str:
+    """A fact's slug is its leaf's filename without `.md` (what `[[wikilinks]]` name)."""
+    return path.stem
+
+
+def humanize(stem: str) -> str:
+    """`no_python_use_rust` -> `No Python Use Rust`: a title when the leaf offers none."""
+    words = re.split(r"[_\-\s]+", stem)
+    return " ".join(w[:1].upper() + w[1:] for w in words if w) or stem
+
+
+def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
+    """Take FILE as given, or relative to the memory dir when it does not exist as given;
+    refuse anything that is not a `.md` file directly inside the memory dir."""
+    candidate = Path(given).expanduser()
+    if not candidate.exists() and not candidate.is_absolute():
+        candidate = memory_dir / candidate
+    shown = candidate
+    if candidate.suffix != ".md":
+        raise LeafError(shown, "is not a .md file")
+    root = memory_dir.resolve()
+    try:
+        real = candidate.resolve()
+    except OSError as exc:
+        raise LeafError(shown, f"cannot be resolved ({exc.strerror})") from None
+    if real.parent != root or candidate.absolute().parent.resolve() != root:
+        raise LeafError(shown, f"is outside the memory dir {memory_dir}")
+    if not real.exists():
+        raise LeafError(shown, "does not exist")
+    if not real.is_file():
+        raise LeafError(shown, "is not a regular file")
+    if real.name in INDEX_FILES:
+        raise LeafError(shown, "is an index file that subrosa generates, not a leaf")
+    return root / real.name
+
+
+def _read_text(path: Path) -> tuple[bytes, str]:
+    try:
+        size = path.stat().st_size
+        if size > MAX_LEAF_BYTES:
+            raise LeafError(path, f"is {size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LeafError(path, f"cannot be read ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LeafError(path, f"is not UTF-8 text (bad byte at offset {exc.start})") from None
+    return raw, text.removeprefix("\ufeff")
+
+
+def _mtime(path: Path) -> datetime:
+    return datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0)
+
+
+def _first_heading(body: str) -> str | None:
+    match = _HEADING.search(body)
+    return match.group(1) if match else None
+
+
+def parse_leaf(path: Path) -> Leaf:
+    """Strictly parse the leaf at `path` (already resolved); raise LeafError naming the file."""
+    raw, text = _read_text(path)
+    if not _FRONTMATTER_START.match(text):
+        raise LeafError(path, "has no YAML frontmatter (it must start with a '---' line)")
+    try:
+        post = frontmatter.loads(text)
+    except yaml.YAMLError as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LeafError(path, f"has frontmatter that is not valid YAML ({detail})") from None
+    except ValueError as exc:
+        raise LeafError(path, f"has unreadable frontmatter ({exc})") from None
+    meta: dict[str, Any] = dict(post.metadata)
+    if not meta:
+        raise LeafError(path, "has empty frontmatter (name, description and type are expected)")
+    warnings: list[str] = []
+    slug = slug_for(path)
+
+    description = meta.get("description")
+    if description is None or (isinstance(description, str) and not description.strip()):
+        raise LeafError(path, "has no description in its frontmatter")
+    if not isinstance(description, str | int | float):
+        raise LeafError(path, "has a description that is not a line of text")
+    description = str(description).strip()
+    if "\n" in description or "\r" in description:
+        raise LeafError(path, "has a description of several lines; it must be one line")
+
+    fact_type = _leaf_type(path, meta, warnings)
+
+    name = meta.get("name")
+    if name is None:
+        warnings.append("has no name: in its frontmatter; using the filename")
+        name = slug.replace("_", "-")
+    name = str(name)
+    if name != slug.replace("_", "-"):
+        warnings.append(f"name {name!r} is not the filename in kebab-case")
+
+    known = {"name", "description", "metadata", "type", "title"}
+    extra = {k: v for k, v in meta.items() if k not in known}
+    title_value = meta.get("title")
+    heading = _first_heading(post.content)
+    title = str(title_value) if title_value else heading or humanize(slug)
+    return Leaf(
+        path=path,
+        slug=slug,
+        name=name,
+        title=sanitize_line(title) or humanize(slug),
+        type=fact_type,
+        description=description,
+        body=post.content,
+        content_hash=hashlib.sha256(raw).hexdigest(),
+        mtime=_mtime(path),
+        extra=extra,
+        warnings=warnings,
+        explicit_title=bool(title_value or heading),
+    )
+
+
+def _leaf_type(path: Path, meta: dict[str, Any], warnings: list[str]) -> str:
+    metadata = meta.get("metadata")
+    nested = metadata.get("type") if isinstance(metadata, dict) else None
+    top = meta.get("type")
+    if nested is None and top is not None:
+        warnings.append("has a top-level type: (canonical is metadata.type)")
+    value = nested if nested is not None else top
+    if value is None:
+        raise LeafError(path, f"has no type (metadata.type must be one of {', '.join(FACT_TYPES)})")
+    if str(value) not in FACT_TYPES:
+        raise LeafError(
+            path, f"has unknown type {value!r} (expected one of {', '.join(FACT_TYPES)})"
+        )
+    return str(value)
+
+
+def parse_leaf_lenient(path: Path) -> Leaf:
+    """Parse a leaf users already have, never refusing one that is readable text.
+
+    A leaf the strict reader refuses (no frontmatter, YAML that does not parse, no
+    description or type) is still the user's memory: title from the first heading or
+    the filename, description from the first line of text, type from a filename
+    prefix such as `feedback_`, else `reference`. The reason lands in `warnings`.
+    Unreadable files (not UTF-8, too large) still raise LeafError.
+    """
+    try:
+        return parse_leaf(path)
+    except LeafError as strict_error:
+        raw, text = _read_text(path)
+        reason = strict_error.problem
+    body = text
+    meta: dict[str, Any] = {}
+    if _FRONTMATTER_START.match(text):
+        try:
+            post = frontmatter.loads(text)
+            meta, body = dict(post.metadata), post.content
+        except (yaml.YAMLError, ValueError):
+            end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
+            body = text[3 + end.end() :] if end else text
+    slug = slug_for(path)
+    prefix = _TYPE_PREFIX.match(path.name)
+    nested = meta.get("metadata")
+    candidate = nested.get("type") if isinstance(nested, dict) else meta.get("type")
+    if candidate in FACT_TYPES:
+        fact_type = str(candidate)
+    else:
+        fact_type = prefix.group(1) if prefix else "reference"
+    description = meta.get("description")
+    if not isinstance(description, str) or not description.strip():
+        description = _first_text_line(body) or humanize(slug)
+    title = _first_heading(body) or humanize(slug)
+    return Leaf(
+        path=path,
+        slug=slug,
+        name=str(meta.get("name") or slug.replace("_", "-")),
+        title=sanitize_line(title) or humanize(slug),
+        type=fact_type,
+        description=sanitize_line(description),
+        body=body,
+        content_hash=hashlib.sha256(raw).hexdigest(),
+        mtime=_mtime(path),
+        extra={},
+        warnings=[reason],
+    )
+
+
+def _first_text_line(body: str) -> str | None:
+    for line in body.splitlines():
+        stripped = line.strip().lstrip("#").strip()
+        if stripped and not stripped.startswith("---"):
+            return stripped
+    return None
+
+
+def render_leaf(name: str, description: str, fact_type: str, body: str) -> str:
+    """A leaf in the canonical shape of document 000."""
+    header = yaml.safe_dump(
+        {"name": name, "description": description, "metadata": {"type": fact_type}},
+        sort_keys=False,
+        allow_unicode=True,
+        width=10_000,
+    )
+    return f"---\n{header}---\n\n{body.strip()}\n"
+
+
+def list_leaf_files(memory_dir: Path) -> list[Path]:
+    """Every topic `.md` file directly in the memory dir (the index files excluded)."""
+    try:
+        entries = sorted(memory_dir.iterdir())
+    except FileNotFoundError:
+        return []
+    return [p for p in entries if p.suffix == ".md" and p.name not in INDEX_FILES and p.is_file()]
+
+
+_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:[#|][^\]\n]*)?\]\]")
+
+
+def wikilinks(body: str) -> list[str]:
+    """The targets of `[[wikilinks]]` in `body`, in order, without duplicates."""
+    seen: dict[str, None] = {}
+    for match in _WIKILINK.finditer(body):
+        seen.setdefault(match.group(1).strip(), None)
+    return list(seen)
+
+
+def resolve_wikilink(target: str, stems: set[str]) -> str | None:
+    """The leaf stem a `[[target]]` names, accepting snake_case or kebab-case spellings."""
+    name = target.strip().removesuffix(".md")
+    for candidate in (name, name.replace("-", "_"), name.replace("_", "-")):
+        if candidate in stems:
+            return candidate
+    return None

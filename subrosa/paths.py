@@ -1,0 +1,147 @@
+"""Where things live: the memory dir, Claude Code's directories, the database.
+
+Standard library only: the hooks import this on every turn of the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+def claude_root(env: dict[str, str] | None = None) -> Path:
+    """Claude Code's configuration root: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    assert env is not None
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(env.get("HOME") or Path.home()).expanduser() / ".claude"
+
+
+def encode_project_path(path: str | os.PathLike[str]) -> str:
+    """Claude Code's encoding of a project path: every non-alphanumeric becomes `-`."""
+    return _NOT_ALNUM.sub("-", str(path))
+
+
+def _main_repo_root_from_gitfile(gitfile: Path) -> Path | None:
+    """For a worktree (`.git` is a file), follow gitdir and commondir to the main repository."""
+    try:
+        text = gitfile.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = Path(text[len("gitdir:") :].strip())
+    if not gitdir.is_absolute():
+        gitdir = (gitfile.parent / gitdir).resolve()
+    commondir_file = gitdir / "commondir"
+    try:
+        common = Path(commondir_file.read_text(encoding="utf-8").strip())
+    except OSError:
+        return gitfile.parent
+    if not common.is_absolute():
+        common = (gitdir / common).resolve()
+    return common.parent
+
+
+def project_root(cwd: str | os.PathLike[str] | None = None) -> Path:
+    """The git repository root containing `cwd` (worktrees share the main root), else `cwd`.
+
+    Found by walking up for `.git` rather than running git: the hooks cannot afford a
+    subprocess on every turn.
+    """
+    start = Path(cwd if cwd is not None else os.getcwd()).absolute()
+    for candidate in (start, *start.parents):
+        dotgit = candidate / ".git"
+        if dotgit.is_dir():
+            return candidate
+        if dotgit.is_file():
+            return _main_repo_root_from_gitfile(dotgit) or candidate
+    return start
+
+
+def project_transcript_dir(
+    cwd: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
+) -> Path:
+    """`<claude root>/projects/<encoded project path>`: where Claude Code keeps transcripts."""
+    return claude_root(env) / "projects" / encode_project_path(project_root(cwd))
+
+
+def auto_memory_dir(
+    cwd: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
+) -> Path:
+    """Claude Code's auto-memory directory for the project at `cwd`."""
+    return project_transcript_dir(cwd, env) / "memory"
+
+
+def resolve_memory_dir(
+    explicit: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Path:
+    """The memory dir, by PRODUCT.md's order: flag, `SUBROSA_MEMORY_DIR`,
+    `$CLAUDE_PROJECT_DIR/.claude/memory` when it exists, else the auto-memory dir."""
+    env = dict(os.environ) if env is None else env
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    if env.get("SUBROSA_MEMORY_DIR"):
+        return Path(env["SUBROSA_MEMORY_DIR"]).expanduser().absolute()
+    project_dir = env.get("CLAUDE_PROJECT_DIR")
+    if project_dir:
+        candidate = Path(project_dir).expanduser() / ".claude" / "memory"
+        if candidate.is_dir():
+            return candidate.absolute()
+    return auto_memory_dir(project_dir or cwd, env)
+
+
+def data_dir(env: dict[str, str] | None = None) -> Path:
+    """The per-user data directory: `$XDG_DATA_HOME/subrosa` or the platform's equivalent."""
+    env = dict(os.environ) if env is None else env
+    home = Path(env.get("HOME") or Path.home()).expanduser()
+    if env.get("XDG_DATA_HOME"):
+        return Path(env["XDG_DATA_HOME"]).expanduser() / "subrosa"
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "subrosa"
+    if sys.platform == "win32":
+        base = env.get("LOCALAPPDATA") or str(home / "AppData" / "Local")
+        return Path(base) / "subrosa"
+    return home / ".local" / "share" / "subrosa"
+
+
+def resolve_db_url(explicit: str | None = None, env: dict[str, str] | None = None) -> str:
+    """The database as an SQLAlchemy URL: flag, `SUBROSA_DB`, else `<data dir>/subrosa.db`.
+
+    A value containing `://` is taken as a URL; anything else is a file path.
+    """
+    env = dict(os.environ) if env is None else env
+    value = explicit or env.get("SUBROSA_DB")
+    if value and "://" in value:
+        return value
+    path = Path(value).expanduser().absolute() if value else data_dir(env) / "subrosa.db"
+    return f"sqlite:///{path}"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind an `sqlite:///` URL, or None for other databases and memory."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix):
+        return None
+    rest = url[len(prefix) :].split("?", 1)[0]
+    if not rest or rest == ":memory:":
+        return None
+    return Path(rest)
+
+
+def state_dir(memory_dir: Path) -> Path:
+    """`<memory dir>/.subrosa`: subrosa's own state beside the leaves (sidecar, lock)."""
+    return memory_dir / ".subrosa"
+
+
+def extract_dir(memory_dir: Path) -> Path:
+    """`<memory dir>/.extract`: the hooks' per-session state (document 000 reserves it)."""
+    return memory_dir / ".extract"

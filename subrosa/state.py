@@ -1,0 +1,86 @@
+"""The sidecar: what only subrosa knows about each fact, kept beside the leaves.
+
+`<memory dir>/.subrosa/facts.jsonl` holds, per fact, the hook, title, section,
+pin, status, archive reason and date, curated position and creation time: the
+things a leaf does not say. It is rewritten (atomically, under the project lock)
+after every change to those fields, so the database can always be rebuilt from the
+memory dir alone and the memory dir can live in git. One JSON object per line,
+sorted by slug, so two machines' changes to different facts merge line by line.
+Hit counts are deliberately left out: they change on every search and are the one
+thing a rebuild may lose.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from subrosa.errors import InvalidInput
+from subrosa.fsutil import atomic_write_text
+from subrosa.paths import state_dir
+
+STATE_FILE = "facts.jsonl"
+STATE_KEYS = (
+    "slug",
+    "title",
+    "hook",
+    "section",
+    "pinned",
+    "status",
+    "archive_reason",
+    "archived_at",
+    "position",
+    "created_at",
+)
+
+
+def state_path(memory_dir: Path) -> Path:
+    return state_dir(memory_dir) / STATE_FILE
+
+
+def render_state(rows: list[dict[str, Any]]) -> str:
+    """The sidecar's text for `rows` (each a dict with STATE_KEYS)."""
+    lines = []
+    for row in sorted(rows, key=lambda r: str(r["slug"])):
+        ordered = {key: row.get(key) for key in STATE_KEYS}
+        lines.append(json.dumps(ordered, ensure_ascii=False, sort_keys=False))
+    return "".join(line + "\n" for line in lines)
+
+
+def save_state(memory_dir: Path, rows: list[dict[str, Any]]) -> None:
+    """Rewrite the sidecar atomically (the caller holds the project lock)."""
+    path = state_path(memory_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = render_state(rows)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    atomic_write_text(path, text)
+
+
+def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
+    """Read the sidecar; a missing file is empty, a broken line is refused by name."""
+    path = state_path(memory_dir)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: cannot be read ({exc}).") from None
+    rows: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith(("<<<<<<<", "=======", ">>>>>>>")):
+            if line.startswith("<<<<<<<"):
+                raise InvalidInput(f"{path}: line {number} is a git merge conflict; resolve it.")
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            raise InvalidInput(f"{path}: line {number} is not valid JSON.") from None
+        if not isinstance(row, dict) or not isinstance(row.get("slug"), str):
+            raise InvalidInput(f"{path}: line {number} has no slug.")
+        rows[row["slug"]] = row
+    return rows

@@ -1,0 +1,361 @@
+"""The facts store: registering leaves, pins, archive, curated order.
+
+Every function takes an open Session and a Project; the CLI opens them. Changes go
+through `mutation()`, which holds the project lock, commits, and then rewrites the
+sidecar (subrosa.state) so the memory dir alone can rebuild the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from subrosa.db import session_scope
+from subrosa.errors import InvalidInput, LockTimeout, NotFound
+from subrosa.leaf import Leaf
+from subrosa.models import Fact
+from subrosa.paths import state_dir
+from subrosa.state import STATE_KEYS, load_state, save_state
+from subrosa.text import sanitize_line, truncate_bytes
+
+HOOK_WARN_CHARS = 150
+HOOK_MAX_CHARS = 300
+LOCK_TIMEOUT_S = 60.0
+
+
+def utcnow() -> datetime:
+    """Now, as naive UTC to the second (how times are stored)."""
+    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A memory dir, and the key its facts are stored under."""
+
+    memory_dir: Path
+
+    @property
+    def key(self) -> str:
+        return str(self.memory_dir.resolve())
+
+    @contextmanager
+    def lock(self, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+        """Serialize writers of this memory dir's index and sidecar across processes."""
+        directory = state_dir(self.memory_dir)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput(
+                f"{self.memory_dir}: cannot write subrosa's state here ({exc.strerror})."
+            ) from None
+        lock = FileLock(str(directory / "lock"))
+        try:
+            lock.acquire(timeout=timeout)
+        except Timeout:
+            raise LockTimeout(
+                f"{directory / 'lock'}: another subrosa process held the lock for "
+                f"{timeout:.0f} s; try again."
+            ) from None
+        except OSError as exc:
+            raise InvalidInput(
+                f"{directory / 'lock'}: cannot take the lock ({exc.strerror})."
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+
+def clean_hook(raw: str, *, strict: bool = True) -> tuple[str, list[str]]:
+    """Make a hook one safe line. New input (strict) warns past 150 characters and is
+    refused past 300; hooks users already wrote (adopt) are kept whole."""
+    hook = sanitize_line(raw)
+    warnings: list[str] = []
+    if not hook:
+        raise InvalidInput("the hook is empty once control characters and markup are removed.")
+    if strict and len(hook) > HOOK_MAX_CHARS:
+        raise InvalidInput(
+            f"the hook is {len(hook)} characters; keep it under {HOOK_WARN_CHARS} "
+            f"(at most {HOOK_MAX_CHARS}) and put the detail in the leaf."
+        )
+    if len(hook) > HOOK_WARN_CHARS:
+        warnings.append(f"the hook is {len(hook)} characters; aim for {HOOK_WARN_CHARS} or fewer.")
+    return hook, warnings
+
+
+def hook_from_description(description: str) -> str:
+    """The hook a fact gets when it arrives without one: its description, trimmed."""
+    hook = sanitize_line(description)
+    if len(hook) > HOOK_WARN_CHARS:
+        hook = hook[: HOOK_WARN_CHARS - 1].rstrip() + "…"
+    return truncate_bytes(hook, 600)
+
+
+# --- reading ---------------------------------------------------------------
+
+
+def get_fact(session: Session, project: Project, slug: str) -> Fact | None:
+    return session.scalar(select(Fact).where(Fact.project == project.key, Fact.slug == slug))
+
+
+def require_fact(session: Session, project: Project, slug: str) -> Fact:
+    fact = get_fact(session, project, slug)
+    if fact is None:
+        raise NotFound(f"no fact named {slug!r} in {project.memory_dir}.")
+    return fact
+
+
+def list_facts(
+    session: Session,
+    project: Project,
+    *,
+    status: str | None = "active",
+    fact_type: str | None = None,
+) -> list[Fact]:
+    """Facts in curated order; `status=None` lists active and archived alike."""
+    query = select(Fact).where(Fact.project == project.key)
+    if status is not None:
+        query = query.where(Fact.status == status)
+    if fact_type is not None:
+        query = query.where(Fact.type == fact_type)
+    return list(session.scalars(query.order_by(Fact.position, Fact.slug)))
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() + "Z" if value is not None else None
+
+
+def fact_to_dict(fact: Fact, memory_dir: Path) -> dict[str, Any]:
+    """The `--json` shape of a fact (PRODUCT.md's interface: keep the keys)."""
+    return {
+        "slug": fact.slug,
+        "title": fact.title,
+        "type": fact.type,
+        "description": fact.description,
+        "hook": fact.hook,
+        "section": fact.section,
+        "pinned": bool(fact.pinned),
+        "status": fact.status,
+        "archive_reason": fact.archive_reason,
+        "archived_at": _iso(fact.archived_at),
+        "hits": fact.hits,
+        "position": fact.position,
+        "path": str(memory_dir / fact.path),
+        "created_at": _iso(fact.created_at),
+        "updated_at": _iso(fact.updated_at),
+    }
+
+
+# --- writing ---------------------------------------------------------------
+
+
+def _state_row(fact: Fact) -> dict[str, Any]:
+    row = {
+        "slug": fact.slug,
+        "title": fact.title,
+        "hook": fact.hook,
+        "section": fact.section,
+        "pinned": bool(fact.pinned),
+        "status": fact.status,
+        "archive_reason": fact.archive_reason,
+        "archived_at": _iso(fact.archived_at),
+        "position": fact.position,
+        "created_at": _iso(fact.created_at),
+    }
+    assert set(row) == set(STATE_KEYS)
+    return row
+
+
+def write_state(session: Session, project: Project) -> None:
+    """Rewrite the sidecar from the database's rows for this project."""
+    rows = [_state_row(f) for f in list_facts(session, project, status=None)]
+    save_state(project.memory_dir, rows)
+
+
+@contextmanager
+def mutation(engine: Engine, project: Project) -> Iterator[Session]:
+    """A write transaction under the project lock, followed by a sidecar rewrite."""
+    with project.lock(), session_scope(engine, write=True) as session:
+        yield session
+        session.flush()
+        write_state(session, project)
+
+
+def next_position(session: Session, project: Project) -> int:
+    current = session.scalar(select(func.max(Fact.position)).where(Fact.project == project.key))
+    return int(current or 0) + 1
+
+
+def renumber(session: Session, project: Project, ordered: list[Fact] | None = None) -> None:
+    """Make positions dense and 1-based, in `ordered` order (default: current order)."""
+    facts = ordered if ordered is not None else list_facts(session, project, status=None)
+    for index, fact in enumerate(facts, start=1):
+        if fact.position != index:
+            fact.position = index
+
+
+def _apply_leaf(fact: Fact, leaf: Leaf, *, keep_title: bool) -> None:
+    fact.path = leaf.filename
+    fact.type = leaf.type
+    fact.description = sanitize_line(leaf.description)
+    fact.body = leaf.body
+    fact.content_hash = leaf.content_hash
+    fact.updated_at = leaf.mtime.replace(tzinfo=None)
+    if not keep_title:
+        fact.title = leaf.title
+
+
+def upsert(
+    session: Session,
+    project: Project,
+    leaf: Leaf,
+    *,
+    hook: str | None,
+    pin: bool | None = None,
+    now: datetime | None = None,
+) -> tuple[str, Fact]:
+    """Register or refresh the fact for `leaf`. Returns (added|updated|restored, fact).
+
+    A new fact needs a hook and joins the end of the curated order; an update keeps
+    its place and its hook unless a new one is given; an archived fact is restored.
+    """
+    now = now or utcnow()
+    fact = get_fact(session, project, leaf.slug)
+    if fact is None:
+        if hook is None:
+            raise InvalidInput(f"{leaf.path}: is not registered yet; a new fact needs --hook.")
+        fact = Fact(
+            project=project.key,
+            slug=leaf.slug,
+            hook=hook,
+            pinned=bool(pin),
+            status="active",
+            hits=0,
+            position=next_position(session, project),
+            created_at=now,
+        )
+        _apply_leaf(fact, leaf, keep_title=False)
+        session.add(fact)
+        return "added", fact
+    action = "restored" if fact.status == "archived" else "updated"
+    fact.status = "active"
+    fact.archive_reason = None
+    fact.archived_at = None
+    if hook is not None:
+        fact.hook = hook
+    if pin is not None:
+        fact.pinned = pin
+    _apply_leaf(fact, leaf, keep_title=not leaf.explicit_title)
+    return action, fact
+
+
+def register_from_disk(
+    session: Session,
+    project: Project,
+    leaf: Leaf,
+    state: dict[str, Any] | None,
+    *,
+    now: datetime | None = None,
+) -> Fact:
+    """Register a leaf found on disk, taking what only subrosa knew from the sidecar
+    row when there is one (rebuild, and generate's reconcile)."""
+    now = now or utcnow()
+    state = state or {}
+    fact = get_fact(session, project, leaf.slug)
+    if fact is None:
+        fact = Fact(project=project.key, slug=leaf.slug, hits=0)
+        session.add(fact)
+    _apply_leaf(fact, leaf, keep_title=False)
+    if state.get("title"):
+        fact.title = sanitize_line(str(state["title"])) or leaf.title
+    fact.hook = sanitize_line(str(state.get("hook") or "")) or hook_from_description(
+        leaf.description
+    )
+    fact.section = sanitize_line(str(state["section"])) if state.get("section") else None
+    fact.pinned = bool(state.get("pinned", False))
+    fact.status = "archived" if state.get("status") == "archived" else "active"
+    fact.archive_reason = state.get("archive_reason") if fact.status == "archived" else None
+    fact.archived_at = _parse_time(state.get("archived_at")) if fact.status == "archived" else None
+    position = state.get("position")
+    fact.position = (
+        int(position) if isinstance(position, int) else next_position(session, project) + 10**6
+    )
+    fact.created_at = _parse_time(state.get("created_at")) or now
+    return fact
+
+
+def _parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.removesuffix("Z"))
+    except ValueError:
+        return None
+    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+
+
+def archive(
+    session: Session, project: Project, slug: str, reason: str | None, now: datetime | None = None
+) -> Fact:
+    """Soft-delete: the fact leaves the index for the cold tier; the leaf stays on disk."""
+    fact = require_fact(session, project, slug)
+    fact.status = "archived"
+    fact.archive_reason = sanitize_line(reason) if reason else "archived by hand"
+    fact.archived_at = now or utcnow()
+    return fact
+
+
+def set_pinned(session: Session, project: Project, slug: str, pinned: bool) -> Fact:
+    fact = require_fact(session, project, slug)
+    fact.pinned = pinned
+    return fact
+
+
+def move(
+    session: Session,
+    project: Project,
+    slug: str,
+    *,
+    before: str | None = None,
+    after: str | None = None,
+    section: str | None = None,
+) -> Fact:
+    """Move a fact in the curated order and/or into a section (`""` clears it)."""
+    fact = require_fact(session, project, slug)
+    ordered = [f for f in list_facts(session, project, status=None) if f.slug != slug]
+    if section is not None:
+        fact.section = sanitize_line(section) or None
+    anchor_slug = before or after
+    if anchor_slug is not None:
+        if anchor_slug == slug:
+            raise InvalidInput(f"cannot move {slug!r} relative to itself.")
+        anchor = require_fact(session, project, anchor_slug)
+        index = ordered.index(anchor) + (0 if before else 1)
+    elif section is not None:
+        members = [i for i, f in enumerate(ordered) if f.section == fact.section]
+        index = members[-1] + 1 if members else len(ordered)
+    else:
+        raise InvalidInput("say where to move it: --before, --after or --section.")
+    ordered.insert(index, fact)
+    renumber(session, project, ordered)
+    return fact
+
+
+def rebuild(session: Session, project: Project, leaves: list[Leaf]) -> list[Fact]:
+    """Drop this project's rows and recreate them from the leaves and the sidecar."""
+    state = load_state(project.memory_dir)
+    for fact in list_facts(session, project, status=None):
+        session.delete(fact)
+    session.flush()
+    facts = [register_from_disk(session, project, leaf, state.get(leaf.slug)) for leaf in leaves]
+    facts.sort(key=lambda f: (f.position, f.slug))
+    renumber(session, project, facts)
+    return facts

@@ -1,0 +1,84 @@
+"""Making untrusted text safe to put on one line of an index the agent will read.
+
+Hooks, descriptions and titles come from transcripts, tool output and web pages.
+Written into MEMORY.md they are loaded into every future session, so they must not
+be able to add a line, a link, or role/system framing of their own. Standard
+library only: the hooks use this too.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Tags that frame roles or instructions for a model, or hide/execute content when
+# rendered. Other angle-bracket text (`git show <rev>:<path>`) is left alone: it is
+# common in real hooks and harmless as text.
+_FRAMING_TAGS = (
+    "system|system-reminder|system_prompt|systemprompt|user|assistant|human|ai|bot|"
+    "instructions?|important|prompt|context|document|documents|tool_use|tool_result|"
+    "tool_call|function_calls?|function_results?|invoke|parameter|thinking|"
+    "command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
+    "user-prompt-submit-hook|im_start|im_end|script|style|iframe|img|a|svg|object|embed|"
+    "details|summary|br|hr|div|span|p"
+)
+_TAG = re.compile(
+    rf"</?\s*(?:[A-Za-z][\w.-]*:)?(?:{_FRAMING_TAGS})\b[^<>]*/?>|<\|[^<>|]*\|>",
+    re.IGNORECASE,
+)
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+_FENCE = re.compile(r"`{3,}|~{3,}")
+_ROLE_PREFIX = re.compile(r"^\s*(?:system|assistant|human|user)\s*:\s*", re.IGNORECASE)
+_SPACES = re.compile(r"\s+")
+
+
+def strip_invisible(text: str) -> str:
+    """Drop control and format characters (bidi overrides, zero-width marks)."""
+    out = []
+    for ch in text:
+        category = unicodedata.category(ch)
+        if ch in "\n\r\t\v\f\x85\u2028\u2029":
+            out.append(" ")
+        elif category in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            continue
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def neutralize_links(text: str) -> str:
+    """Square brackets become parentheses, so no `[x](y.md)` link or `[[wikilink]]` survives."""
+    return text.replace("[", "(").replace("]", ")")
+
+
+def one_line(text: str) -> str:
+    """Collapse every run of whitespace (newlines included) into one space, and trim."""
+    return _SPACES.sub(" ", text).strip()
+
+
+def sanitize_line(text: str, *, keep_links: bool = False) -> str:
+    """Untrusted text as one safe line: no control characters, newlines, comments,
+    code fences, role framing or (unless `keep_links`) Markdown links."""
+    cleaned = strip_invisible(text)
+    cleaned = _COMMENT.sub(" ", cleaned)
+    cleaned = _TAG.sub(" ", cleaned)
+    cleaned = _FENCE.sub(" ", cleaned)
+    if not keep_links:
+        cleaned = neutralize_links(cleaned)
+    cleaned = one_line(cleaned)
+    previous = None
+    while previous != cleaned:
+        previous = cleaned
+        cleaned = _ROLE_PREFIX.sub("", cleaned)
+    return cleaned
+
+
+def truncate_bytes(text: str, max_bytes: int, ellipsis: str = "…") -> str:
+    """Cut `text` to at most `max_bytes` UTF-8 bytes at a character boundary."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= max_bytes:
+        return text
+    room = max_bytes - len(ellipsis.encode("utf-8"))
+    if room <= 0:
+        return ""
+    return encoded[:room].decode("utf-8", errors="ignore").rstrip() + ellipsis
