@@ -1,0 +1,80 @@
+"""Transcripts waiting to be archived. Standard library only (the SessionEnd hook writes here).
+
+"Capture is dumb": when a session ends, the hook drops one small JSON file naming
+the transcript into `<data dir>/pending-ingest/` (atomically, no lock, no database);
+the next subrosa command that needs the archive (search, ingest, a background
+ingest the hook may start) ingests those transcripts and removes the files. One
+file per transcript path, so a session that ends twice leaves one entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from subrosa.fsutil import atomic_write_text
+from subrosa.paths import data_dir
+
+
+def pending_dir(env: dict[str, str] | None = None) -> Path:
+    return data_dir(env) / "pending-ingest"
+
+
+def _entry_name(transcript_path: str) -> str:
+    return hashlib.sha1(transcript_path.encode("utf-8")).hexdigest()[:20] + ".json"
+
+
+def record(
+    transcript_path: str,
+    session_id: str = "",
+    cwd: str = "",
+    env: dict[str, str] | None = None,
+) -> Path:
+    """Note that `transcript_path` should reach the archive."""
+    directory = pending_dir(env)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / _entry_name(transcript_path)
+    entry = {
+        "transcript_path": transcript_path,
+        "session_id": session_id,
+        "cwd": cwd,
+        "recorded_at": time.time(),
+    }
+    atomic_write_text(path, json.dumps(entry), mode=0o600)
+    return path
+
+
+def list_pending(env: dict[str, str] | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """Every pending entry (unreadable ones are dropped: they can only name a transcript
+    that a full `subrosa ingest` would find anyway)."""
+    directory = pending_dir(env)
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    entries: list[tuple[Path, dict[str, Any]]] = []
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        path = directory / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            remove(path)
+            continue
+        if isinstance(data, dict) and isinstance(data.get("transcript_path"), str):
+            entries.append((path, data))
+        else:
+            remove(path)
+    return entries
+
+
+def remove(path: Path) -> None:
+    """Forget a pending entry (after its transcript was ingested)."""
+    with contextlib.suppress(OSError):
+        path.unlink()
