@@ -4,6 +4,7 @@ and every command pay only for what they need."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 import click
@@ -12,30 +13,36 @@ from subrosa import __version__
 from subrosa.cli.common import AppContext, CliError, cli_error
 from subrosa.errors import SubrosaError
 
-# name -> (module, attribute). A module that is not there (yet) hides its command.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "fact": ("subrosa.cli.fact", "fact"),
-    "generate": ("subrosa.cli.index", "generate"),
-    "check": ("subrosa.cli.index", "check"),
-    "adopt": ("subrosa.cli.adopt", "adopt"),
-    "rebuild": ("subrosa.cli.adopt", "rebuild"),
-    "stale": ("subrosa.cli.stale", "stale"),
-    "ingest": ("subrosa.cli.transcripts", "ingest"),
-    "transcript": ("subrosa.cli.transcripts", "transcript"),
-    "search": ("subrosa.cli.transcripts", "search"),
-    "hook": ("subrosa.cli.claude", "hook"),
-    "install": ("subrosa.cli.claude", "install"),
-    "checkpoint-mark": ("subrosa.cli.claude", "checkpoint_mark"),
-    "checkpoint-clear": ("subrosa.cli.claude", "checkpoint_clear"),
-    "checkpoint-list": ("subrosa.cli.claude", "checkpoint_list"),
-    "doctor": ("subrosa.cli.doctor", "doctor"),
-    "db": ("subrosa.cli.dbcmd", "db"),
-    "demo": ("subrosa.cli.demo", "demo"),
+# name -> (module, attribute, one-line help). The help is here so that `subrosa
+# --help` lists every command without importing any of them. A module that is not
+# there (yet) hides its command.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "fact": ("subrosa.cli.fact", "fact", "Register leaves as facts; pin, archive, order them."),
+    "generate": ("subrosa.cli.index", "generate", "Write MEMORY.md and MEMORY_archive.md."),
+    "check": ("subrosa.cli.index", "check", "The witness: is the index inside its caps?"),
+    "adopt": ("subrosa.cli.adopt", "adopt", "Take over an existing memory dir and index."),
+    "rebuild": ("subrosa.cli.adopt", "rebuild", "Recreate this project's facts from disk."),
+    "stale": ("subrosa.cli.stale", "stale", "Find stale facts; archive the certain ones."),
+    "ingest": ("subrosa.cli.transcripts", "ingest", "Archive Claude Code transcripts."),
+    "transcript": ("subrosa.cli.transcripts", "transcript", "List or show archived sessions."),
+    "search": ("subrosa.cli.transcripts", "search", "Search facts and every archived message."),
+    "hook": ("subrosa.cli.claude", "hook", "Claude Code hooks (session-start, stop, ...)."),
+    "install": ("subrosa.cli.claude", "install", "Install the hooks and skills into Claude Code."),
+    "checkpoint-mark": ("subrosa.cli.claude", "checkpoint_mark", "Mark this session extracted."),
+    "checkpoint-clear": ("subrosa.cli.claude", "checkpoint_clear", "Empty the pending queue."),
+    "checkpoint-list": ("subrosa.cli.claude", "checkpoint_list", "List sessions to extract."),
+    "doctor": ("subrosa.cli.doctor", "doctor", "Check the set-up, each problem with its fix."),
+    "db": ("subrosa.cli.dbcmd", "db", "Inspect or migrate the database."),
+    "demo": ("subrosa.cli.demo", "demo", "Run the whole flow on built-in example data."),
 }
 
 
+def _available(name: str) -> bool:
+    return importlib.util.find_spec(COMMANDS[name][0]) is not None
+
+
 def _load(name: str) -> click.Command | None:
-    module_name, attribute = COMMANDS[name]
+    module_name, attribute, _help = COMMANDS[name]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -50,7 +57,13 @@ class SubrosaGroup(click.Group):
     """Lazy subcommands, and SubrosaError turned into one sentence and an exit code."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name in COMMANDS if _load(name) is not None)
+        return sorted(name for name in COMMANDS if _available(name))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:

@@ -2,24 +2,44 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from sqlalchemy import Engine
 
 from subrosa.config import Settings, load_settings
 from subrosa.paths import resolve_db_url, resolve_memory_dir
-from subrosa.store import Project
+from subrosa.project import Project
 
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-out_console = Console(highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+    from sqlalchemy import Engine
+
+
+@functools.cache
+def err_console() -> Console:
+    """rich, for people, on stderr; imported on first use (it costs ~50 ms)."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@functools.cache
+def out_console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
 
 
 class CliError(click.ClickException):
@@ -81,17 +101,17 @@ def print_json(value: Any) -> None:
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/] {escape(message)}")
+    err_console().print(f"[yellow]warning:[/] {_escape(message)}")
 
 
 def note(message: str) -> None:
     """A progress or status line for people, on stderr (stdout is for results)."""
-    err_console.print(escape(message))
+    err_console().print(_escape(message))
 
 
 def say(message: str) -> None:
     """A result line on stdout, markup-free so user text is printed as is."""
-    out_console.print(escape(message))
+    out_console().print(_escape(message))
 
 
 def is_terminal() -> bool:

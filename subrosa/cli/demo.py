@@ -76,7 +76,7 @@ def demo(target: Path | None) -> None:
     try:
         for title, args in _steps(memory_dir, db):
             command = args[4]
-            if command not in COMMANDS or _load(command) is None:
+            if command not in COMMANDS or _load(command) is None:  # not built yet
                 continue
             click.secho(f"\n$ subrosa {' '.join(args[4:])}", bold=True)
             click.echo(f"  ({title})")

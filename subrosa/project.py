@@ -1,0 +1,57 @@
+"""A project: one memory dir, the key its facts are stored under, and its lock.
+
+Kept apart from the store so that commands which only need a path don't import
+SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from subrosa.errors import InvalidInput, LockTimeout
+from subrosa.paths import state_dir
+
+LOCK_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Project:
+    """A memory dir, and the key its facts are stored under."""
+
+    memory_dir: Path
+
+    @property
+    def key(self) -> str:
+        return str(self.memory_dir.resolve())
+
+    @contextmanager
+    def lock(self, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+        """Serialize writers of this memory dir's index and sidecar across processes."""
+        directory = state_dir(self.memory_dir)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput(
+                f"{self.memory_dir}: cannot write subrosa's state here ({exc.strerror})."
+            ) from None
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(str(directory / "lock"))
+        try:
+            lock.acquire(timeout=timeout)
+        except Timeout:
+            raise LockTimeout(
+                f"{directory / 'lock'}: another subrosa process held the lock for "
+                f"{timeout:.0f} s; try again."
+            ) from None
+        except OSError as exc:
+            raise InvalidInput(
+                f"{directory / 'lock'}: cannot take the lock ({exc.strerror})."
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()

@@ -1,0 +1,96 @@
+"""Where things live (PRODUCT.md, "Where things live")."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from subrosa.config import load_settings
+from subrosa.errors import InvalidInput
+from subrosa.paths import (
+    auto_memory_dir,
+    encode_project_path,
+    project_root,
+    resolve_db_url,
+    resolve_memory_dir,
+)
+from tests.conftest import RunCli
+
+
+def test_encoding_matches_claude_code() -> None:
+    assert encode_project_path("/work/my.proj") == "-work-my-proj"
+    assert encode_project_path("C:\\Users\\me\\repo") == "C--Users-me-repo"
+    assert encode_project_path("/home/ü/x_y") == "-home---x-y"
+
+
+def test_memory_dir_order(tmp_path: Path, isolated_env: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    claude_root = isolated_env / ".claude"
+    env = {"HOME": str(isolated_env), "CLAUDE_CONFIG_DIR": str(claude_root)}
+    expected_auto = claude_root / "projects" / encode_project_path(project) / "memory"
+    assert resolve_memory_dir(cwd=project, env=env) == expected_auto
+    env["CLAUDE_PROJECT_DIR"] = str(project)
+    assert resolve_memory_dir(env=env) == expected_auto  # .claude/memory does not exist yet
+    (project / ".claude" / "memory").mkdir(parents=True)
+    assert resolve_memory_dir(env=env) == project / ".claude" / "memory"
+    env["SUBROSA_MEMORY_DIR"] = str(tmp_path / "env")
+    assert resolve_memory_dir(env=env) == tmp_path / "env"
+    assert resolve_memory_dir(str(tmp_path / "flag"), env=env) == tmp_path / "flag"
+
+
+def test_claude_root_defaults_to_home(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    assert auto_memory_dir(cwd=tmp_path / "p", env=env) == (
+        tmp_path / ".claude" / "projects" / encode_project_path(tmp_path / "p") / "memory"
+    )
+
+
+def test_git_root_and_worktrees_share_one_project(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "src" / "deep").mkdir(parents=True)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q", str(repo)], check=True)
+    (repo / "f").write_text("x")
+    subprocess.run([*git, "-C", str(repo), "add", "f"], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "x"], check=True)
+    subprocess.run(
+        [*git, "-C", str(repo), "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "b"],
+        check=True,
+    )
+    assert project_root(repo / "src" / "deep") == repo
+    assert project_root(tmp_path / "wt") == repo
+    assert project_root(tmp_path / "elsewhere") == tmp_path / "elsewhere"
+
+
+def test_database_location(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    assert resolve_db_url(env=env) == f"sqlite:///{tmp_path / 'data' / 'subrosa' / 'subrosa.db'}"
+    assert resolve_db_url("x.db", env=env).endswith("/x.db")
+    assert resolve_db_url("postgresql://u@h/db", env=env) == "postgresql://u@h/db"
+    env["SUBROSA_DB"] = "sqlite:///" + str(tmp_path / "e.db")
+    assert resolve_db_url(env=env) == env["SUBROSA_DB"]
+
+
+def test_settings_file_and_environment(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("budget = 1000\nnudge_every = 3\n[type_weights]\nreference = 9\n")
+    env = {"SUBROSA_CONFIG": str(config), "SUBROSA_NUDGE_EVERY": "7"}
+    settings = load_settings(env)
+    assert (settings.budget, settings.nudge_every, settings.max_lines) == (1000, 7, 200)
+    assert settings.type_weights["reference"] == 9
+    config.write_text("budget = [")
+    with pytest.raises(InvalidInput, match="not valid TOML"):
+        load_settings(env)
+
+
+def test_default_database_is_created_owner_only(
+    memory_dir: Path, run: RunCli, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SUBROSA_DB")
+    run("fact", "list")
+    db = isolated_env / ".local" / "share" / "subrosa" / "subrosa.db"
+    assert db.exists() and (db.stat().st_mode & 0o777) == 0o600
+    assert (db.parent.stat().st_mode & 0o777) == 0o700
