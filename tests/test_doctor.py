@@ -1,0 +1,46 @@
+"""`subrosa doctor` finds each problem and names its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RunCli, write_leaf
+
+
+def _checks(run: RunCli, expect: int) -> dict[str, dict[str, object]]:
+    data = json.loads(run("doctor", "--json", expect=expect).stdout)
+    return {c["name"]: c for c in data["checks"]}
+
+
+def test_fresh_setup_reports_without_creating_anything(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "nowhere"
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(missing))
+    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "db.sqlite"))
+    checks = _checks(run, expect=1)
+    assert checks["memory dir"]["ok"] is False and "mkdir" in str(checks["memory dir"]["fix"])
+    assert checks["database"]["severity"] == "warning"
+    assert not (tmp_path / "db.sqlite").exists() and not missing.exists()
+
+
+def test_healthy_and_broken_project(memory_dir: Path, run: RunCli, tmp_path: Path) -> None:
+    write_leaf(memory_dir, "a.md")
+    run("fact", "upsert", "--leaf", "a.md", "--hook", "a")
+    checks = _checks(run, expect=0)
+    assert checks["database"]["ok"] and checks["leaves"]["ok"] and checks["permissions"]["ok"]
+    assert checks["hooks"]["ok"] is False and checks["hooks"]["severity"] == "warning"
+
+    write_leaf(memory_dir, "unregistered.md")
+    (memory_dir / "MEMORY.md").write_text("- [x](a.md) — mine\n", encoding="utf-8")
+    os.chmod(tmp_path / "subrosa.db", 0o644)
+    checks = _checks(run, expect=1)
+    assert "1 leaf file(s) not registered" in str(checks["leaves"]["detail"])
+    assert "subrosa adopt" in str(checks["index"]["fix"])
+    assert "readable by others" in str(checks["permissions"]["detail"])
+    text = run("doctor", expect=1).stdout
+    assert "fix: subrosa adopt" in text
