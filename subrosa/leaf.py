@@ -257,12 +257,24 @@ def render_leaf(name: str, description: str, fact_type: str, body: str) -> str:
 
 
 def list_leaf_files(memory_dir: Path) -> list[Path]:
-    """Every topic `.md` file directly in the memory dir (the index files excluded)."""
+    """Every topic `.md` file directly in the memory dir (the index files excluded).
+
+    A symlink counts only when it resolves to a file inside the memory dir: one that
+    points elsewhere would make subrosa read a file outside it.
+    """
     try:
         entries = sorted(memory_dir.iterdir())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    return [p for p in entries if p.suffix == ".md" and p.name not in INDEX_FILES and p.is_file()]
+    root = memory_dir.resolve()
+    leaves = []
+    for path in entries:
+        if path.suffix != ".md" or path.name in INDEX_FILES or not path.is_file():
+            continue
+        if path.is_symlink() and path.resolve().parent != root:
+            continue
+        leaves.append(path)
+    return leaves
 
 
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:[#|][^\]\n]*)?\]\]")
