@@ -1,14 +1,409 @@
-"""Claude Code hooks (session-start, stop, session-end). Standard library only.
+"""Claude Code hooks: `subrosa hook session-start | stop | session-end`.
 
-Placeholder until the Claude Code integration lands: every hook fails open.
+Claude Code runs these on every session start, every turn and every session end,
+with one JSON object on stdin (hooks.md: `session_id`, `transcript_path`, `cwd`,
+`hook_event_name`, plus `source`, `stop_hook_active` or `reason`). So:
+
+- Standard library only (and the stdlib-only subrosa modules): importing SQLAlchemy
+  alone would cost more than the whole hook. A test checks `sys.modules`.
+- Fail open: whatever goes wrong (garbage on stdin, no memory dir, a read-only
+  disk, a bug), exit 0, one line on stderr, nothing on stdout. Output is built in
+  full before anything is printed, so a failure never leaves half a JSON document.
+- Only Stop ever blocks, every N-th turn, and never while `stop_hook_active` is set
+  (Claude Code is then already continuing because of a Stop hook).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from subrosa import checkpoint
+from subrosa.paths import auto_memory_dir, claude_root, project_root, resolve_memory_dir
+
+# hooks.md: hook output strings, additionalContext included, are capped at 10,000
+# characters; past that Claude Code swaps the text for a file path and a preview.
+CONTEXT_CAP = 10_000
+# Claude Code loads at most this many lines of MEMORY.md itself; inject no more.
+INDEX_MAX_LINES = 200
+# A Stop payload carries the last assistant message; a few MiB is already absurd.
+MAX_STDIN_BYTES = 8 * 1024 * 1024
+DEFAULT_NUDGE_EVERY = 15
+
+Payload = dict[str, Any]
+
+
+class Notes:
+    """Problems met along the way, reported as one line on stderr at the end."""
+
+    def __init__(self, hook: str) -> None:
+        self.hook = hook
+        self.items: list[str] = []
+
+    def add(self, message: str) -> None:
+        self.items.append(message)
+
+    def attempt(self, what: str, action: Callable[[], Any]) -> Any:
+        """Run one step; a failure is noted and the hook goes on with the next step."""
+        try:
+            return action()
+        except Exception as exc:  # fail open: one step's failure must not stop the rest
+            self.add(f"{what} failed ({_describe(exc)})")
+            return None
+
+    def flush(self) -> None:
+        if self.items:
+            _stderr(f"subrosa hook {self.hook}: " + "; ".join(self.items))
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _stderr(message: str) -> None:
+    try:
+        sys.stderr.write(" ".join(message.split()) + "\n")
+        sys.stderr.flush()
+    except Exception:  # stderr closed: nothing left to tell anyone
+        pass
+
+
+def _read_payload(notes: Notes) -> Payload | None:
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        notes.add("expected Claude Code's JSON on stdin, got a terminal")
+        return None
+    raw = stream.buffer.read(MAX_STDIN_BYTES + 1)
+    if len(raw) > MAX_STDIN_BYTES:
+        notes.add(f"stdin is larger than {MAX_STDIN_BYTES} bytes; ignored")
+        return None
+    if not raw.strip():
+        notes.add("stdin is empty; expected Claude Code's JSON")
+        return None
+    try:
+        payload = json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError as exc:
+        notes.add(f"stdin is not valid JSON ({exc})")
+        return None
+    if not isinstance(payload, dict):
+        notes.add("stdin is JSON but not an object")
+        return None
+    return payload
+
+
+def _text(payload: Payload, key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _memory_dir(payload: Payload) -> Path:
+    """The memory dir of the session's project: the stdin `cwd` is where Claude works."""
+    return resolve_memory_dir(cwd=_text(payload, "cwd"))
+
+
+def _state_ready(memory_dir: Path, notes: Notes) -> bool:
+    """True when `.extract/` may be written: the memory dir, or at least its parent, exists.
+
+    Claude Code creates `~/.claude/projects/<project>/` for the transcripts before any
+    hook runs, so the usual auto-memory dir is always creatable; a memory dir whose
+    parent is missing is a misconfiguration the hook must not paper over.
+    """
+    if memory_dir.is_dir() or memory_dir.parent.is_dir():
+        return True
+    notes.add(f"the memory dir {memory_dir} does not exist (nor its parent); nothing recorded")
+    return False
+
+
+# --- Stop ------------------------------------------------------------------------------
+
+
+def _nudge_every(notes: Notes) -> int:
+    try:
+        from subrosa.config import load_settings
+
+        return load_settings().nudge_every
+    except Exception as exc:  # a broken config file must not break the agent
+        notes.add(f"settings unreadable, nudging every {DEFAULT_NUDGE_EVERY} turns ({exc})")
+        return DEFAULT_NUDGE_EVERY
+
+
+def nudge_reason(session_id: str, turns: int, memory_dir: Path) -> str:
+    """What the Stop hook tells the agent when it blocks."""
+    return (
+        f"subrosa: this session ({session_id}) has run {turns} turns. Before stopping, "
+        "run the memory-extraction skill inline (not as a subagent): save each durable "
+        f"fact from this session as a leaf file in {memory_dir}, register it with "
+        '`subrosa fact upsert --leaf FILE --hook "ONE LINE"`, run `subrosa generate`, then '
+        f"`subrosa checkpoint-mark --session {session_id}` and `subrosa checkpoint-clear`. "
+        "If nothing passes the durable-fact test, only run "
+        f"`subrosa checkpoint-mark --session {session_id}`, then stop."
+    )
+
+
+def stop(payload: Payload, notes: Notes) -> str | None:
+    """Count the turn; every N-th one, block once with the extraction nudge."""
+    if payload.get("stop_hook_active"):
+        return None
+    session_id = checkpoint.safe_session_id(payload.get("session_id"))
+    if session_id is None:
+        notes.add("no session_id on stdin; turn not counted")
+        return None
+    memory_dir = _memory_dir(payload)
+    if not _state_ready(memory_dir, notes):
+        return None
+    turns = checkpoint.count_turn(memory_dir, session_id, _text(payload, "transcript_path"))
+    if turns % _nudge_every(notes):
+        return None
+    return json.dumps({"decision": "block", "reason": nudge_reason(session_id, turns, memory_dir)})
+
+
+# --- SessionEnd ------------------------------------------------------------------------
+
+
+def _start_background_ingest() -> bool:
+    """Start `subrosa ingest --pending` detached, never waiting for it.
+
+    SessionEnd hooks share a 1.5 s budget; the pending record already guarantees the
+    transcript reaches the archive at the next subrosa command, so this only makes it
+    sooner. Skipped when this install has no ingest command, or when
+    SUBROSA_BACKGROUND_INGEST=0.
+    """
+    if os.environ.get("SUBROSA_BACKGROUND_INGEST", "1").strip().lower() in ("0", "false", "no"):
+        return False
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("subrosa.cli.transcripts") is None:
+        return False
+    options: dict[str, Any] = {}
+    if os.name == "nt":
+        options["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
+            subprocess, "CREATE_NEW_PROCESS_GROUP", 0
+        )
+    else:
+        options["start_new_session"] = True
+    subprocess.Popen(
+        [sys.executable, "-m", "subrosa", "ingest", "--pending"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        **options,
+    )
+    return True
+
+
+def session_end(payload: Payload, notes: Notes) -> str | None:
+    """Hand the transcript to the archive; queue the session unless its mark covers it."""
+    raw_id = payload.get("session_id")
+    session_id = checkpoint.safe_session_id(raw_id)
+    transcript = _text(payload, "transcript_path")
+    cwd = _text(payload, "cwd")
+    if transcript:
+        from subrosa import pending
+
+        recorded = notes.attempt(
+            "recording the transcript for the archive",
+            lambda: pending.record(
+                transcript, raw_id if isinstance(raw_id, str) else "", cwd or ""
+            ),
+        )
+        if recorded is not None:
+            notes.attempt("starting the background ingest", _start_background_ingest)
+    if session_id is None:
+        notes.add("no session_id on stdin; session not queued")
+        return None
+    memory_dir = _memory_dir(payload)
+    if not _state_ready(memory_dir, notes):
+        return None
+    reason = (_text(payload, "reason") or "other")[:64]
+    notes.attempt(
+        "queueing the session",
+        lambda: checkpoint.enqueue_if_uncovered(memory_dir, session_id, transcript, reason, cwd),
+    )
+    notes.attempt("cleaning old hook state", lambda: checkpoint.clean_stale(memory_dir))
+    return None
+
+
+# --- SessionStart ----------------------------------------------------------------------
+
+
+def _load_json_object(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _claude_settings(project_dir: Path) -> list[dict[str, Any]]:
+    """User, project and local settings.json, lowest precedence first."""
+    return [
+        _load_json_object(claude_root() / "settings.json"),
+        _load_json_object(project_dir / ".claude" / "settings.json"),
+        _load_json_object(project_dir / ".claude" / "settings.local.json"),
+    ]
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a.absolute() == b.absolute()
+
+
+def index_not_loaded_because(memory_dir: Path, cwd: str | None) -> str | None:
+    """Why Claude Code will not load this MEMORY.md by itself, or None when it will."""
+    project_dir = os.environ.get("CLAUDE_PROJECT_DIR") or cwd
+    root = project_root(project_dir)
+    if os.environ.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "").strip().lower() in (
+        "1",
+        "true",
+        "yes",
+        "on",
+    ):
+        return "auto memory is off: CLAUDE_CODE_DISABLE_AUTO_MEMORY is set"
+    enabled: object = True
+    configured_dir: object = None
+    for settings in _claude_settings(Path(project_dir) if project_dir else root):
+        enabled = settings.get("autoMemoryEnabled", enabled)
+        configured_dir = settings.get("autoMemoryDirectory", configured_dir)
+    if enabled is False:
+        return "auto memory is off: autoMemoryEnabled is false in settings.json"
+    if isinstance(configured_dir, str) and configured_dir:
+        auto_dir = Path(configured_dir).expanduser()
+    else:
+        auto_dir = auto_memory_dir(project_dir)
+    if not _same_dir(memory_dir, auto_dir):
+        return f"its auto-memory dir is {auto_dir}"
+    return None
+
+
+def _clean_index_line(line: str) -> str:
+    """Keep the index's Markdown (links point at the leaves) but drop control and
+    format characters (bidi overrides, zero-width marks) a hostile line could hide."""
+    if line.isprintable():
+        return line
+    from subrosa.text import strip_invisible
+
+    return strip_invisible(line).rstrip()
+
+
+def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
+    """MEMORY.md cut at a whole line to fit `budget` characters, with a pointer to the rest."""
+    index = memory_dir / "MEMORY.md"
+    try:
+        text = index.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    lines = [_clean_index_line(line) for line in text.splitlines()]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return None
+    header = (
+        f"The memory index of this project follows, from {index} (Claude Code does not "
+        f"load it by itself here: {why}). Its links name leaf files in {memory_dir}."
+    )
+    pointer_room = len(f"[… {len(lines)} more lines of the index are not shown: read {index}.]")
+    room = budget - len(header) - 2 - pointer_room - 1
+    shown: list[str] = []
+    used = 0
+    for line in lines[:INDEX_MAX_LINES]:
+        if used + len(line) + 1 > room:
+            break
+        shown.append(line)
+        used += len(line) + 1
+    if not shown:
+        return None
+    body = header + "\n\n" + "\n".join(shown)
+    rest = len(lines) - len(shown)
+    if rest:
+        body += f"\n[… {rest} more lines of the index are not shown: read {index}.]"
+    return body
+
+
+def queue_nudge(memory_dir: Path, count: int) -> str:
+    """The SessionStart line about sessions that ended without extraction."""
+    sessions = "session" if count == 1 else "sessions"
+    return (
+        f"subrosa: {count} earlier {sessions} of this project ended without memory "
+        "extraction (`subrosa checkpoint-list` shows them). To catch up, run the "
+        "memory-extraction skill on them (`subrosa transcript show SESSION` prints a "
+        "session), finishing with `subrosa checkpoint-mark` and `subrosa checkpoint-clear`; "
+        "`subrosa checkpoint-clear` alone dismisses them."
+    )
+
+
+def session_start(payload: Payload, notes: Notes) -> str | None:
+    """Remember the live session; inject the queue nudge and, when needed, the index."""
+    memory_dir = _memory_dir(payload)
+    session_id = checkpoint.safe_session_id(payload.get("session_id"))
+    cwd = _text(payload, "cwd")
+    if session_id is not None and _state_ready(memory_dir, notes):
+        notes.attempt(
+            "remembering the live session",
+            lambda: checkpoint.remember_live(
+                memory_dir, session_id, _text(payload, "transcript_path"), cwd
+            ),
+        )
+    parts: list[str] = []
+    count = checkpoint.queue_count(memory_dir)
+    if count:
+        parts.append(queue_nudge(memory_dir, count))
+    if (memory_dir / "MEMORY.md").is_file():
+        why = notes.attempt(
+            "checking Claude Code's auto memory", lambda: index_not_loaded_because(memory_dir, cwd)
+        )
+        if why:
+            room = CONTEXT_CAP - sum(len(part) + 2 for part in parts)
+            index = notes.attempt("reading MEMORY.md", lambda: index_context(memory_dir, why, room))
+            if index:
+                parts.append(index)
+    if not parts:
+        return None
+    context = "\n\n".join(parts)[:CONTEXT_CAP]
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
+        ensure_ascii=False,
+    )
+
+
+HOOKS: dict[str, Callable[[Payload, Notes], str | None]] = {
+    "session-start": session_start,
+    "stop": stop,
+    "session-end": session_end,
+}
 
 
 def run_hook(argv: list[str]) -> int:
     """Run one hook; always exit 0 (a hook must never break the agent)."""
-    print("subrosa: hooks are not available in this build yet.", file=sys.stderr)
+    name = argv[0] if argv else ""
+    notes = Notes(name or "?")
+    output: str | None = None
+    try:
+        handler = HOOKS.get(name)
+        if handler is None:
+            notes.add(f"unknown hook {name!r}; expected one of {', '.join(HOOKS)}")
+        else:
+            payload = _read_payload(notes)
+            if payload is not None:
+                output = handler(payload, notes)
+    except BaseException as exc:  # fail open, whatever it was
+        notes.add(f"failed open ({_describe(exc)})")
+        output = None
+    notes.flush()
+    if output:
+        try:
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+        except Exception:  # Claude Code stopped listening; nothing to do about it
+            pass
     return 0

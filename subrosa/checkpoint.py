@@ -1,0 +1,264 @@
+"""The hooks' state in `<memory dir>/.extract/`: turn counters, checkpoint marks, the
+queue of sessions that ended without extraction, and the live-session pointer.
+
+Standard library only: the hooks use this on every turn. No database and no lock:
+every record is its own small JSON file, written atomically, so concurrent sessions
+never write the same file (one counter, one mark, one queue entry per session) and a
+reader sees a whole record or none.
+
+    .extract/<session>.json        Stop's turn counter (document 000 reserves the name)
+    .extract/marks/<session>.json  checkpoint-mark: the transcript size extraction covered
+    .extract/queue/<session>.json  SessionEnd: a session that ended past its mark
+    .extract/live.json             SessionStart: the newest session, for checkpoint-mark
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from subrosa.fsutil import atomic_write_text
+from subrosa.paths import extract_dir
+
+LIVE = "live.json"
+MARKS = "marks"
+QUEUE = "queue"
+# Counters and marks untouched for this long belong to sessions long gone.
+STALE_AFTER_SECONDS = 14 * 24 * 3600
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def safe_session_id(session_id: object) -> str | None:
+    """A session id usable as a file name, or None when there is none.
+
+    Claude Code's ids are UUIDs and pass unchanged; anything else has its unsafe
+    characters replaced and a hash of the original appended, so two ids never
+    collide and none can name a path outside `.extract/`.
+    """
+    if not isinstance(session_id, str) or not session_id.strip():
+        return None
+    cleaned = _UNSAFE.sub("_", session_id)[:96]
+    if cleaned == session_id:
+        return cleaned
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{cleaned}-{digest}"
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from `path`, or None when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def transcript_size(transcript_path: str | None) -> int | None:
+    """The transcript's size in bytes, or None when there is no such file."""
+    if not transcript_path:
+        return None
+    try:
+        return os.stat(transcript_path).st_size
+    except (OSError, ValueError):
+        return None
+
+
+# --- Stop: the per-session turn counter -------------------------------------------------
+
+
+def count_turn(memory_dir: Path, session_id: str, transcript_path: str | None) -> int:
+    """Add one turn to the session's counter and return the new count."""
+    path = extract_dir(memory_dir) / f"{session_id}.json"
+    state = _read_json(path) or {}
+    turns = state.get("turns")
+    turns = turns + 1 if isinstance(turns, int) and turns >= 0 else 1
+    record = {"session_id": session_id, "turns": turns, "updated_at": time.time()}
+    if transcript_path:
+        record["transcript_path"] = transcript_path
+    _write_json(path, record)
+    return turns
+
+
+def counter(memory_dir: Path, session_id: str) -> dict[str, Any] | None:
+    """The session's counter record, if Stop has counted any turn."""
+    return _read_json(extract_dir(memory_dir) / f"{session_id}.json")
+
+
+# --- SessionStart: the live session ----------------------------------------------------
+
+
+def remember_live(
+    memory_dir: Path, session_id: str, transcript_path: str | None, cwd: str | None
+) -> None:
+    """Note the session that just started, so `checkpoint-mark` needs no argument."""
+    _write_json(
+        extract_dir(memory_dir) / LIVE,
+        {
+            "session_id": session_id,
+            "transcript_path": transcript_path or "",
+            "cwd": cwd or "",
+            "started_at": time.time(),
+        },
+    )
+
+
+def live_session(memory_dir: Path) -> dict[str, Any] | None:
+    """The newest session SessionStart saw in this memory dir, if any."""
+    data = _read_json(extract_dir(memory_dir) / LIVE)
+    if data is None or safe_session_id(data.get("session_id")) is None:
+        return None
+    return data
+
+
+# --- checkpoint-mark -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mark:
+    session_id: str
+    transcript_path: str
+    size: int
+    marked_at: float
+
+
+def set_mark(memory_dir: Path, session_id: str, transcript_path: str, size: int) -> Mark:
+    """Record that extraction covered the transcript up to `size` bytes; the session's
+    queue entry, if it ended before, is covered too and goes. `session_id` is a
+    `safe_session_id`, as everywhere in this module."""
+    mark = Mark(session_id, transcript_path, size, time.time())
+    _write_json(
+        extract_dir(memory_dir) / MARKS / f"{session_id}.json",
+        {
+            "session_id": session_id,
+            "transcript_path": transcript_path,
+            "size": size,
+            "marked_at": mark.marked_at,
+        },
+    )
+    with contextlib.suppress(FileNotFoundError):
+        (extract_dir(memory_dir) / QUEUE / f"{session_id}.json").unlink()
+    return mark
+
+
+def mark_size(memory_dir: Path, session_id: str) -> int | None:
+    """The transcript size the session's checkpoint mark covers, or None."""
+    data = _read_json(extract_dir(memory_dir) / MARKS / f"{session_id}.json")
+    size = data.get("size") if data else None
+    return size if isinstance(size, int) and size >= 0 else None
+
+
+# --- SessionEnd: the queue -------------------------------------------------------------
+
+
+def enqueue_if_uncovered(
+    memory_dir: Path,
+    session_id: str,
+    transcript_path: str | None,
+    reason: str,
+    cwd: str | None,
+) -> bool:
+    """Queue the ended session unless its mark covers the transcript's current size.
+
+    A transcript that does not exist (a session closed before its first prompt) has
+    nothing to extract and is not queued. Returns whether the session is queued.
+    """
+    queue_file = extract_dir(memory_dir) / QUEUE / f"{session_id}.json"
+    size = transcript_size(transcript_path)
+    covered = mark_size(memory_dir, session_id)
+    if not size or (covered is not None and covered >= size):
+        with contextlib.suppress(FileNotFoundError):
+            queue_file.unlink()
+        return False
+    _write_json(
+        queue_file,
+        {
+            "session_id": session_id,
+            "transcript_path": transcript_path or "",
+            "reason": reason,
+            "ended_at": time.time(),
+            "size": size,
+            "marked_size": covered,
+            "cwd": cwd or "",
+        },
+    )
+    return True
+
+
+def queued(memory_dir: Path) -> list[dict[str, Any]]:
+    """Every queued session, oldest first. Unreadable entries are skipped."""
+    directory = extract_dir(memory_dir) / QUEUE
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    entries = []
+    for name in names:
+        if name.startswith(".") or not name.endswith(".json"):
+            continue
+        data = _read_json(directory / name)
+        if data is None or not isinstance(data.get("session_id"), str):
+            continue
+        ended = data.get("ended_at")
+        data["ended_at"] = ended if isinstance(ended, int | float) else 0.0
+        data["_file"] = directory / name
+        entries.append(data)
+    entries.sort(key=lambda entry: (entry["ended_at"], entry["session_id"]))
+    return entries
+
+
+def queue_count(memory_dir: Path) -> int:
+    """How many sessions are queued (by file count: SessionStart needs no more)."""
+    try:
+        names = os.listdir(extract_dir(memory_dir) / QUEUE)
+    except OSError:
+        return 0
+    return sum(1 for name in names if name.endswith(".json") and not name.startswith("."))
+
+
+def clear_queue(memory_dir: Path) -> int:
+    """Remove every queued session present now; return how many went."""
+    removed = 0
+    for entry in queued(memory_dir):
+        with contextlib.suppress(FileNotFoundError):
+            entry["_file"].unlink()
+            removed += 1
+    return removed
+
+
+# --- housekeeping ----------------------------------------------------------------------
+
+
+def clean_stale(memory_dir: Path, now: float | None = None) -> int:
+    """Delete counters and marks untouched for STALE_AFTER_SECONDS (never queue entries:
+    those wait for the user). Returns how many files went."""
+    now = time.time() if now is None else now
+    removed = 0
+    base = extract_dir(memory_dir)
+    for directory in (base, base / MARKS):
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            # .tmp: the leftovers of a writer that crashed between write and rename.
+            if not name.endswith((".json", ".tmp")) or name == LIVE:
+                continue
+            path = directory / name
+            with contextlib.suppress(OSError):
+                if path.is_file() and now - path.stat().st_mtime > STALE_AFTER_SECONDS:
+                    path.unlink()
+                    removed += 1
+    return removed

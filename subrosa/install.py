@@ -1,0 +1,344 @@
+"""`subrosa install`: put subrosa's three hooks into a Claude Code settings.json and
+its skills into the matching skills directory, and take them out again.
+
+The settings file is the user's: every key and every other hook stays exactly as
+it was, ours are recognized by their command (`subrosa hook NAME`) so a second run
+changes nothing, and a file that is not valid JSON is refused untouched. For
+`--uninstall` to give back the original bytes, the content before the first install
+is kept in `<data dir>/installs/`; it is restored only while the file still holds
+exactly what install wrote, otherwise only our entries are taken out.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from subrosa.errors import InvalidInput
+from subrosa.fsutil import atomic_write_bytes, atomic_write_text
+from subrosa.paths import claude_root, data_dir, project_root
+from subrosa.resources import skills_dir
+
+# Claude Code's event name -> our hook name.
+EVENTS = {"SessionStart": "session-start", "Stop": "stop", "SessionEnd": "session-end"}
+SCOPES = ("project", "local", "user")
+INSTALL_HINT = "pipx install subrosa (or: uv tool install subrosa)"
+_OURS = re.compile(r"\bsubrosa\s+hook\s+(session-start|stop|session-end)\b")
+
+
+def hook_command(name: str) -> str:
+    """The shell command Claude Code runs for hook `name` (`sh -c`, or Git Bash on Windows).
+
+    When `subrosa` is not on the PATH the hook still exits 0, with one line on
+    stderr saying how to install it; a hook must never break the agent.
+    """
+    return (
+        f"if command -v subrosa >/dev/null 2>&1; then subrosa hook {name}; "
+        f"else echo 'subrosa is not installed, hook skipped: {INSTALL_HINT}' >&2; fi; exit 0"
+    )
+
+
+def hook_handler(name: str) -> dict[str, str]:
+    return {"type": "command", "command": hook_command(name)}
+
+
+def hooks_config() -> dict[str, list[dict[str, Any]]]:
+    """The `hooks` object: one matcher group (no matcher: every source/reason) per event."""
+    return {event: [{"hooks": [hook_handler(name)]}] for event, name in EVENTS.items()}
+
+
+def plugin_hooks_json() -> str:
+    """The plugin's hooks/hooks.json, byte for byte (a test keeps the file in step)."""
+    document = {
+        "description": "subrosa: inject the memory index, nudge extraction, queue ended sessions",
+        "hooks": hooks_config(),
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def is_ours(handler: object) -> bool:
+    return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
+
+
+@dataclass(frozen=True)
+class Target:
+    scope: str
+    settings_path: Path
+    skills_path: Path
+
+
+def target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> Target:
+    """Where `scope` lives (hooks.md, "Hook locations"; skills.md, "Where skills live").
+
+    project: `.claude/settings.json` (shared through git); local:
+    `.claude/settings.local.json` (this machine only); both put the skills in the
+    project's `.claude/skills/`. user: `~/.claude/settings.json` and `~/.claude/skills/`,
+    for every project.
+    """
+    if scope == "user":
+        root = claude_root()
+        return Target(scope, root / "settings.json", root / "skills")
+    if scope not in SCOPES:
+        raise InvalidInput(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}.")
+    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or project_root(cwd))
+    name = "settings.json" if scope == "project" else "settings.local.json"
+    return Target(scope, project / ".claude" / name, project / ".claude" / "skills")
+
+
+# --- settings.json ---------------------------------------------------------------------
+
+
+def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text (None when missing) and its object; anything else is refused."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, {}
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path}: not UTF-8 text; nothing was changed.") from None
+    if not text.strip():
+        return text, {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{path}: not valid JSON ({exc}); nothing was changed.") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path}: the top level is not a JSON object; nothing was changed.")
+    hooks = data.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise InvalidInput(f'{path}: "hooks" is not a JSON object; nothing was changed.')
+    for event in EVENTS:
+        if hooks and event in hooks and not isinstance(hooks[event], list):
+            raise InvalidInput(f"{path}: hooks.{event} is not a list; nothing was changed.")
+    return text, data
+
+
+def render_settings(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _strip_ours(groups: list[Any]) -> tuple[list[Any], int]:
+    """`groups` without our handlers (a group we emptied goes too); how many went."""
+    kept: list[Any] = []
+    removed = 0
+    for group in groups:
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(handlers, list):
+            kept.append(group)
+            continue
+        others = [handler for handler in handlers if not is_ours(handler)]
+        removed += len(handlers) - len(others)
+        if others or not handlers:
+            kept.append({**group, "hooks": others} if len(others) < len(handlers) else group)
+    return kept, removed
+
+
+def merge_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`data` with exactly one subrosa handler per event; what changed, per event."""
+    merged = copy.deepcopy(data)
+    hooks = merged.setdefault("hooks", {})
+    changes = []
+    for event, name in EVENTS.items():
+        groups = hooks.get(event, [])
+        mine = [
+            handler
+            for group in groups
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for handler in group["hooks"]
+            if is_ours(handler)
+        ]
+        if mine == [hook_handler(name)]:
+            changes.append(f"= {event}: subrosa hook {name} (already there)")
+            continue
+        kept, _ = _strip_ours(groups)
+        hooks[event] = [*kept, {"hooks": [hook_handler(name)]}]
+        verb = "~" if mine else "+"
+        changes.append(f"{verb} {event}: subrosa hook {name}")
+    return merged, changes
+
+
+def remove_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`data` without subrosa's handlers; containers that only we filled go too."""
+    cleaned = copy.deepcopy(data)
+    hooks = cleaned.get("hooks")
+    changes: list[str] = []
+    if not isinstance(hooks, dict):
+        return cleaned, changes
+    for event, name in EVENTS.items():
+        groups = hooks.get(event)
+        if not isinstance(groups, list):
+            continue
+        kept, removed = _strip_ours(groups)
+        if not removed:
+            continue
+        changes.append(f"- {event}: subrosa hook {name}")
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if changes and not hooks:
+        del cleaned["hooks"]
+    return cleaned, changes
+
+
+def _record_path(settings_path: Path) -> Path:
+    digest = hashlib.sha256(str(settings_path.absolute()).encode("utf-8")).hexdigest()[:24]
+    return data_dir() / "installs" / f"{digest}.json"
+
+
+def _read_record(settings_path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(_record_path(settings_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and isinstance(record.get("installed"), str):
+        return record
+    return None
+
+
+def _parsed(text: str | None) -> Any:
+    if text is None or not text.strip():
+        return None if text is None else {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+# --- the skills ------------------------------------------------------------------------
+
+
+def shipped_skills() -> list[Path]:
+    """The skill directories subrosa ships (each holds a SKILL.md)."""
+    source = skills_dir()
+    return sorted(path for path in source.iterdir() if (path / "SKILL.md").is_file())
+
+
+def _skill_files(skill: Path) -> list[Path]:
+    return sorted(
+        path
+        for path in skill.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    )
+
+
+# --- the plan --------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What install or uninstall will do; `apply` does it."""
+
+    target: Target
+    uninstall: bool
+    settings_text: str | None = None  # the new settings.json (None: delete it)
+    settings_changes: list[str] = field(default_factory=list)
+    write_settings: bool = False
+    record: dict[str, Any] | None = None  # the install record to write (None: delete it)
+    copies: list[tuple[Path, Path]] = field(default_factory=list)
+    removals: list[Path] = field(default_factory=list)
+    skill_changes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.write_settings or bool(self.copies) or bool(self.removals)
+
+    def apply(self) -> None:
+        path = self.target.settings_path
+        if self.write_settings:
+            record_path = _record_path(path)
+            if self.record is not None:
+                record_path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(record_path, json.dumps(self.record) + "\n", mode=0o600)
+            if self.settings_text is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(path, self.settings_text)
+            if self.record is None:
+                record_path.unlink(missing_ok=True)
+        for source, destination in self.copies:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(destination, source.read_bytes(), mode=source.stat().st_mode & 0o777)
+        for destination in self.removals:
+            destination.unlink(missing_ok=True)
+            _remove_empty_dirs(destination.parent, self.target.skills_path.parent)
+
+
+def _remove_empty_dirs(directory: Path, stop: Path) -> None:
+    """Remove `directory` and its parents while empty, up to (not including) `stop`."""
+    while directory != stop and stop in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
+
+
+def plan_install(target: Target) -> Plan:
+    plan = Plan(target, uninstall=False)
+    text, data = read_settings(target.settings_path)
+    merged, plan.settings_changes = merge_hooks(data)
+    if merged != data or text is None:
+        plan.write_settings = True
+        plan.settings_text = render_settings(merged)
+        record = _read_record(target.settings_path)
+        keep_original = record is not None and _parsed(record["installed"]) == _parsed(text)
+        original = record.get("original") if record and keep_original else text
+        plan.record = {
+            "settings_path": str(target.settings_path),
+            "original": original,
+            "installed": plan.settings_text,
+        }
+    for skill in shipped_skills():
+        for source in _skill_files(skill):
+            relative = source.relative_to(skill.parent)
+            destination = target.skills_path / relative
+            try:
+                same = destination.read_bytes() == source.read_bytes()
+                verb = "=" if same else "~"
+            except FileNotFoundError:
+                same, verb = False, "+"
+            if not same:
+                plan.copies.append((source, destination))
+            plan.skill_changes.append(f"{verb} {relative.as_posix()}")
+    return plan
+
+
+def plan_uninstall(target: Target) -> Plan:
+    plan = Plan(target, uninstall=True)
+    text, data = read_settings(target.settings_path)
+    cleaned, plan.settings_changes = remove_hooks(data)
+    record = _read_record(target.settings_path)
+    if record is not None and text is not None and _parsed(record["installed"]) == _parsed(text):
+        # Untouched since install: give back the original bytes (or no file at all).
+        original = record.get("original")
+        plan.write_settings = True
+        plan.settings_text = original if isinstance(original, str) else None
+        if not plan.settings_changes:
+            plan.settings_changes = ["- the subrosa hooks"]
+    elif plan.settings_changes:
+        plan.write_settings = True
+        plan.settings_text = render_settings(cleaned)
+    for skill in shipped_skills():
+        for source in _skill_files(skill):
+            relative = source.relative_to(skill.parent)
+            destination = target.skills_path / relative
+            try:
+                same = destination.read_bytes() == source.read_bytes()
+            except FileNotFoundError:
+                continue
+            if same:
+                plan.removals.append(destination)
+                plan.skill_changes.append(f"- {relative.as_posix()}")
+            else:
+                plan.skill_changes.append(
+                    f"! {relative.as_posix()} (changed by you, left in place)"
+                )
+    return plan
