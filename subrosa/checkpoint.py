@@ -33,6 +33,7 @@ QUEUE = "queue"
 # Counters and marks untouched for this long belong to sessions long gone.
 STALE_AFTER_SECONDS = 14 * 24 * 3600
 
+MAX_ID_LENGTH = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -45,10 +46,11 @@ def safe_session_id(session_id: object) -> str | None:
     """
     if not isinstance(session_id, str) or not session_id.strip():
         return None
-    cleaned = _UNSAFE.sub("_", session_id)[:96]
-    if cleaned == session_id:
+    cleaned = _UNSAFE.sub("_", session_id)
+    if cleaned == session_id and len(cleaned) <= MAX_ID_LENGTH:
         return cleaned
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    cleaned = cleaned[: MAX_ID_LENGTH - len(digest) - 1]
     return f"{cleaned}-{digest}"
 
 

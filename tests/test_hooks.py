@@ -1,0 +1,344 @@
+"""The Claude Code hooks as Claude Code runs them: real processes, JSON on stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from subrosa import checkpoint, pending
+from subrosa.paths import auto_memory_dir
+from tests.conftest import RunCli, subrosa_process
+
+HOOK_NAMES = ("session-start", "stop", "session-end")
+
+
+@pytest.fixture(autouse=True)
+def no_background_ingest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A detached ingest would outlive the test's tmp_path; the pending record is what
+    these tests check (the transcript issue tests the ingest that drains it)."""
+    monkeypatch.setenv("SUBROSA_BACKGROUND_INGEST", "0")
+
+
+def hook(name: str, payload: dict[str, Any] | str | bytes) -> subprocess.CompletedProcess[str]:
+    """Run one hook as Claude Code does; it must exit 0. Output decoded as text."""
+    data = json.dumps(payload) if isinstance(payload, dict) else payload
+    result = subrosa_process("hook", name, input=data)
+    assert result.returncode == 0, result.stderr
+    return subprocess.CompletedProcess(
+        result.args, 0, result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
+    )
+
+
+def transcript(tmp_path: Path, session_id: str, text: str = '{"type": "user"}\n') -> Path:
+    path = tmp_path / "transcripts" / f"{session_id}.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def event(session_id: str, path: Path, cwd: Path, **extra: Any) -> dict[str, Any]:
+    return {"session_id": session_id, "transcript_path": str(path), "cwd": str(cwd), **extra}
+
+
+def context_of(result: subprocess.CompletedProcess[str]) -> str:
+    output = json.loads(result.stdout)
+    assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    context: str = output["hookSpecificOutput"]["additionalContext"]
+    assert len(context) <= 10_000
+    return context
+
+
+def test_stop_blocks_exactly_once_on_the_15th_turn(memory_dir: Path, tmp_path: Path) -> None:
+    path = transcript(tmp_path, "s1")
+    outputs = [hook("stop", event("s1", path, tmp_path)).stdout for _ in range(15)]
+    assert [i for i, out in enumerate(outputs, 1) if out.strip()] == [15]
+    decision = json.loads(outputs[-1])
+    assert decision["decision"] == "block"
+    reason = decision["reason"]
+    for needle in ("memory-extraction", "s1", "subrosa generate", "checkpoint-mark --session s1"):
+        assert needle in reason
+    state = json.loads((memory_dir / ".extract" / "s1.json").read_text())
+    assert state["turns"] == 15
+
+
+def test_stop_never_blocks_while_a_stop_hook_is_active(memory_dir: Path, tmp_path: Path) -> None:
+    path = transcript(tmp_path, "s2")
+    for _ in range(15):
+        result = hook("stop", event("s2", path, tmp_path, stop_hook_active=True))
+        assert result.stdout == ""
+
+
+def test_nudge_every_comes_from_the_environment_and_the_config_file(
+    memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = transcript(tmp_path, "s3")
+    monkeypatch.setenv("SUBROSA_NUDGE_EVERY", "2")
+    assert [bool(hook("stop", event("s3", path, tmp_path)).stdout) for _ in range(4)] == [
+        False,
+        True,
+        False,
+        True,
+    ]
+    monkeypatch.delenv("SUBROSA_NUDGE_EVERY")
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "subrosa" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("nudge_every = 1\n")
+    assert hook("stop", event("s4", path, tmp_path)).stdout
+    config.write_text("nudge_every = 'often'\n")  # broken: fail open with the default
+    result = hook("stop", event("s5", path, tmp_path))
+    assert result.stdout == "" and "nudge_every" in result.stderr
+
+
+def test_the_queue_from_session_end_to_checkpoint_clear(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    t1, t2 = transcript(tmp_path, "s1"), transcript(tmp_path, "s2")
+    hook("session-end", event("s1", t1, tmp_path, reason="prompt_input_exit"))
+    hook("session-end", event("s2", t2, tmp_path, reason="clear"))
+    listed = json.loads(run("checkpoint-list", "--json").stdout)
+    assert [(e["session_id"], e["reason"]) for e in listed] == [
+        ("s1", "prompt_input_exit"),
+        ("s2", "clear"),
+    ]
+    assert {"session_id", "transcript_path", "reason", "ended_at"} <= set(listed[0])
+    assert listed[0]["transcript_path"] == str(t1)
+
+    t3 = transcript(tmp_path, "s3")
+    context = context_of(hook("session-start", event("s3", t3, tmp_path, source="startup")))
+    assert "2 earlier sessions" in context and "memory-extraction" in context
+
+    # The live session (s3, from SessionStart) is marked without an argument.
+    marked = run("checkpoint-mark").stdout
+    assert "s3" in marked and str(t3.stat().st_size) in marked
+    hook("session-end", event("s3", t3, tmp_path, reason="other"))
+    assert [e["session_id"] for e in json.loads(run("checkpoint-list", "--json").stdout)] == [
+        "s1",
+        "s2",
+    ]
+
+    # A mark taken after s1 ended takes it off the queue; ending again unchanged: not queued.
+    run("checkpoint-mark", "--session", "s1")
+    hook("session-end", event("s1", t1, tmp_path, reason="other"))
+    assert [e["session_id"] for e in json.loads(run("checkpoint-list", "--json").stdout)] == [
+        "s2"
+    ]
+    # The transcript grows past the mark: queued again, still once.
+    with t1.open("a") as handle:
+        handle.write('{"type": "assistant"}\n')
+    hook("session-end", event("s1", t1, tmp_path, reason="other"))
+    hook("session-end", event("s1", t1, tmp_path, reason="other"))
+    ids = [e["session_id"] for e in json.loads(run("checkpoint-list", "--json").stdout)]
+    assert sorted(ids) == ["s1", "s2"]
+
+    assert "cleared 2 queued sessions" in run("checkpoint-clear").stdout
+    assert json.loads(run("checkpoint-list", "--json").stdout) == []
+    assert "no sessions queued" in run("checkpoint-list").stdout
+    assert hook("session-start", event("s4", t3, tmp_path)).stdout == ""
+
+
+def test_session_end_hands_the_transcript_to_the_archive(memory_dir: Path, tmp_path: Path) -> None:
+    path = transcript(tmp_path, "s1")
+    hook("session-end", event("s1", path, tmp_path, reason="other"))
+    entries = [data for _, data in pending.list_pending()]
+    assert [(e["transcript_path"], e["session_id"]) for e in entries] == [(str(path), "s1")]
+
+
+def test_a_session_without_a_transcript_is_not_queued(memory_dir: Path, tmp_path: Path) -> None:
+    hook("session-end", event("s1", tmp_path / "never-written.jsonl", tmp_path))
+    assert checkpoint.queued(memory_dir) == []
+
+
+def test_checkpoint_mark_needs_a_session(memory_dir: Path, run: RunCli) -> None:
+    assert "pass --session" in run("checkpoint-mark", expect=2).stderr
+    assert "no transcript found" in run("checkpoint-mark", "--session", "ghost", expect=2).stderr
+
+
+def test_checkpoint_mark_finds_the_transcript_where_claude_code_keeps_it(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    transcripts = auto_memory_dir(project).parent
+    transcripts.mkdir(parents=True)
+    (transcripts / "abc.jsonl").write_text("{}\n")
+    data = json.loads(run("checkpoint-mark", "--session", "abc", "--json").stdout)
+    assert data["size"] == 3 and data["transcript_path"] == str(transcripts / "abc.jsonl")
+    assert checkpoint.mark_size(auto_memory_dir(project), "abc") == 3
+
+
+BAD_STDIN: list[bytes] = [
+    b"",
+    b"   \n",
+    b"garbage",
+    b'{"session_id": "s1", "transcript_pa',
+    b"[1, 2, 3]",
+    b'"a string"',
+    b"\xff\xfe\x00\x01",
+    b'{"session_id": 5, "cwd": ["x"], "transcript_path": {"a": 1}}',
+    b'{"session_id": "../../../etc/passwd", "stop_hook_active": false}',
+]
+
+
+@pytest.mark.parametrize("name", HOOK_NAMES)
+def test_bad_stdin_exits_0_with_nothing_on_stdout(
+    name: str, memory_dir: Path, tmp_path: Path
+) -> None:
+    for data in BAD_STDIN:
+        result = hook(name, data)
+        assert result.stdout == "", (data, result.stdout)
+        assert len(result.stderr.splitlines()) <= 1, (data, result.stderr)
+    assert not (tmp_path.parent / "etc").exists()
+    for path in (memory_dir / ".extract").rglob("*"):
+        assert memory_dir / ".extract" in path.parents
+
+
+def test_unknown_hook_name_fails_open() -> None:
+    result = hook("pre-tool-use", {"session_id": "s"})
+    assert result.stdout == "" and "unknown hook" in result.stderr
+
+
+@pytest.mark.parametrize("name", HOOK_NAMES)
+def test_missing_memory_dir_and_unwritable_state_fail_open(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = transcript(tmp_path, "s1")
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "nowhere" / "memory"))
+    monkeypatch.setenv("SUBROSA_NUDGE_EVERY", "1")
+    result = hook(name, event("s1", path, tmp_path))
+    assert result.stdout == "" and len(result.stderr.splitlines()) == 1
+    assert "does not exist" in result.stderr
+    # `.extract` is a file, so nothing can be written under it (works even as root).
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / ".extract").write_text("in the way")
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    result = hook(name, event("s1", path, tmp_path))
+    assert result.stdout == "" and len(result.stderr.splitlines()) == 1
+
+
+def test_hook_path_imports_the_standard_library_only(memory_dir: Path, tmp_path: Path) -> None:
+    """Each hook doing all it can (queue, index injection, a block, an archive record)
+    loads none of the heavy dependencies."""
+    (memory_dir / "MEMORY.md").write_text("# Memory\n\n- [A](a.md) — a fact\n")
+    t1 = transcript(tmp_path, "s1")
+    report = tmp_path / "modules.json"
+    script = (
+        "import json, sys\n"
+        "from subrosa.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"json.dump(sorted(sys.modules), open({str(report)!r}, 'w'))\n"
+    )
+    env = {**os.environ, "SUBROSA_NUDGE_EVERY": "1"}
+    heavy = {"sqlalchemy", "click", "rich", "yaml", "frontmatter", "alembic", "filelock"}
+    for name in ("session-end", "session-start", "stop"):
+        result = subprocess.run(
+            [sys.executable, "-c", script, "hook", name],
+            input=json.dumps(event("s1", t1, tmp_path, reason="other")).encode(),
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
+        if name != "session-end":
+            assert result.stdout.strip(), name
+        loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
+        assert not loaded & heavy, (name, loaded & heavy)
+
+
+def _index(lines: int) -> str:
+    head = ["<!-- generated by subrosa: do not edit -->", "# Memory", ""]
+    body = [
+        f"- [Fact number {i}](fact_{i}.md) — {'a hook that says something useful ' * 3}{i}"
+        for i in range(lines)
+    ]
+    return "\n".join(head + body) + "\n"
+
+
+def test_session_start_injects_the_index_cut_at_a_whole_line(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    text = _index(165)
+    assert 22_000 < len(text.encode()) < 25_000
+    (memory_dir / "MEMORY.md").write_text(text)
+    path = transcript(tmp_path, "s1")
+    context = context_of(hook("session-start", event("s1", path, tmp_path, source="startup")))
+    original = set(text.splitlines())
+    injected = [line for line in context.splitlines() if line.startswith("- [Fact")]
+    assert injected and all(line in original for line in injected)
+    assert injected[0].startswith("- [Fact number 0]")
+    assert "# Memory" in context and "auto-memory dir" in context
+    assert f"more lines of the index are not shown: read {memory_dir / 'MEMORY.md'}" in context
+    assert 9_000 < len(context) <= 10_000
+
+
+def test_session_start_with_a_queue_and_a_huge_index_stays_under_the_cap(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    (memory_dir / "MEMORY.md").write_text(_index(165))
+    for sid in ("a", "b", "c"):
+        hook("session-end", event(sid, transcript(tmp_path, sid), tmp_path))
+    context = context_of(hook("session-start", event("d", transcript(tmp_path, "d"), tmp_path)))
+    assert context.startswith("subrosa: 3 earlier sessions") and "- [Fact number 0]" in context
+
+
+def test_session_start_leaves_the_index_to_claude_code_when_it_loads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    memory = auto_memory_dir(project)
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("# Memory\n\n- [A](a.md) — \u202eevil\u200b hook\n")
+    path = transcript(tmp_path, "s1")
+    payload = event("s1", path, project)
+    assert hook("session-start", payload).stdout == ""
+    assert checkpoint.live_session(memory) is not None
+
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
+    context = context_of(hook("session-start", payload))
+    assert "CLAUDE_CODE_DISABLE_AUTO_MEMORY" in context and "- [A](a.md)" in context
+    assert "\u202e" not in context and "\u200b" not in context
+    monkeypatch.delenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
+
+    settings = project / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"autoMemoryEnabled": False}))
+    assert "autoMemoryEnabled is false" in context_of(hook("session-start", payload))
+    settings.write_text(json.dumps({"autoMemoryDirectory": str(tmp_path / "elsewhere")}))
+    assert "elsewhere" in context_of(hook("session-start", payload))
+
+
+def test_session_end_cleans_up_old_counters_but_keeps_the_queue(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    path = transcript(tmp_path, "old")
+    hook("stop", event("old", path, tmp_path))
+    hook("session-end", event("old", path, tmp_path))
+    counter = memory_dir / ".extract" / "old.json"
+    long_ago = time.time() - checkpoint.STALE_AFTER_SECONDS - 60
+    os.utime(counter, (long_ago, long_ago))
+    hook("session-end", event("new", transcript(tmp_path, "new"), tmp_path))
+    assert not counter.exists()
+    assert {e["session_id"] for e in checkpoint.queued(memory_dir)} == {"old", "new"}
+
+
+@given(st.text(min_size=1))
+def test_safe_session_ids_are_file_names_and_do_not_collide(raw: str) -> None:
+    safe = checkpoint.safe_session_id(raw)
+    if not raw.strip():
+        assert safe is None
+        return
+    assert safe is not None and safe.replace("-", "").replace("_", "").isalnum()
+    assert safe.isascii() and len(safe) <= checkpoint.MAX_ID_LENGTH
+    assert checkpoint.safe_session_id(safe) == safe
+    assert checkpoint.safe_session_id(raw + "x") != safe
