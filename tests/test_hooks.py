@@ -128,9 +128,7 @@ def test_the_queue_from_session_end_to_checkpoint_clear(
     # A mark taken after s1 ended takes it off the queue; ending again unchanged: not queued.
     run("checkpoint-mark", "--session", "s1")
     hook("session-end", event("s1", t1, tmp_path, reason="other"))
-    assert [e["session_id"] for e in json.loads(run("checkpoint-list", "--json").stdout)] == [
-        "s2"
-    ]
+    assert [e["session_id"] for e in json.loads(run("checkpoint-list", "--json").stdout)] == ["s2"]
     # The transcript grows past the mark: queued again, still once.
     with t1.open("a") as handle:
         handle.write('{"type": "assistant"}\n')
