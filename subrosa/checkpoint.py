@@ -15,17 +15,20 @@ reader sees a whole record or none.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from subrosa.fsutil import atomic_write_text
 from subrosa.paths import extract_dir
+
+# typing, dataclasses and hashlib are kept off the import path: each costs the Stop
+# hook more than its own work (mypy treats this name like typing.TYPE_CHECKING).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LIVE = "live.json"
 MARKS = "marks"
@@ -49,6 +52,8 @@ def safe_session_id(session_id: object) -> str | None:
     cleaned = _UNSAFE.sub("_", session_id)
     if cleaned == session_id and len(cleaned) <= MAX_ID_LENGTH:
         return cleaned
+    import hashlib
+
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     cleaned = cleaned[: MAX_ID_LENGTH - len(digest) - 1]
     return f"{cleaned}-{digest}"
@@ -63,9 +68,10 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_json(path: Path, data: dict[str, Any], *, durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n")
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
+    atomic_write_text(path, text, durable=durable)
 
 
 def transcript_size(transcript_path: str | None) -> int | None:
@@ -90,7 +96,9 @@ def count_turn(memory_dir: Path, session_id: str, transcript_path: str | None) -
     record = {"session_id": session_id, "turns": turns, "updated_at": time.time()}
     if transcript_path:
         record["transcript_path"] = transcript_path
-    _write_json(path, record)
+    # Not fsynced: this runs on every turn, and a counter lost to a power cut only
+    # delays one nudge (an empty or missing file counts from zero).
+    _write_json(path, record, durable=False)
     return turns
 
 
@@ -114,6 +122,7 @@ def remember_live(
             "cwd": cwd or "",
             "started_at": time.time(),
         },
+        durable=False,  # rewritten by every session start; checkpoint-mark --session works without
     )
 
 
@@ -128,31 +137,23 @@ def live_session(memory_dir: Path) -> dict[str, Any] | None:
 # --- checkpoint-mark -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Mark:
-    session_id: str
-    transcript_path: str
-    size: int
-    marked_at: float
-
-
-def set_mark(memory_dir: Path, session_id: str, transcript_path: str, size: int) -> Mark:
+def set_mark(memory_dir: Path, session_id: str, transcript_path: str, size: int) -> float:
     """Record that extraction covered the transcript up to `size` bytes; the session's
     queue entry, if it ended before, is covered too and goes. `session_id` is a
-    `safe_session_id`, as everywhere in this module."""
-    mark = Mark(session_id, transcript_path, size, time.time())
+    `safe_session_id`, as everywhere in this module. Returns the time of the mark."""
+    marked_at = time.time()
     _write_json(
         extract_dir(memory_dir) / MARKS / f"{session_id}.json",
         {
             "session_id": session_id,
             "transcript_path": transcript_path,
             "size": size,
-            "marked_at": mark.marked_at,
+            "marked_at": marked_at,
         },
     )
     with contextlib.suppress(FileNotFoundError):
         (extract_dir(memory_dir) / QUEUE / f"{session_id}.json").unlink()
-    return mark
+    return marked_at
 
 
 def mark_size(memory_dir: Path, session_id: str) -> int | None:
@@ -184,6 +185,9 @@ def enqueue_if_uncovered(
         with contextlib.suppress(FileNotFoundError):
             queue_file.unlink()
         return False
+    # Atomic but not fsynced: SessionEnd shares a 1.5 s budget and each fsync costs
+    # milliseconds. A power cut in the seconds after a session ends can lose this
+    # entry (one nudge fewer); the transcript itself is safe in the pending record.
     _write_json(
         queue_file,
         {
@@ -195,6 +199,7 @@ def enqueue_if_uncovered(
             "marked_size": covered,
             "cwd": cwd or "",
         },
+        durable=False,
     )
     return True
 

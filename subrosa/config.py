@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
+from subrosa.paths import config_file
 
 FACT_TYPES = ("user", "feedback", "project", "reference")
 DEFAULT_TYPE_WEIGHTS = {"feedback": 4, "user": 3, "project": 2, "reference": 1}
@@ -38,12 +39,8 @@ class Settings:
 
 
 def config_path(env: dict[str, str] | None = None) -> Path:
-    """Where the settings file is looked for."""
-    env = dict(os.environ) if env is None else env
-    if env.get("SUBROSA_CONFIG"):
-        return Path(env["SUBROSA_CONFIG"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    return Path(base).expanduser() / "subrosa" / "config.toml"
+    """Where the settings file is looked for (see subrosa.paths.config_file)."""
+    return config_file(env)
 
 
 def _positive_int(raw: object, key: str, where: object) -> int:

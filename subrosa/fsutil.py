@@ -4,22 +4,43 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
-def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new, unique temp file beside `path` (O_EXCL), open for writing.
+
+    Done by hand rather than with tempfile.mkstemp: importing tempfile pulls in
+    shutil, random, bz2 and lzma, a cost the hooks pay on every turn.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.parent}: no free temp file name for {path.name}")
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes, mode: int | None = None, *, durable: bool = True
+) -> None:
     """Write `data` to `path` so a crash leaves the old file or the new one, never a mix.
 
     A unique temp file in the same directory (so concurrent writers never share one),
     fsync, then os.replace, then fsync of the directory so the rename is durable.
+    `durable=False` skips both fsyncs, for state that is cheap to lose and written on
+    every turn (the Stop hook's counter): readers must then accept an empty file
+    after a power cut.
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         elif path.exists():
@@ -31,12 +52,15 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
+def atomic_write_text(
+    path: Path, text: str, mode: int | None = None, *, durable: bool = True
+) -> None:
     """`atomic_write_bytes` for UTF-8 text (newlines written as given)."""
-    atomic_write_bytes(path, text.encode("utf-8"), mode)
+    atomic_write_bytes(path, text.encode("utf-8"), mode, durable=durable)
 
 
 def fsync_dir(directory: Path) -> None:

@@ -18,12 +18,24 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from subrosa import checkpoint
-from subrosa.paths import auto_memory_dir, claude_root, project_root, resolve_memory_dir
+from subrosa.paths import (
+    auto_memory_dir,
+    claude_root,
+    config_file,
+    project_root,
+    resolve_memory_dir,
+)
+
+# typing is kept off the import path (see subrosa.checkpoint).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Payload = dict[str, Any]
 
 # hooks.md: hook output strings, additionalContext included, are capped at 10,000
 # characters; past that Claude Code swaps the text for a file path and a preview.
@@ -33,8 +45,6 @@ INDEX_MAX_LINES = 200
 # A Stop payload carries the last assistant message; a few MiB is already absurd.
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 DEFAULT_NUDGE_EVERY = 15
-
-Payload = dict[str, Any]
 
 
 class Notes:
@@ -125,6 +135,11 @@ def _state_ready(memory_dir: Path, notes: Notes) -> bool:
 
 
 def _nudge_every(notes: Notes) -> int:
+    raw = os.environ.get("SUBROSA_NUDGE_EVERY", "").strip()
+    if raw.isdecimal() and int(raw) > 0:
+        return int(raw)
+    if not raw and not config_file().is_file():
+        return DEFAULT_NUDGE_EVERY  # nothing to read: skip importing the settings machinery
     try:
         from subrosa.config import load_settings
 
@@ -167,35 +182,59 @@ def stop(payload: Payload, notes: Notes) -> str | None:
 # --- SessionEnd ------------------------------------------------------------------------
 
 
+def _has_ingest_command() -> bool:
+    """Whether this install has `subrosa ingest` (the transcript archive's module).
+
+    A look for the file rather than importlib.util.find_spec: importing importlib.util
+    costs this hook more than the rest of its work."""
+    import subrosa.cli
+
+    cli_dir = os.path.dirname(subrosa.cli.__file__ or "")
+    return any(
+        os.path.exists(os.path.join(cli_dir, f"transcripts{ext}")) for ext in (".py", ".pyc")
+    )
+
+
 def _start_background_ingest() -> bool:
     """Start `subrosa ingest --pending` detached, never waiting for it.
 
     SessionEnd hooks share a 1.5 s budget; the pending record already guarantees the
     transcript reaches the archive at the next subrosa command, so this only makes it
     sooner. Skipped when this install has no ingest command, or when
-    SUBROSA_BACKGROUND_INGEST=0.
+    SUBROSA_BACKGROUND_INGEST=0. On POSIX it is os.posix_spawn in a new session
+    (importing subprocess alone would cost more than the hook's own work).
     """
     if os.environ.get("SUBROSA_BACKGROUND_INGEST", "1").strip().lower() in ("0", "false", "no"):
         return False
-    import importlib.util
+    if not _has_ingest_command():
+        return False
+    argv = [sys.executable, "-m", "subrosa", "ingest", "--pending"]
+    if hasattr(os, "posix_spawn"):
+        devnull = os.devnull
+        os.posix_spawn(
+            sys.executable,
+            argv,
+            dict(os.environ),
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
+            ],
+            setsid=True,
+        )
+        return True
     import subprocess
 
-    if importlib.util.find_spec("subrosa.cli.transcripts") is None:
-        return False
-    options: dict[str, Any] = {}
-    if os.name == "nt":
-        options["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
-            subprocess, "CREATE_NEW_PROCESS_GROUP", 0
-        )
-    else:
-        options["start_new_session"] = True
+    flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
+        subprocess, "CREATE_NEW_PROCESS_GROUP", 0
+    )
     subprocess.Popen(
-        [sys.executable, "-m", "subrosa", "ingest", "--pending"],
+        argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         close_fds=True,
-        **options,
+        creationflags=flags,
     )
     return True
 

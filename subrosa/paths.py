@@ -113,6 +113,17 @@ def data_dir(env: dict[str, str] | None = None) -> Path:
     return home / ".local" / "share" / "subrosa"
 
 
+def config_file(env: dict[str, str] | None = None) -> Path:
+    """The settings file: `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`,
+    else `~/.config/subrosa/config.toml`. Here rather than in subrosa.config so the Stop
+    hook can see there is no file without importing the settings machinery."""
+    env = dict(os.environ) if env is None else env
+    if env.get("SUBROSA_CONFIG"):
+        return Path(env["SUBROSA_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(base).expanduser() / "subrosa" / "config.toml"
+
+
 def resolve_db_url(explicit: str | None = None, env: dict[str, str] | None = None) -> str:
     """The database as an SQLAlchemy URL: flag, `SUBROSA_DB`, else `<data dir>/subrosa.db`.
 

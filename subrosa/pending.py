@@ -15,10 +15,14 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from subrosa.fsutil import atomic_write_text
 from subrosa.paths import data_dir
+
+# typing stays off the SessionEnd hook's import path (mypy reads this like typing's).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def pending_dir(env: dict[str, str] | None = None) -> Path:
@@ -45,7 +49,10 @@ def record(
         "cwd": cwd,
         "recorded_at": time.time(),
     }
-    atomic_write_text(path, json.dumps(entry), mode=0o600)
+    # Atomic but not fsynced: the SessionEnd hook writes this inside Claude Code's 1.5 s
+    # budget, and a record lost to a power cut names a transcript that a full
+    # `subrosa ingest` still finds (Claude Code keeps transcripts for weeks).
+    atomic_write_text(path, json.dumps(entry), mode=0o600, durable=False)
     return path
 
 

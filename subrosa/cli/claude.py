@@ -104,11 +104,11 @@ def checkpoint_mark(app: AppContext, session_id: str | None, as_json: bool) -> N
     size = checkpoint.transcript_size(transcript)
     if transcript is None or size is None:
         raise InvalidInput(f"no transcript found for session {key} under {claude_root()}.")
-    mark = checkpoint.set_mark(memory_dir, key, transcript, size)
+    marked_at = checkpoint.set_mark(memory_dir, key, transcript, size)
     if as_json:
         print_json(
             {"session_id": key, "transcript_path": transcript, "size": size,
-             "marked_at": _iso(mark.marked_at)}
+             "marked_at": _iso(marked_at)}
         )  # fmt: skip
     else:
         say(f"marked {key}: extraction covers {size} bytes of {transcript}")
