@@ -301,7 +301,6 @@ def _same_dir(a: Path, b: Path) -> bool:
 def index_not_loaded_because(memory_dir: Path, cwd: str | None) -> str | None:
     """Why Claude Code will not load this MEMORY.md by itself, or None when it will."""
     project_dir = os.environ.get("CLAUDE_PROJECT_DIR") or cwd
-    root = project_root(project_dir)
     if os.environ.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "").strip().lower() in (
         "1",
         "true",
@@ -311,7 +310,10 @@ def index_not_loaded_because(memory_dir: Path, cwd: str | None) -> str | None:
         return "auto memory is off: CLAUDE_CODE_DISABLE_AUTO_MEMORY is set"
     enabled: object = True
     configured_dir: object = None
-    for settings in _claude_settings(Path(project_dir) if project_dir else root):
+    # Claude Code reads project settings where it was started: CLAUDE_PROJECT_DIR, else
+    # (the hook run by hand) the repository around cwd.
+    settings_root = Path(os.environ.get("CLAUDE_PROJECT_DIR") or project_root(cwd))
+    for settings in _claude_settings(settings_root):
         enabled = settings.get("autoMemoryEnabled", enabled)
         configured_dir = settings.get("autoMemoryDirectory", configured_dir)
     if enabled is False:

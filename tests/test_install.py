@@ -189,3 +189,9 @@ def test_the_hook_command_runs_subrosa_when_installed(memory_dir: Path, tmp_path
     )
     assert result.returncode == 0
     assert json.loads(result.stdout)["decision"] == "block"
+
+
+def test_hook_help_documents_the_three_hooks(run: RunCli) -> None:
+    out = run("hook", "--help").stdout
+    for name in ("session-start", "stop", "session-end", "stop_hook_active", "10,000"):
+        assert name in out
