@@ -337,6 +337,40 @@ def _clean_index_line(line: str) -> str:
     return strip_invisible(line).rstrip()
 
 
+def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | None:
+    """The index's lines under a header, cut at a whole line so the result is at most
+    `budget` characters (and INDEX_MAX_LINES lines), with a pointer to the rest.
+    None when not even one line fits."""
+    header = (
+        f"The memory index of this project follows, from {index} (Claude Code does not "
+        f"load it by itself here: {why}). Its links name leaf files in {index.parent}."
+    )
+
+    def pointer(rest: int) -> str:
+        return f"[… {rest} more lines of the index are not shown: read {index}.]"
+
+    def fit(room: int) -> list[str]:
+        shown: list[str] = []
+        used = 0
+        for line in lines[:INDEX_MAX_LINES]:
+            if used + len(line) + 1 > room:
+                break
+            shown.append(line)
+            used += len(line) + 1
+        return shown
+
+    room = budget - len(header) - 1  # "\n\n" before the lines, minus the last line's "\n"
+    shown = fit(room)
+    if len(shown) < len(lines):
+        shown = fit(room - len(pointer(len(lines))) - 1)
+    if not shown:
+        return None
+    body = header + "\n\n" + "\n".join(shown)
+    if len(shown) < len(lines):
+        body += "\n" + pointer(len(lines) - len(shown))
+    return body
+
+
 def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
     """MEMORY.md cut at a whole line to fit `budget` characters, with a pointer to the rest."""
     index = memory_dir / "MEMORY.md"
@@ -347,28 +381,7 @@ def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
     lines = [_clean_index_line(line) for line in text.splitlines()]
     while lines and not lines[-1].strip():
         lines.pop()
-    if not lines:
-        return None
-    header = (
-        f"The memory index of this project follows, from {index} (Claude Code does not "
-        f"load it by itself here: {why}). Its links name leaf files in {memory_dir}."
-    )
-    pointer_room = len(f"[… {len(lines)} more lines of the index are not shown: read {index}.]")
-    room = budget - len(header) - 2 - pointer_room - 1
-    shown: list[str] = []
-    used = 0
-    for line in lines[:INDEX_MAX_LINES]:
-        if used + len(line) + 1 > room:
-            break
-        shown.append(line)
-        used += len(line) + 1
-    if not shown:
-        return None
-    body = header + "\n\n" + "\n".join(shown)
-    rest = len(lines) - len(shown)
-    if rest:
-        body += f"\n[… {rest} more lines of the index are not shown: read {index}.]"
-    return body
+    return render_index(lines, index, why, budget) if lines else None
 
 
 def queue_nudge(memory_dir: Path, count: int) -> str:

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from subrosa import checkpoint, pending
+from subrosa.hooks import INDEX_MAX_LINES, render_index
 from subrosa.paths import auto_memory_dir
 from tests.conftest import RunCli, subrosa_process
 
@@ -341,3 +342,49 @@ def test_safe_session_ids_are_file_names_and_do_not_collide(raw: str) -> None:
     assert len(safe) <= checkpoint.MAX_ID_LENGTH
     assert checkpoint.safe_session_id(safe) == safe
     assert checkpoint.safe_session_id(raw + "x") != safe
+
+
+@given(
+    st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=300)),
+    st.integers(min_value=0, max_value=12_000),
+)
+def test_the_injected_index_fits_its_budget_and_cuts_at_whole_lines(
+    lines: list[str], budget: int
+) -> None:
+    lines = [line.replace("\n", " ") for line in lines]
+    index = Path("/memory/MEMORY.md")
+    out = render_index(lines, index, "a reason", budget)
+    if out is None:
+        return
+    assert len(out) <= budget
+    header, _, rest = out.partition("\n\n")
+    shown = rest.split("\n")
+    if shown[-1].startswith("[… ") and shown[-1].endswith(f"read {index}.]"):
+        omitted = int(shown[-1].split()[1])
+        shown = shown[:-1]
+        assert omitted == len(lines) - len(shown) > 0
+    else:
+        assert len(shown) == min(len(lines), INDEX_MAX_LINES)
+    assert shown == lines[: len(shown)]
+
+
+def test_sessions_ending_at_once_are_all_queued(memory_dir: Path, tmp_path: Path) -> None:
+    ids = [f"parallel-{i}" for i in range(8)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "subrosa", "hook", "session-end"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in ids
+    ]
+    for process, sid in zip(processes, ids, strict=True):  # all of them go at once
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(event(sid, transcript(tmp_path, sid), tmp_path)).encode())
+        process.stdin.close()
+    for process in processes:
+        out, _ = process.communicate(timeout=60)
+        assert process.returncode == 0 and out == b""
+    assert sorted(e["session_id"] for e in checkpoint.queued(memory_dir)) == sorted(ids)
+    assert len(pending.list_pending()) == len(ids)
