@@ -384,7 +384,11 @@ def test_sessions_ending_at_once_are_all_queued(memory_dir: Path, tmp_path: Path
         process.stdin.write(json.dumps(event(sid, transcript(tmp_path, sid), tmp_path)).encode())
         process.stdin.close()
     for process in processes:
-        out, _ = process.communicate(timeout=60)
-        assert process.returncode == 0 and out == b""
+        assert process.stdout is not None and process.stderr is not None
+        out = process.stdout.read()
+        process.stderr.read()
+        assert process.wait(timeout=60) == 0 and out == b""
+        process.stdout.close()
+        process.stderr.close()
     assert sorted(e["session_id"] for e in checkpoint.queued(memory_dir)) == sorted(ids)
     assert len(pending.list_pending()) == len(ids)
