@@ -392,3 +392,18 @@ def test_sessions_ending_at_once_are_all_queued(memory_dir: Path, tmp_path: Path
         process.stderr.close()
     assert sorted(e["session_id"] for e in checkpoint.queued(memory_dir)) == sorted(ids)
     assert len(pending.list_pending()) == len(ids)
+
+
+def test_session_end_starts_a_detached_ingest_that_drains_the_record(
+    memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook returns (stdout closed) without waiting; the ingest it started empties
+    the pending record on its own. Runs once the transcript archive is installed."""
+    pytest.importorskip("subrosa.cli.transcripts")
+    monkeypatch.setenv("SUBROSA_BACKGROUND_INGEST", "1")
+    path = transcript(tmp_path, "bg")
+    assert hook("session-end", event("bg", path, tmp_path)).stdout == ""
+    deadline = time.monotonic() + 60  # a wait for the background process, not a speed check
+    while pending.list_pending() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pending.list_pending() == []
