@@ -115,7 +115,10 @@ def main() -> None:
     if script:
         runners["subrosa (script)"] = [script]
 
-    with tempfile.TemporaryDirectory(prefix="subrosa-bench-hooks-") as tmp:
+    # ignore_cleanup_errors: with --with-ingest a background ingest may still be writing.
+    with tempfile.TemporaryDirectory(
+        prefix="subrosa-bench-hooks-", ignore_cleanup_errors=True
+    ) as tmp:
         env, inputs = _setup(Path(tmp))
         if not args.with_ingest:
             env["SUBROSA_BACKGROUND_INGEST"] = "0"
@@ -131,6 +134,8 @@ def main() -> None:
                 for name, stdin in inputs.items():
                     timing = _time([*runner, "hook", name], stdin, env)
                     samples.setdefault((name, label), []).append(timing)
+        if args.with_ingest:
+            time.sleep(3)  # let the last background ingests finish before the cleanup
 
     base = statistics.median(wall for wall, _ in baseline)
     base_cpu = statistics.median(cpu for _, cpu in baseline)
