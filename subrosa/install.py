@@ -97,7 +97,7 @@ def target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> Target:
 def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its object; anything else is refused."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM from a Windows editor is fine
     except FileNotFoundError:
         return None, {}
     except UnicodeDecodeError:
@@ -259,8 +259,11 @@ class Plan:
             if self.settings_text is None:
                 path.unlink(missing_ok=True)
             else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(path, self.settings_text)
+                # A settings.json kept in a dotfiles repo is often a symlink: write
+                # through it, or the rename would replace the link with a copy.
+                real = path.resolve() if path.is_symlink() else path
+                real.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(real, self.settings_text)
             if self.record is None:
                 record_path.unlink(missing_ok=True)
         for source, destination in self.copies:

@@ -195,3 +195,19 @@ def test_hook_help_documents_the_three_hooks(run: RunCli) -> None:
     out = run("hook", "--help").stdout
     for name in ("session-start", "stop", "session-end", "stop_hook_active", "10,000"):
         assert name in out
+
+
+def test_a_symlinked_settings_json_stays_a_symlink(
+    project: Path, run: RunCli, tmp_path: Path
+) -> None:
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('\ufeff{"model": "opus"}\n')  # with a BOM, as some editors write
+    link = project / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(dotfiles)
+    run("install")
+    assert link.is_symlink()
+    assert set(json.loads(dotfiles.read_text())["hooks"]) == set(EVENTS)
+    run("install", "--uninstall")
+    assert link.is_symlink() and dotfiles.read_text() == '{"model": "opus"}\n'
