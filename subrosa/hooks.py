@@ -425,8 +425,7 @@ def session_start(payload: Payload, notes: Notes) -> str | None:
         return None
     context = "\n\n".join(parts)[:CONTEXT_CAP]
     return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
-        ensure_ascii=False,
+        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
     )
 
 
@@ -456,7 +455,9 @@ def run_hook(argv: list[str]) -> int:
     notes.flush()
     if output:
         try:
-            sys.stdout.write(output + "\n")
+            # ASCII JSON (non-ASCII escaped as \uXXXX), as bytes: right whatever locale the
+            # hook's shell has.
+            sys.stdout.buffer.write(output.encode("ascii") + b"\n")
             sys.stdout.flush()
         except Exception:  # Claude Code stopped listening; nothing to do about it
             pass

@@ -407,3 +407,13 @@ def test_session_end_starts_a_detached_ingest_that_drains_the_record(
     while pending.list_pending() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pending.list_pending() == []
+
+
+def test_non_ascii_index_survives_an_ascii_locale(
+    memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (memory_dir / "MEMORY.md").write_text("# 메모리\n\n- [배포 일정](deploy.md) — 화요일 배포\n")
+    monkeypatch.setenv("PYTHONIOENCODING", "ascii")
+    monkeypatch.setenv("LC_ALL", "C")
+    context = context_of(hook("session-start", event("s1", transcript(tmp_path, "s1"), tmp_path)))
+    assert "- [배포 일정](deploy.md) — 화요일 배포" in context
