@@ -170,7 +170,7 @@ def checkpoint_list(app: AppContext, as_json: bool) -> None:
     for entry in entries:
         reason = sanitize_line(entry["reason"]) or "?"
         say(f"{sanitize_line(entry['session_id'])}  ended {entry['ended_at']} ({reason})")
-        say(f"    {entry['transcript_path']}")
+        say(f"    {sanitize_line(entry['transcript_path'], keep_links=True)}")
 
 
 def _print_plan(plan: Plan, dry_run: bool) -> None:
