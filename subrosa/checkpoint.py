@@ -6,7 +6,8 @@ every record is its own small JSON file, written atomically, so concurrent sessi
 never write the same file (one counter, one mark, one queue entry per session) and a
 reader sees a whole record or none.
 
-    .extract/<session>.json        Stop's turn counter (document 000 reserves the name)
+    .extract/<session>.json        Stop's turn counter since the session's last mark
+                                   (document 000 reserves the name)
     .extract/marks/<session>.json  checkpoint-mark: the transcript size extraction covered
     .extract/queue/<session>.json  SessionEnd: a session that ended past its mark
     .extract/live.json             SessionStart: the newest session, for checkpoint-mark
@@ -153,7 +154,20 @@ def set_mark(memory_dir: Path, session_id: str, transcript_path: str, size: int)
     )
     with contextlib.suppress(FileNotFoundError):
         (extract_dir(memory_dir) / QUEUE / f"{session_id}.json").unlink()
+    restart_count(memory_dir, session_id)
     return marked_at
+
+
+def restart_count(memory_dir: Path, session_id: str) -> None:
+    """Count turns from zero again: the next nudge comes N turns after this extraction,
+    not at the next multiple of N (which may be the very next turn)."""
+    state = counter(memory_dir, session_id)
+    if state is not None and state.get("turns"):
+        _write_json(
+            extract_dir(memory_dir) / f"{session_id}.json",
+            {**state, "turns": 0, "updated_at": time.time()},
+            durable=False,
+        )
 
 
 def mark_size(memory_dir: Path, session_id: str) -> int | None:

@@ -72,6 +72,17 @@ def test_stop_blocks_exactly_once_on_the_15th_turn(memory_dir: Path, tmp_path: P
     assert state["turns"] == 15
 
 
+def test_a_checkpoint_mark_restarts_the_turn_count(
+    memory_dir: Path, tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUBROSA_NUDGE_EVERY", "3")
+    path = transcript(tmp_path, "s6")
+    assert [hook("stop", event("s6", path, tmp_path)).stdout for _ in range(2)] == ["", ""]
+    run("checkpoint-mark", "--session", "s6")  # extracted on turn 2
+    outputs = [hook("stop", event("s6", path, tmp_path)).stdout for _ in range(3)]
+    assert [bool(out) for out in outputs] == [False, False, True]
+
+
 def test_stop_never_blocks_while_a_stop_hook_is_active(memory_dir: Path, tmp_path: Path) -> None:
     path = transcript(tmp_path, "s2")
     for _ in range(15):

@@ -84,7 +84,8 @@ def checkpoint_mark(app: AppContext, session_id: str | None, as_json: bool) -> N
 
     When that session ends, the SessionEnd hook queues it only if its transcript
     grew past this mark. Run it at the end of the memory-extraction skill, before
-    `subrosa checkpoint-clear`. It also takes the session off the queue.
+    `subrosa checkpoint-clear`. It also takes the session off the queue and restarts
+    its turn count (the next Stop nudge comes N turns from now).
     """
     memory_dir = app.memory_dir
     known: str | None = None
