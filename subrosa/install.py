@@ -22,7 +22,7 @@ from typing import Any
 
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
-from subrosa.paths import claude_root, data_dir, project_root
+from subrosa.paths import claude_root, data_dir
 from subrosa.resources import skills_dir
 
 # Claude Code's event name -> our hook name.
@@ -66,6 +66,17 @@ def is_ours(handler: object) -> bool:
     return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
 
 
+def checkout_root(cwd: str | os.PathLike[str] | None = None) -> Path:
+    """The top of the git checkout around `cwd` (a worktree's own top, unlike
+    subrosa.paths.project_root, which maps worktrees to the main repository the way
+    Claude Code keys its memory), else `cwd`: where Claude Code reads `.claude/`."""
+    start = Path(cwd if cwd is not None else os.getcwd()).absolute()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start
+
+
 @dataclass(frozen=True)
 class Target:
     scope: str
@@ -86,7 +97,7 @@ def target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> Target:
         return Target(scope, root / "settings.json", root / "skills")
     if scope not in SCOPES:
         raise InvalidInput(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}.")
-    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or project_root(cwd))
+    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or checkout_root(cwd))
     name = "settings.json" if scope == "project" else "settings.local.json"
     return Target(scope, project / ".claude" / name, project / ".claude" / "skills")
 

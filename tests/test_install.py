@@ -211,3 +211,18 @@ def test_a_symlinked_settings_json_stays_a_symlink(
     assert set(json.loads(dotfiles.read_text())["hooks"]) == set(EVENTS)
     run("install", "--uninstall")
     assert link.is_symlink() and dotfiles.read_text() == '{"model": "opus"}\n'
+
+
+def test_install_in_a_worktree_writes_the_worktree_settings(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main = tmp_path / "main"
+    (main / ".git" / "worktrees" / "wt").mkdir(parents=True)
+    (main / ".git" / "worktrees" / "wt" / "commondir").write_text("../..\n")
+    worktree = tmp_path / "wt"
+    (worktree / "src").mkdir(parents=True)
+    (worktree / ".git").write_text(f"gitdir: {main / '.git' / 'worktrees' / 'wt'}\n")
+    monkeypatch.chdir(worktree / "src")
+    run("install")
+    assert (worktree / ".claude" / "settings.json").is_file()
+    assert not (main / ".claude").exists()
