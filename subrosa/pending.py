@@ -10,7 +10,6 @@ file per transcript path, so a session that ends twice leaves one entry.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
@@ -29,8 +28,20 @@ def pending_dir(env: dict[str, str] | None = None) -> Path:
     return data_dir(env) / "pending-ingest"
 
 
+def _sha1_hex(data: bytes) -> str:
+    """SHA-1 from CPython's built-in module when there is one: the same digest without
+    hashlib's OpenSSL start-up, which costs the SessionEnd hook more than its own work."""
+    try:
+        import _sha1  # type: ignore[import-not-found]
+    except ImportError:
+        import hashlib
+
+        return hashlib.sha1(data).hexdigest()
+    return str(_sha1.sha1(data).hexdigest())
+
+
 def _entry_name(transcript_path: str) -> str:
-    return hashlib.sha1(transcript_path.encode("utf-8")).hexdigest()[:20] + ".json"
+    return _sha1_hex(transcript_path.encode("utf-8"))[:20] + ".json"
 
 
 def record(

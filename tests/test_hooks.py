@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -159,8 +160,11 @@ def test_the_queue_from_session_end_to_checkpoint_clear(
 def test_session_end_hands_the_transcript_to_the_archive(memory_dir: Path, tmp_path: Path) -> None:
     path = transcript(tmp_path, "s1")
     hook("session-end", event("s1", path, tmp_path, reason="other"))
-    entries = [data for _, data in pending.list_pending()]
-    assert [(e["transcript_path"], e["session_id"]) for e in entries] == [(str(path), "s1")]
+    entries = pending.list_pending()
+    assert [(e["transcript_path"], e["session_id"]) for _, e in entries] == [(str(path), "s1")]
+    # One file per transcript path, named by its SHA-1 (the drop box's contract).
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:20]
+    assert entries[0][0].name == f"{digest}.json"
 
 
 def test_a_session_without_a_transcript_is_not_queued(memory_dir: Path, tmp_path: Path) -> None:
