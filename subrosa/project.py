@@ -39,7 +39,10 @@ class Project:
             ) from None
         from filelock import FileLock, Timeout
 
-        lock = FileLock(str(directory / "lock"))
+        # One lock object per path in this process (is_singleton), so a command that
+        # holds the lock can call store.mutation(), which takes it again, without
+        # deadlocking: filelock counts re-entries of the same object.
+        lock = FileLock(str(directory / "lock"), is_singleton=True)
         try:
             lock.acquire(timeout=timeout)
         except Timeout:

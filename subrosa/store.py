@@ -255,10 +255,12 @@ def register_from_disk(
     row when there is one (rebuild, and generate's reconcile)."""
     now = now or utcnow()
     state = state or {}
+    # Computed before the new row joins the session: the query would autoflush a row
+    # whose position is not set yet.
+    fallback_position = next_position(session, project) + 10**6
     fact = get_fact(session, project, leaf.slug)
     if fact is None:
         fact = Fact(project=project.key, slug=leaf.slug, hits=0)
-        session.add(fact)
     _apply_leaf(fact, leaf, keep_title=False)
     if state.get("title"):
         fact.title = sanitize_line(str(state["title"])) or leaf.title
@@ -271,11 +273,16 @@ def register_from_disk(
     fact.archive_reason = state.get("archive_reason") if fact.status == "archived" else None
     fact.archived_at = _parse_time(state.get("archived_at")) if fact.status == "archived" else None
     position = state.get("position")
-    fact.position = (
-        int(position) if isinstance(position, int) else next_position(session, project) + 10**6
-    )
-    fact.created_at = _parse_time(state.get("created_at")) or now
+    fact.position = int(position) if isinstance(position, int) else fallback_position
+    fact.created_at = _parse_time(state.get("created_at")) or fact.created_at or now
+    session.add(fact)
     return fact
+
+
+def refresh_from_leaf(fact: Fact, leaf: Leaf) -> None:
+    """Take a changed leaf's description, type, body and hash (and its title when the leaf
+    names one); what only subrosa knows is kept."""
+    _apply_leaf(fact, leaf, keep_title=not leaf.explicit_title)
 
 
 def _parse_time(value: object) -> datetime | None:

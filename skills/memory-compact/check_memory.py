@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""The memory witness: re-derive the index invariants from disk alone, let the exit code speak.
+
+Standard library only, read-only, one file: it works wherever this skill is copied
+(`.claude/skills/memory-compact/`), with or without subrosa installed. `subrosa check`
+loads and runs this very file, so both give the same verdicts, JSON and exit codes.
+
+Checks, on a memory dir:
+1. MEMORY.md is within the harness load cap (default 200 lines / 25,000 bytes;
+   bytes are UTF-8 bytes of the whole file, newlines included).
+2. The bijection over MEMORY.md + MEMORY_archive.md: every topic `.md` file in the
+   dir is linked exactly once across the two files; no orphan files (on disk, linked
+   from neither), no orphan links (linked, not on disk), no duplicate references.
+   When MEMORY_archive.md exists, MEMORY.md must link it (else the cold tier is hidden).
+3. Dangling `[[wikilinks]]` in topic files: advisory, fatal only with --strict.
+
+Exit 0 clean, 1 a hard invariant failed, 2 bad usage (e.g. no such directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+INDEX = "MEMORY.md"
+ARCHIVE = "MEMORY_archive.md"
+INDEX_FILES = (INDEX, ARCHIVE)
+MAX_LINES = 200
+MAX_BYTES = 25_000
+
+# An inline Markdown link: [text](target "optional title"). Text may nest one level of
+# brackets; the target has no spaces (subrosa percent-encodes them) or is <angled>.
+LINK = re.compile(
+    r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]"
+    r"\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)(?:\s+\"[^\"\n]*\")?\s*\)"
+)
+WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:[#|][^\]\n]*)?\]\]")
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+def md_targets(text: str) -> list[str]:
+    """The local `.md` files that `text` links to, in order, as filenames relative to its dir."""
+    found = []
+    for match in LINK.finditer(text):
+        raw = match.group(1).strip()
+        if raw.startswith("<") and raw.endswith(">"):
+            raw = raw[1:-1].strip()
+        raw = raw.split("#", 1)[0].split("?", 1)[0]
+        if not raw or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", raw) or raw.startswith("/"):
+            continue  # an anchor, a URL, or an absolute path: not a topic file
+        target = unquote(raw)
+        while target.startswith("./"):
+            target = target[2:]
+        if target.lower().endswith(".md"):
+            found.append(target)
+    return found
+
+
+def topic_files(directory: Path) -> list[str]:
+    """Every topic `.md` file directly in the dir (the two index files excluded)."""
+    return sorted(
+        p.name
+        for p in directory.iterdir()
+        if p.suffix == ".md" and p.name not in INDEX_FILES and p.is_file()
+    )
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+
+
+def _resolve_wikilink(target: str, stems: set[str]) -> bool:
+    name = target.strip().removesuffix(".md")
+    return any(c in stems for c in (name, name.replace("-", "_"), name.replace("_", "-")))
+
+
+def witness(
+    directory: Path, *, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES, strict: bool = False
+) -> dict[str, Any]:
+    """The verdict on `directory`, as the JSON document `--json` prints."""
+    index_path = directory / INDEX
+    index_bytes = index_path.read_bytes() if index_path.is_file() else b""
+    index_text = index_bytes.decode("utf-8", errors="replace")
+    archive_text = _read(directory / ARCHIVE)
+    lines = len(index_text.splitlines())
+
+    files = topic_files(directory)
+    counts: dict[str, int] = {}
+    links_archive = False
+    for text in (index_text, archive_text or ""):
+        for target in md_targets(text):
+            if target == ARCHIVE and text is index_text:
+                links_archive = True
+            if target in INDEX_FILES:
+                continue
+            counts[target] = counts.get(target, 0) + 1
+    orphan_files = [name for name in files if name not in counts]
+    orphan_links = sorted(t for t in counts if not (directory / t).is_file())
+    duplicate_refs = sorted(t for t, n in counts.items() if n > 1)
+    unlinked_archive = archive_text is not None and not links_archive
+
+    stems = {Path(name).stem for name in files}
+    dangling = []
+    for name in files:
+        body = _read(directory / name) or ""
+        seen: set[str] = set()
+        for match in WIKILINK.finditer(body):
+            target = match.group(1).strip()
+            if target not in seen and not _resolve_wikilink(target, stems):
+                dangling.append({"file": name, "target": target})
+            seen.add(target)
+
+    ok = not (
+        lines > max_lines
+        or len(index_bytes) > max_bytes
+        or orphan_files
+        or orphan_links
+        or duplicate_refs
+        or unlinked_archive
+        or (strict and dangling)
+    )
+    return {
+        "ok": ok,
+        "dir": str(directory),
+        "memory_md": {
+            "lines": lines,
+            "bytes": len(index_bytes),
+            "max_lines": max_lines,
+            "max_bytes": max_bytes,
+        },
+        "orphan_files": orphan_files,
+        "orphan_links": orphan_links,
+        "duplicate_refs": duplicate_refs,
+        "unlinked_archive": unlinked_archive,
+        "dangling_wikilinks": dangling,
+        "strict": strict,
+    }
+
+
+def report_lines(verdict: dict[str, Any]) -> list[str]:
+    """The verdict for people, one problem per line."""
+    memory = verdict["memory_md"]
+    out = [
+        f"MEMORY.md: {memory['lines']} lines (cap {memory['max_lines']}), "
+        f"{memory['bytes']:,} bytes (cap {memory['max_bytes']:,})"
+    ]
+    if memory["lines"] > memory["max_lines"]:
+        out.append(f"FAIL over the line cap by {memory['lines'] - memory['max_lines']}")
+    if memory["bytes"] > memory["max_bytes"]:
+        out.append(f"FAIL over the byte cap by {memory['bytes'] - memory['max_bytes']:,}")
+    for name in verdict["orphan_files"]:
+        out.append(f"FAIL orphan file: {name} (linked from neither {INDEX} nor {ARCHIVE})")
+    for name in verdict["orphan_links"]:
+        out.append(f"FAIL orphan link: {name} (linked, but not on disk)")
+    for name in verdict["duplicate_refs"]:
+        out.append(f"FAIL duplicate reference: {name} (linked more than once)")
+    if verdict["unlinked_archive"]:
+        out.append(f"FAIL {INDEX} does not link {ARCHIVE}: the cold tier is hidden")
+    level = "FAIL" if verdict["strict"] else "note"
+    for item in verdict["dangling_wikilinks"]:
+        out.append(f"{level} dangling wikilink: [[{item['target']}]] in {item['file']}")
+    out.append("OK" if verdict["ok"] else "NOT OK")
+    return out
+
+
+def default_dir(env: dict[str, str] | None = None, cwd: str | None = None) -> Path:
+    """SUBROSA_MEMORY_DIR, else $CLAUDE_PROJECT_DIR/.claude/memory if it exists, else
+    Claude Code's auto-memory dir for the git root of the working directory."""
+    env = dict(os.environ) if env is None else env
+    if env.get("SUBROSA_MEMORY_DIR"):
+        return Path(env["SUBROSA_MEMORY_DIR"]).expanduser()
+    project = env.get("CLAUDE_PROJECT_DIR")
+    if project and (Path(project).expanduser() / ".claude" / "memory").is_dir():
+        return Path(project).expanduser() / ".claude" / "memory"
+    start = Path(project or cwd or os.getcwd()).absolute()
+    root = next((p for p in (start, *start.parents) if (p / ".git").exists()), start)
+    claude = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME") or Path.home()) / ".claude")
+    return claude.expanduser() / "projects" / _NOT_ALNUM.sub("-", str(root)) / "memory"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="check_memory.py",
+        description="The memory witness: MEMORY.md within the load cap, and every topic file "
+        "linked exactly once across MEMORY.md + MEMORY_archive.md.",
+    )
+    p.add_argument("--dir", help="The memory dir (default: this project's Claude Code memory).")
+    p.add_argument("--strict", action="store_true", help="Also fail on dangling [[wikilinks]].")
+    p.add_argument("--json", action="store_true", help="Print one JSON document on stdout.")
+    p.add_argument("--max-lines", type=int, default=MAX_LINES, help="Line cap (default 200).")
+    p.add_argument("--max-bytes", type=int, default=MAX_BYTES, help="Byte cap (default 25000).")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the witness; return the exit code (0 clean, 1 failed, 2 bad usage)."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    directory = Path(args.dir).expanduser() if args.dir else default_dir()
+    if args.max_lines <= 0 or args.max_bytes <= 0:
+        print("Error: --max-lines and --max-bytes must be positive.", file=sys.stderr)
+        return 2
+    if not directory.is_dir():
+        print(f"Error: {directory}: no such memory directory.", file=sys.stderr)
+        return 2
+    try:
+        verdict = witness(
+            directory, max_lines=args.max_lines, max_bytes=args.max_bytes, strict=args.strict
+        )
+    except OSError as exc:
+        print(
+            f"Error: {exc.filename or directory}: cannot be read ({exc.strerror}).", file=sys.stderr
+        )
+        return 2
+    if args.json:
+        print(json.dumps(verdict, ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(report_lines(verdict)))
+    return 0 if verdict["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

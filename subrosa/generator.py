@@ -1,0 +1,216 @@
+"""Ranking, budget packing and rendering of the two index files. Pure: values in, values out.
+
+MEMORY.md (the hot tier) holds the facts that rank highest and fit the byte budget and
+the line cap, displayed in curated order; MEMORY_archive.md (the cold tier) holds every
+other leaf exactly once, so the witness passes by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from subrosa.errors import InvalidInput
+from subrosa.leaf import humanize
+from subrosa.marker import HEADER_TAG
+from subrosa.text import sanitize_line
+
+INDEX = "MEMORY.md"
+ARCHIVE = "MEMORY_archive.md"
+
+INDEX_HEADER = (
+    f"# Memory index ({HEADER_TAG}: do not edit by hand; run `subrosa generate`)\n"
+    f"One line per fact; the rest, one hop away: [{ARCHIVE}]({ARCHIVE})\n"
+)
+ARCHIVE_HEADER = (
+    f"# Memory archive ({HEADER_TAG}: do not edit by hand; run `subrosa generate`)\n"
+    f"Facts not in [{INDEX}]({INDEX}): below its budget (most important first), "
+    "then archived ones.\n"
+)
+# Characters that would end or break a Markdown link target; the witness unquotes.
+_ENCODE = {c: f"%{ord(c):02X}" for c in " %()<>[]\\\t\n\r"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the generator needs to know about one fact."""
+
+    slug: str
+    filename: str
+    title: str
+    hook: str
+    type: str
+    updated_at: datetime
+    position: int
+    section: str | None = None
+    pinned: bool = False
+    archived: bool = False
+    archive_reason: str | None = None
+    archived_at: datetime | None = None
+    hits: int = 0
+
+
+@dataclass
+class Plan:
+    """The result: who went where, and the text of both files."""
+
+    included: list[Entry]
+    below_budget: list[Entry]
+    archived: list[Entry]
+    pinned_left_out: list[Entry]
+    memory_md: str
+    archive_md: str
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return len(self.memory_md.encode("utf-8"))
+
+    @property
+    def lines(self) -> int:
+        return self.memory_md.count("\n")
+
+
+def link_target(filename: str) -> str:
+    """A filename as a Markdown link target (the few breaking characters percent-encoded)."""
+    return "".join(_ENCODE.get(c, c) for c in filename)
+
+
+def index_line(entry: Entry, suffix: str = "") -> str:
+    """`- [Title](file.md) — hook`: title and hook sanitized so they add no line or link."""
+    title = sanitize_line(entry.title) or humanize(entry.slug)
+    hook = sanitize_line(entry.hook + suffix)
+    line = f"- [{title}]({link_target(entry.filename)})"
+    return f"{line} — {hook}" if hook else line
+
+
+def section_name(entry: Entry) -> str | None:
+    return (sanitize_line(entry.section) or None) if entry.section else None
+
+
+def _overhead(section: str | None) -> tuple[int, int]:
+    """Bytes and lines a block costs before its first line: a blank line (and a heading)."""
+    if section is None:
+        return 1, 1
+    return 1 + len(f"## {section}\n".encode()), 2
+
+
+def rank_key(entry: Entry, weights: Mapping[str, int]) -> tuple[int, int, float, int, str]:
+    """Pinned first, then type weight, then the newest change, then most hits; ties by slug."""
+    return (
+        0 if entry.pinned else 1,
+        -weights.get(entry.type, 0),
+        -_ts(entry.updated_at),
+        -entry.hits,
+        entry.slug,
+    )
+
+
+def select(ranked: list[Entry], budget: int, max_lines: int) -> tuple[set[str], list[Entry]]:
+    """Walk the ranking and take each fact whose line still fits; repeat until nothing more
+    fits (a heading paid for by a later fact can make room for an earlier one). Returns the
+    slugs taken and the pinned facts left out."""
+    used_bytes = len(INDEX_HEADER.encode())
+    used_lines = INDEX_HEADER.count("\n")
+    if used_bytes > budget or used_lines > max_lines:
+        raise InvalidInput(
+            f"the budget must leave room for the {used_bytes}-byte, {used_lines}-line header."
+        )
+    taken: set[str] = set()
+    paid: set[str | None] = set()
+    costs = {e.slug: len(index_line(e).encode()) + 1 for e in ranked}
+    changed = True
+    while changed:
+        changed = False
+        for entry in ranked:
+            if entry.slug in taken:
+                continue
+            section = section_name(entry)
+            extra_bytes, extra_lines = (0, 0) if section in paid else _overhead(section)
+            cost_bytes = costs[entry.slug] + extra_bytes
+            if used_bytes + cost_bytes <= budget and used_lines + 1 + extra_lines <= max_lines:
+                taken.add(entry.slug)
+                paid.add(section)
+                used_bytes += cost_bytes
+                used_lines += 1 + extra_lines
+                changed = True
+    return taken, [e for e in ranked if e.pinned and e.slug not in taken]
+
+
+def render_index(included: list[Entry]) -> str:
+    """MEMORY.md: the header, unsectioned facts, then each section, all in curated order."""
+    blocks: dict[str | None, list[Entry]] = {None: []}
+    for entry in sorted(included, key=lambda e: (e.position, e.slug)):
+        blocks.setdefault(section_name(entry), []).append(entry)
+    parts = [INDEX_HEADER]
+    for section, members in blocks.items():
+        if not members:
+            continue
+        parts.append("\n" if section is None else f"\n## {section}\n")
+        parts.extend(index_line(e) + "\n" for e in members)
+    return "".join(parts)
+
+
+def _archived_suffix(entry: Entry) -> str:
+    when = entry.archived_at.date().isoformat() if entry.archived_at else "undated"
+    reason = sanitize_line(entry.archive_reason or "") or "no reason given"
+    return f" (archived {when}: {reason})"
+
+
+def render_archive(
+    below: list[Entry], archived: list[Entry], unreadable: Iterable[tuple[str, str]] = ()
+) -> str:
+    """MEMORY_archive.md: facts below the budget in rank order, archived ones, unreadable leaves."""
+    parts = [ARCHIVE_HEADER]
+    if below:
+        parts.append("\n## Below budget\n")
+        parts.extend(index_line(e) + "\n" for e in below)
+    if archived:
+        parts.append("\n## Archived\n")
+        parts.extend(index_line(e, _archived_suffix(e)) + "\n" for e in archived)
+    unreadable = list(unreadable)
+    if unreadable:
+        parts.append("\n## Unreadable leaves\n")
+        for filename, problem in unreadable:
+            parts.append(f"- [{sanitize_line(filename)}]({link_target(filename)}) — ")
+            parts.append(f"{sanitize_line(problem)}\n")
+    return "".join(parts)
+
+
+def plan(
+    entries: Iterable[Entry],
+    *,
+    budget: int,
+    max_lines: int,
+    weights: Mapping[str, int],
+    unreadable: Iterable[tuple[str, str]] = (),
+) -> Plan:
+    """Select, then render both files. Deterministic: the same entries give the same bytes."""
+    entries = list(entries)
+    active = [e for e in entries if not e.archived]
+    archived_entries = [e for e in entries if e.archived]
+    ranked = sorted(active, key=lambda e: rank_key(e, weights))
+    taken, pinned_left_out = select(ranked, budget, max_lines)
+    included = sorted((e for e in ranked if e.slug in taken), key=lambda e: (e.position, e.slug))
+    below = [e for e in ranked if e.slug not in taken]
+    archived_sorted = sorted(
+        archived_entries,
+        key=lambda e: (-(_ts(e.archived_at)), e.slug),
+    )
+    unreadable = sorted(unreadable)
+    return Plan(
+        included=included,
+        below_budget=below,
+        archived=archived_sorted,
+        pinned_left_out=pinned_left_out,
+        memory_md=render_index(included),
+        archive_md=render_archive(below, archived_sorted, unreadable),
+        unreadable=unreadable,
+    )
+
+
+def _ts(value: datetime | None) -> float:
+    if value is None:
+        return 0.0
+    return (value.replace(tzinfo=None) - datetime(1970, 1, 1)).total_seconds()

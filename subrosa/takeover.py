@@ -1,0 +1,404 @@
+"""Taking over index lines someone else wrote, and reconciling the facts with the disk.
+
+One implementation, two callers: `subrosa adopt` takes over a whole MEMORY.md that
+subrosa never wrote; `subrosa generate` takes over only the lines appended or edited
+since its last run (Claude Code's auto memory and people write into MEMORY.md). Either
+way a line keeps its hook and its place, a line whose file does not exist (or a bullet
+with no link at all) can become a leaf of its own, and leaves on disk that nothing
+registered yet are registered. Nothing a user wrote is dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from subrosa import store
+from subrosa.errors import LeafError
+from subrosa.fsutil import atomic_write_text
+from subrosa.leaf import INDEX_FILES, humanize, list_leaf_files, parse_leaf_lenient, render_leaf
+from subrosa.models import Fact
+from subrosa.paths import state_dir
+from subrosa.state import load_state
+from subrosa.text import sanitize_line
+from subrosa.witness import load as load_witness
+
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_SEPARATOR = re.compile(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
+_EMPHASIS = re.compile(r"^[*_`]+|[*_`]+$")
+_TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
+LAST_INDEX = "last-index.txt"
+
+
+@dataclass(frozen=True)
+class IndexLine:
+    """One line of an index file that links topic files or is a bullet."""
+
+    number: int
+    text: str
+    section: str | None
+    targets: tuple[str, ...]
+    title: str | None
+    hook: str
+    bullet: bool
+
+
+def _flatten_links(text: str) -> str:
+    """`see [x](x.md)` -> `see x`."""
+    link = load_witness().LINK
+    return str(link.sub(lambda m: m.group(0)[1 : m.group(0).index("](")], text))
+
+
+def parse_line(number: int, raw: str, section: str | None) -> IndexLine | None:
+    """Read one index line in the wild: `- [Title](file.md) — hook` and its many cousins
+    (other separators, no hook, a link in the middle, no link at all). None for prose
+    without a link, blank lines and headings."""
+    witness = load_witness()
+    bullet = _BULLET.match(raw)
+    item = bullet.group(1) if bullet else raw.strip()
+    targets = tuple(t for t in witness.md_targets(item) if t not in INDEX_FILES)
+    if not bullet and not targets:
+        return None
+    if bullet and not targets and witness.md_targets(item):
+        return None  # a bullet that only links an index file (a header pointer)
+    title: str | None = None
+    rest = item
+    leading = witness.LINK.match(_EMPHASIS.sub("", item.strip()))
+    if targets and leading is not None:
+        text = leading.group(0)
+        title = sanitize_line(_EMPHASIS.sub("", text[1 : text.index("](")])) or None
+        rest = _EMPHASIS.sub("", item.strip())[leading.end() :]
+        rest = _SEPARATOR.sub("", _EMPHASIS.sub("", rest.strip()), count=1)
+    hook = sanitize_line(_flatten_links(rest))
+    if not hook and not targets:
+        return None  # an empty bullet
+    return IndexLine(number, raw, section, targets, title, hook, bool(bullet))
+
+
+def parse_index(text: str) -> list[IndexLine]:
+    """Every linking line and bullet of an index file, with the `##` section it is under."""
+    lines: list[IndexLine] = []
+    section: str | None = None
+    fenced = False
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if raw.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        heading = _HEADING.match(raw)
+        if heading and not fenced:
+            if len(heading.group(1)) >= 2:
+                section = sanitize_line(heading.group(2)) or None
+            else:
+                section = None
+            continue
+        parsed = parse_line(number, raw, section)
+        if parsed is not None:
+            lines.append(parsed)
+    return lines
+
+
+def meaningful_title(line: IndexLine, filename: str) -> str | None:
+    """The link text as a title, unless it is just the filename."""
+    if not line.title:
+        return None
+    if line.title in (filename, Path(filename).stem, f"({filename})"):
+        return None
+    return line.title
+
+
+# --- the record of what subrosa wrote ------------------------------------------
+
+
+def last_index_path(memory_dir: Path) -> Path:
+    return state_dir(memory_dir) / LAST_INDEX
+
+
+def read_last_index(memory_dir: Path) -> str | None:
+    try:
+        return last_index_path(memory_dir).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def foreign_lines(current: str, last_written: str | None, known_files: set[str]) -> list[int]:
+    """Line numbers of `current` (a MEMORY.md subrosa wrote) that subrosa did not write.
+
+    With the record of the last MEMORY.md written, a line is foreign when that text did not
+    contain it. Without the record (a fresh clone without `.subrosa/`), only lines that
+    would add something are foreign: links to files no registered fact has, and bullets
+    without a link; hooks of registered facts are then left as the database has them.
+    """
+    if last_written is not None:
+        ours = set(last_written.splitlines())
+        return [n for n, line in enumerate(current.splitlines(), 1) if line not in ours]
+    numbers = []
+    for parsed in parse_index(current):
+        if not parsed.targets or any(t not in known_files for t in parsed.targets):
+            numbers.append(parsed.number)
+    return numbers
+
+
+# --- materializing lines that have no leaf --------------------------------------
+
+
+def _slugify(text: str) -> str:
+    words = re.findall(r"\w+", text.lower())[:6]
+    return "_".join(words)[:60].strip("_") or "note"
+
+
+def _leaf_name_for(line: IndexLine, target: str | None, taken: set[str]) -> str:
+    if target and "/" not in target and "\\" not in target and not target.startswith("."):
+        if target not in taken:
+            return target
+        stem = Path(target).stem
+    else:
+        stem = _slugify(line.title or line.hook)
+    for n in range(1, 10_000):
+        name = f"{stem}.md" if n == 1 else f"{stem}_{n}.md"
+        if name not in taken:
+            return name
+    raise LeafError(target or stem, "has too many namesakes to materialize")
+
+
+def materialize(
+    memory_dir: Path, line: IndexLine, target: str | None, taken: set[str], origin: str
+) -> str:
+    """Write a leaf of its own for a line whose file does not exist (or a bullet without
+    a link), in the canonical shape; return its filename. Never overwrites a file."""
+    filename = _leaf_name_for(line, target, taken)
+    stem = Path(filename).stem
+    prefix = _TYPE_PREFIX.match(filename)
+    title = (meaningful_title(line, target) if target else line.title) or humanize(stem)
+    description = line.hook or title
+    body = (
+        f"# {title}\n\n{line.hook or title}\n\n"
+        f"(Taken over by subrosa from line {line.number} of {origin}, "
+        "which had no leaf of its own.)"
+    )
+    text = render_leaf(
+        stem.replace("_", "-"), description, prefix.group(1) if prefix else "reference", body
+    )
+    path = memory_dir / filename
+    if path.exists():
+        raise LeafError(path, "already exists; not overwriting it")
+    atomic_write_text(path, text)
+    taken.add(filename)
+    return filename
+
+
+# --- the take-over itself ---------------------------------------------------------
+
+
+@dataclass
+class Loose:
+    """A line that links a file that does not exist, or a bullet with no link."""
+
+    origin: str
+    line: IndexLine
+    target: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.origin,
+            "line": self.line.number,
+            "target": self.target,
+            "text": self.line.text,
+        }
+
+
+@dataclass
+class Report:
+    """What a take-over did (or, in a dry run, would do)."""
+
+    adopted: list[str] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)
+    hooks_taken: list[str] = field(default_factory=list)
+    materialized: list[str] = field(default_factory=list)
+    loose: list[Loose] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    present: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Source:
+    """Index lines to take over: from MEMORY.md (hot) or a foreign MEMORY_archive.md (cold)."""
+
+    origin: str
+    lines: list[IndexLine]
+    cold: bool = False
+    # Line numbers to take over; None takes over every line (adopt).
+    foreign: set[int] | None = None
+
+    def taken_lines(self) -> list[IndexLine]:
+        if self.foreign is None:
+            return self.lines
+        return [line for line in self.lines if line.number in self.foreign]
+
+
+def find_loose(sources: list[Source], on_disk: set[str]) -> list[Loose]:
+    """Lines that link files not on disk, and bullets without any link."""
+    loose: list[Loose] = []
+    for source in sources:
+        for line in source.taken_lines():
+            if not line.targets:
+                loose.append(Loose(source.origin, line, None))
+            for target in line.targets:
+                if target not in on_disk:
+                    loose.append(Loose(source.origin, line, target))
+    return loose
+
+
+def take_over(
+    session: Session,
+    project: store.Project,
+    sources: list[Source],
+    *,
+    materialize_loose: bool,
+    reorder: bool,
+    dry_run: bool = False,
+) -> Report:
+    """Reconcile the facts with the disk and take over `sources`' lines.
+
+    - loose lines are materialized as leaves (when asked and not a dry run), else reported;
+    - every readable leaf on disk is registered (hook from its line, else the sidecar,
+      else its description) or refreshed when its content changed;
+    - facts whose leaf is gone are reported as missing;
+    - `reorder` (adopt) sets the curated order and sections from the lines; otherwise a
+      new fact is placed after the fact whose line precedes its own.
+    """
+    memory_dir = project.memory_dir
+    report = Report()
+    on_disk = {p.name for p in list_leaf_files(memory_dir)}
+    taken_names = set(on_disk) | {p.name for p in memory_dir.iterdir()}
+    # Which file each line gives a hook/title/place to (the first line wins).
+    first_line: dict[str, tuple[Source, IndexLine]] = {}
+    for loose in find_loose(sources, on_disk):
+        if not materialize_loose or dry_run:
+            report.loose.append(loose)
+            continue
+        filename = materialize(memory_dir, loose.line, loose.target, taken_names, loose.origin)
+        report.materialized.append(filename)
+        on_disk.add(filename)
+        source = next(s for s in sources if s.origin == loose.origin)
+        first_line.setdefault(filename, (source, loose.line))
+    for source in sources:
+        for line in source.taken_lines():
+            for target in line.targets:
+                if target in on_disk:
+                    first_line.setdefault(target, (source, line))
+
+    facts = {f.slug: f for f in store.list_facts(session, project, status=None)}
+    by_file = {f.path: f for f in facts.values()}
+    state = load_state(memory_dir)
+    new_files: list[str] = []
+    for filename in sorted(on_disk):
+        fact = by_file.get(filename)
+        path = memory_dir / filename
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            report.unreadable.append((filename, f"cannot be read ({exc.strerror})"))
+            continue
+        if fact is not None and fact.content_hash == hashlib.sha256(raw).hexdigest():
+            report.present.add(filename)
+            continue
+        try:
+            leaf = parse_leaf_lenient(path)
+        except LeafError as exc:
+            report.unreadable.append((filename, exc.problem))
+            continue
+        report.present.add(filename)
+        report.warnings.extend(f"{path}: {w}" for w in leaf.warnings)
+        if fact is None and leaf.slug in facts:
+            fact = facts[leaf.slug]  # registered under another path spelling
+        if fact is None:
+            fact = store.register_from_disk(session, project, leaf, state.get(leaf.slug))
+            facts[fact.slug] = fact
+            report.adopted.append(fact.slug)
+            new_files.append(filename)
+        else:
+            store.refresh_from_leaf(fact, leaf)
+            report.refreshed.append(fact.slug)
+    report.missing = sorted(f.slug for f in facts.values() if f.path not in report.present)
+
+    by_file = {f.path: f for f in facts.values()}
+    for filename, (source, line) in first_line.items():
+        fact = by_file.get(filename)
+        if fact is None:
+            continue
+        if line.hook:
+            hook, _ = store.clean_hook(line.hook, strict=False)
+            if hook != fact.hook:
+                fact.hook = hook
+                report.hooks_taken.append(fact.slug)
+        title = meaningful_title(line, filename)
+        if title:
+            fact.title = title
+        if source.cold and filename in new_files and fact.status == "active":
+            fact.status = "archived"
+            fact.archive_reason = f"in {source.origin} before adoption"
+            fact.archived_at = store.utcnow()
+        if reorder and not source.cold:
+            fact.section = line.section
+    session.flush()
+    _place(session, project, sources, first_line, by_file, new_files, reorder)
+    return report
+
+
+def _place(
+    session: Session,
+    project: store.Project,
+    sources: list[Source],
+    first_line: dict[str, tuple[Source, IndexLine]],
+    by_file: dict[str, Fact],
+    new_files: list[str],
+    reorder: bool,
+) -> None:
+    """Set the curated order: all of it from the lines (adopt), or new facts after the fact
+    whose line precedes theirs (generate)."""
+    current = store.list_facts(session, project, status=None)
+    if reorder:
+        ordered: list[Fact] = []
+        seen: set[str] = set()
+        for source in sources:
+            for line in source.lines:
+                for target in line.targets:
+                    fact = by_file.get(target)
+                    if fact is not None and fact.slug not in seen:
+                        ordered.append(fact)
+                        seen.add(fact.slug)
+        rest = [f for f in current if f.slug not in seen]
+        store.renumber(session, project, ordered + rest)
+        return
+    placed = {by_file[f].slug for f in new_files if f in first_line and f in by_file}
+    if not placed:
+        store.renumber(session, project, current)
+        return
+    ordered = [f for f in current if f.slug not in placed]
+    hot = next((s for s in sources if not s.cold), None)
+    anchor: str | None = None
+    for line in hot.lines if hot else []:
+        for target in line.targets:
+            fact = by_file.get(target)
+            if fact is None:
+                continue
+            if fact.slug in placed and fact not in ordered:
+                index = (
+                    next(i for i, f in enumerate(ordered) if f.slug == anchor) + 1
+                    if anchor is not None
+                    else 0
+                )
+                ordered.insert(index, fact)
+                if line.section is not None:
+                    fact.section = line.section
+            anchor = fact.slug
+    ordered.extend(f for f in current if f.slug in placed and f not in ordered)
+    store.renumber(session, project, ordered)
