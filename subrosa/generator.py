@@ -107,7 +107,9 @@ def rank_key(entry: Entry, weights: Mapping[str, int]) -> tuple[int, int, float,
     )
 
 
-def select(ranked: list[Entry], budget: int, max_lines: int) -> tuple[set[str], list[Entry]]:
+def select(
+    ranked: list[Entry], budget: int, max_lines: int, lines: Mapping[str, str] | None = None
+) -> tuple[set[str], list[Entry]]:
     """Walk the ranking and take each fact whose line still fits; repeat until nothing more
     fits (a heading paid for by a later fact can make room for an earlier one). Returns the
     slugs taken and the pinned facts left out."""
@@ -119,7 +121,8 @@ def select(ranked: list[Entry], budget: int, max_lines: int) -> tuple[set[str], 
         )
     taken: set[str] = set()
     paid: set[str | None] = set()
-    costs = {e.slug: len(index_line(e).encode()) + 1 for e in ranked}
+    lines = lines if lines is not None else {e.slug: index_line(e) for e in ranked}
+    costs = {e.slug: len(lines[e.slug].encode()) + 1 for e in ranked}
     changed = True
     while changed:
         changed = False
@@ -138,7 +141,7 @@ def select(ranked: list[Entry], budget: int, max_lines: int) -> tuple[set[str], 
     return taken, [e for e in ranked if e.pinned and e.slug not in taken]
 
 
-def render_index(included: list[Entry]) -> str:
+def render_index(included: list[Entry], lines: Mapping[str, str] | None = None) -> str:
     """MEMORY.md: the header, unsectioned facts, then each section, all in curated order."""
     blocks: dict[str | None, list[Entry]] = {None: []}
     for entry in sorted(included, key=lambda e: (e.position, e.slug)):
@@ -148,7 +151,7 @@ def render_index(included: list[Entry]) -> str:
         if not members:
             continue
         parts.append("\n" if section is None else f"\n## {section}\n")
-        parts.extend(index_line(e) + "\n" for e in members)
+        parts.extend((lines[e.slug] if lines else index_line(e)) + "\n" for e in members)
     return "".join(parts)
 
 
@@ -159,13 +162,16 @@ def _archived_suffix(entry: Entry) -> str:
 
 
 def render_archive(
-    below: list[Entry], archived: list[Entry], unreadable: Iterable[tuple[str, str]] = ()
+    below: list[Entry],
+    archived: list[Entry],
+    unreadable: Iterable[tuple[str, str]] = (),
+    lines: Mapping[str, str] | None = None,
 ) -> str:
     """MEMORY_archive.md: facts below the budget in rank order, archived ones, unreadable leaves."""
     parts = [ARCHIVE_HEADER]
     if below:
         parts.append("\n## Below budget\n")
-        parts.extend(index_line(e) + "\n" for e in below)
+        parts.extend((lines[e.slug] if lines else index_line(e)) + "\n" for e in below)
     if archived:
         parts.append("\n## Archived\n")
         parts.extend(index_line(e, _archived_suffix(e)) + "\n" for e in archived)
@@ -191,7 +197,8 @@ def plan(
     active = [e for e in entries if not e.archived]
     archived_entries = [e for e in entries if e.archived]
     ranked = sorted(active, key=lambda e: rank_key(e, weights))
-    taken, pinned_left_out = select(ranked, budget, max_lines)
+    lines = {e.slug: index_line(e) for e in ranked}
+    taken, pinned_left_out = select(ranked, budget, max_lines, lines)
     included = sorted((e for e in ranked if e.slug in taken), key=lambda e: (e.position, e.slug))
     below = [e for e in ranked if e.slug not in taken]
     archived_sorted = sorted(
@@ -204,8 +211,8 @@ def plan(
         below_budget=below,
         archived=archived_sorted,
         pinned_left_out=pinned_left_out,
-        memory_md=render_index(included),
-        archive_md=render_archive(below, archived_sorted, unreadable),
+        memory_md=render_index(included, lines),
+        archive_md=render_archive(below, archived_sorted, unreadable, lines),
         unreadable=unreadable,
     )
 

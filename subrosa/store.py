@@ -250,15 +250,23 @@ def register_from_disk(
     state: dict[str, Any] | None,
     *,
     now: datetime | None = None,
+    known_new: bool = False,
+    fallback_position: int | None = None,
 ) -> Fact:
     """Register a leaf found on disk, taking what only subrosa knew from the sidecar
-    row when there is one (rebuild, and generate's reconcile)."""
+    row when there is one (rebuild, and generate's reconcile).
+
+    A fact without a sidecar position goes after every other (`fallback_position`, else
+    found by a query). Callers registering many leaves pass `known_new` (no row exists
+    yet) and a position, so that no query, and no flush, is issued per leaf.
+    """
     now = now or utcnow()
     state = state or {}
     # Computed before the new row joins the session: the query would autoflush a row
     # whose position is not set yet.
-    fallback_position = next_position(session, project) + 10**6
-    fact = get_fact(session, project, leaf.slug)
+    if fallback_position is None:
+        fallback_position = next_position(session, project) + 10**6
+    fact = None if known_new else get_fact(session, project, leaf.slug)
     if fact is None:
         fact = Fact(project=project.key, slug=leaf.slug, hits=0)
     _apply_leaf(fact, leaf, keep_title=False)
@@ -348,7 +356,12 @@ def rebuild(session: Session, project: Project, leaves: list[Leaf]) -> list[Fact
     for fact in list_facts(session, project, status=None):
         session.delete(fact)
     session.flush()
-    facts = [register_from_disk(session, project, leaf, state.get(leaf.slug)) for leaf in leaves]
+    facts = [
+        register_from_disk(
+            session, project, leaf, state.get(leaf.slug), known_new=True, fallback_position=10**9
+        )
+        for leaf in leaves
+    ]
     facts.sort(key=lambda f: (f.position, f.slug))
     renumber(session, project, facts)
     return facts

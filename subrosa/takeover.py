@@ -299,6 +299,7 @@ def take_over(
     by_file = {f.path: f for f in facts.values()}
     state = load_state(memory_dir)
     new_files: list[str] = []
+    last_position = max((f.position for f in facts.values()), default=0) + 10**6
     for filename in sorted(on_disk):
         fact = by_file.get(filename)
         path = memory_dir / filename
@@ -320,7 +321,14 @@ def take_over(
         if fact is None and leaf.slug in facts:
             fact = facts[leaf.slug]  # registered under another path spelling
         if fact is None:
-            fact = store.register_from_disk(session, project, leaf, state.get(leaf.slug))
+            fact = store.register_from_disk(
+                session,
+                project,
+                leaf,
+                state.get(leaf.slug),
+                known_new=True,
+                fallback_position=last_position + len(new_files) + 1,
+            )
             facts[fact.slug] = fact
             report.adopted.append(fact.slug)
             new_files.append(filename)

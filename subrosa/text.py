@@ -34,6 +34,8 @@ _SPACES = re.compile(r"\s+")
 
 def strip_invisible(text: str) -> str:
     """Drop control and format characters (bidi overrides, zero-width marks)."""
+    if text.isprintable():
+        return text  # nothing to drop or replace (the common case, and much faster)
     out = []
     for ch in text:
         category = unicodedata.category(ch)
