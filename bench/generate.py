@@ -86,9 +86,10 @@ def main() -> None:
             results[size] = bench_size(Path(raw), size, args.repeat)
     print(f"{'leaves':>7} {'baseline':>9} {'first':>8} {'ratio':>6} {'steady':>8} {'ratio':>6}")
     for size, r in results.items():
+        first, steady = r["first"] / r["baseline"], r["steady"] / r["baseline"]
         print(
-            f"{size:>7} {r['baseline']:>8.3f}s {r['first']:>7.3f}s {r['first'] / r['baseline']:>5.1f}x"
-            f" {r['steady']:>7.3f}s {r['steady'] / r['baseline']:>5.1f}x"
+            f"{size:>7} {r['baseline']:>8.3f}s {r['first']:>7.3f}s {first:>5.1f}x"
+            f" {r['steady']:>7.3f}s {steady:>5.1f}x"
         )
     if len(results) >= 2:
         small, large = min(results), max(results)
