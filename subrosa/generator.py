@@ -7,6 +7,7 @@ other leaf exactly once, so the witness passes by construction.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +31,7 @@ ARCHIVE_HEADER = (
 )
 # Characters that would end or break a Markdown link target; the witness unquotes.
 _ENCODE = {c: f"%{ord(c):02X}" for c in " %()<>[]\\\t\n\r"}
+_NEEDS_ENCODING = re.compile("[" + re.escape("".join(_ENCODE)) + "]")
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class Plan:
 
 def link_target(filename: str) -> str:
     """A filename as a Markdown link target (the few breaking characters percent-encoded)."""
+    if _NEEDS_ENCODING.search(filename) is None:
+        return filename
     return "".join(_ENCODE.get(c, c) for c in filename)
 
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
 from subrosa.db import session_scope
@@ -21,7 +21,7 @@ from subrosa.errors import InvalidInput, NotFound
 from subrosa.leaf import Leaf
 from subrosa.models import Fact
 from subrosa.project import Project as Project  # re-exported: store.Project
-from subrosa.state import STATE_KEYS, load_state, save_state
+from subrosa.state import STATE_KEYS, load_state, save_state, state_path
 from subrosa.text import sanitize_line, truncate_bytes
 
 HOOK_WARN_CHARS = 150
@@ -116,7 +116,7 @@ def fact_to_dict(fact: Fact, memory_dir: Path) -> dict[str, Any]:
 # --- writing ---------------------------------------------------------------
 
 
-def _state_row(fact: Fact) -> dict[str, Any]:
+def _state_row(fact: Any) -> dict[str, Any]:
     row = {
         "slug": fact.slug,
         "title": fact.title,
@@ -135,17 +135,27 @@ def _state_row(fact: Fact) -> dict[str, Any]:
 
 def write_state(session: Session, project: Project) -> None:
     """Rewrite the sidecar from the database's rows for this project."""
-    rows = [_state_row(f) for f in list_facts(session, project, status=None)]
+    # Plain rows of the sidecar's columns, not Fact objects: with thousands of facts,
+    # building ORM instances cost most of the time.
+    columns = [getattr(Fact, key) for key in STATE_KEYS]
+    query = select(*columns).where(Fact.project == project.key)
+    rows = [_state_row(r) for r in session.execute(query.order_by(Fact.position, Fact.slug))]
     save_state(project.memory_dir, rows)
 
 
 @contextmanager
 def mutation(engine: Engine, project: Project) -> Iterator[Session]:
-    """A write transaction under the project lock, followed by a sidecar rewrite."""
+    """A write transaction under the project lock, followed by a sidecar rewrite when it
+    changed rows (or the sidecar is missing). A transaction that changed nothing leaves
+    the sidecar alone: a sidecar just pulled from git is not overwritten by a stale
+    database before `subrosa rebuild` reads it."""
     with project.lock(), session_scope(engine, write=True) as session:
+        flushed: list[bool] = []
+        event.listen(session, "after_flush", lambda *_: flushed.append(True))
         yield session
         session.flush()
-        write_state(session, project)
+        if flushed or not state_path(project.memory_dir).exists():
+            write_state(session, project)
 
 
 def next_position(session: Session, project: Project) -> int:

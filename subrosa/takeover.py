@@ -11,12 +11,14 @@ registered yet are registered. Nothing a user wrote is dropped.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import select
+from sqlalchemy.orm import Session, defer
 
 from subrosa import store
 from subrosa.errors import LeafError
@@ -225,6 +227,8 @@ class Report:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     present: set[str] = field(default_factory=set)
+    # The facts whose leaf is on disk and readable, after the take-over.
+    facts: list[Fact] = field(default_factory=list)
 
 
 @dataclass
@@ -295,22 +299,26 @@ def take_over(
                 if target in on_disk:
                     first_line.setdefault(target, (source, line))
 
-    facts = {f.slug: f for f in store.list_facts(session, project, status=None)}
+    # Bodies are not needed to compare hashes, and are the bulk of a row.
+    query = select(Fact).where(Fact.project == project.key).options(defer(Fact.body))
+    facts = {f.slug: f for f in session.scalars(query)}
     by_file = {f.path: f for f in facts.values()}
-    state = load_state(memory_dir)
+    state: dict[str, dict[str, Any]] | None = None  # read only when a leaf is new
     new_files: list[str] = []
+    directory = str(memory_dir)
     last_position = max((f.position for f in facts.values()), default=0) + 10**6
     for filename in sorted(on_disk):
         fact = by_file.get(filename)
-        path = memory_dir / filename
         try:
-            raw = path.read_bytes()
+            with open(os.path.join(directory, filename), "rb") as handle:
+                raw = handle.read()
         except OSError as exc:
             report.unreadable.append((filename, f"cannot be read ({exc.strerror})"))
             continue
         if fact is not None and fact.content_hash == hashlib.sha256(raw).hexdigest():
             report.present.add(filename)
             continue
+        path = memory_dir / filename
         try:
             leaf = parse_leaf_lenient(path)
         except LeafError as exc:
@@ -321,6 +329,7 @@ def take_over(
         if fact is None and leaf.slug in facts:
             fact = facts[leaf.slug]  # registered under another path spelling
         if fact is None:
+            state = load_state(memory_dir) if state is None else state
             fact = store.register_from_disk(
                 session,
                 project,
@@ -356,8 +365,8 @@ def take_over(
             fact.archived_at = store.utcnow()
         if reorder and not source.cold:
             fact.section = line.section
-    session.flush()
     _place(session, project, sources, first_line, by_file, new_files, reorder)
+    report.facts = [f for f in facts.values() if f.path in report.present]
     return report
 
 
@@ -372,6 +381,9 @@ def _place(
 ) -> None:
     """Set the curated order: all of it from the lines (adopt), or new facts after the fact
     whose line precedes theirs (generate)."""
+    if not reorder and not new_files:
+        return
+    session.flush()
     current = store.list_facts(session, project, status=None)
     if reorder:
         ordered: list[Fact] = []

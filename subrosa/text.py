@@ -58,9 +58,27 @@ def one_line(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+def _already_clean(text: str) -> bool:
+    """True when sanitize_line would return `text` unchanged (checked without regexes:
+    the index renders thousands of lines that are almost always clean)."""
+    return (
+        text.isprintable()  # so its only whitespace is " "
+        and "<" not in text
+        and "[" not in text
+        and "]" not in text
+        and "```" not in text
+        and "~~~" not in text
+        and "  " not in text
+        and text == text.strip()
+        and _ROLE_PREFIX.match(text) is None
+    )
+
+
 def sanitize_line(text: str, *, keep_links: bool = False) -> str:
     """Untrusted text as one safe line: no control characters, newlines, comments,
     code fences, role framing or (unless `keep_links`) Markdown links."""
+    if _already_clean(text):
+        return text
     cleaned = strip_invisible(text)
     cleaned = _COMMENT.sub(" ", cleaned)
     cleaned = _TAG.sub(" ", cleaned)

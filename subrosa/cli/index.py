@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from subrosa import generator, store, takeover
@@ -114,7 +114,7 @@ def run_generate(
         raise InvalidInput(f"{memory_dir}: no such memory directory.")
     with project.lock():
         with _session(engine, project, dry_run) as session:
-            registered = {f.path for f in store.list_facts(session, project, status=None)}
+            registered = set(session.scalars(select(Fact.path).where(Fact.project == project.key)))
             sources = (sources_for or appended_lines_for(memory_dir))(session, registered)
             report = takeover.take_over(
                 session,
@@ -124,12 +124,7 @@ def run_generate(
                 reorder=reorder,
                 dry_run=dry_run,
             )
-            session.flush()
-            entries = [
-                entry_for(f)
-                for f in store.list_facts(session, project, status=None)
-                if f.path in report.present
-            ]
+            entries = [entry_for(f) for f in report.facts]
         plan = generator.plan(
             entries,
             budget=budget,
