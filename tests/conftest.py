@@ -16,7 +16,15 @@ from subrosa.cli.app import cli
 from subrosa.db import dispose_all
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "corpus"
+# /work/shared/corpus beside the main checkout; helpers' worktrees sit one level deeper.
+CORPUS = next(
+    (
+        p
+        for p in (REPO.parent / "shared" / "corpus", REPO.parent.parent / "shared" / "corpus")
+        if p.is_dir()
+    ),
+    REPO.parent / "shared" / "corpus",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,228 @@
+"""`subrosa adopt` and `subrosa rebuild` as a user runs them: the adopt issue's must-show list."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subrosa.db import dispose_all
+from subrosa.takeover import parse_index
+from tests.conftest import CORPUS, RunCli, write_leaf
+
+CORPUS_DIRS = sorted((CORPUS / "memory").iterdir()) if (CORPUS / "memory").is_dir() else []
+
+
+def _snapshot(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and "lock" not in p.name
+    }
+
+
+def _everything(directory: Path) -> str:
+    return "\n".join(
+        p.read_text(encoding="utf-8", errors="replace") for p in sorted(directory.glob("*.md"))
+    )
+
+
+def _words(text: str) -> list[str]:
+    """Text as words, ignoring the brackets and markup sanitizing may change."""
+    for ch in "[]()`*_":
+        text = text.replace(ch, " ")
+    return text.split()
+
+
+def _copy(source: Path, tmp_path: Path) -> Path:
+    target = tmp_path / source.name
+    shutil.copytree(source, target)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+def _adopt(run: RunCli, directory: Path, *args: str, expect: int = 0) -> dict[str, Any]:
+    return json.loads(run("adopt", str(directory), "--json", *args, expect=expect).stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("source", CORPUS_DIRS, ids=lambda p: p.name)
+def test_every_corpus_dir_is_adopted_without_losing_text(
+    source: Path, tmp_path: Path, memory_dir: Path, run: RunCli
+) -> None:
+    directory = _copy(source, tmp_path)
+    old_index = (directory / "MEMORY.md").read_text(encoding="utf-8")
+    leaves_before = sorted(p.name for p in directory.glob("*.md") if p.name != "MEMORY.md")
+    result = _adopt(run, directory, "--materialize")
+    registered = set(result["registered"])
+    assert {Path(name).stem for name in leaves_before} <= registered
+    run("--memory-dir", str(directory), "generate")
+    run("check", "--dir", str(directory))
+    assert (directory / "MEMORY.md.pre-subrosa").read_text(encoding="utf-8") == old_index
+    after = _words(_everything(directory))
+    for line in parse_index(old_index):
+        for piece in (line.hook, line.title or ""):
+            words = _words(piece)
+            assert all(word in after for word in words), piece
+    for name in leaves_before:
+        assert (source / name).read_bytes() == (directory / name).read_bytes()
+
+
+def test_lines_without_a_leaf_stop_adopt_unless_materialized(
+    tmp_path: Path, memory_dir: Path, run: RunCli
+) -> None:
+    directory = _copy(CORPUS / "memory" / "56phil__huffmanwrites", tmp_path)
+    before = _snapshot(directory)
+    result = run("adopt", str(directory), expect=1)
+    assert "--materialize" in result.stderr and "no-twitter-x.md" in result.stderr
+    assert _snapshot(directory) == before
+    dry = _adopt(run, directory, "--dry-run")
+    assert len(dry["loose"]) == 4 and dry["written"] is False
+    assert _snapshot(directory) == before
+    done = _adopt(run, directory, "--materialize")
+    assert len(done["materialized"]) == 4
+    leaf = (directory / "project-summaries-growth.md").read_text(encoding="utf-8")
+    assert "type: project" in leaf and "priority growth area" in leaf
+
+
+MESSY_INDEX = """\
+# My memory
+
+Some prose about how this index works, before the list.
+
+- [Prefers tabs](user_tabs.md) — The user wants tabs, not spaces
+- [feedback_no_force_push.md](feedback_no_force_push.md); never force-push to main
+* [Deploy box](reference_deploy.md) - ssh deploy@10.0.0.5, runbook in the wiki
+- [Broken front](broken_front.md): 한국어 훅도 그대로 남는다
+- [No frontmatter](no_frontmatter.md)
+
+## Laws
+- [Long hook](long_hook.md) — {long}
+- A fact written straight into the index, with no file at all
+"""
+
+
+def _messy(directory: Path) -> None:
+    directory.mkdir()
+    write_leaf(directory, "user_tabs.md", "Tabs.", fact_type="user")
+    write_leaf(directory, "feedback_no_force_push.md", "No force push.", fact_type="feedback")
+    write_leaf(directory, "reference_deploy.md", "Deploy box.", fact_type="reference")
+    write_leaf(directory, "long_hook.md", "A long one.")
+    write_leaf(directory, "unlinked_leaf.md", "Nobody linked me, but I matter.")
+    write_leaf(directory, "shipped_thing.md", "Shipped in June.")
+    (directory / "broken_front.md").write_text(
+        '---\nname: "quoted" words\ndescription: x\n---\n\n# Broken Front\n\nBody.\n'
+    )
+    (directory / "no_frontmatter.md").write_text("Just a note with no header.\n\nMore.\n")
+    (directory / "MEMORY.md").write_text(MESSY_INDEX.format(long="word " * 80), encoding="utf-8")
+    (directory / "MEMORY_archive.md").write_text(
+        "# Archive\n\n## Shipped\n- [Shipped thing](shipped_thing.md) — done in June\n"
+    )
+
+
+def test_a_messy_index_is_taken_over(tmp_path: Path, memory_dir: Path, run: RunCli) -> None:
+    directory = tmp_path / "messy"
+    _messy(directory)
+    result = _adopt(run, directory, "--materialize")
+    assert result["backups"] == [
+        str(directory / "MEMORY.md.pre-subrosa"),
+        str(directory / "MEMORY_archive.md.pre-subrosa"),
+    ]
+    listed = json.loads(
+        run("--memory-dir", str(directory), "fact", "list", "--all", "--json").stdout
+    )
+    by_slug = {f["slug"]: f for f in listed}
+    assert [f["slug"] for f in listed][:6] == [
+        "user_tabs",
+        "feedback_no_force_push",
+        "reference_deploy",
+        "broken_front",
+        "no_frontmatter",
+        "long_hook",
+    ]
+    assert by_slug["user_tabs"]["hook"] == "The user wants tabs, not spaces"
+    assert by_slug["feedback_no_force_push"]["hook"] == "never force-push to main"
+    assert by_slug["feedback_no_force_push"]["title"] != "feedback_no_force_push.md"
+    assert by_slug["reference_deploy"]["hook"].startswith("ssh deploy@10.0.0.5")
+    assert by_slug["broken_front"]["hook"] == "한국어 훅도 그대로 남는다"
+    assert by_slug["long_hook"]["hook"] == ("word " * 80).strip()
+    assert by_slug["long_hook"]["section"] == "Laws"
+    assert by_slug["no_frontmatter"]["description"] == "Just a note with no header."
+    assert by_slug["unlinked_leaf"]["hook"] == "Nobody linked me, but I matter."
+    assert by_slug["shipped_thing"]["status"] == "archived"
+    assert by_slug["shipped_thing"]["hook"] == "done in June"
+    bullet = [f for f in listed if f["slug"].startswith("a_fact_written")]
+    assert bullet and bullet[0]["section"] == "Laws"
+    assert any("not valid YAML" in w for w in result["warnings"])
+    assert (directory / "no_frontmatter.md").read_text() == "Just a note with no header.\n\nMore.\n"
+    run("check", "--dir", str(directory))
+    index = (directory / "MEMORY.md").read_text()
+    assert "## Laws" in index and "한국어 훅도 그대로 남는다" in index
+
+    before = _snapshot(directory)
+    again = _adopt(run, directory, "--materialize")
+    assert again["adopted"] == [] and again["materialized"] == [] and again["hooks_taken"] == []
+    assert _snapshot(directory) == before
+    assert (
+        json.loads(run("--memory-dir", str(directory), "fact", "list", "--all", "--json").stdout)
+        == listed
+    )
+
+
+def test_fix_frontmatter_rewrites_broken_leaves(
+    tmp_path: Path, memory_dir: Path, run: RunCli
+) -> None:
+    directory = tmp_path / "messy"
+    _messy(directory)
+    original = (directory / "broken_front.md").read_bytes()
+    result = _adopt(run, directory, "--materialize", "--fix-frontmatter")
+    assert sorted(result["fixed_frontmatter"]) == ["broken_front.md", "no_frontmatter.md"]
+    fixed = (directory / "broken_front.md").read_text()
+    assert fixed.startswith("---\nname: broken-front\n") and "Body." in fixed
+    assert (
+        directory / ".subrosa" / "frontmatter-backup" / "broken_front.md"
+    ).read_bytes() == original
+    run("--memory-dir", str(directory), "fact", "upsert", "--leaf", "broken_front.md")
+
+
+def test_rebuild_recovers_everything_but_hits(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    for name, kind in (
+        ("alpha", "user"),
+        ("beta", "feedback"),
+        ("gamma", "project"),
+        ("delta", "reference"),
+    ):
+        write_leaf(memory_dir, f"{name}.md", f"The {name} fact.", fact_type=kind)
+        run("fact", "upsert", "--leaf", f"{name}.md", "--hook", f"hook of {name} ✓")
+    run("fact", "pin", "--leaf", "gamma.md")
+    run("fact", "archive", "--leaf", "beta.md", "--reason", "superseded by gamma")
+    run("fact", "move", "delta", "--before", "alpha")
+    run("fact", "move", "alpha", "--section", "Laws")
+    write_leaf(memory_dir, "epsilon.md", "Dropped in by hand.")
+    run("generate")
+    before = json.loads(run("fact", "list", "--all", "--json").stdout)
+    assert any(f["section"] == "Laws" for f in before)
+
+    dispose_all()
+    (tmp_path / "subrosa.db").unlink()
+    result = json.loads(run("rebuild", "--yes", "--json").stdout)
+    assert result["archived"] == 1 and result["pinned"] == 1
+    after = json.loads(run("fact", "list", "--all", "--json").stdout)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "hits"} for r in rows]  # noqa: E731
+    assert strip(after) == strip(before)
+    files = [memory_dir / "MEMORY.md", memory_dir / "MEMORY_archive.md"]
+    generated = [p.read_bytes() for p in files]
+    run("generate")
+    assert [p.read_bytes() for p in files] == generated
+
+
+def test_rebuild_asks_first(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(memory_dir, "alpha.md")
+    run("generate")
+    run("rebuild", expect=1, input="n\n")
+    assert len(json.loads(run("fact", "list", "--json").stdout)) == 1
