@@ -280,21 +280,50 @@ def register_from_disk(
     if fact is None:
         fact = Fact(project=project.key, slug=leaf.slug, hits=0)
     _apply_leaf(fact, leaf, keep_title=False)
-    if state.get("title"):
-        fact.title = sanitize_line(str(state["title"])) or leaf.title
-    fact.hook = sanitize_line(str(state.get("hook") or "")) or hook_from_description(
-        leaf.description
-    )
-    fact.section = sanitize_line(str(state["section"])) if state.get("section") else None
-    fact.pinned = bool(state.get("pinned", False))
-    fact.status = "archived" if state.get("status") == "archived" else "active"
-    fact.archive_reason = state.get("archive_reason") if fact.status == "archived" else None
-    fact.archived_at = _parse_time(state.get("archived_at")) if fact.status == "archived" else None
-    position = state.get("position")
-    fact.position = int(position) if isinstance(position, int) else fallback_position
-    fact.created_at = _parse_time(state.get("created_at")) or fact.created_at or now
+    fact.hook = hook_from_description(leaf.description)
+    fact.pinned = False
+    fact.status = "active"
+    fact.position = fallback_position
+    fact.created_at = fact.created_at or now
+    apply_state(fact, state)
     session.add(fact)
     return fact
+
+
+def _state_values(state: dict[str, Any]) -> dict[str, Any]:
+    """A sidecar row as Fact attributes; keys it does not give usable values for are left out."""
+    values: dict[str, Any] = {}
+    for key in ("title", "hook"):
+        text = sanitize_line(str(state.get(key) or ""))
+        if text:
+            values[key] = text
+    if "section" in state:
+        values["section"] = sanitize_line(str(state["section"] or "")) or None
+    if "pinned" in state:
+        values["pinned"] = bool(state["pinned"])
+    if "status" in state:
+        archived = state["status"] == "archived"
+        values["status"] = "archived" if archived else "active"
+        reason = sanitize_line(str(state.get("archive_reason") or "")) or None
+        values["archive_reason"] = reason if archived else None
+        values["archived_at"] = _parse_time(state.get("archived_at")) if archived else None
+    if isinstance(state.get("position"), int):
+        values["position"] = state["position"]
+    created = _parse_time(state.get("created_at"))
+    if created is not None:
+        values["created_at"] = created
+    return values
+
+
+def apply_state(fact: Fact, state: dict[str, Any]) -> bool:
+    """Take what only subrosa knows from a sidecar row into `fact` (registering from disk,
+    or the sidecar changed under the database, e.g. by a git pull). True when it changed."""
+    changed = False
+    for key, value in _state_values(state).items():
+        if getattr(fact, key) != value:
+            setattr(fact, key, value)
+            changed = True
+    return changed
 
 
 def refresh_from_leaf(fact: Fact, leaf: Leaf) -> None:

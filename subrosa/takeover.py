@@ -227,6 +227,8 @@ class Report:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     present: set[str] = field(default_factory=set)
+    # Facts whose hook, pin, status, order… were taken from a sidecar changed under the db.
+    synced: list[str] = field(default_factory=list)
     # The facts whose leaf is on disk and readable, after the take-over.
     facts: list[Fact] = field(default_factory=list)
 
@@ -303,7 +305,12 @@ def take_over(
     query = select(Fact).where(Fact.project == project.key).options(defer(Fact.body))
     facts = {f.slug: f for f in session.scalars(query)}
     by_file = {f.path: f for f in facts.values()}
-    state: dict[str, dict[str, Any]] | None = None  # read only when a leaf is new
+    # The sidecar is rewritten by every change, so where it disagrees with the database
+    # it was changed under it (a git pull, another machine): it wins.
+    state = load_state(memory_dir)
+    for slug, row in state.items():
+        if slug in facts and store.apply_state(facts[slug], row):
+            report.synced.append(slug)
     new_files: list[str] = []
     directory = str(memory_dir)
     last_position = max((f.position for f in facts.values()), default=0) + 10**6
@@ -329,7 +336,6 @@ def take_over(
         if fact is None and leaf.slug in facts:
             fact = facts[leaf.slug]  # registered under another path spelling
         if fact is None:
-            state = load_state(memory_dir) if state is None else state
             fact = store.register_from_disk(
                 session,
                 project,
@@ -365,7 +371,7 @@ def take_over(
             fact.archived_at = store.utcnow()
         if reorder and not source.cold:
             fact.section = line.section
-    _place(session, project, sources, first_line, by_file, new_files, reorder)
+    _place(session, project, sources, first_line, by_file, new_files, reorder, bool(report.synced))
     report.facts = [f for f in facts.values() if f.path in report.present]
     return report
 
@@ -378,10 +384,12 @@ def _place(
     by_file: dict[str, Fact],
     new_files: list[str],
     reorder: bool,
+    resort: bool = False,
 ) -> None:
     """Set the curated order: all of it from the lines (adopt), or new facts after the fact
-    whose line precedes theirs (generate)."""
-    if not reorder and not new_files:
+    whose line precedes theirs (generate). `resort` makes positions dense again after
+    some were taken from the sidecar."""
+    if not reorder and not new_files and not resort:
         return
     session.flush()
     current = store.list_facts(session, project, status=None)

@@ -226,3 +226,47 @@ def test_rebuild_asks_first(memory_dir: Path, run: RunCli) -> None:
     run("generate")
     run("rebuild", expect=1, input="n\n")
     assert len(json.loads(run("fact", "list", "--json").stdout)) == 1
+
+
+def _on(directory: Path, db: Path) -> list[str]:
+    return ["--memory-dir", str(directory), "--db", str(db)]
+
+
+def _pull(source: Path, target: Path) -> None:
+    """What `git pull` does to a memory dir: every tracked file replaced (the lock is ignored)."""
+    for path in source.rglob("*"):
+        if path.is_file() and path.name != "lock":
+            destination = target / path.relative_to(source)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, destination)
+
+
+def test_two_machines_share_one_memory_through_git(tmp_path: Path, run: RunCli) -> None:
+    laptop, desktop = tmp_path / "laptop" / "memory", tmp_path / "desktop" / "memory"
+    laptop.mkdir(parents=True)
+    one, two = _on(laptop, tmp_path / "laptop.db"), _on(desktop, tmp_path / "desktop.db")
+    for name in ("alpha", "beta", "gamma"):
+        write_leaf(laptop, f"{name}.md", f"The {name} fact.")
+        run(*one, "fact", "upsert", "--leaf", f"{name}.md", "--hook", f"hook {name}")
+    run(*one, "fact", "move", "gamma", "--before", "alpha")
+    run(*one, "generate")
+    _pull(laptop, desktop)  # a fresh clone on the other machine, with its own database
+    assert json.loads(run(*two, "generate", "--json").stdout)["hooks_taken"] == []
+    listing = ["fact", "list", "--all", "--json"]
+    mine = json.loads(run(*one, *listing).stdout)
+    theirs = json.loads(run(*two, *listing).stdout)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "path"} for r in rows]  # noqa: E731
+    assert strip(mine) == strip(theirs)
+
+    run(*one, "fact", "pin", "--leaf", "beta.md")
+    run(*one, "fact", "upsert", "--leaf", "alpha.md", "--hook", "a better hook")
+    run(*one, "fact", "archive", "--leaf", "gamma.md", "--reason", "done")
+    run(*one, "generate")
+    _pull(laptop, desktop)
+    synced = json.loads(run(*two, "generate", "--json").stdout)["synced"]
+    assert synced == ["alpha", "beta", "gamma"]
+    assert strip(json.loads(run(*two, *listing).stdout)) == strip(
+        json.loads(run(*one, *listing).stdout)
+    )
+    for name in ("MEMORY.md", "MEMORY_archive.md", ".subrosa/facts.jsonl"):
+        assert (laptop / name).read_bytes() == (desktop / name).read_bytes()

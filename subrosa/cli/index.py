@@ -159,6 +159,7 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         "missing": report.missing,
         "pinned_left_out": [e.slug for e in plan.pinned_left_out],
         "hooks_taken": sorted(report.hooks_taken),
+        "synced": sorted(report.synced),
         "materialized": report.materialized,
         "unreadable": [name for name, _ in report.unreadable],
         "written": outcome.written,
@@ -182,6 +183,7 @@ def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) 
         ("archived", [e.slug for e in plan.archived]),
         ("adopted (registered from disk)", sorted(report.adopted)),
         ("hooks taken from lines written by others", sorted(report.hooks_taken)),
+        ("taken from a sidecar changed under the database", sorted(report.synced)),
         ("materialized as leaves", report.materialized),
     )
     for label, slugs in groups:
