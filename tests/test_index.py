@@ -239,3 +239,15 @@ def test_witness_bad_usage(tmp_path: Path, run: RunCli) -> None:
         [sys.executable, str(SCRIPT), "--dir", str(tmp_path / "nope")], capture_output=True
     )
     assert done.returncode == 2
+
+
+def test_witness_and_generate_agree_on_symlinks(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    outside = write_leaf(tmp_path, "outside.md", "Lives outside the memory dir.")
+    write_leaf(memory_dir, "inside.md", "Lives inside.")
+    (memory_dir / "link_out.md").symlink_to(outside)
+    (memory_dir / "link_in.md").symlink_to(memory_dir / "inside.md")
+    result = _generate(run)
+    assert sorted(result["included"]) == ["inside", "link_in"]
+    assert _check(run, memory_dir)["orphan_files"] == []

@@ -63,11 +63,16 @@ def md_targets(text: str) -> list[str]:
 
 
 def topic_files(directory: Path) -> list[str]:
-    """Every topic `.md` file directly in the dir (the two index files excluded)."""
+    """Every topic `.md` file directly in the dir (the two index files excluded); a symlink
+    counts only when it resolves to a file inside the dir (as subrosa's own listing)."""
+    root = directory.resolve()
     return sorted(
         p.name
         for p in directory.iterdir()
-        if p.suffix == ".md" and p.name not in INDEX_FILES and p.is_file()
+        if p.suffix == ".md"
+        and p.name not in INDEX_FILES
+        and p.is_file()
+        and not (p.is_symlink() and p.resolve().parent != root)
     )
 
 
