@@ -31,6 +31,7 @@ ARCHIVE_HEADER = (
 )
 # Characters that would end or break a Markdown link target; the witness unquotes.
 _ENCODE = {c: f"%{ord(c):02X}" for c in " %()<>[]\\\t\n\r"}
+_CLOSING_HASHES = re.compile(r"(?:^|\s+)#+$")
 _NEEDS_ENCODING = re.compile("[" + re.escape("".join(_ENCODE)) + "]")
 
 
@@ -90,7 +91,11 @@ def index_line(entry: Entry, suffix: str = "") -> str:
 
 
 def section_name(entry: Entry) -> str | None:
-    return (sanitize_line(entry.section) or None) if entry.section else None
+    """The heading a fact is shown under; a trailing ` #` run would read as Markdown's
+    closing sequence, so it is dropped."""
+    if not entry.section:
+        return None
+    return _CLOSING_HASHES.sub("", sanitize_line(entry.section)) or None
 
 
 def _overhead(section: str | None) -> tuple[int, int]:

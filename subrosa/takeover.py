@@ -31,9 +31,10 @@ from subrosa.text import sanitize_line
 from subrosa.witness import load as load_witness
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+# A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
 _SEPARATOR = re.compile(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
-_EMPHASIS = re.compile(r"^[*_`]+|[*_`]+$")
+_EMPHASIS = re.compile(r"(?:\*\*|__|\*|_)?")
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
 LAST_INDEX = "last-index.txt"
 
@@ -71,12 +72,17 @@ def parse_line(number: int, raw: str, section: str | None) -> IndexLine | None:
         return None  # a bullet that only links an index file (a header pointer)
     title: str | None = None
     rest = item
-    leading = witness.LINK.match(_EMPHASIS.sub("", item.strip()))
+    stripped = item.strip()
+    emphasis = _EMPHASIS.match(stripped)  # `**[Title](file.md)** — hook`
+    wrapper = emphasis.group(0) if emphasis else ""
+    leading = witness.LINK.match(stripped, len(wrapper))
     if targets and leading is not None:
         text = leading.group(0)
-        title = sanitize_line(_EMPHASIS.sub("", text[1 : text.index("](")])) or None
-        rest = _EMPHASIS.sub("", item.strip())[leading.end() :]
-        rest = _SEPARATOR.sub("", _EMPHASIS.sub("", rest.strip()), count=1)
+        title = sanitize_line(text[1 : text.index("](")].strip("*_ ")) or None
+        end = leading.end()
+        if wrapper and stripped.startswith(wrapper, end):
+            end += len(wrapper)  # **[Title](file.md)**
+        rest = _SEPARATOR.sub("", stripped[end:], count=1)
     hook = sanitize_line(_flatten_links(rest))
     if not hook and not targets:
         return None  # an empty bullet

@@ -115,3 +115,31 @@ def test_rank_order() -> None:
     ]
     ranked = sorted(items, key=lambda e: generator.rank_key(e, DEFAULT_TYPE_WEIGHTS))
     assert [e.slug for e in ranked] == ["old_pinned", "feedback", "newer", "hit", "a_tie", "b_tie"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(entries())
+def test_the_take_over_parser_reads_back_what_was_rendered(items: list[Entry]) -> None:
+    from subrosa.takeover import parse_index
+
+    active = [e for e in items if not e.archived]
+    text = generator.render_index(active)
+    parsed = parse_index(text)
+    shown = sorted(active, key=lambda e: (generator.section_name(e) is not None, 0))
+    assert sorted(t for line in parsed for t in line.targets) == sorted(e.filename for e in shown)
+    by_file = {line.targets[0]: line for line in parsed}
+    for entry in active:
+        line = by_file[entry.filename]
+        assert line.hook == generator.sanitize_line(entry.hook)
+        assert line.section == generator.section_name(entry)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_the_take_over_parser_never_fails(text: str) -> None:
+    from subrosa.takeover import parse_index
+
+    for line in parse_index(text):
+        assert "\n" not in line.hook and all(
+            t.endswith((".md", ".MD", ".Md", ".mD")) for t in line.targets
+        )
