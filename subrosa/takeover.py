@@ -356,7 +356,10 @@ def take_over(
         else:
             store.refresh_from_leaf(fact, leaf)
             report.refreshed.append(fact.slug)
-    report.missing = sorted(f.slug for f in facts.values() if f.path not in report.present)
+    unreadable = {name for name, _ in report.unreadable}
+    report.missing = sorted(
+        f.slug for f in facts.values() if f.path not in report.present | unreadable
+    )
 
     by_file = {f.path: f for f in facts.values()}
     for filename, (source, line) in first_line.items():

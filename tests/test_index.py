@@ -251,3 +251,12 @@ def test_witness_and_generate_agree_on_symlinks(
     result = _generate(run)
     assert sorted(result["included"]) == ["inside", "link_in"]
     assert _check(run, memory_dir)["orphan_files"] == []
+
+
+def test_an_unreadable_leaf_is_listed_once_and_check_passes(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(memory_dir, "fine.md")
+    (memory_dir / "latin1.md").write_bytes(b"---\ndescription: caf\xe9\n---\n")
+    result = _generate(run)
+    assert result["unreadable"] == ["latin1.md"] and result["missing"] == []
+    assert "Unreadable leaves" in (memory_dir / "MEMORY_archive.md").read_text()
+    _check(run, memory_dir)

@@ -194,7 +194,10 @@ def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) 
 def report_problems(report: takeover.Report) -> None:
     """Warnings on stderr: facts whose leaf is gone, unreadable leaves, lenient parses."""
     for slug in report.missing:
-        warn(f"{slug}: registered, but its leaf is gone; left out of both index files.")
+        warn(
+            f"{slug}: registered, but its leaf is gone; left out of both index files "
+            "(restore the leaf, or run `subrosa rebuild` to forget the fact)."
+        )
     for filename, problem in report.unreadable:
         warn(f"{filename}: {problem}; listed under 'Unreadable leaves' in MEMORY_archive.md.")
     for message in report.warnings:
