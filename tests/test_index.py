@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from subrosa.marker import HEADER_TAG
 from subrosa.resources import skills_dir
 from tests.conftest import RunCli, write_leaf
@@ -260,3 +262,15 @@ def test_an_unreadable_leaf_is_listed_once_and_check_passes(memory_dir: Path, ru
     assert result["unreadable"] == ["latin1.md"] and result["missing"] == []
     assert "Unreadable leaves" in (memory_dir / "MEMORY_archive.md").read_text()
     _check(run, memory_dir)
+
+
+def test_check_never_opens_the_database(
+    memory_dir: Path, tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_leaf(memory_dir, "a_fact.md")
+    _generate(run)
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("")
+    monkeypatch.setenv("SUBROSA_DB", str(blocker / "subrosa.db"))  # cannot be created
+    assert _check(run, memory_dir)["ok"] is True
+    run("check")  # the default dir is the memory dir
