@@ -133,14 +133,18 @@ def _state_row(fact: Any) -> dict[str, Any]:
     return row
 
 
-def write_state(session: Session, project: Project) -> None:
-    """Rewrite the sidecar from the database's rows for this project."""
+def state_rows(session: Session, project: Project) -> list[dict[str, Any]]:
+    """The sidecar's rows as the database has them."""
     # Plain rows of the sidecar's columns, not Fact objects: with thousands of facts,
     # building ORM instances cost most of the time.
     columns = [getattr(Fact, key) for key in STATE_KEYS]
     query = select(*columns).where(Fact.project == project.key)
-    rows = [_state_row(r) for r in session.execute(query.order_by(Fact.position, Fact.slug))]
-    save_state(project.memory_dir, rows)
+    return [_state_row(r) for r in session.execute(query.order_by(Fact.position, Fact.slug))]
+
+
+def write_state(session: Session, project: Project) -> None:
+    """Rewrite the sidecar from the database's rows for this project."""
+    save_state(project.memory_dir, state_rows(session, project))
 
 
 @contextmanager

@@ -159,7 +159,10 @@ def adopt(
     data.update(
         {
             "dir": str(memory_dir),
-            "registered": sorted(f.slug for f in outcome.report.facts),
+            "registered": sorted(
+                e.slug
+                for e in outcome.plan.included + outcome.plan.below_budget + outcome.plan.archived
+            ),
             "loose": [item.to_dict() for item in outcome.report.loose],
             "backups": backups,
             "fixed_frontmatter": fixed,

@@ -30,7 +30,8 @@ class Outcome:
     written: bool
 
 
-def entry_for(fact: Fact) -> generator.Entry:
+def entry_for(fact: Fact | Any) -> generator.Entry:
+    """A fact (an ORM object, or a plain row of the same columns) as the generator sees it."""
     return generator.Entry(
         slug=fact.slug,
         filename=fact.path,
@@ -116,15 +117,20 @@ def run_generate(
         with _session(engine, project, dry_run) as session:
             registered = set(session.scalars(select(Fact.path).where(Fact.project == project.key)))
             sources = (sources_for or appended_lines_for(memory_dir))(session, registered)
-            report = takeover.take_over(
-                session,
-                project,
-                sources,
-                materialize_loose=materialize,
-                reorder=reorder,
-                dry_run=dry_run,
-            )
-            entries = [entry_for(f) for f in report.facts]
+            rows = takeover.unchanged_rows(session, project, sources)
+            if rows is not None:
+                report = takeover.Report(present={row.path for row in rows})
+                entries = [entry_for(row) for row in rows]
+            else:
+                report = takeover.take_over(
+                    session,
+                    project,
+                    sources,
+                    materialize_loose=materialize,
+                    reorder=reorder,
+                    dry_run=dry_run,
+                )
+                entries = [entry_for(f) for f in report.facts]
         plan = generator.plan(
             entries,
             budget=budget,
