@@ -324,14 +324,41 @@ def take_over(
     - `reorder` (adopt) sets the curated order and sections from the lines; otherwise a
       new fact is placed after the fact whose line precedes its own.
     """
-    memory_dir = project.memory_dir
     report = Report()
-    on_disk = {p.name for p in list_leaf_files(memory_dir)}
-    taken_names = set(on_disk) | {p.name for p in memory_dir.iterdir()}
-    # Which file each line gives a hook/title/place to (the first line wins).
+    on_disk = {p.name for p in list_leaf_files(project.memory_dir)}
+    first_line = _materialize_loose(
+        project.memory_dir, sources, on_disk, report, materialize_loose and not dry_run
+    )
+    # Bodies are not needed to compare hashes, and are the bulk of a row.
+    query = select(Fact).where(Fact.project == project.key).options(defer(Fact.body))
+    facts = {f.slug: f for f in session.scalars(query)}
+    # The sidecar is rewritten by every change, so where it disagrees with the database
+    # it was changed under it (a git pull, another machine): it wins.
+    state = load_state(project.memory_dir)
+    for slug, row in state.items():
+        if slug in facts and store.apply_state(facts[slug], row):
+            report.synced.append(slug)
+    new_files = _register_leaves(session, project, sorted(on_disk), facts, state, report)
+    by_file = {f.path: f for f in facts.values()}
+    for filename, (source, line) in first_line.items():
+        if filename in by_file:
+            _apply_line(
+                by_file[filename], filename, source, line, filename in new_files, reorder, report
+            )
+    _place(session, project, sources, first_line, by_file, new_files, reorder, bool(report.synced))
+    report.facts = [f for f in facts.values() if f.path in report.present]
+    return report
+
+
+def _materialize_loose(
+    memory_dir: Path, sources: list[Source], on_disk: set[str], report: Report, write: bool
+) -> dict[str, tuple[Source, IndexLine]]:
+    """Give each loose line a leaf (when `write`), else report it; return, for each file on
+    disk, the first line that links it (that line gives the fact its hook and place)."""
     first_line: dict[str, tuple[Source, IndexLine]] = {}
+    taken_names = set(on_disk) | {p.name for p in memory_dir.iterdir()}
     for loose in find_loose(sources, on_disk):
-        if not materialize_loose or dry_run:
+        if not write:
             report.loose.append(loose)
             continue
         filename = materialize(memory_dir, loose.line, loose.target, taken_names, loose.origin)
@@ -344,21 +371,24 @@ def take_over(
             for target in line.targets:
                 if target in on_disk:
                     first_line.setdefault(target, (source, line))
+    return first_line
 
-    # Bodies are not needed to compare hashes, and are the bulk of a row.
-    query = select(Fact).where(Fact.project == project.key).options(defer(Fact.body))
-    facts = {f.slug: f for f in session.scalars(query)}
+
+def _register_leaves(
+    session: Session,
+    project: store.Project,
+    filenames: list[str],
+    facts: dict[str, Fact],
+    state: dict[str, dict[str, Any]],
+    report: Report,
+) -> list[str]:
+    """Register leaves nobody registered, refresh changed ones, note missing and unreadable
+    ones; `facts` (by slug) gains the new facts. Returns the new facts' filenames."""
     by_file = {f.path: f for f in facts.values()}
-    # The sidecar is rewritten by every change, so where it disagrees with the database
-    # it was changed under it (a git pull, another machine): it wins.
-    state = load_state(memory_dir)
-    for slug, row in state.items():
-        if slug in facts and store.apply_state(facts[slug], row):
-            report.synced.append(slug)
     new_files: list[str] = []
-    directory = str(memory_dir)
+    directory = str(project.memory_dir)
     last_position = max((f.position for f in facts.values()), default=0) + 10**6
-    for filename in sorted(on_disk):
+    for filename in filenames:
         fact = by_file.get(filename)
         try:
             with open(os.path.join(directory, filename), "rb") as handle:
@@ -369,7 +399,7 @@ def take_over(
         if fact is not None and fact.content_hash == hashlib.sha256(raw).hexdigest():
             report.present.add(filename)
             continue
-        path = memory_dir / filename
+        path = project.memory_dir / filename
         try:
             leaf = parse_leaf_lenient(path)
         except LeafError as exc:
@@ -377,8 +407,7 @@ def take_over(
             continue
         report.present.add(filename)
         report.warnings.extend(f"{path}: {w}" for w in leaf.warnings)
-        if fact is None and leaf.slug in facts:
-            fact = facts[leaf.slug]  # registered under another path spelling
+        fact = fact or facts.get(leaf.slug)  # registered under another path spelling
         if fact is None:
             fact = store.register_from_disk(
                 session,
@@ -398,29 +427,34 @@ def take_over(
     report.missing = sorted(
         f.slug for f in facts.values() if f.path not in report.present | unreadable
     )
+    return new_files
 
-    by_file = {f.path: f for f in facts.values()}
-    for filename, (source, line) in first_line.items():
-        fact = by_file.get(filename)
-        if fact is None:
-            continue
-        if line.hook:
-            hook, _ = store.clean_hook(line.hook, strict=False)
-            if hook != fact.hook:
-                fact.hook = hook
-                report.hooks_taken.append(fact.slug)
-        title = meaningful_title(line, filename)
-        if title:
-            fact.title = title
-        if source.cold and filename in new_files and fact.status == "active":
-            fact.status = "archived"
-            fact.archive_reason = f"in {source.origin} before adoption"
-            fact.archived_at = store.utcnow()
-        if reorder and not source.cold:
-            fact.section = line.section
-    _place(session, project, sources, first_line, by_file, new_files, reorder, bool(report.synced))
-    report.facts = [f for f in facts.values() if f.path in report.present]
-    return report
+
+def _apply_line(
+    fact: Fact,
+    filename: str,
+    source: Source,
+    line: IndexLine,
+    is_new: bool,
+    reorder: bool,
+    report: Report,
+) -> None:
+    """What a taken-over line says about its fact: hook (kept whole), title, section; a
+    new fact found only in a hand-kept archive stays in the cold tier."""
+    if line.hook:
+        hook, _ = store.clean_hook(line.hook, strict=False)
+        if hook != fact.hook:
+            fact.hook = hook
+            report.hooks_taken.append(fact.slug)
+    title = meaningful_title(line, filename)
+    if title:
+        fact.title = title
+    if source.cold and is_new and fact.status == "active":
+        fact.status = "archived"
+        fact.archive_reason = f"in {source.origin} before adoption"
+        fact.archived_at = store.utcnow()
+    if reorder and not source.cold:
+        fact.section = line.section
 
 
 def _place(
