@@ -37,6 +37,7 @@ _SEPARATOR = re.compile(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
 _EMPHASIS = re.compile(r"(?:\*\*|__|\*|_)?")
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
 LAST_INDEX = "last-index.txt"
+LAST_ARCHIVE = "last-archive.txt"
 
 
 @dataclass(frozen=True)
@@ -123,13 +124,14 @@ def meaningful_title(line: IndexLine, filename: str) -> str | None:
 # --- the record of what subrosa wrote ------------------------------------------
 
 
-def last_index_path(memory_dir: Path) -> Path:
-    return state_dir(memory_dir) / LAST_INDEX
+def last_index_path(memory_dir: Path, name: str = "MEMORY.md") -> Path:
+    """Where subrosa keeps the text it last wrote to index file `name`."""
+    return state_dir(memory_dir) / (LAST_INDEX if name == "MEMORY.md" else LAST_ARCHIVE)
 
 
-def read_last_index(memory_dir: Path) -> str | None:
+def read_last_index(memory_dir: Path, name: str = "MEMORY.md") -> str | None:
     try:
-        return last_index_path(memory_dir).read_text(encoding="utf-8")
+        return last_index_path(memory_dir, name).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -451,7 +453,8 @@ def _apply_line(
         fact.title = title
     if source.cold and is_new and fact.status == "active":
         fact.status = "archived"
-        fact.archive_reason = f"in {source.origin} before adoption"
+        how = "before adoption" if reorder else "added by hand"
+        fact.archive_reason = f"in {source.origin} {how}"
         fact.archived_at = store.utcnow()
     if reorder and not source.cold:
         fact.section = line.section

@@ -274,3 +274,24 @@ def test_check_never_opens_the_database(
     monkeypatch.setenv("SUBROSA_DB", str(blocker / "subrosa.db"))  # cannot be created
     assert _check(run, memory_dir)["ok"] is True
     run("check")  # the default dir is the memory dir
+
+
+def test_lines_added_to_the_archive_are_kept_in_the_cold_tier(
+    memory_dir: Path, run: RunCli
+) -> None:
+    write_leaf(memory_dir, "a_fact.md")
+    write_leaf(memory_dir, "old_spike.md", "A spike from last year.")
+    run("fact", "upsert", "--leaf", "a_fact.md", "--hook", "a hook")
+    run("generate")  # registers old_spike too
+    archive = memory_dir / "MEMORY_archive.md"
+    with archive.open("a", encoding="utf-8") as handle:
+        handle.write("- [Shipped widget](shipped_widget.md) — shipped in May, see the changelog\n")
+        handle.write("- a note someone kept in the cold tier\n")
+    result = _generate(run)
+    assert sorted(result["materialized"]) == ["a_note_someone_kept_in_the.md", "shipped_widget.md"]
+    assert sorted(result["archived"]) == ["a_note_someone_kept_in_the", "shipped_widget"]
+    shown = json.loads(run("fact", "show", "shipped_widget", "--json").stdout)
+    assert shown["archive_reason"] == "in MEMORY_archive.md added by hand"
+    assert "shipped in May, see the changelog" in archive.read_text()
+    _check(run, memory_dir)
+    assert _generate(run)["materialized"] == []

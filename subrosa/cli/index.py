@@ -50,26 +50,39 @@ def entry_for(fact: Fact | Any) -> generator.Entry:
 
 
 def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[takeover.Source]:
-    """The lines of a subrosa-written MEMORY.md that subrosa did not write (generate's
-    take-over). Refuses a MEMORY.md that subrosa never wrote: that is adopt's job."""
+    """The lines of the subrosa-written index files that subrosa did not write (generate's
+    take-over; lines added to MEMORY_archive.md give archived facts). Refuses a MEMORY.md
+    that subrosa never wrote: that is adopt's job."""
     foreign = foreign_index(memory_dir)
     if foreign is not None:
         raise NotOwned(
             f"{foreign}: was not written by subrosa; run `subrosa adopt` once to take it "
             "over (it keeps a backup), then generate."
         )
-    index = memory_dir / generator.INDEX
-    try:
-        text = index.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
-    last = takeover.read_last_index(memory_dir)
-    if text == last:
-        return []
-    numbers = takeover.foreign_lines(text, last, registered_files)
-    if not numbers:
-        return []
-    return [takeover.Source(generator.INDEX, takeover.parse_index(text), foreign=set(numbers))]
+    sources = []
+    for name in (generator.INDEX, generator.ARCHIVE):
+        try:
+            text = (memory_dir / name).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+        last = takeover.read_last_index(memory_dir, name)
+        if text == last:
+            continue
+        lines = takeover.parse_index(text)
+        numbers = set(takeover.foreign_lines(text, last, registered_files))
+        if name == generator.ARCHIVE:
+            # An edited archive line would bring its "(archived …)" suffix into the hook:
+            # from the cold tier, only lines that add a fact are taken over.
+            numbers = {
+                line.number
+                for line in lines
+                if line.number in numbers
+                and (not line.targets or any(t not in registered_files for t in line.targets))
+            }
+        if numbers:
+            cold = name == generator.ARCHIVE
+            sources.append(takeover.Source(name, lines, cold=cold, foreign=numbers))
+    return sources
 
 
 @contextmanager
@@ -145,6 +158,7 @@ def run_generate(
         _write_if_changed(memory_dir / generator.ARCHIVE, plan.archive_md)
         _write_if_changed(memory_dir / generator.INDEX, plan.memory_md)
         _write_if_changed(takeover.last_index_path(memory_dir), plan.memory_md)
+        _write_if_changed(takeover.last_index_path(memory_dir, generator.ARCHIVE), plan.archive_md)
     return Outcome(report, plan, written=True)
 
 
