@@ -43,7 +43,7 @@ def _many_leaves(directory: Path, count: int) -> None:
         text = (
             "한국어로 된 기억: 빌드는 항상 재현 가능해야 한다"
             if korean
-            else "keep the build reproducible"
+            else "keep the build reproducible, pinned to exact tool versions"
         )
         description = f"Fact {n:03d}: {text}, and this line pads the hook to about 120 bytes."
         write_leaf(
