@@ -36,6 +36,9 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
 _SEPARATOR = re.compile(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
 _EMPHASIS = re.compile(r"(?:\*\*|__|\*|_)?")
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
+# What generator.render_archive appends to an archived fact's line, and its section.
+_ARCHIVED_SUFFIX = re.compile(r"\s*\(archived (?:\d{4}-\d{2}-\d{2}|undated): (.*)\)\s*$")
+ARCHIVED_SECTION = "Archived"
 LAST_INDEX = "last-index.txt"
 LAST_ARCHIVE = "last-archive.txt"
 
@@ -250,6 +253,9 @@ class Source:
     cold: bool = False
     # Line numbers to take over; None takes over every line (adopt).
     foreign: set[int] | None = None
+    # A subrosa-written archive read without the record of what subrosa wrote (a clone
+    # without .subrosa/): its "## Archived" section says which facts were archived.
+    by_section: bool = False
 
     def taken_lines(self) -> list[IndexLine]:
         if self.foreign is None:
@@ -443,18 +449,21 @@ def _apply_line(
 ) -> None:
     """What a taken-over line says about its fact: hook (kept whole), title, section; a
     new fact found only in a hand-kept archive stays in the cold tier."""
-    if line.hook:
-        hook, _ = store.clean_hook(line.hook, strict=False)
+    suffix = _ARCHIVED_SUFFIX.search(line.hook) if source.cold else None
+    text = line.hook[: suffix.start()] if suffix else line.hook
+    if text:
+        hook, _ = store.clean_hook(text, strict=False)
         if hook != fact.hook:
             fact.hook = hook
             report.hooks_taken.append(fact.slug)
     title = meaningful_title(line, filename)
     if title:
         fact.title = title
-    if source.cold and is_new and fact.status == "active":
+    archived_here = not source.by_section or line.section == ARCHIVED_SECTION
+    if source.cold and is_new and fact.status == "active" and archived_here:
         fact.status = "archived"
         how = "before adoption" if reorder else "added by hand"
-        fact.archive_reason = f"in {source.origin} {how}"
+        fact.archive_reason = suffix.group(1) if suffix else f"in {source.origin} {how}"
         fact.archived_at = store.utcnow()
     if reorder and not source.cold:
         fact.section = line.section

@@ -270,3 +270,28 @@ def test_two_machines_share_one_memory_through_git(tmp_path: Path, run: RunCli) 
     )
     for name in ("MEMORY.md", "MEMORY_archive.md", ".subrosa/facts.jsonl"):
         assert (laptop / name).read_bytes() == (desktop / name).read_bytes()
+
+
+def test_a_clone_without_subrosa_state_recovers_from_the_index_files(
+    tmp_path: Path, run: RunCli
+) -> None:
+    laptop, desktop = tmp_path / "laptop" / "memory", tmp_path / "desktop" / "memory"
+    laptop.mkdir(parents=True)
+    one, two = _on(laptop, tmp_path / "laptop.db"), _on(desktop, tmp_path / "desktop.db")
+    for name in ("alpha", "beta", "gamma", "delta"):
+        write_leaf(laptop, f"{name}.md", f"The {name} fact, described at some length here.")
+        run(*one, "fact", "upsert", "--leaf", f"{name}.md", "--hook", f"hook {name} " + "x" * 60)
+    run(*one, "fact", "archive", "--leaf", "gamma.md", "--reason", "superseded")
+    run(*one, "generate", "--budget", "400")
+    shutil.copytree(laptop, desktop, ignore=shutil.ignore_patterns(".subrosa"))
+    result = json.loads(run(*two, "generate", "--budget", "400", "--json").stdout)
+    assert result["materialized"] == [] and result["below_budget"]
+    listing = ["fact", "list", "--all", "--json"]
+    # Hooks, titles, status and reasons come back from the index files; the order of facts
+    # that are not in MEMORY.md is the one thing only the sidecar knew.
+    keys = ("slug", "hook", "status", "archive_reason", "title")
+    pick = lambda rows: sorted(tuple(r[k] or "" for k in keys) for r in rows)  # noqa: E731
+    assert pick(json.loads(run(*two, *listing).stdout)) == pick(
+        json.loads(run(*one, *listing).stdout)
+    )
+    assert (laptop / "MEMORY.md").read_bytes() == (desktop / "MEMORY.md").read_bytes()

@@ -81,7 +81,11 @@ def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[takeove
             }
         if numbers:
             cold = name == generator.ARCHIVE
-            sources.append(takeover.Source(name, lines, cold=cold, foreign=numbers))
+            sources.append(
+                takeover.Source(
+                    name, lines, cold=cold, foreign=numbers, by_section=cold and last is None
+                )
+            )
     return sources
 
 
