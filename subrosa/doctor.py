@@ -18,8 +18,6 @@ from subrosa.marker import foreign_index
 from subrosa.paths import claude_root, project_root, sqlite_path
 
 HOOK_EVENTS = ("SessionStart", "Stop", "SessionEnd")
-MAX_LINES = 200
-MAX_BYTES = 25_000
 
 
 @dataclass
@@ -159,16 +157,25 @@ def check_index(subject: Subject) -> Check:
             f"{index} was not written by subrosa.",
             "subrosa adopt (it keeps a backup), then subrosa generate",
         )
-    data = index.read_bytes()
-    lines = len(data.decode("utf-8", errors="replace").splitlines())
-    if lines > MAX_LINES or len(data) > MAX_BYTES:
-        return Check(
-            "index",
-            False,
-            f"{index} has {lines} lines / {len(data):,} bytes (caps {MAX_LINES} / {MAX_BYTES:,}).",
-            "subrosa generate",
-        )
-    return Check("index", True, f"{lines} lines, {len(data):,} bytes")
+    from subrosa.witness import load
+
+    verdict = load().witness(subject.memory_dir)
+    size = verdict["memory_md"]
+    summary = f"{size['lines']} lines, {size['bytes']:,} bytes"
+    if not verdict["ok"]:
+        problems = [
+            f"{len(verdict[key])} {key.replace('_', ' ')}"
+            for key in ("orphan_files", "orphan_links", "duplicate_refs")
+            if verdict[key]
+        ]
+        if size["lines"] > size["max_lines"] or size["bytes"] > size["max_bytes"]:
+            problems.insert(
+                0, f"over the {size['max_lines']}-line / {size['max_bytes']:,}-byte cap"
+            )
+        if verdict.get("unlinked_archive"):
+            problems.append("MEMORY_archive.md not linked")
+        return Check("index", False, f"{summary}: " + ", ".join(problems) + ".", "subrosa generate")
+    return Check("index", True, f"{summary}; every leaf referenced exactly once")
 
 
 def check_leaves_registered(subject: Subject) -> Check:
@@ -201,7 +208,10 @@ def check_leaves_registered(subject: Subject) -> Check:
             parts.append(f"{len(unregistered)} leaf file(s) not registered ({unregistered[0]}…)")
         if gone:
             parts.append(f"{len(gone)} fact(s) whose leaf is gone ({gone[0]}…)")
-        return Check("leaves", False, "; ".join(parts) + ".", "subrosa generate")
+        fix = "subrosa generate" if unregistered else ""
+        if gone:
+            fix += (" and " if fix else "") + "restore the leaf, or `subrosa rebuild` to forget it"
+        return Check("leaves", False, "; ".join(parts) + ".", fix)
     return Check("leaves", True, f"{len(on_disk)} leaves, all registered")
 
 

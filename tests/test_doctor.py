@@ -44,3 +44,16 @@ def test_healthy_and_broken_project(memory_dir: Path, run: RunCli, tmp_path: Pat
     assert "readable by others" in str(checks["permissions"]["detail"])
     text = run("doctor", expect=1).stdout
     assert "fix: subrosa adopt" in text
+
+
+def test_index_over_its_cap_and_unindexed_leaf(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(memory_dir, "a.md")
+    run("fact", "upsert", "--leaf", "a.md", "--hook", "a")
+    run("generate")
+    assert _checks(run, expect=0)["index"]["ok"]
+    with (memory_dir / "MEMORY.md").open("a", encoding="utf-8") as handle:
+        handle.write("padding line\n" * 250)
+    write_leaf(memory_dir, "b.md")
+    index = _checks(run, expect=1)["index"]
+    assert "over the 200-line" in str(index["detail"]) and "1 orphan files" in str(index["detail"])
+    assert index["fix"] == "subrosa generate"
