@@ -23,6 +23,7 @@ Standard library only, like everything that only transforms text.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -120,11 +121,7 @@ _DAY_FIRST = re.compile(
 _FRONTMATTER = re.compile(
     r"\A\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*$\r?\n?", re.DOTALL | re.MULTILINE
 )
-_STATUS_LINE = re.compile(
-    r"^[ \t>]*(?:[-*+][ \t]+)?(?:#{1,6}[ \t]+)?[*_]{0,2}[ \t]*status[ \t]*[*_]{0,2}[ \t]*:"
-    rf"[ \t]*[*_]{{0,2}}[ \t]*[\"']?(?P<word>{_words(STATUS_WORDS)}){_AFTER}.*$",
-    re.IGNORECASE | re.MULTILINE,
-)
+_STATUS_VALUE = re.compile(rf"(?:{_words(STATUS_WORDS)}){_AFTER}", re.IGNORECASE)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _OUTCOME_HEADING = re.compile(rf"^(?:{_words(OUTCOME_HEADINGS)})\b", re.IGNORECASE)
 _FINISHED_PHRASES = (
@@ -203,7 +200,7 @@ class Verdict:
 
 def _guarded(text: str, start: int) -> bool:
     """True when a word in the same clause just before `start` negates or defers it."""
-    clause = _CLAUSE_BREAK.split(text[:start])[-1]
+    clause = _CLAUSE_BREAK.split(text[max(0, start - 120) : start])[-1]
     before = [w.lower() for w in _WORD.findall(clause)][-3:]
     return any(w in _GUARDS or w.endswith(("n't", "n’t")) for w in before)
 
@@ -267,9 +264,19 @@ def _split_frontmatter(text: str) -> tuple[str, str]:
 
 
 def _status_line(text: str) -> str | None:
-    for match in _STATUS_LINE.finditer(text):
-        line = re.sub(r"\*+|__", "", match.group(0))
-        return _clip(line.lstrip(" \t>-+#_"))
+    """A `Status: Closed` line (also `**Status:** Done`, `- Status: resolved`, `## Status:
+    Cancelled`, a frontmatter `status: archived`). Parsed by hand: a regex with this many
+    optional runs of spaces and markup backtracks badly on long lines."""
+    for line in text.splitlines():
+        rest = line.lstrip(" \t>-+*#_")
+        if rest[:6].lower() != "status":
+            continue
+        after = rest[6:].lstrip(" \t*_")
+        if not after.startswith(":"):
+            continue
+        value = after[1:].lstrip(" \t*_\"'")
+        if _STATUS_VALUE.match(value):
+            return _clip(f"{rest[:6]}: {value.rstrip(' *_')}")
     return None
 
 
@@ -287,7 +294,8 @@ def _outcome(body: str) -> str | None:
                 break
         section = title[title.find(":") + 1 :] if ":" in title else ""
         section += "\n" + body[heading.end() : end]
-        for match in _COMPLETION.finditer(section):
+        # The first few mentions decide; a section of thousands of "not done" is not worth more.
+        for match in itertools.islice(_COMPLETION.finditer(section), 20):
             if not _guarded(section, match.start()):
                 return _clip(f"## {title.split(':')[0]}: {_sentence(section, match.start())}")
     return None
@@ -380,7 +388,7 @@ def assess(
     high = leaf is not None and from_hook.qualifies
     strength = sum(_STRENGTH.get(s.kind, 0) for s in signals)
     if from_hook.past_date is not None:
-        strength += 3 if from_hook.old_date else 1
+        strength += 3 if from_hook.old_date else 2
     reason = _reason(leaf, leaf_text is None, from_hook, today, pinned, high)
     if dormant:
         usage = f"no search hits and unchanged for {unchanged_days} days (since {last_changed})"
