@@ -1,0 +1,234 @@
+"""`subrosa stale` as a user runs it: the staleness issue's must-show list."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subrosa.db import dispose_all
+from tests.conftest import RunCli, write_leaf
+
+TODAY = "2026-11-29"
+RECENT = datetime(2026, 11, 1, 12, tzinfo=UTC).timestamp()
+LONG_AGO = datetime(2026, 6, 1, 12, tzinfo=UTC).timestamp()
+
+# slug -> (leaf body, hook, pinned, leaf unchanged since LONG_AGO)
+CRAFTED: dict[str, tuple[str, str, bool, bool]] = {
+    # High confidence: the leaf confirms, and the hook has a terminal word or an old date.
+    "status_and_terminal_word": (
+        "# Queue migration\n\nStatus: Closed\n\nMoved to SQS in October.",
+        "Queue migration to SQS: Done",
+        False,
+        False,
+    ),
+    "outcome_and_old_date": (
+        "# Load test\n\n## Outcome\n\nCompleted: p99 stays under 80 ms.\n\n## Notes\n\nRaw data.",
+        "Load test; Next check: 2026-09-01",
+        False,
+        False,
+    ),
+    "closing_paragraph_and_superseded": (
+        "We tried a sidecar cache.\n\nSuperseded by [[status_and_terminal_word]].",
+        "Sidecar cache idea, superseded",
+        False,
+        False,
+    ),
+    # Qualifies, but pinned: flagged, never archived.
+    "pinned_but_finished": (
+        "**Status:** Done\n\nThe freeze rule stays a guardrail.",
+        "Release freeze retro: Complete",
+        True,
+        False,
+    ),
+    # One signal alone, or two that do not make high confidence: flagged.
+    "leaf_only": (
+        "Status: Resolved\n\nNo more pages.",
+        "Pager noise from the batch job",
+        False,
+        False,
+    ),
+    "hook_terminal_only": ("We still run it nightly.", "Nightly export: CLOSED", False, False),
+    "hook_old_date_only": ("Ask Ana about the quota.", "Quota review due 2026-08-15", False, False),
+    "leaf_and_recent_date": (
+        "Status: Closed\n\nAudit passed.",
+        "Security audit; recheck 2026-11-20",
+        False,
+        False,
+    ),
+    "dormant": ("Old reference about the VPN.", "VPN: use the eu-west profile", False, True),
+    # Nothing stale.
+    "fresh": ("Use pnpm everywhere.", "pnpm only, never npm", False, False),
+    "negated": (
+        "Status: In progress\n\nHalf the services moved.",
+        "Not done yet: 4 of 8",
+        False,
+        False,
+    ),
+    "future_date": (
+        "Status: Waiting for sign-off\n\nThen we ship.",
+        "Sign-off due 2027-01-10",
+        False,
+        False,
+    ),
+}
+ARCHIVED = {"status_and_terminal_word", "outcome_and_old_date", "closing_paragraph_and_superseded"}
+FLAGGED = {
+    "pinned_but_finished",
+    "leaf_only",
+    "hook_terminal_only",
+    "hook_old_date_only",
+    "leaf_and_recent_date",
+    "dormant",
+}
+
+
+@pytest.fixture
+def crafted(memory_dir: Path, run: RunCli) -> Path:
+    """The crafted leaves, registered with their hooks and pins."""
+    for slug, (body, hook, pinned, dormant) in CRAFTED.items():
+        path = write_leaf(memory_dir, f"{slug}.md", f"About {slug}.", body=body)
+        stamp = LONG_AGO if dormant else RECENT
+        os.utime(path, (stamp, stamp))
+        run("fact", "upsert", "--leaf", path.name, "--hook", hook, *(["--pin"] if pinned else []))
+    return memory_dir
+
+
+def _stale(run: RunCli, *extra: str) -> dict[str, Any]:
+    return json.loads(run("stale", "--today", TODAY, "--json", *extra).stdout)  # type: ignore[no-any-return]
+
+
+def _facts(run: RunCli, *extra: str) -> list[dict[str, Any]]:
+    return json.loads(run("fact", "list", "--json", *extra).stdout)  # type: ignore[no-any-return]
+
+
+def _snapshot(memory_dir: Path, run: RunCli, db: Path) -> dict[str, Any]:
+    dispose_all()  # closes connections, so the WAL is checkpointed into the file
+    files = {p.name: p.read_bytes() for p in sorted(memory_dir.rglob("*")) if p.is_file()}
+    files.pop("lock", None)
+    return {"facts": _facts(run, "--all"), "files": files, "db": db.read_bytes()}
+
+
+def test_crafted_leaves_give_the_expected_archived_and_flagged_sets(
+    crafted: Path, run: RunCli
+) -> None:
+    report = _stale(run, "--max-flags", "20")
+    assert set(report) >= {"archived", "flagged", "more_flagged"}
+    assert {item["slug"] for item in report["archived"]} == ARCHIVED
+    assert {item["slug"] for item in report["flagged"]} == FLAGGED
+    assert report["more_flagged"] == 0 and report["applied"] is False
+    assert all(set(item) >= {"slug", "reason"} for item in report["archived"] + report["flagged"])
+
+    reasons = {item["slug"]: item["reason"] for item in report["archived"] + report["flagged"]}
+    assert reasons["status_and_terminal_word"] == 'leaf: "Status: Closed"; hook: "Done"'
+    assert reasons["outcome_and_old_date"].startswith('leaf: "## Outcome: Completed')
+    assert reasons["outcome_and_old_date"].endswith(
+        "hook: dated 2026-09-01 (89 days before 2026-11-29)"
+    )
+    assert reasons["closing_paragraph_and_superseded"].startswith(
+        'leaf: "closing paragraph: Superseded by'
+    )
+    assert reasons["pinned_but_finished"].startswith("pinned, so flagged instead of archived")
+    assert reasons["leaf_only"] == ('leaf: "Status: Resolved"; hook: no terminal word or past date')
+    assert reasons["hook_terminal_only"] == 'leaf: no terminal state; hook: "CLOSED"'
+    assert "within 30" in reasons["leaf_and_recent_date"]
+    assert reasons["dormant"].startswith("no search hits and unchanged for 181 days")
+
+    # Strongest first: the pinned fact that fully qualifies leads.
+    assert report["flagged"][0]["slug"] == "pinned_but_finished"
+    assert report["flagged"][-1]["slug"] == "dormant"
+
+
+def test_at_most_max_flags_are_listed_and_the_rest_counted(crafted: Path, run: RunCli) -> None:
+    report = _stale(run)
+    assert len(report["flagged"]) == 5 and report["more_flagged"] == len(FLAGGED) - 5
+    assert _stale(run, "--max-flags", "0")["more_flagged"] == len(FLAGGED)
+
+    text = run("stale", "--today", TODAY, "--max-flags", "2").stdout
+    assert f"Would archive (dry run) ({len(ARCHIVED)}):" in text
+    assert f"Potentially stale (review) ({len(FLAGGED)}):" in text
+    assert f"… and {len(FLAGGED) - 2} more. Review them together in a separate session" in text
+    listed = [line for line in text.splitlines() if line.startswith("  ") and ": " in line]
+    assert len(listed) == len(ARCHIVED) + 2
+
+
+def test_a_dry_run_changes_nothing(crafted: Path, run: RunCli, tmp_path: Path) -> None:
+    db = tmp_path / "subrosa.db"
+    before = _snapshot(crafted, run, db)
+    result = run("stale", "--today", TODAY)
+    assert "Dry run: nothing changed." in result.stderr
+    _stale(run)
+    assert _snapshot(crafted, run, db) == before
+
+
+def test_apply_archives_only_the_sure_cases_and_records_why(crafted: Path, run: RunCli) -> None:
+    report = _stale(run, "--apply")
+    assert report["applied"] is True
+    assert {item["slug"] for item in report["archived"]} == ARCHIVED
+
+    archived = {f["slug"]: f for f in _facts(run, "--archived")}
+    assert set(archived) == ARCHIVED
+    assert archived["status_and_terminal_word"]["archive_reason"] == (
+        'stale (2026-11-29): leaf: "Status: Closed"; hook: "Done"'
+    )
+    active = {f["slug"]: f for f in _facts(run)}
+    assert active["pinned_but_finished"]["pinned"] is True
+    for slug in ARCHIVED:  # the leaf stays on disk
+        assert (crafted / f"{slug}.md").exists()
+
+    sidecar = [json.loads(line) for line in (crafted / ".subrosa" / "facts.jsonl").open()]
+    assert {row["slug"] for row in sidecar if row["status"] == "archived"} == ARCHIVED
+
+    again = _stale(run, "--apply", "--max-flags", "20")
+    assert again["archived"] == [] and {i["slug"] for i in again["flagged"]} == FLAGGED
+
+
+def test_the_leaf_on_disk_is_the_truth(memory_dir: Path, run: RunCli) -> None:
+    for slug in ("edited_since", "deleted_since"):
+        path = write_leaf(memory_dir, f"{slug}.md", body="Status: Closed\n\nAll done.")
+        os.utime(path, (RECENT, RECENT))
+        run("fact", "upsert", "--leaf", path.name, "--hook", f"{slug}: Done")
+    write_leaf(memory_dir, "edited_since.md", body="Status: Reopened\n\nThe bug is back.")
+    (memory_dir / "deleted_since.md").unlink()
+
+    report = _stale(run, "--apply")
+    assert report["archived"] == []
+    reasons = {item["slug"]: item["reason"] for item in report["flagged"]}
+    assert reasons == {
+        "edited_since": 'leaf: no terminal state; hook: "Done"',
+        "deleted_since": 'leaf: file missing or unreadable, so not archived; hook: "Done"',
+    }
+    assert {f["status"] for f in _facts(run, "--all")} == {"active"}
+
+
+def test_nothing_stale(memory_dir: Path, run: RunCli) -> None:
+    assert run("stale", "--today", TODAY).stdout == "Nothing looks stale.\n"
+    assert _stale(run) == {
+        "archived": [],
+        "flagged": [],
+        "more_flagged": 0,
+        "applied": False,
+        "today": TODAY,
+    }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--today", "2026-13-01"), ("--today", "yesterday"), ("--max-flags", "-1")],
+)
+def test_bad_options_exit_2(memory_dir: Path, run: RunCli, args: tuple[str, ...]) -> None:
+    run("stale", *args, expect=2)
+
+
+def test_the_demo_shows_the_migration_spike_as_a_sure_case(run: RunCli) -> None:
+    output = run("demo").stdout
+    assert "$ subrosa stale --today 2026-11-29" in output
+    assert "Would archive (dry run) (1):" in output
+    assert (
+        '  project_migration_spike: leaf: "Status: Closed"; hook: "Done", '
+        "dated 2026-09-01 (89 days before 2026-11-29)"
+    ) in output
