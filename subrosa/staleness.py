@@ -122,6 +122,9 @@ _FRONTMATTER = re.compile(
     r"\A\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*$\r?\n?", re.DOTALL | re.MULTILINE
 )
 _STATUS_VALUE = re.compile(rf"(?:{_words(STATUS_WORDS)}){_AFTER}", re.IGNORECASE)
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_RULE = re.compile(r"[-*_\s]{3,}")
+_YEAR = re.compile(r"\d{4}")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _OUTCOME_HEADING = re.compile(rf"^(?:{_words(OUTCOME_HEADINGS)})\b", re.IGNORECASE)
 _FINISHED_PHRASES = (
@@ -224,6 +227,8 @@ def dates_in(text: str) -> list[date]:
     """Every absolute calendar date in `text`: 2026-04-27, 2026/04/27, April 27, 2026,
     27 Apr 2026. Impossible dates (2026-02-30) are ignored."""
     found: list[date | None] = []
+    if _YEAR.search(text) is None:  # every form has a four-digit year: skip the scans
+        return []
     for m in _ISO_DATE.finditer(text):
         found.append(_valid_date(int(m.group(1)), int(m.group(3)), int(m.group(4))))
     for m in _MONTH_FIRST.finditer(text):
@@ -310,10 +315,8 @@ def _sentence(text: str, at: int) -> str:
 
 
 def _paragraphs(body: str) -> list[str]:
-    blocks = [b.strip() for b in re.split(r"\n[ \t]*\n", body)]
-    return [
-        b for b in blocks if b and not _HEADING.fullmatch(b) and not re.fullmatch(r"[-*_\s]{3,}", b)
-    ]
+    blocks = [b.strip() for b in _BLANK_LINE.split(body)]
+    return [b for b in blocks if b and not _HEADING.fullmatch(b) and not _RULE.fullmatch(b)]
 
 
 def _closing(body: str) -> str | None:
