@@ -173,7 +173,7 @@ def test_apply_archives_only_the_sure_cases_and_records_why(crafted: Path, run: 
     archived = {f["slug"]: f for f in _facts(run, "--archived")}
     assert set(archived) == ARCHIVED
     assert archived["status_and_terminal_word"]["archive_reason"] == (
-        'stale (2026-11-29): leaf: "Status: Closed"; hook: "Done"'
+        'stale: leaf: "Status: Closed"; hook: "Done"'
     )
     active = {f["slug"]: f for f in _facts(run)}
     assert active["pinned_but_finished"]["pinned"] is True

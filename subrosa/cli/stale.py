@@ -162,7 +162,7 @@ def stale(
             result = review(session, app.project, day)
             now = store.utcnow()
             for finding in result.archive:
-                reason = f"stale ({day}): {finding.verdict.reason}"
+                reason = f"stale: {finding.verdict.reason}"
                 store.archive(session, app.project, finding.slug, reason, now=now)
     shown = result.flagged[:max_flags]
     more = len(result.flagged) - len(shown)
