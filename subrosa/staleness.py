@@ -281,7 +281,7 @@ def _status_line(text: str) -> str | None:
             continue
         value = after[1:].lstrip(" \t*_\"'")
         if _STATUS_VALUE.match(value):
-            return _clip(f"{rest[:6]}: {value.rstrip(' *_')}")
+            return _clip(rest[:6] + ": " + value.rstrip(" *_\"'"))
     return None
 
 

@@ -171,6 +171,7 @@ def test_a_date_with_a_time_still_counts() -> None:
         ("**Status:** Done (2026-09-01)\n\nLater.", "status", "Status: Done (2026-09-01)"),
         ("- **Status**: resolved\n- Owner: Ana", "status", "Status: resolved"),
         ("## Status: Cancelled\n\nBudget moved.", "status", "Status: Cancelled"),
+        ('> Status: "Done"\n', "status", "Status: Done"),
         ("---\nname: x\nstatus: archived\n---\n\nBody text.", "status", "status: archived"),
         ("# T\n\n## Outcome\n\nCompleted 2026-09-01: FTS5 is enough.", "outcome", None),
         ("## Results\n\nThe branch was merged and shipped.\n\n## Notes\n\nx", "outcome", None),
