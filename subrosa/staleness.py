@@ -125,6 +125,7 @@ _STATUS_VALUE = re.compile(rf"(?:{_words(STATUS_WORDS)}){_AFTER}", re.IGNORECASE
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _RULE = re.compile(r"[-*_\s]{3,}")
 _YEAR = re.compile(r"\d{4}")
+_MONTH_HINT = re.compile(r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)", re.IGNORECASE)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _OUTCOME_HEADING = re.compile(rf"^(?:{_words(OUTCOME_HEADINGS)})\b", re.IGNORECASE)
 _FINISHED_PHRASES = (
@@ -231,6 +232,8 @@ def dates_in(text: str) -> list[date]:
         return []
     for m in _ISO_DATE.finditer(text):
         found.append(_valid_date(int(m.group(1)), int(m.group(3)), int(m.group(4))))
+    if _MONTH_HINT.search(text) is None:
+        return [d for d in found if d is not None]
     for m in _MONTH_FIRST.finditer(text):
         found.append(_valid_date(int(m.group(3)), _MONTHS[m.group(1).lower()], int(m.group(2))))
     for m in _DAY_FIRST.finditer(text):
