@@ -187,13 +187,17 @@ def test_apply_archives_only_the_sure_cases_and_records_why(crafted: Path, run: 
     assert again["archived"] == [] and {i["slug"] for i in again["flagged"]} == FLAGGED
 
 
-def test_the_leaf_on_disk_is_the_truth(memory_dir: Path, run: RunCli) -> None:
-    for slug in ("edited_since", "deleted_since"):
+def test_the_leaf_on_disk_is_the_truth(memory_dir: Path, run: RunCli, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("Status: Closed\n", encoding="utf-8")
+    for slug in ("edited_since", "deleted_since", "symlinked_out"):
         path = write_leaf(memory_dir, f"{slug}.md", body="Status: Closed\n\nAll done.")
         os.utime(path, (RECENT, RECENT))
         run("fact", "upsert", "--leaf", path.name, "--hook", f"{slug}: Done")
     write_leaf(memory_dir, "edited_since.md", body="Status: Reopened\n\nThe bug is back.")
     (memory_dir / "deleted_since.md").unlink()
+    (memory_dir / "symlinked_out.md").unlink()
+    (memory_dir / "symlinked_out.md").symlink_to(outside)
 
     report = _stale(run, "--apply")
     assert report["archived"] == []
@@ -201,6 +205,7 @@ def test_the_leaf_on_disk_is_the_truth(memory_dir: Path, run: RunCli) -> None:
     assert reasons == {
         "edited_since": 'leaf: no terminal state; hook: "Done"',
         "deleted_since": 'leaf: file missing or unreadable, so not archived; hook: "Done"',
+        "symlinked_out": 'leaf: file missing or unreadable, so not archived; hook: "Done"',
     }
     assert {f["status"] for f in _facts(run, "--all")} == {"active"}
 

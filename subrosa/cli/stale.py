@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 from subrosa import staleness, store
 from subrosa.cli.common import AppContext, json_option, note, pass_app, print_json, say
 from subrosa.db import session_scope
-from subrosa.leaf import MAX_LEAF_BYTES
+from subrosa.errors import LeafError
+from subrosa.leaf import MAX_LEAF_BYTES, resolve_leaf_path
 from subrosa.models import Fact
 
 DEFAULT_MAX_FLAGS = 5
@@ -49,12 +50,13 @@ class Review:
 
 
 def read_leaf_text(memory_dir: Path, filename: str) -> str | None:
-    """The leaf file as it is on disk now (the truth), or None when it is gone or unreadable."""
-    path = memory_dir / Path(filename).name
+    """The leaf file as it is on disk now (the truth), or None when it is gone, unreadable,
+    or a symlink that leads out of the memory dir (never read a file outside it)."""
     try:
+        path = resolve_leaf_path(memory_dir / Path(filename).name, memory_dir)
         with path.open("rb") as handle:
             raw = handle.read(MAX_LEAF_BYTES + 1)
-    except OSError:
+    except (LeafError, OSError):
         return None
     return raw.decode("utf-8", errors="replace")
 
