@@ -124,6 +124,10 @@ _FRONTMATTER = re.compile(
 _STATUS_VALUE = re.compile(rf"(?:{_words(STATUS_WORDS)}){_AFTER}", re.IGNORECASE)
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _RULE = re.compile(r"[-*_\s]{3,}")
+_POINTER_START = re.compile(
+    r"^[\W_]*(?:see(?:\s+also)?|related|links?|refs?|references?|sources?)\b", re.IGNORECASE
+)
+_LINKS = re.compile(r"\[\[[^\]\n]*\]\]|\[[^\]\n]*\]\([^)\n]*\)|https?://\S+")
 _YEAR = re.compile(r"\d{4}")
 _MONTH_HINT = re.compile(r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)", re.IGNORECASE)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
@@ -133,7 +137,7 @@ _FINISHED_PHRASES = (
     re.compile(
         r"(?:\b(?:is|was|are|were|been|got)|['’]s)\s+(?:now\s+|fully\s+|officially\s+|finally\s+)?"
         r"(?:finished|complete|completed|done|closed|resolved|superseded|cancell?ed|"
-        r"abandoned|obsolete|retired|over)\b"
+        r"abandoned|obsolete|retired)\b"
         r"(?!\s+(?:by|via|with|using|automatically|manually|when|once|if|before|every)\b)",
         re.IGNORECASE,
     ),
@@ -322,8 +326,17 @@ def _paragraphs(body: str) -> list[str]:
     return [b for b in blocks if b and not _HEADING.fullmatch(b) and not _RULE.fullmatch(b)]
 
 
+def _is_pointer(paragraph: str) -> bool:
+    """A trailing "See [[x]]" / "Related: …" / list of links: not the closing statement."""
+    if _POINTER_START.match(paragraph):
+        return True
+    return not _WORD.search(_LINKS.sub(" ", paragraph))
+
+
 def _closing(body: str) -> str | None:
     paragraphs = _paragraphs(body)
+    while paragraphs and _is_pointer(paragraphs[-1]):
+        paragraphs.pop()
     if not paragraphs:
         return None
     last = paragraphs[-1]

@@ -182,6 +182,8 @@ def test_a_date_with_a_time_still_counts() -> None:
         ("Context.\n\nThis is no longer relevant after the move.", "closing", None),
         ("Context.\n\nDone. The numbers are in the report.", "closing", None),
         ("Context.\n\nThe migration was completed on 2026-08-02.\n\n---\n", "closing", None),
+        ("Context.\n\nThe spike is done.\n\nSee also [[search_design]].", "closing", None),
+        ("Done.\n\n- [[a]]\n- [b](b.md)\n\nRelated: the RFC", "closing", None),
     ],
 )
 def test_the_leaf_confirms(text: str, kind: str, evidence: str | None) -> None:
@@ -204,6 +206,7 @@ def test_the_leaf_confirms(text: str, kind: str, evidence: str | None) -> None:
         "Context.\n\nKeep polling until it is finished.",
         "Context.\n\nThe nightly build is done by the CI bot.",
         "Context.\n\nThe status is tracked on the board.",
+        "Context.\n\nThe project is over budget.",
         "---\nname: x\ndescription: work is done\n---\n\nStill running the experiment.",
     ],
 )
