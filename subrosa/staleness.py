@@ -380,13 +380,16 @@ def assess(
     hits: int,
     last_changed: date,
     today: date,
+    from_hook: HookSignals | None = None,
 ) -> Verdict | None:
     """The staleness call on one fact, or None when nothing suggests it is stale.
 
     `leaf_text` is None when the leaf could not be read: it then cannot confirm
-    anything, and the fact is flagged rather than archived.
+    anything, and the fact is flagged rather than archived. `from_hook` is
+    `hook_signals(hook, today)` when the caller has it already.
     """
-    from_hook = hook_signals(hook, today)
+    if from_hook is None:
+        from_hook = hook_signals(hook, today)
     signals: list[Signal] = []
     leaf = leaf_signal(leaf_text) if leaf_text is not None else None
     if leaf is not None:

@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 from subrosa import staleness, store
 from subrosa.cli.common import AppContext, json_option, note, pass_app, print_json, say
 from subrosa.db import session_scope
-from subrosa.errors import LeafError
-from subrosa.leaf import MAX_LEAF_BYTES, resolve_leaf_path
+from subrosa.leaf import MAX_LEAF_BYTES
 from subrosa.models import Fact
+from subrosa.staleness import Verdict
 
 DEFAULT_MAX_FLAGS = 5
 
@@ -27,7 +27,7 @@ class Finding:
     slug: str
     position: int
     pinned: bool
-    verdict: staleness.Verdict
+    verdict: Verdict
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,23 +49,28 @@ class Review:
     flagged: list[Finding]
 
 
-def read_leaf_text(memory_dir: Path, filename: str) -> str | None:
-    """The leaf file as it is on disk now (the truth), or None when it is gone, unreadable,
-    or a symlink that leads out of the memory dir (never read a file outside it)."""
+def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) -> str | None:
+    """The leaf file as it is on disk now (the truth), or None when it is gone, not a
+    regular file, unreadable, or a symlink that leads out of the memory dir (the leaf
+    parser's rule: never read a file outside it). `root` is the resolved memory dir."""
+    path = memory_dir / Path(filename).name
     try:
-        path = resolve_leaf_path(memory_dir / Path(filename).name, memory_dir)
+        if path.is_symlink() and path.resolve().parent != (root or memory_dir.resolve()):
+            return None
+        if not path.is_file():
+            return None
         with path.open("rb") as handle:
             raw = handle.read(MAX_LEAF_BYTES + 1)
-    except (LeafError, OSError):
+    except OSError:
         return None
     return raw.decode("utf-8", errors="replace")
 
 
-def judge(fact: Fact, memory_dir: Path, today: date) -> staleness.Verdict | None:
+def judge(fact: Fact, memory_dir: Path, today: date, root: Path | None = None) -> Verdict | None:
     """The verdict on one fact. The hook is read first; the leaf file is opened only when
     the hook could make a high-confidence call, and otherwise the cached body serves."""
     hook = staleness.hook_signals(fact.hook, today)
-    text = read_leaf_text(memory_dir, fact.path) if hook.qualifies else fact.body
+    text = read_leaf_text(memory_dir, fact.path, root) if hook.qualifies else fact.body
     return staleness.assess(
         hook=fact.hook,
         leaf_text=text,
@@ -73,6 +78,7 @@ def judge(fact: Fact, memory_dir: Path, today: date) -> staleness.Verdict | None
         hits=fact.hits,
         last_changed=fact.updated_at.date(),
         today=today,
+        from_hook=hook,
     )
 
 
@@ -80,8 +86,9 @@ def review(session: Session, project: store.Project, today: date) -> Review:
     """Judge every active fact of the project."""
     archive: list[Finding] = []
     flagged: list[Finding] = []
+    root = project.memory_dir.resolve()
     for fact in store.list_facts(session, project):
-        verdict = judge(fact, project.memory_dir, today)
+        verdict = judge(fact, project.memory_dir, today, root)
         if verdict is None:
             continue
         finding = Finding(fact.slug, fact.position, bool(fact.pinned), verdict)
