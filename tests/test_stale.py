@@ -237,3 +237,28 @@ def test_the_demo_shows_the_migration_spike_as_a_sure_case(run: RunCli) -> None:
         '  project_migration_spike: leaf: "Status: Closed"; hook: "Done", '
         "dated 2026-09-01 (89 days before 2026-11-29)"
     ) in output
+
+
+def _links(text: str, slug: str) -> int:
+    return text.count(f"]({slug}.md)")
+
+
+def test_after_apply_and_generate_archived_facts_sit_in_the_cold_tier(
+    crafted: Path, run: RunCli
+) -> None:
+    run("stale", "--today", TODAY, "--apply")
+    run("generate")
+    index = (crafted / "MEMORY.md").read_text(encoding="utf-8")
+    archive = (crafted / "MEMORY_archive.md").read_text(encoding="utf-8")
+    archived_section = archive[archive.index("## Archived") :]
+
+    for slug in ARCHIVED:
+        assert _links(index, slug) == 0
+        assert _links(archived_section, slug) == 1
+    for slug in set(CRAFTED) - ARCHIVED:
+        assert _links(index, slug) + _links(archive, slug) == 1
+        assert _links(archived_section, slug) == 0
+    assert 'leaf: "Status: Closed"; hook: "Done"' in archived_section
+
+    run("check", "--dir", str(crafted))
+    run("check", "--dir", str(crafted), "--strict")
