@@ -11,11 +11,23 @@ from subrosa.models import Base
 target_metadata = Base.metadata
 config = context.config
 
+# FTS5 virtual tables and their shadow tables (`messages_fts_data`, …) are made by
+# raw SQL in the migrations; models cannot express them, so autogenerate must not
+# see them (it would propose dropping them).
+FTS_TABLES = ("messages_fts", "facts_fts")
+
+
+def include_name(name: str | None, type_: str, parent_names: object) -> bool:
+    if type_ == "table" and name is not None:
+        return not any(name == fts or name.startswith(fts + "_") for fts in FTS_TABLES)
+    return True
+
 
 def run_migrations_offline() -> None:
     context.configure(
         url=config.get_main_option("sqlalchemy.url"),
         target_metadata=target_metadata,
+        include_name=include_name,
         literal_binds=True,
         render_as_batch=True,
     )
@@ -27,14 +39,22 @@ def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is not None:
         context.configure(
-            connection=connection, target_metadata=target_metadata, render_as_batch=True
+            connection=connection,
+            target_metadata=target_metadata,
+            include_name=include_name,
+            render_as_batch=True,
         )
         with context.begin_transaction():
             context.run_migrations()
         return
     engine = create_engine(config.get_main_option("sqlalchemy.url") or "")
     with engine.begin() as conn:
-        context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True)
+        context.configure(
+            connection=conn,
+            target_metadata=target_metadata,
+            include_name=include_name,
+            render_as_batch=True,
+        )
         with context.begin_transaction():
             context.run_migrations()
 

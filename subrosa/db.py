@@ -24,7 +24,7 @@ from subrosa.errors import SubrosaError
 from subrosa.paths import sqlite_path
 
 # The newest Alembic revision; a test asserts it equals the script directory's head.
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
 BUSY_TIMEOUT_MS = 30_000
 
 _engines: dict[str, Engine] = {}

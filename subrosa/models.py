@@ -14,6 +14,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    ForeignKey,
     Index,
     Integer,
     String,
@@ -69,3 +70,66 @@ class Fact(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
     last_hit_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     content_hash: Mapped[str] = mapped_column(String, nullable=False)
+
+
+class TranscriptSession(Base):
+    """One Claude Code session in the transcript archive (it outlives the source files)."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (Index("ix_sessions_project_last", "project", "last_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # Claude Code's session id (a UUID; subagent transcripts carry their parent's).
+    session_id: Mapped[str] = mapped_column(String, nullable=False, unique=True)
+    # The encoded project folder under `<claude root>/projects/` the transcript came from.
+    project: Mapped[str] = mapped_column(String, nullable=False)
+    cwd: Mapped[str | None] = mapped_column(String, nullable=True)
+    git_branch: Mapped[str | None] = mapped_column(String, nullable=True)
+    title: Mapped[str | None] = mapped_column(Text, nullable=True)
+    summary: Mapped[str | None] = mapped_column(Text, nullable=True)
+    first_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    last_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    message_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+
+class TranscriptMessage(Base):
+    """One user or assistant message, redacted, as it is shown and searched."""
+
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_session", "session_pk"),)
+
+    # An explicit integer primary key: messages_fts is an external-content FTS5
+    # table keyed by rowid, and implicit rowids are not stable across VACUUM. Ids
+    # grow with ingest order, which search uses as its recency order.
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_pk: Mapped[int] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
+    )
+    # Claude Code's message uuid (or a content hash when it has none): resumed and
+    # forked sessions repeat earlier messages, which are stored once.
+    uuid: Mapped[str] = mapped_column(String, nullable=False, unique=True)
+    role: Mapped[str] = mapped_column(String, nullable=False)
+    timestamp: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    # The message's CJK characters one per token, NULL when it has none: unicode61
+    # makes a whole run of CJK one token, so this column is what makes a word inside
+    # it findable (see docs/search.md).
+    cjk: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class IngestedFile(Base):
+    """How far each transcript file has been read, so ingest reads only what is new."""
+
+    __tablename__ = "ingested_files"
+
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    project: Mapped[str] = mapped_column(String, nullable=False)
+    # Identity checks: a file replaced (another inode), truncated (smaller than the
+    # offset) or rewritten (its first bytes changed) is read again from the start.
+    inode: Mapped[int] = mapped_column(Integer, nullable=False)
+    size: Mapped[int] = mapped_column(Integer, nullable=False)
+    mtime_ns: Mapped[int] = mapped_column(Integer, nullable=False)
+    # Where the last complete line ended.
+    offset: Mapped[int] = mapped_column(Integer, nullable=False)
+    head_hash: Mapped[str] = mapped_column(String, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)

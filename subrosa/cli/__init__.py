@@ -2,7 +2,8 @@
 
 Standard library only at import: `subrosa hook …` runs on every turn of the agent
 and must not pay for click, rich or SQLAlchemy, so it is dispatched before any of
-them load. Everything else goes to the click application in subrosa.cli.app.
+them load; so is `subrosa search` when it can be answered directly (subrosa.search).
+Everything else goes to the click application in subrosa.cli.app.
 """
 
 from __future__ import annotations
@@ -20,6 +21,14 @@ def main() -> None:
             print("subrosa: the hook is unavailable in this install.", file=sys.stderr)
             sys.exit(0)
         sys.exit(run_hook(argv[1:]))
+    if "search" in argv and not {"--help", "-h"} & set(argv):
+        # `subrosa search` answers in a fraction of the time click + SQLAlchemy take
+        # to import; it falls back to the click command whenever it cannot.
+        from subrosa.search import fast_main
+
+        code = fast_main(argv)
+        if code is not None:
+            sys.exit(code)
     from subrosa.cli.app import cli
 
     cli(prog_name="subrosa")

@@ -1,0 +1,227 @@
+"""Transcript archive bench: ingest speed and memory, no-op re-ingest, search latency.
+
+    python bench/transcripts.py                 # 100 MB
+    python bench/transcripts.py --size 1000     # 1 GB (long: run it with nohup)
+
+Generates a deterministic corpus (bench/gen_transcripts.py) under bench/out/ (never
+committed), then in the same run measures, each against a baseline measured here too:
+  - ingest MB/s of `subrosa ingest` (a real process) against a floor: the same
+    extracted text inserted into a bare FTS5 table with the same tokenizer and prefix
+    index (target >= 50 % of the floor);
+  - the ingest process's peak RSS (target <= 200 MB, independent of corpus size);
+  - a no-op re-ingest (target <= 2 s at 1 GB);
+  - 50 fixed queries (20 rare, 20 medium, 10 very common) in-process and as a whole
+    `subrosa search` process, against `grep -rF` over the raw JSONL (targets at 1 GB:
+    p95 <= 50 ms rare and medium, every query <= 150 ms, the process >= 3x faster
+    than grep for every class).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from gen_transcripts import MEDIUM, RARE, Generator  # noqa: E402
+
+from subrosa.search import Filters, connect, search  # noqa: E402
+
+COMMON = [
+    "the",
+    "and",
+    "it",
+    "deploy",
+    "check",
+    "dependency",
+    '"in the"',
+    "dep*",
+    '"deploy it"',
+    "the dependency",
+]
+CLASSES = {"rare": RARE, "medium": MEDIUM, "common": COMMON}
+TOKENIZE = "unicode61 remove_diacritics 2"
+
+
+def corpus(size_mb: int, out: Path) -> tuple[Path, int]:
+    root = out / f"corpus-{size_mb}mb"
+    marker = root / ".complete"
+    if not marker.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        files, written = Generator(42).write(root, size_mb * 1_000_000)
+        marker.write_text(f"{files} {written}\n")
+    written = sum(p.stat().st_size for p in (root / "projects").rglob("*.jsonl"))
+    return root, written
+
+
+def run_measured(args: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """Wall time and peak RSS (bytes) of a child, via wait4."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    err = proc.stderr.read()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{args}: exit {proc.returncode}\n{err.decode()[-2000:]}")
+    return elapsed, usage.ru_maxrss * 1024
+
+
+def floor(db: Path, work: Path) -> float:
+    """Seconds to insert the archive's extracted text into a bare FTS5 table with the
+    same tokenizer and prefix index, in transactions of the same size as ingest's."""
+    target = work / "floor.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(target) + suffix).unlink(missing_ok=True)
+    src = sqlite3.connect(db)
+    dst = sqlite3.connect(target, isolation_level=None)
+    dst.execute("PRAGMA journal_mode = WAL")
+    dst.execute("PRAGMA synchronous = NORMAL")
+    dst.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, cjk, tokenize='{TOKENIZE}', prefix='3')")
+    spent = 0.0
+    cursor = src.execute("SELECT text, cjk FROM messages ORDER BY id")
+    pending = 0
+    dst.execute("BEGIN")
+    while True:
+        rows = cursor.fetchmany(2000)
+        if not rows:
+            break
+        start = time.perf_counter()
+        dst.executemany("INSERT INTO t(text, cjk) VALUES (?, ?)", rows)
+        pending += sum(len(r[0]) for r in rows)
+        if pending >= 32 << 20:
+            dst.execute("COMMIT")
+            dst.execute("BEGIN")
+            pending = 0
+        spent += time.perf_counter() - start
+    start = time.perf_counter()
+    dst.execute("COMMIT")
+    spent += time.perf_counter() - start
+    dst.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(target) + suffix).unlink(missing_ok=True)
+    return spent
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def bench(size_mb: int, out: Path) -> None:
+    root, jsonl_bytes = corpus(size_mb, out)
+    work = out / f"work-{size_mb}mb"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    db = work / "subrosa.db"
+    env = {
+        **os.environ,
+        "HOME": str(work),
+        "CLAUDE_CONFIG_DIR": str(root),
+        "SUBROSA_DB": str(db),
+        "SUBROSA_MEMORY_DIR": str(work / "memory"),
+        "XDG_DATA_HOME": str(work / "data"),
+    }
+    (work / "memory").mkdir()
+    subrosa = [sys.executable, "-m", "subrosa"]
+    mb = jsonl_bytes / 1e6
+    print(f"\n## {size_mb} MB corpus: {mb:.0f} MB of JSONL", flush=True)
+
+    ingest_s, ingest_rss = run_measured([*subrosa, "ingest", "--all-projects"], env)
+    conn = connect(db)
+    messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+    floor_s = floor(db, work)
+    noop_s, _ = run_measured([*subrosa, "ingest", "--all-projects"], env)
+    db_mb = sum(p.stat().st_size for p in work.glob("subrosa.db*")) / 1e6
+
+    rows = [
+        ("messages archived", f"{messages:,}", ""),
+        ("database size", f"{db_mb:.0f} MB", f"{db_mb / mb:.2f}x the JSONL"),
+        (
+            "ingest (whole process)",
+            f"{mb / ingest_s:.1f} MB/s ({ingest_s:.1f} s)",
+            f"{(mb / ingest_s) / (mb / floor_s):.0%} of floor (target >= 50%)",
+        ),
+        ("floor: bare FTS5 insert", f"{mb / floor_s:.1f} MB/s ({floor_s:.1f} s)", ""),
+        ("ingest peak RSS", f"{ingest_rss / 1e6:.0f} MB", "target <= 200 MB"),
+        ("no-op re-ingest", f"{noop_s:.2f} s", "target <= 2 s at 1 GB"),
+    ]
+
+    in_proc: dict[str, list[float]] = {}
+    whole: dict[str, list[float]] = {}
+    grep: dict[str, list[float]] = {}
+    found: dict[str, list[int]] = {}
+    for cls, queries in CLASSES.items():
+        for query in queries:
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                results = search(conn, query, Filters(), 10)
+                times.append(time.perf_counter() - start)
+            in_proc.setdefault(cls, []).append(min(times))
+            found.setdefault(cls, []).append(len(results))
+            elapsed, _ = run_measured([*subrosa, "search", "--all-projects", query], env)
+            whole.setdefault(cls, []).append(elapsed)
+            needle = query.strip('"').rstrip("*")
+            start = time.perf_counter()
+            subprocess.run(
+                ["grep", "-rFc", "--", needle, str(root / "projects")],
+                capture_output=True,
+                check=False,
+            )
+            grep.setdefault(cls, []).append(time.perf_counter() - start)
+    # How many messages each class matches (verifies the class definitions).
+    share = {}
+    for cls, queries in CLASSES.items():
+        fractions = []
+        for query in queries[:3]:
+            from subrosa.search import fts_query, parse_query
+
+            match = fts_query(parse_query(query), "cjk")
+            count = conn.execute(
+                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", [match]
+            ).fetchone()[0]
+            fractions.append(count / messages)
+        share[cls] = f"{min(fractions):.2%}-{max(fractions):.2%}"
+
+    print("\n| figure | value | against the baseline |\n| --- | --- | --- |")
+    for name, value, ratio in rows:
+        print(f"| {name} | {value} | {ratio} |")
+    print(
+        "\n| class | share of messages | in-process p50 / p95 / max | whole process p50 / max"
+        " | grep -rF p50 | grep / process (p50, worst) |\n| --- | --- | --- | --- | --- | --- |"
+    )
+    for cls in CLASSES:
+        ip, wp, gp = in_proc[cls], whole[cls], grep[cls]
+        print(
+            f"| {cls} ({len(ip)}) | {share[cls]} | {pct(ip, 0.5) * 1e3:.1f} / "
+            f"{pct(ip, 0.95) * 1e3:.1f} / {max(ip) * 1e3:.1f} ms | {pct(wp, 0.5) * 1e3:.0f} / "
+            f"{max(wp) * 1e3:.0f} ms | {statistics.median(gp) * 1e3:.0f} ms | "
+            f"{statistics.median(gp) / pct(wp, 0.5):.1f}x, {min(gp) / max(wp):.1f}x |"
+        )
+    empty = [q for cls in CLASSES for q, n in zip(CLASSES[cls], found[cls], strict=True) if not n]
+    if empty:
+        print(f"\nqueries with no results: {empty}")
+    conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size", type=int, action="append", help="corpus size in MB")
+    parser.add_argument("--out", type=Path, default=HERE / "out")
+    args = parser.parse_args()
+    for size in args.size or [100]:
+        bench(size, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,414 @@
+"""Ingest: Claude Code transcripts (JSONL files) into the archive, incrementally.
+
+Per file the archive remembers where the last complete line ended, and the file's
+inode, size, mtime and a hash of its first bytes. A file whose size and mtime did not
+change is not opened at all (a no-op re-ingest of gigabytes is a stat per file); a
+file that grew is read from the remembered offset; a file that was replaced or
+truncated is read again from the start (messages already stored are recognized by
+uuid and stored once). A last line without its newline is only taken when it is a
+whole JSON object (some tools write files without the final newline); otherwise it is
+still being written and waits for the next ingest.
+
+Writes go through the DB-API connection (subrosa.search.connect): executemany into
+SQLite is what keeps ingest near the speed of a bare FTS5 insert; the ORM would
+spend more time building objects than SQLite spends indexing them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from subrosa import pending
+from subrosa.paths import claude_root
+from subrosa.redact import Redactor
+from subrosa.transcripts import Message, Parsed, SessionInfo, cjk_index_text, parse_lines
+
+CHUNK_BYTES = 4 << 20
+# Bytes of transcript per write transaction. FTS5 writes a new index segment per
+# transaction and merges them later, so many small transactions cost far more than
+# a few large ones; the offsets are saved in the same transaction as the messages.
+COMMIT_BYTES = 32 << 20
+HEAD_BYTES = 4096
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did; `--json` prints it."""
+
+    files_seen: int = 0
+    files_read: int = 0
+    files_restarted: int = 0
+    bytes_read: int = 0
+    new_messages: int = 0
+    duplicate_messages: int = 0
+    sessions: set[str] = field(default_factory=set)
+    skipped: Counter[str] = field(default_factory=Counter)
+    redacted: Counter[str] = field(default_factory=Counter)
+    missing: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "files_seen": self.files_seen,
+            "files_read": self.files_read,
+            "files_restarted": self.files_restarted,
+            "bytes_read": self.bytes_read,
+            "new_messages": self.new_messages,
+            "duplicate_messages": self.duplicate_messages,
+            "sessions": len(self.sessions),
+            "skipped": dict(sorted(self.skipped.items())),
+            "redacted": sum(self.redacted.values()),
+            "redacted_by_kind": dict(sorted(self.redacted.items())),
+            "missing": self.missing,
+        }
+
+
+@dataclass(frozen=True)
+class Source:
+    """A transcript file and the project its sessions belong to."""
+
+    path: Path
+    project: str
+
+
+@dataclass(frozen=True)
+class _FileState:
+    inode: int
+    size: int
+    mtime_ns: int
+    offset: int
+    head_hash: str
+
+
+def project_of(path: Path, default: str, env: dict[str, str] | None = None) -> str:
+    """The encoded project folder a transcript lives in under `<claude root>/projects/`,
+    else `default` (a file ingested from elsewhere joins the current project)."""
+    projects = claude_root(env).absolute() / "projects"
+    try:
+        relative = path.absolute().relative_to(projects)
+    except ValueError:
+        return default
+    return relative.parts[0] if len(relative.parts) > 1 else default
+
+
+def transcripts_in(directory: Path) -> list[Path]:
+    """A project folder's transcripts: `*.jsonl` and `<session>/subagents/*.jsonl`."""
+    found = sorted(directory.glob("*.jsonl"))
+    found += sorted(directory.glob("*/subagents/*.jsonl"))
+    return [path for path in found if path.is_file()]
+
+
+def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
+    """The transcripts named by `paths` (files, or folders searched as project folders)."""
+    sources: list[Source] = []
+    for path in paths:
+        files = transcripts_in(path) if path.is_dir() else [path]
+        sources += [Source(file, project_of(file, default_project)) for file in files]
+    return sources
+
+
+def all_project_dirs(env: dict[str, str] | None = None) -> list[Path]:
+    """Every project folder under `<claude root>/projects/`."""
+    root = claude_root(env) / "projects"
+    if not root.is_dir():
+        return []
+    return sorted(path for path in root.iterdir() if path.is_dir())
+
+
+def _head_hash(handle: BinaryIO, length: int) -> str:
+    """A hash of the file's first bytes (pread: the reader's position is untouched)."""
+    return hashlib.sha1(os.pread(handle.fileno(), min(length, HEAD_BYTES), 0)).hexdigest()
+
+
+def _load_states(conn: sqlite3.Connection) -> dict[str, _FileState]:
+    rows = conn.execute(
+        "SELECT path, inode, size, mtime_ns, offset, head_hash FROM ingested_files"
+    ).fetchall()
+    return {row[0]: _FileState(*row[1:]) for row in rows}
+
+
+def _is_whole_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
+class Ingester:
+    """Reads transcripts into an open archive connection."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        tool_result_chars: int = 2000,
+        progress: Progress | None = None,
+    ) -> None:
+        self.conn = conn
+        self.tool_result_chars = tool_result_chars
+        self.progress = progress
+        self.report = IngestReport()
+        self.redactor = Redactor(self.report.redacted)
+        self._states = _load_states(conn)
+        self._session_pks: dict[str, int] = {}
+        self._in_transaction = False
+        self._uncommitted = 0
+        self._next_id = 0
+
+    def bytes_to_read(self, sources: list[Source]) -> int:
+        """An estimate for the progress bar: what changed since the last ingest."""
+        total = 0
+        for source in sources:
+            try:
+                size = source.path.stat().st_size
+            except OSError:
+                continue
+            state = self._states.get(str(source.path.absolute()))
+            total += size - state.offset if state and size >= state.offset else size
+        return total
+
+    def ingest(self, sources: list[Source]) -> IngestReport:
+        try:
+            for source in sources:
+                self.ingest_file(source)
+        except BaseException:
+            self.abort()
+            raise
+        self.commit()
+        return self.report
+
+    def ingest_file(self, source: Source) -> None:
+        key = str(source.path.absolute())
+        self.report.files_seen += 1
+        try:
+            stat = source.path.stat()
+        except OSError:
+            self.report.missing.append(key)
+            return
+        state = self._states.get(key)
+        if (
+            state is not None
+            and state.inode == stat.st_ino
+            and state.size == stat.st_size
+            and state.mtime_ns == stat.st_mtime_ns
+        ):
+            return
+        with source.path.open("rb") as handle:
+            start = 0
+            if state is not None:
+                if (
+                    state.inode == stat.st_ino
+                    and stat.st_size >= state.offset
+                    and _head_hash(handle, state.offset) == state.head_hash
+                ):
+                    start = state.offset
+                else:
+                    self.report.files_restarted += 1
+            self.report.files_read += 1
+            offset = start
+            default_session = _default_session(source.path)
+            for lines, offset in _batches(handle, start, self.progress):
+                parsed = parse_lines(lines, default_session, self.tool_result_chars, self.redactor)
+                self._begin()
+                self._store(source, parsed)
+                self._save_state(key, source.project, stat, offset, handle)
+                self._uncommitted += len(lines)
+            if offset == start:
+                self._begin()
+                self._save_state(key, source.project, stat, offset, handle)
+            self.report.bytes_read += offset - start
+            self._uncommitted += offset - start
+            if self._uncommitted >= COMMIT_BYTES:
+                self.commit()
+
+    def _begin(self) -> None:
+        if not self._in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._in_transaction = True
+            # We hold the write lock from here on: ids can be handed out in advance.
+            row = self.conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
+            self._next_id = int(row[0])
+
+    def _unseen(self, messages: list[Message]) -> list[Message]:
+        """`messages` less those already stored (resumed and forked sessions repeat
+        history) and less repeats within the batch."""
+        seen: set[str] = set()
+        uuids = [message.uuid for message in messages]
+        for start in range(0, len(uuids), 500):
+            part = uuids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(f"SELECT uuid FROM messages WHERE uuid IN ({marks})", part)
+            seen.update(row[0] for row in rows)
+        fresh = []
+        for message in messages:
+            if message.uuid not in seen:
+                seen.add(message.uuid)
+                fresh.append(message)
+        return fresh
+
+    def commit(self) -> None:
+        """Make what was read durable (messages and offsets together)."""
+        if self._in_transaction:
+            self.conn.execute("COMMIT")
+            self._in_transaction = False
+        self._uncommitted = 0
+
+    def abort(self) -> None:
+        """Forget the uncommitted part (the offsets go back with it)."""
+        if self._in_transaction:
+            self.conn.execute("ROLLBACK")
+            self._in_transaction = False
+            self._states = _load_states(self.conn)
+        self._uncommitted = 0
+
+    def _save_state(
+        self, key: str, project: str, stat: os.stat_result, offset: int, handle: BinaryIO
+    ) -> None:
+        head = _head_hash(handle, offset)
+        self.conn.execute(
+            "INSERT INTO ingested_files(path, project, inode, size, mtime_ns, offset, head_hash,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, datetime('now'))"
+            " ON CONFLICT(path) DO UPDATE SET project = excluded.project,"
+            " inode = excluded.inode, size = excluded.size, mtime_ns = excluded.mtime_ns,"
+            " offset = excluded.offset, head_hash = excluded.head_hash,"
+            " updated_at = excluded.updated_at",
+            (key, project, stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head),
+        )
+        self._states[key] = _FileState(stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head)
+
+    def _store(self, source: Source, parsed: Parsed) -> None:
+        """Store one batch (inside the caller's transaction, with the new offset)."""
+        self.report.skipped.update(parsed.skipped)
+        by_session: dict[str, list[Message]] = {}
+        for message in parsed.messages:
+            by_session.setdefault(message.session_id, []).append(message)
+        for session_id in parsed.sessions.keys() | by_session.keys():
+            info = parsed.sessions.get(session_id) or SessionInfo(session_id)
+            pk = self._upsert_session(info, source.project)
+            messages = by_session.get(session_id, [])
+            if messages:
+                self._insert_messages(pk, messages)
+            self.report.sessions.add(session_id)
+
+    def _upsert_session(self, info: SessionInfo, project: str) -> int:
+        self.conn.execute(
+            "INSERT INTO sessions(session_id, project, cwd, git_branch, title, summary,"
+            " message_count) VALUES (?, ?, ?, ?, ?, ?, 0)"
+            " ON CONFLICT(session_id) DO UPDATE SET"
+            " cwd = coalesce(excluded.cwd, cwd), git_branch = coalesce(excluded.git_branch,"
+            " git_branch), title = coalesce(excluded.title, title),"
+            " summary = coalesce(excluded.summary, summary)",
+            (info.session_id, project, info.cwd, info.git_branch, info.title, info.summary),
+        )
+        pk = self._session_pks.get(info.session_id)
+        if pk is None:
+            row = self.conn.execute(
+                "SELECT id FROM sessions WHERE session_id = ?", (info.session_id,)
+            ).fetchone()
+            pk = self._session_pks[info.session_id] = int(row[0])
+        return pk
+
+    def _insert_messages(self, pk: int, messages: list[Message]) -> None:
+        fresh = self._unseen(messages)
+        rows = []
+        for message in fresh:
+            self._next_id += 1
+            cjk = None if message.text.isascii() else cjk_index_text(message.text)
+            rows.append(
+                (
+                    self._next_id,
+                    pk,
+                    message.uuid,
+                    message.role,
+                    message.timestamp,
+                    message.text,
+                    cjk,
+                )
+            )
+        self.conn.executemany(
+            "INSERT INTO messages(id, session_pk, uuid, role, timestamp, text, cjk)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        # The index is written here, not by an insert trigger: FTS5 flushes its
+        # in-memory index at every statement savepoint, and a trigger runs inside
+        # one, so trigger-fed bulk inserts are four times slower (docs/search.md).
+        # Deletes and updates are kept in step by triggers.
+        self.conn.executemany(
+            "INSERT INTO messages_fts(rowid, text, cjk) VALUES (?, ?, ?)",
+            [(row[0], row[5], row[6]) for row in rows],
+        )
+        added = len(rows)
+        self.report.new_messages += added
+        self.report.duplicate_messages += len(messages) - added
+        times = [m.timestamp for m in messages if m.timestamp]
+        first, last = (min(times), max(times)) if times else (None, None)
+        self.conn.execute(
+            "UPDATE sessions SET message_count = message_count + ?,"
+            " first_at = CASE WHEN first_at IS NULL OR ? < first_at THEN ? ELSE first_at END,"
+            " last_at = CASE WHEN last_at IS NULL OR ? > last_at THEN ? ELSE last_at END"
+            " WHERE id = ?",
+            (added, first, first or None, last, last or None, pk),
+        )
+
+
+def _default_session(path: Path) -> str:
+    """The session a record without a sessionId belongs to: the file's own name, or for a
+    subagent transcript (`<session>/subagents/agent-….jsonl`) its parent session."""
+    if path.parent.name == "subagents":
+        return path.parent.parent.name
+    return path.stem
+
+
+def _batches(
+    handle: BinaryIO, start: int, progress: Progress | None
+) -> Iterator[tuple[list[bytes], int]]:
+    """Batches of complete lines read from `start`, each with the offset just past it."""
+    handle.seek(start)
+    offset = start
+    rest = b""
+    while True:
+        chunk: bytes = handle.read(CHUNK_BYTES)
+        if not chunk:
+            break
+        if progress is not None:
+            progress(len(chunk))
+        data = rest + chunk if rest else chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            rest = data
+            continue
+        rest = data[cut + 1 :]
+        offset += cut + 1
+        # `data` began at the old offset (the unfinished line before it included).
+        yield data[: cut + 1].split(b"\n"), offset
+    if rest.strip() and _is_whole_object(rest):
+        yield [rest], offset + len(rest)
+
+
+def drain_pending(
+    conn: sqlite3.Connection,
+    default_project: str,
+    tool_result_chars: int = 2000,
+    env: dict[str, str] | None = None,
+) -> IngestReport | None:
+    """Ingest the transcripts of sessions that ended since (subrosa.pending), or None when
+    there were none. A transcript that no longer exists is dropped from the list."""
+    entries = pending.list_pending(env)
+    if not entries:
+        return None
+    ingester = Ingester(conn, tool_result_chars)
+    for entry_path, data in entries:
+        path = Path(data["transcript_path"])
+        if path.is_file():
+            ingester.ingest([Source(path, project_of(path, default_project, env))])
+        pending.remove(entry_path)
+    return ingester.report

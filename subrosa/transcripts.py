@@ -1,0 +1,327 @@
+"""Claude Code transcript parsing: JSONL records in, messages and session facts out.
+
+Pure and database-free. The format is internal to Claude Code and changes between
+versions, so everything here is lenient: a line that is not JSON, a record of a type
+we do not know, a block we do not understand is counted as skipped, never fatal.
+What is kept: `user` and `assistant` messages, their text; tool calls as the tool's
+name and a compact form of its input; tool results cut to a configurable length.
+Thinking blocks and `isMeta` entries are skipped (they are not the conversation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from subrosa.redact import Redactor
+
+ROLES = ("user", "assistant")
+# CJK ideographs, kana, hangul (and their compatibility/extension blocks).
+_CJK = re.compile(
+    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff"
+    "\u3130-\u318f\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]+"
+)
+# Joins CJK runs in the index column so that a phrase cannot match across two runs.
+CJK_RUN_BREAK = " zzcjkbreak "
+
+
+@dataclass(slots=True)
+class Message:
+    """One archived message: the text that is stored and indexed."""
+
+    uuid: str
+    session_id: str
+    role: str
+    timestamp: str | None  # "YYYY-MM-DD HH:MM:SS", naive UTC
+    text: str
+
+
+@dataclass(slots=True)
+class SessionInfo:
+    """What a transcript says about its session (every field optional, merged over lines)."""
+
+    session_id: str
+    cwd: str | None = None
+    git_branch: str | None = None
+    title: str | None = None
+    summary: str | None = None
+
+
+@dataclass
+class Parsed:
+    """The result of parsing some lines of one transcript."""
+
+    messages: list[Message] = field(default_factory=list)
+    sessions: dict[str, SessionInfo] = field(default_factory=dict)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def normalize_time(value: object) -> str | None:
+    """An ISO-8601 time as naive UTC "YYYY-MM-DD HH:MM:SS", or None when unreadable."""
+    if not isinstance(value, str) or len(value) < 19:
+        return None
+    # The common shape ("2026-01-01T10:00:00.000Z") without the cost of parsing it.
+    if value.endswith("Z") and value[10] == "T" and value[4] == "-" and value[13] == ":":
+        return f"{value[:10]} {value[11:19]}"
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed.strftime("%Y-%m-%d %H:%M:%S")
+
+
+Clean = Callable[[str], str]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def cut(text: str, limit: int, clean: Clean = _same) -> str:
+    """`text` cleaned and cut to `limit` characters, saying how much was left out.
+
+    Cleaning (redaction) sees a margin past the cut, so a secret that straddles
+    it is still recognized whole and no prefix of it survives.
+    """
+    if len(text) <= limit:
+        return clean(text)
+    return f"{clean(text[: limit + 512])[:limit]} [… {len(text) - limit} more characters]"
+
+
+def _compact_input(value: object, limit: int, clean: Clean) -> str:
+    if isinstance(value, dict) and len(value) == 1:
+        (only,) = value.values()
+        if isinstance(only, str):
+            return cut(only, limit, clean)
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = str(value)
+    return cut(text, limit, clean)
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif isinstance(block, dict) and block.get("type") == "image":
+                parts.append("[image]")
+            elif isinstance(block, str):
+                parts.append(block)
+        return "\n".join(parts)
+    return ""
+
+
+def content_text(
+    content: object, tool_result_chars: int, skipped: Counter[str], clean: Clean = _same
+) -> str:
+    """The text of a message's content (a string or a list of blocks), cleaned."""
+    if isinstance(content, str):
+        return clean(content)
+    if not isinstance(content, list):
+        skipped["content"] += 1
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(clean(block))
+            continue
+        if not isinstance(block, dict):
+            skipped["block"] += 1
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(clean(block["text"]))
+        elif kind == "tool_use":
+            name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+            parts.append(f"[{name}] {_compact_input(block.get('input'), tool_result_chars, clean)}")
+        elif kind == "tool_result":
+            label = "[tool error]" if block.get("is_error") else "[tool result]"
+            text = cut(_result_text(block.get("content")), tool_result_chars, clean)
+            parts.append(f"{label} {text}")
+        elif kind in ("thinking", "redacted_thinking"):
+            skipped["thinking"] += 1
+        elif kind == "image":
+            parts.append("[image]")
+        else:
+            skipped[f"block:{kind}"] += 1
+    return "\n".join(part for part in parts if part)
+
+
+def message_key(session_id: str, timestamp: str | None, role: str, text: str) -> str:
+    """A stable id for a message that has no uuid of its own."""
+    digest = hashlib.sha1(f"{session_id}\0{timestamp}\0{role}\0{text}".encode()).hexdigest()
+    return f"sha1:{digest}"
+
+
+def _session(parsed: Parsed, session_id: str) -> SessionInfo:
+    info = parsed.sessions.get(session_id)
+    if info is None:
+        info = parsed.sessions[session_id] = SessionInfo(session_id)
+    return info
+
+
+def _note_session(parsed: Parsed, record: dict[str, object], session_id: str) -> None:
+    info = _session(parsed, session_id)
+    cwd = record.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        info.cwd = cwd
+    branch = record.get("gitBranch")
+    if isinstance(branch, str) and branch:
+        info.git_branch = branch
+
+
+def _note_title(parsed: Parsed, record: dict[str, object], session_id: str, clean: Clean) -> bool:
+    """Titles and summaries (record types seen across versions); True when one was read."""
+    for key in ("customTitle", "aiTitle", "title"):
+        value = record.get(key)
+        if isinstance(value, str) and value.strip():
+            _session(parsed, session_id).title = clean(value.strip())
+            return True
+    value = record.get("summary")
+    if isinstance(value, str) and value.strip():
+        _session(parsed, session_id).summary = clean(value.strip())
+        return True
+    return False
+
+
+def parse_record(
+    record: object,
+    default_session: str,
+    tool_result_chars: int,
+    parsed: Parsed,
+    clean: Clean = _same,
+) -> None:
+    """Add what one decoded JSONL line holds to `parsed`."""
+    if not isinstance(record, dict):
+        parsed.skipped["not an object"] += 1
+        return
+    raw_session = record.get("sessionId")
+    session_id = raw_session if isinstance(raw_session, str) and raw_session else default_session
+    kind = record.get("type")
+    if kind not in ROLES:
+        if not _note_title(parsed, record, session_id, clean):
+            parsed.skipped[f"type:{kind}" if isinstance(kind, str) else "type:?"] += 1
+        return
+    if record.get("isMeta"):
+        parsed.skipped["meta"] += 1
+        return
+    message = record.get("message")
+    if not isinstance(message, dict):
+        parsed.skipped["no message"] += 1
+        return
+    role = message.get("role") if message.get("role") in ROLES else kind
+    text = content_text(message.get("content"), tool_result_chars, parsed.skipped, clean)
+    text = text.strip()
+    _note_session(parsed, record, session_id)
+    if not text:
+        parsed.skipped["empty"] += 1
+        return
+    timestamp = normalize_time(record.get("timestamp"))
+    uuid = record.get("uuid")
+    if not isinstance(uuid, str) or not uuid:
+        uuid = message_key(session_id, timestamp, str(role), text)
+    parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text))
+
+
+class _Message(msgspec.Struct):
+    role: Any = None
+    content: Any = None
+
+
+class _Record(msgspec.Struct):
+    """The fields of a transcript line we use. Decoding into this skips every other field
+    without building it (four times faster than json.loads on real transcripts); a line
+    whose fields have unexpected types falls back to the lenient generic path."""
+
+    type: Any = None
+    uuid: Any = None
+    sessionId: Any = None  # noqa: N815 (Claude Code's spelling)
+    timestamp: Any = None
+    cwd: Any = None
+    gitBranch: Any = None  # noqa: N815
+    isMeta: Any = None  # noqa: N815
+    message: _Message | None = None
+    summary: Any = None
+    customTitle: Any = None  # noqa: N815
+    aiTitle: Any = None  # noqa: N815
+    title: Any = None
+
+
+_DECODER = msgspec.json.Decoder(_Record)
+_FIELDS = tuple(name for name in _Record.__struct_fields__ if name != "message")
+
+
+def decode_line(line: bytes) -> object:
+    """One JSONL line as a dict holding the fields we use (or whatever JSON value it is).
+    Raises ValueError when it is not JSON."""
+    try:
+        record = _DECODER.decode(line)
+    except msgspec.ValidationError:
+        try:
+            return msgspec.json.decode(line)
+        except msgspec.DecodeError as exc:
+            raise ValueError(str(exc)) from None
+    except msgspec.DecodeError as exc:
+        raise ValueError(str(exc)) from None
+    out: dict[str, object] = {}
+    for name in _FIELDS:
+        value = getattr(record, name)
+        if value is not None:
+            out[name] = value
+    if record.message is not None:
+        out["message"] = {"role": record.message.role, "content": record.message.content}
+    return out
+
+
+def parse_lines(
+    lines: list[bytes],
+    default_session: str,
+    tool_result_chars: int = 2000,
+    redactor: Redactor | None = None,
+) -> Parsed:
+    """Parse complete JSONL lines (bytes, newline optional) of one transcript; the
+    redactor sees every piece of text before it is kept."""
+    parsed = Parsed()
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            record = decode_line(line)
+        except ValueError:
+            parsed.skipped["not json"] += 1
+            continue
+        parse_record(record, default_session, tool_result_chars, parsed, redactor or _same)
+    return parsed
+
+
+def cjk_runs(text: str) -> list[str]:
+    """The runs of CJK characters in `text`."""
+    return _CJK.findall(text)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
+
+
+def cjk_index_text(text: str) -> str | None:
+    """The CJK characters of `text` one per token (unicode61 would make a whole run one
+    token, so no word inside it could be found), or None when there are none."""
+    runs = _CJK.findall(text)
+    if not runs:
+        return None
+    return CJK_RUN_BREAK.join(" ".join(run) for run in runs)
