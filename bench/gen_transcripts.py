@@ -15,7 +15,7 @@ import random
 import uuid
 from pathlib import Path
 
-# Twenty rare terms: each in about 1 message in 5,000 (0.02 %).
+# Twenty rare terms: each in about 1 message in 2,500 (0.04 %).
 RARE = [
     "zanzibarite",
     "quokkaflux",
@@ -254,7 +254,7 @@ class Generator:
         rng = self.rng
         text = self._words(words)
         # Planted terms: the rates are per message, so plant once per call.
-        if rng.random() < 0.0002:
+        if rng.random() < 0.004:  # one of 20: each rare term in ~0.04 % of messages
             text += " " + rng.choice(RARE)
         for term_index, term in enumerate(MEDIUM):
             if rng.random() < 0.01 + 0.004 * (term_index % 10):

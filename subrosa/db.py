@@ -23,8 +23,10 @@ from sqlalchemy.orm import Session
 from subrosa.errors import SubrosaError
 from subrosa.paths import sqlite_path
 
-# The newest Alembic revision; a test asserts it equals the script directory's head.
-SCHEMA_HEAD = "0002"
+# The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
+# a test asserts it equals the script directory's head.
+from subrosa.schema import SCHEMA_HEAD as SCHEMA_HEAD
+
 BUSY_TIMEOUT_MS = 30_000
 
 _engines: dict[str, Engine] = {}

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from subrosa import pending
+from subrosa.cjk import cjk_index_text
 from subrosa.paths import claude_root
 from subrosa.redact import Redactor
-from subrosa.transcripts import Message, Parsed, SessionInfo, cjk_index_text, parse_lines
+from subrosa.transcripts import Message, Parsed, SessionInfo, parse_lines
 
 CHUNK_BYTES = 4 << 20
 # Bytes of transcript per write transaction. FTS5 writes a new index segment per
@@ -79,6 +80,12 @@ class Source:
     path: Path
     project: str
 
+    @property
+    def key(self) -> str:
+        """The file's absolute path, normalized without touching the disk (a no-op
+        re-ingest of thousands of files must not pay for resolving each one)."""
+        return os.path.abspath(self.path)
+
 
 @dataclass(frozen=True)
 class _FileState:
@@ -92,27 +99,44 @@ class _FileState:
 def project_of(path: Path, default: str, env: dict[str, str] | None = None) -> str:
     """The encoded project folder a transcript lives in under `<claude root>/projects/`,
     else `default` (a file ingested from elsewhere joins the current project)."""
-    projects = claude_root(env).absolute() / "projects"
-    try:
-        relative = path.absolute().relative_to(projects)
-    except ValueError:
+    projects = os.path.join(os.path.abspath(claude_root(env)), "projects") + os.sep
+    absolute = os.path.abspath(path)
+    if not absolute.startswith(projects):
         return default
-    return relative.parts[0] if len(relative.parts) > 1 else default
+    parts = absolute[len(projects) :].split(os.sep)
+    return parts[0] if len(parts) > 1 else default
 
 
 def transcripts_in(directory: Path) -> list[Path]:
     """A project folder's transcripts: `*.jsonl` and `<session>/subagents/*.jsonl`."""
-    found = sorted(directory.glob("*.jsonl"))
-    found += sorted(directory.glob("*/subagents/*.jsonl"))
-    return [path for path in found if path.is_file()]
+    found: list[str] = []
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.name.endswith(".jsonl") and entry.is_file():
+            found.append(entry.path)
+        elif entry.is_dir(follow_symlinks=False):
+            subagents = os.path.join(entry.path, "subagents")
+            try:
+                names = sorted(os.listdir(subagents))
+            except OSError:
+                continue
+            found += [os.path.join(subagents, n) for n in names if n.endswith(".jsonl")]
+    return [Path(path) for path in found]
 
 
 def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
     """The transcripts named by `paths` (files, or folders searched as project folders)."""
     sources: list[Source] = []
     for path in paths:
-        files = transcripts_in(path) if path.is_dir() else [path]
-        sources += [Source(file, project_of(file, default_project)) for file in files]
+        if path.is_dir():
+            # Every transcript of a folder belongs to the folder's project.
+            project = project_of(path / "x.jsonl", default_project)
+            sources += [Source(file, project) for file in transcripts_in(path)]
+        else:
+            sources.append(Source(path, project_of(path, default_project)))
     return sources
 
 
@@ -171,7 +195,7 @@ class Ingester:
                 size = source.path.stat().st_size
             except OSError:
                 continue
-            state = self._states.get(str(source.path.absolute()))
+            state = self._states.get(source.key)
             total += size - state.offset if state and size >= state.offset else size
         return total
 
@@ -186,10 +210,10 @@ class Ingester:
         return self.report
 
     def ingest_file(self, source: Source) -> None:
-        key = str(source.path.absolute())
+        key = source.key
         self.report.files_seen += 1
         try:
-            stat = source.path.stat()
+            stat = os.stat(key)
         except OSError:
             self.report.missing.append(key)
             return

@@ -90,7 +90,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     _kind(
         "url-password",
-        r"(?P<keep>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"'<>]+:)[^\s@/\"'<>]+(?=@)",
+        r"(?P<keep>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"'<>\[\]]+:)[^\s@/\"'<>]+(?=@)",
         "://",
         boundary=False,
     ),

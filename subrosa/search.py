@@ -11,7 +11,6 @@ docs/search.md.
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import sys
@@ -20,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from subrosa.transcripts import cjk_runs, has_cjk
+from subrosa.cjk import cjk_runs, has_cjk
 
 BUSY_TIMEOUT_MS = 30_000
 # Messages ranked by bm25 at most: the newest CANDIDATES that match. A term found in
@@ -29,6 +28,7 @@ CANDIDATES = 4000
 SNIPPET_TOKENS = 16
 MARK = ("**", "**")
 _TERM = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class QueryError(ValueError):
@@ -62,6 +62,8 @@ def parse_query(query: str) -> list[Term]:
     prefix; everything else is words. Operators (AND, OR, NOT, NEAR, col:, -x, ^) are
     not operators here: each term is later quoted, so no input is a syntax error."""
     terms: list[Term] = []
+    # FTS5 reads a query as a C string: a NUL would end it inside a quote.
+    query = _CONTROL.sub(" ", query)
     for match in _TERM.finditer(query):
         phrase, phrase_star, word = match.groups()
         if word is not None:
@@ -343,6 +345,8 @@ def render_text(results: list[dict[str, Any]]) -> str:
 
 def emit(results: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
+        import json
+
         sys.stdout.write(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(render_text(results) + "\n")
@@ -350,8 +354,6 @@ def emit(results: list[dict[str, Any]], as_json: bool) -> None:
 
 # ---------------------------------------------------------------- the fast path
 
-# The oldest schema revision holding the archive; a newer one still has it.
-ARCHIVE_REVISION = "0002"
 _ROOT_OPTIONS = ("--memory-dir", "--db")
 _VALUE_OPTIONS = ("--limit", "--since", "--role")
 _FLAGS = ("--all-projects", "--facts", "--transcripts", "--json")
@@ -411,6 +413,7 @@ def fast_main(argv: list[str]) -> int | None:
         resolve_memory_dir,
         sqlite_path,
     )
+    from subrosa.schema import is_current
 
     parsed = _parse_argv(argv)
     if parsed is None:
@@ -425,7 +428,7 @@ def fast_main(argv: list[str]) -> int | None:
     if limit < 1 or role not in (None, "user", "assistant"):
         return None
     path = sqlite_path(resolve_db_url(root.get("--db") or os.environ.get("SUBROSA_DB") or None))
-    if path is None or not path.is_file() or pending.list_pending():
+    if path is None or not is_current(path) or pending.list_pending():
         return None
     all_projects = bool(options.get("--all-projects"))
     memory_dir = root.get("--memory-dir") or os.environ.get("SUBROSA_MEMORY_DIR") or None
@@ -439,9 +442,6 @@ def fast_main(argv: list[str]) -> int | None:
     try:
         conn = connect(path)
         try:
-            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-            if row is None or str(row[0]) < ARCHIVE_REVISION:
-                return None
             results = search(
                 conn,
                 " ".join(words),

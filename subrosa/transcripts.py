@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,13 +23,6 @@ import msgspec
 from subrosa.redact import Redactor
 
 ROLES = ("user", "assistant")
-# CJK ideographs, kana, hangul (and their compatibility/extension blocks).
-_CJK = re.compile(
-    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff"
-    "\u3130-\u318f\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]+"
-)
-# Joins CJK runs in the index column so that a phrase cannot match across two runs.
-CJK_RUN_BREAK = " zzcjkbreak "
 
 
 @dataclass(slots=True)
@@ -306,22 +298,23 @@ def parse_lines(
             parsed.skipped["not json"] += 1
             continue
         parse_record(record, default_session, tool_result_chars, parsed, redactor or _same)
+    _adopt_orphan_titles(parsed, default_session)
     return parsed
 
 
-def cjk_runs(text: str) -> list[str]:
-    """The runs of CJK characters in `text`."""
-    return _CJK.findall(text)
-
-
-def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None
-
-
-def cjk_index_text(text: str) -> str | None:
-    """The CJK characters of `text` one per token (unicode61 would make a whole run one
-    token, so no word inside it could be found), or None when there are none."""
-    runs = _CJK.findall(text)
-    if not runs:
-        return None
-    return CJK_RUN_BREAK.join(" ".join(run) for run in runs)
+def _adopt_orphan_titles(parsed: Parsed, default_session: str) -> None:
+    """Summary lines carry no sessionId. When the file's messages all belong to one
+    other session (the file was named after a different id), the summary is that
+    session's, not a session of its own."""
+    orphan = parsed.sessions.get(default_session)
+    if orphan is None or any(m.session_id == default_session for m in parsed.messages):
+        return
+    others = {m.session_id for m in parsed.messages}
+    if len(others) != 1:
+        return
+    target = _session(parsed, others.pop())
+    target.title = target.title or orphan.title
+    target.summary = target.summary or orphan.summary
+    target.cwd = target.cwd or orphan.cwd
+    target.git_branch = target.git_branch or orphan.git_branch
+    del parsed.sessions[default_session]

@@ -18,14 +18,17 @@ INGEST_LOCK_TIMEOUT_S = 120.0
 
 @contextmanager
 def archive(app: AppContext) -> Iterator[sqlite3.Connection]:
-    """The archive's DB-API connection (the database migrated first)."""
+    """The archive's DB-API connection (the database migrated first; SQLAlchemy and
+    Alembic are only loaded when a migration is due)."""
     from subrosa.paths import sqlite_path
+    from subrosa.schema import is_current
     from subrosa.search import connect
 
     path = sqlite_path(app.db_url)
     if path is None:
         raise InvalidInput(f"{app.db_url}: the transcript archive needs an SQLite database file.")
-    app.engine  # noqa: B018 (opening the engine migrates the database)
+    if not is_current(path):
+        app.engine  # noqa: B018 (opening the engine migrates the database)
     conn = connect(path)
     try:
         yield conn
@@ -166,7 +169,7 @@ def _ingest_with_progress(ingester: Any, sources: list[Any]) -> Any:
 
     total = ingester.bytes_to_read(sources)
     columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console, transient=True) as progress:
+    with Progress(*columns, console=err_console(), transient=True) as progress:
         task = progress.add_task("ingest", total=total)
         ingester.progress = lambda n: progress.advance(task, n)
         return ingester.ingest(sources)
@@ -295,18 +298,20 @@ def _print_conversation(session_id: str, info: Any, messages: list[dict[str, Any
     from subrosa.cli.common import out_console
 
     project, cwd, branch, title, summary, first_at, last_at, count = info
-    out_console.print(f"[bold]session {escape(session_id)}[/]")
+    out_console().print(f"[bold]session {escape(session_id)}[/]")
     if title or summary:
-        out_console.print(escape(title or summary))
+        out_console().print(escape(title or summary))
     where = f"{cwd or project}" + (f" ({branch})" if branch else "")
-    out_console.print(f"{escape(where)} · {first_at or '?'} – {last_at or '?'} · {count} messages")
+    out_console().print(
+        f"{escape(where)} · {first_at or '?'} – {last_at or '?'} · {count} messages"
+    )
     for message in messages:
         style = "cyan" if message["role"] == "user" else "green"
-        out_console.print(
+        out_console().print(
             f"\n[bold {style}]{message['role']}[/] [dim]{message['timestamp'] or ''} "
             f"#{message['message_id']}[/]"
         )
-        out_console.print(escape(message["text"]))
+        out_console().print(escape(message["text"]))
 
 
 # ---------------------------------------------------------------- search

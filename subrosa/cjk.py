@@ -1,0 +1,38 @@
+"""Chinese, Japanese and Korean text in the full-text index. Standard library only.
+
+FTS5's unicode61 tokenizer makes a whole run of CJK characters (a sentence without
+spaces) one token, so no word inside it could be found. The archive therefore keeps a
+second indexed column holding each message's CJK characters one per token, and a
+CJK query becomes a phrase of single characters in that column: any part of the
+text, one character long or more, is found. (Why not the trigram tokenizer:
+docs/search.md.)
+"""
+
+from __future__ import annotations
+
+import re
+
+# CJK ideographs, kana, hangul (and their compatibility/extension blocks).
+_CJK = re.compile(
+    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff"
+    "\u3130-\u318f\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]+"
+)
+# Joins CJK runs in the index column so that a phrase cannot match across two runs.
+RUN_BREAK = " zzcjkbreak "
+
+
+def cjk_runs(text: str) -> list[str]:
+    """The runs of CJK characters in `text`."""
+    return _CJK.findall(text)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
+
+
+def cjk_index_text(text: str) -> str | None:
+    """The CJK characters of `text` one per token, or None when there are none."""
+    runs = _CJK.findall(text)
+    if not runs:
+        return None
+    return RUN_BREAK.join(" ".join(run) for run in runs)

@@ -1,0 +1,29 @@
+"""The newest schema revision, importable without SQLAlchemy.
+
+`subrosa search` and `subrosa ingest` check the stored revision with the standard
+library's sqlite3 and only load SQLAlchemy and Alembic when a migration is due:
+importing SQLAlchemy costs more than a whole search. subrosa.db re-exports it; a
+test asserts it equals the migration scripts' head.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+SCHEMA_HEAD = "0002"
+
+
+def is_current(path: Path) -> bool:
+    """Whether the SQLite file at `path` exists and is at SCHEMA_HEAD (one query)."""
+    if not path.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return row is not None and row[0] == SCHEMA_HEAD

@@ -1,0 +1,380 @@
+"""The transcript archive as a user runs it: ingest, transcript list/show, search."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from subrosa import pending
+from subrosa.paths import project_transcript_dir
+from subrosa.search import Filters, connect, search
+from tests.conftest import CORPUS, RunCli, subrosa_process, write_leaf
+from tests.test_redact import SAMPLES
+
+FIXTURES = CORPUS / "transcripts" / "claude-code-log-fixtures"
+SUBAGENTS = CORPUS / "transcripts" / "bookminder-subagents"
+
+
+def _record(uuid: str, text: str, role: str = "user", session: str = "s-1", **extra: Any) -> str:
+    return json.dumps(
+        {
+            "type": role,
+            "uuid": uuid,
+            "sessionId": session,
+            "timestamp": extra.pop("timestamp", "2026-03-01T10:00:00Z"),
+            "cwd": "/work/app",
+            "message": {"role": role, "content": text},
+            **extra,
+        },
+        ensure_ascii=False,
+    )
+
+
+def _transcript(name: str, *records: str) -> Path:
+    """A transcript in this project's Claude Code folder."""
+    directory = project_transcript_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("".join(r + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def _ingest(run: RunCli, *args: str) -> dict[str, Any]:
+    return json.loads(run("ingest", "--json", *args).stdout)  # type: ignore[no-any-return]
+
+
+def _search(run: RunCli, *args: str) -> list[dict[str, Any]]:
+    return json.loads(run("search", "--json", *args).stdout)  # type: ignore[no-any-return]
+
+
+def test_real_transcripts_ingest_search_show(memory_dir: Path, run: RunCli) -> None:
+    directory = project_transcript_dir()
+    directory.mkdir(parents=True)
+    for path in FIXTURES.glob("*.jsonl"):
+        shutil.copy(path, directory / path.name)
+    session_dir = directory / "a42b9c92-c0e6-588e-bc6f-3d5e4f37b895" / "subagents"
+    session_dir.mkdir(parents=True)
+    for path in SUBAGENTS.glob("*.jsonl"):
+        shutil.copy(path, session_dir / path.name)
+    report = _ingest(run)
+    assert report["files_read"] == 6 and report["new_messages"] > 50
+    assert report["skipped"]["thinking"] >= 1
+
+    found = _search(run, '"parameterized decorator"')
+    assert found and found[0]["kind"] == "message"
+    assert found[0]["session_id"] == "test_session"
+    assert "**parameterized decorator**" in found[0]["snippet"]
+    assert set(found[0]) >= {"kind", "score", "snippet", "session_id", "timestamp"}
+
+    sessions = json.loads(run("transcript", "list", "--json").stdout)
+    by_id = {s["session_id"]: s for s in sessions}
+    assert by_id["edge_cases"]["summary"].startswith("Tested various edge cases")
+    assert by_id["a42b9c92-c0e6-588e-bc6f-3d5e4f37b895"]["message_count"] > 10
+
+    shown = run("transcript", "show", "test_sess").stdout
+    assert "session test_session" in shown
+    assert "user 2025-06-14 10:00:00" in shown
+    assert "Hello Claude! Can you help me understand how Python decorators work?" in shown
+    around = run(
+        "transcript",
+        "show",
+        "test_session",
+        "--around",
+        str(found[0]["message_id"]),
+        "--context",
+        "1",
+    ).stdout
+    assert around.count("\nuser ") + around.count("\nassistant ") == 3
+
+
+def test_archive_outlives_the_source_and_ingest_is_incremental(
+    memory_dir: Path, run: RunCli
+) -> None:
+    path = _transcript("s-1.jsonl", _record("m1", "the zanzibarite deployment plan"))
+    assert _ingest(run)["new_messages"] == 1
+    second = _ingest(run)
+    assert (second["new_messages"], second["files_read"]) == (0, 0)
+    path.unlink()
+    assert [r["session_id"] for r in _search(run, "zanzibarite")] == ["s-1"]
+
+
+def test_half_a_line_waits_until_it_is_complete(memory_dir: Path, run: RunCli) -> None:
+    line = _record("m2", "the quokkaflux migration is done")
+    path = _transcript("s-1.jsonl", _record("m1", "first message"))
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(line[:25])
+    assert _ingest(run)["new_messages"] == 1
+    assert _search(run, "quokkaflux") == []
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(line[25:] + "\n")
+    assert _ingest(run)["new_messages"] == 1
+    assert _ingest(run)["new_messages"] == 0
+    hits = _search(run, "quokkaflux")
+    assert len(hits) == 1 and "migration is done" in hits[0]["snippet"]
+
+
+def test_a_truncated_or_replaced_file_is_read_again(memory_dir: Path, run: RunCli) -> None:
+    path = _transcript("s-1.jsonl", _record("m1", "alpha one"), _record("m2", "alpha two"))
+    assert _ingest(run)["new_messages"] == 2
+    path.write_text(_record("m3", "beta three") + "\n", encoding="utf-8")  # shorter
+    report = _ingest(run)
+    assert (report["files_restarted"], report["new_messages"]) == (1, 1)
+    replacement = path.with_suffix(".tmp")
+    replacement.write_text(
+        _record("m1", "alpha one") + "\n" + _record("m4", "gamma four, same length!") + "\n",
+        encoding="utf-8",
+    )
+    os.replace(replacement, path)  # another inode
+    report = _ingest(run)
+    assert (report["new_messages"], report["duplicate_messages"]) == (1, 1)
+
+
+def test_a_last_line_without_newline_is_taken_when_whole(memory_dir: Path, run: RunCli) -> None:
+    directory = project_transcript_dir()
+    directory.mkdir(parents=True)
+    path = directory / "s-1.jsonl"
+    path.write_text(_record("m1", "one") + "\n" + _record("m2", "two"), encoding="utf-8")
+    assert _ingest(run)["new_messages"] == 2
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("\n" + _record("m3", "three") + "\n")
+    assert _ingest(run)["new_messages"] == 1
+
+
+def test_resumed_sessions_store_repeated_history_once(memory_dir: Path, run: RunCli) -> None:
+    _transcript("s-1.jsonl", _record("m1", "shared history"), _record("m2", "original"))
+    _transcript(
+        "s-2.jsonl",
+        _record("m1", "shared history", session="s-2"),
+        _record("m3", "the fork", session="s-2"),
+    )
+    report = _ingest(run)
+    assert (report["new_messages"], report["duplicate_messages"]) == (3, 1)
+    assert len(_search(run, "shared history")) == 1
+
+
+def test_pending_sessions_are_ingested_before_a_search(memory_dir: Path, run: RunCli) -> None:
+    elsewhere = memory_dir.parent / "elsewhere.jsonl"
+    elsewhere.write_text(_record("m1", "a glimmerwick appears") + "\n", encoding="utf-8")
+    pending.record(str(elsewhere), "s-1", str(memory_dir.parent))
+    pending.record(str(memory_dir.parent / "gone.jsonl"), "s-9", "")
+    assert [r["session_id"] for r in _search(run, "glimmerwick")] == ["s-1"]
+    assert pending.list_pending() == []
+    elsewhere.write_text(
+        _record("m1", "a glimmerwick appears") + "\n" + _record("m2", "and a blimpstack") + "\n",
+        encoding="utf-8",
+    )
+    pending.record(str(elsewhere), "s-1", "")
+    assert run("ingest", "--pending").stdout == ""
+    assert pending.list_pending() == []
+    assert len(_search(run, "blimpstack")) == 1
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"unbalanced',
+        "AND OR",
+        "*",
+        "NEAR(",
+        "-x",
+        "col:val",
+        '"',
+        "(",
+        ")",
+        "^",
+        "a:b:c",
+        "NOT",
+        '"a" OR "b"',
+        "text:deploy",
+        "cjk:x",
+        "dep**",
+        '""*',
+        "NEAR(a b, 2)",
+        "'",
+        "\\",
+    ],
+)
+def test_no_query_is_a_syntax_error(memory_dir: Path, run: RunCli, query: str) -> None:
+    _transcript("s-1.jsonl", _record("m1", "deploy x with text and col val OR AND NOT near"))
+    _ingest(run)
+    assert isinstance(_search(run, "--", query), list)
+
+
+def test_phrases_prefixes_and_filters(memory_dir: Path, run: RunCli) -> None:
+    _transcript(
+        "s-1.jsonl",
+        _record("m1", "we deploy on Tuesday", timestamp="2026-01-01T09:00:00Z"),
+        _record("m2", "Tuesday we deploy", role="assistant", timestamp="2026-02-01T09:00:00Z"),
+        _record("m3", "the dependency tree", timestamp="2026-03-01T09:00:00Z"),
+    )
+    _ingest(run)
+    assert len(_search(run, "deploy Tuesday")) == 2
+    assert [r["role"] for r in _search(run, '"deploy on Tuesday"')] == ["user"]
+    assert len(_search(run, "dep*")) == 3
+    assert [r["role"] for r in _search(run, "deploy", "--role", "assistant")] == ["assistant"]
+    assert len(_search(run, "dep*", "--since", "2026-01-15")) == 2
+    assert len(_search(run, "dep*", "--limit", "1")) == 1
+    run("search", "dep*", "--since", "last tuesday", expect=2)
+
+
+def test_cjk_text_is_findable_by_any_part(memory_dir: Path, run: RunCli) -> None:
+    _transcript(
+        "s-1.jsonl",
+        _record("m1", "会議は東京タワーの近くです。"),
+        _record("m2", "我们需要在部署之前运行所有的测试。"),
+        _record("m3", "테스트는 실제 데이터베이스를 사용해야 합니다."),
+        _record("m4", "京都 is not 東京"),
+    )
+    _ingest(run)
+    for query, expected in [
+        ("東京タワー", {"m1"}),
+        ("東京", {"m1", "m4"}),
+        ("タワー", {"m1"}),
+        ("塔", set()),
+        ("部署", {"m2"}),
+        ("测", {"m2"}),  # one character
+        ("데이터베이스", {"m3"}),
+        ("데이", {"m3"}),
+        ("京 not", {"m4"}),
+    ]:
+        found = _search(run, query)
+        ids = {str(r["message_id"]) for r in found}
+        assert len(ids) == len(expected), query
+        if found:
+            assert "**" in found[0]["snippet"], query
+
+
+def test_facts_are_searched_and_counted(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(
+        memory_dir,
+        "user_prefers_pnpm.md",
+        "Uses pnpm, never npm.",
+        fact_type="user",
+        body="Run pnpm install. 東京の設定。",
+    )
+    run("fact", "upsert", "--leaf", "user_prefers_pnpm.md", "--hook", "pnpm only")
+    _transcript("s-1.jsonl", _record("m1", "I ran pnpm install again"))
+    _ingest(run)
+    both = _search(run, "pnpm")
+    assert {r["kind"] for r in both} == {"fact", "message"}
+    assert both[0]["kind"] == "fact" and both[0]["slug"] == "user_prefers_pnpm"
+    assert [r["kind"] for r in _search(run, "pnpm", "--facts")] == ["fact"]
+    assert [r["kind"] for r in _search(run, "pnpm", "--transcripts")] == ["message"]
+    assert [r["slug"] for r in _search(run, "東京", "--facts")] == ["user_prefers_pnpm"]
+    shown = json.loads(run("fact", "show", "user_prefers_pnpm", "--json").stdout)
+    assert shown["hits"] == 3 and shown["last_hit_at"]
+    text = run("search", "pnpm").stdout
+    assert "fact user_prefers_pnpm" in text and "message s-1" in text
+
+
+def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) -> None:
+    other = project_transcript_dir().parent / "-some-other-project"
+    other.mkdir(parents=True)
+    (other / "s-9.jsonl").write_text(_record("m9", "the thundersnout", session="s-9") + "\n")
+    assert _ingest(run, "--all-projects")["new_messages"] == 1
+    assert _search(run, "thundersnout") == []
+    assert [r["project"] for r in _search(run, "thundersnout", "--all-projects")] == [
+        "-some-other-project"
+    ]
+    assert json.loads(run("transcript", "list", "--json").stdout) == []
+    assert len(json.loads(run("transcript", "list", "--json", "--all-projects").stdout)) == 1
+
+
+def test_seeded_secrets_never_reach_the_database_file(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    records = []
+    for i, (kind, (text, _secret)) in enumerate(sorted(SAMPLES.items())):
+        records.append(_record(f"u{i}", f"{kind}: {text}"))
+        records.append(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "uuid": f"a{i}",
+                    "sessionId": "s-1",
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "name": "Bash", "input": {"command": text}},
+                            {"type": "tool_result", "content": [{"type": "text", "text": text}]},
+                        ],
+                    },
+                }
+            )
+        )
+    records.append(json.dumps({"type": "summary", "summary": SAMPLES["openai-key"][0]}))
+    _transcript("s-1.jsonl", *records)
+    report = _ingest(run)
+    assert report["redacted"] >= 3 * len(SAMPLES)
+    assert set(report["redacted_by_kind"]) == set(SAMPLES)
+    data = b"".join(p.read_bytes() for p in tmp_path.glob("subrosa.db*") if p.is_file())
+    assert b"REDACTED:" in data
+    for kind, (_text, secret) in SAMPLES.items():
+        assert secret.encode() not in data, kind
+
+
+def test_search_runs_without_sqlalchemy_and_agrees_with_click(
+    memory_dir: Path, run: RunCli
+) -> None:
+    _transcript("s-1.jsonl", _record("m1", "the wobbleframe is ready"))
+    _ingest(run)
+    slow = _search(run, "wobbleframe")
+    code = (
+        "import sys\n"
+        "from subrosa.cli import main\n"
+        "sys.argv = ['subrosa', 'search', '--json', 'wobbleframe']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "assert 'sqlalchemy' not in sys.modules and 'click' not in sys.modules\n"
+    )
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == slow
+    whole = subrosa_process("search", "--json", "wobbleframe")
+    assert json.loads(whole.stdout) == slow
+
+
+def test_demo_searches_the_facts(run: RunCli) -> None:
+    out = run("demo").stdout
+    assert "$ subrosa search pnpm" in out
+    assert "fact user_prefers_pnpm" in out
+
+
+@pytest.fixture
+def archive_db(tmp_path: Path) -> sqlite3.Connection:
+    from subrosa.db import open_database
+    from subrosa.ingest import Ingester, Source
+
+    path = tmp_path / "fuzz.db"
+    open_database(f"sqlite:///{path}")
+    source = tmp_path / "s.jsonl"
+    source.write_text(
+        "\n".join(
+            _record(f"m{i}", text)
+            for i, text in enumerate(
+                ["deploy the app", "東京 and 서울", "col:val AND OR", 'NEAR(x) "quoted"']
+            )
+        )
+        + "\n"
+    )
+    conn = connect(path)
+    Ingester(conn).ingest([Source(source, "p")])
+    return conn
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(max_size=40))
+def test_any_query_returns_a_list(archive_db: sqlite3.Connection, query: str) -> None:
+    assert isinstance(search(archive_db, query, Filters(), 5), list)

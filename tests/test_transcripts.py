@@ -1,0 +1,171 @@
+"""Transcript parsing (pure): what is kept, what is skipped and counted, leniency."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from subrosa.cjk import cjk_index_text, cjk_runs
+from subrosa.redact import Redactor
+from subrosa.transcripts import normalize_time, parse_lines
+from tests.conftest import CORPUS
+
+
+def _line(record: object) -> bytes:
+    return json.dumps(record).encode()
+
+
+def _user(content: object, **extra: object) -> bytes:
+    record = {
+        "type": "user",
+        "uuid": extra.pop("uuid", "u1"),
+        "sessionId": "s1",
+        "timestamp": "2026-01-02T03:04:05.678Z",
+        "cwd": "/work/app",
+        "gitBranch": "main",
+        "message": {"role": "user", "content": content},
+        **extra,
+    }
+    return _line(record)
+
+
+def test_strings_blocks_tools_and_results() -> None:
+    lines = [
+        _user("plain text"),
+        _line(
+            {
+                "type": "assistant",
+                "uuid": "a1",
+                "sessionId": "s1",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "private musing", "signature": "x"},
+                        {"type": "text", "text": "Running it."},
+                        {"type": "tool_use", "name": "Bash", "input": {"command": "pnpm test"}},
+                    ],
+                },
+            }
+        ),
+        _user(
+            [{"type": "tool_result", "tool_use_id": "t", "content": "x" * 50, "is_error": True}],
+            uuid="u2",
+        ),
+    ]
+    parsed = parse_lines(lines, "file-session", tool_result_chars=10)
+    texts = [m.text for m in parsed.messages]
+    assert texts[0] == "plain text"
+    assert texts[1] == "Running it.\n[Bash] pnpm test"
+    assert texts[2] == "[tool error] xxxxxxxxxx [… 40 more characters]"
+    assert "private musing" not in "".join(texts)
+    assert parsed.skipped["thinking"] == 1
+    first = parsed.messages[0]
+    assert (first.session_id, first.role, first.timestamp) == ("s1", "user", "2026-01-02 03:04:05")
+    info = parsed.sessions["s1"]
+    assert (info.cwd, info.git_branch) == ("/work/app", "main")
+
+
+def test_meta_unknown_and_broken_lines_are_skipped_and_counted() -> None:
+    lines = [
+        _user("caveat", isMeta=True),
+        _line({"type": "attachment", "attachment": {}}),
+        _line({"type": "file-history-snapshot"}),
+        b"not json at all",
+        b'{"type": "user", "message": {"content": "half',
+        b"42",
+        b"[1, 2]",
+        _line({"type": "user", "message": "not an object"}),
+        _line({"type": "assistant", "message": {"content": 7}}),
+        b"",
+    ]
+    parsed = parse_lines(lines, "s")
+    assert parsed.messages == []
+    assert parsed.skipped["meta"] == 1
+    assert parsed.skipped["type:attachment"] == 1
+    assert parsed.skipped["not json"] == 2
+    assert parsed.skipped["not an object"] == 2
+
+
+def test_summary_titles_and_missing_uuids() -> None:
+    lines = [
+        _line({"type": "summary", "summary": "Fixed the flaky deploy", "leafUuid": "x"}),
+        _line({"type": "custom-title", "customTitle": "Deploy day", "sessionId": "s1"}),
+        _user("no uuid here", uuid=""),
+        _user("no uuid here", uuid=""),
+    ]
+    parsed = parse_lines(lines, "file-named-differently")
+    # The summary (no sessionId) belongs to the only session the file holds.
+    assert set(parsed.sessions) == {"s1"}
+    assert parsed.sessions["s1"].title == "Deploy day"
+    assert parsed.sessions["s1"].summary == "Fixed the flaky deploy"
+    keys = {m.uuid for m in parsed.messages}
+    assert len(keys) == 1 and keys.pop().startswith("sha1:")
+
+
+def test_secrets_are_redacted_before_the_cut() -> None:
+    """A key straddling the tool-result cut must not leave a prefix of itself."""
+    secret = "AKIAQWERTYUIOPASDFGH"
+    result = "a" * 14 + " " + secret + " and more"
+    lines = [_user([{"type": "tool_result", "content": result}])]
+    redactor = Redactor()
+    parsed = parse_lines(lines, "s", tool_result_chars=25, redactor=redactor)
+    assert "AKIA" not in parsed.messages[0].text
+    assert redactor.counts["aws-access-key"] == 1
+
+
+def test_times() -> None:
+    assert normalize_time("2026-01-02T03:04:05Z") == "2026-01-02 03:04:05"
+    assert normalize_time("2026-01-02T05:04:05+02:00") == "2026-01-02 03:04:05"
+    assert normalize_time("yesterday") is None
+    assert normalize_time(12) is None
+
+
+def test_cjk_index_text() -> None:
+    assert cjk_runs("東京タワー and 서울") == ["東京タワー", "서울"]
+    text = cjk_index_text("行く 東京 ok")
+    assert text is not None and text.split(" zzcjkbreak ") == ["行 く", "東 京"]
+    assert cjk_index_text("plain ascii") is None
+
+
+def test_real_transcripts_parse() -> None:
+    files = sorted((CORPUS / "transcripts").rglob("*.jsonl"))
+    assert files
+    for path in files:
+        parsed = parse_lines(path.read_bytes().split(b"\n"), path.stem)
+        assert parsed.messages, path
+        assert all(m.role in ("user", "assistant") and m.text for m in parsed.messages)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=20,
+)
+record_keys = st.sampled_from(
+    ["type", "message", "content", "role", "uuid", "sessionId", "timestamp", "isMeta", "text"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=60),
+            json_values.map(lambda v: json.dumps(v).encode()),
+            st.dictionaries(record_keys, json_values, max_size=6).map(
+                lambda d: json.dumps({"type": "user", **d}).encode()
+            ),
+        ),
+        max_size=8,
+    )
+)
+def test_any_input_parses_without_raising(lines: list[bytes]) -> None:
+    parsed = parse_lines(lines, "s", redactor=Redactor())
+    assert all(isinstance(m.text, str) and m.text for m in parsed.messages)
+
+
+def test_fixture_dir_exists() -> None:
+    assert Path(CORPUS / "transcripts").is_dir()
