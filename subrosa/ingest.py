@@ -20,14 +20,13 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from subrosa import pending
-from subrosa.cjk import cjk_index_text
 from subrosa.paths import claude_root
 from subrosa.redact import Redactor
 from subrosa.transcripts import Message, Parsed, SessionInfo, parse_lines
@@ -37,6 +36,11 @@ CHUNK_BYTES = 4 << 20
 # transaction and merges them later, so many small transactions cost far more than
 # a few large ones; the offsets are saved in the same transaction as the messages.
 COMMIT_BYTES = 32 << 20
+# Ingests of at least this much use worker processes to parse (see _ingest_parallel);
+# a worker takes files up to WORKER_MAX_BYTES, and each has this many files in flight.
+PARALLEL_MIN_BYTES = 32 << 20
+WORKER_MAX_BYTES = 16 << 20
+IN_FLIGHT_PER_WORKER = 3
 HEAD_BYTES = 4096
 
 Progress = Callable[[int], None]
@@ -148,9 +152,36 @@ def all_project_dirs(env: dict[str, str] | None = None) -> list[Path]:
     return sorted(path for path in root.iterdir() if path.is_dir())
 
 
-def _head_hash(handle: BinaryIO, length: int) -> str:
-    """A hash of the file's first bytes (pread: the reader's position is untouched)."""
-    return hashlib.sha1(os.pread(handle.fileno(), min(length, HEAD_BYTES), 0)).hexdigest()
+def _head_hash_of(path: str, length: int) -> str:
+    """A hash of the file's first `length` bytes (at most HEAD_BYTES)."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha1(handle.read(min(length, HEAD_BYTES))).hexdigest()
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A file to read, its stat when planned, and the offset to read from."""
+
+    source: Source
+    stat: os.stat_result
+    start: int
+
+
+def _parse_file(
+    path: str, start: int, tool_result_chars: int
+) -> tuple[list[tuple[Parsed, int]], Counter[str]]:
+    """A worker's job: one file parsed from `start`, batch by batch, with what the
+    redactor replaced."""
+    redactor = Redactor()
+    batches = []
+    with open(path, "rb") as handle:
+        for lines, offset in _batches(handle, start, None):
+            parsed = parse_lines(lines, _default_session(Path(path)), tool_result_chars, redactor)
+            batches.append((parsed, offset))
+    return batches, redactor.counts
 
 
 def _load_states(conn: sqlite3.Connection) -> dict[str, _FileState]:
@@ -186,6 +217,8 @@ class Ingester:
         self._in_transaction = False
         self._uncommitted = 0
         self._next_id = 0
+        # Worker processes for parsing big ingests (0: parse in this process).
+        self.workers = max(1, (os.cpu_count() or 1) - 1) if (os.cpu_count() or 1) > 1 else 0
 
     def bytes_to_read(self, sources: list[Source]) -> int:
         """An estimate for the progress bar: what changed since the last ingest."""
@@ -200,9 +233,16 @@ class Ingester:
         return total
 
     def ingest(self, sources: list[Source]) -> IngestReport:
+        """Ingest `sources`; committed when it returns, rolled back when it raises."""
         try:
-            for source in sources:
-                self.ingest_file(source)
+            plans = [plan for plan in map(self._plan, sources) if plan is not None]
+            total = sum(plan.stat.st_size - plan.start for plan in plans)
+            workers = min(self.workers, len(plans))
+            if workers > 0 and total >= PARALLEL_MIN_BYTES:
+                self._ingest_parallel(plans, workers)
+            else:
+                for plan in plans:
+                    self._ingest_inline(plan)
         except BaseException:
             self.abort()
             raise
@@ -210,48 +250,96 @@ class Ingester:
         return self.report
 
     def ingest_file(self, source: Source) -> None:
+        """Ingest one file in this process (the caller commits)."""
+        plan = self._plan(source)
+        if plan is not None:
+            self._ingest_inline(plan)
+
+    def _plan(self, source: Source) -> _Plan | None:
+        """Where to start reading `source`, or None when it has not changed."""
         key = source.key
         self.report.files_seen += 1
         try:
             stat = os.stat(key)
         except OSError:
             self.report.missing.append(key)
-            return
+            return None
         state = self._states.get(key)
-        if (
-            state is not None
-            and state.inode == stat.st_ino
-            and state.size == stat.st_size
-            and state.mtime_ns == stat.st_mtime_ns
+        if state is None:
+            return _Plan(source, stat, 0)
+        if (state.inode, state.size, state.mtime_ns) == (
+            stat.st_ino,
+            stat.st_size,
+            stat.st_mtime_ns,
         ):
-            return
+            return None
+        if (
+            state.inode == stat.st_ino
+            and stat.st_size >= state.offset
+            and _head_hash_of(key, state.offset) == state.head_hash
+        ):
+            return _Plan(source, stat, state.offset)
+        self.report.files_restarted += 1
+        return _Plan(source, stat, 0)
+
+    def _ingest_inline(self, plan: _Plan) -> None:
+        """Read, parse and store one file here, batch by batch (any size, little memory)."""
+        source = plan.source
+        offset = plan.start
         with source.path.open("rb") as handle:
-            start = 0
-            if state is not None:
-                if (
-                    state.inode == stat.st_ino
-                    and stat.st_size >= state.offset
-                    and _head_hash(handle, state.offset) == state.head_hash
-                ):
-                    start = state.offset
-                else:
-                    self.report.files_restarted += 1
-            self.report.files_read += 1
-            offset = start
-            default_session = _default_session(source.path)
-            for lines, offset in _batches(handle, start, self.progress):
-                parsed = parse_lines(lines, default_session, self.tool_result_chars, self.redactor)
-                self._begin()
-                self._store(source, parsed)
-                self._save_state(key, source.project, stat, offset, handle)
-                self._uncommitted += len(lines)
-            if offset == start:
-                self._begin()
-                self._save_state(key, source.project, stat, offset, handle)
-            self.report.bytes_read += offset - start
-            self._uncommitted += offset - start
-            if self._uncommitted >= COMMIT_BYTES:
-                self.commit()
+            for lines, offset in _batches(handle, plan.start, self.progress):
+                parsed = parse_lines(
+                    lines, _default_session(source.path), self.tool_result_chars, self.redactor
+                )
+                self._store_batch(plan, parsed, offset)
+        self._finish_file(plan, offset)
+
+    def _ingest_parallel(self, plans: list[_Plan], workers: int) -> None:
+        """Parse in worker processes while this one writes: parsing (JSON, redaction)
+        costs about as much as SQLite's indexing, so the two overlap. A bounded number
+        of files is in flight, so memory does not grow with the corpus; files too big
+        to hold parsed at once are streamed here instead."""
+        import multiprocessing
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        context = multiprocessing.get_context(method)
+        window: deque[tuple[_Plan, Any]] = deque()
+        with context.Pool(workers) as pool:
+            for plan in plans:
+                if plan.stat.st_size - plan.start > WORKER_MAX_BYTES:
+                    self._ingest_inline(plan)
+                    continue
+                job = (str(plan.source.path), plan.start, self.tool_result_chars)
+                window.append((plan, pool.apply_async(_parse_file, job)))
+                while len(window) > IN_FLIGHT_PER_WORKER * workers:
+                    self._store_parsed(*window.popleft())
+            while window:
+                self._store_parsed(*window.popleft())
+
+    def _store_parsed(self, plan: _Plan, result: Any) -> None:
+        batches, redacted = result.get()
+        self.report.redacted.update(redacted)
+        offset = plan.start
+        for parsed, offset in batches:
+            self._store_batch(plan, parsed, offset)
+        if self.progress is not None:
+            self.progress(offset - plan.start)
+        self._finish_file(plan, offset)
+
+    def _store_batch(self, plan: _Plan, parsed: Parsed, offset: int) -> None:
+        self._begin()
+        self._store(plan.source, parsed)
+        self._save_state(plan, offset)
+
+    def _finish_file(self, plan: _Plan, offset: int) -> None:
+        self.report.files_read += 1
+        if offset == plan.start:  # nothing complete was added: remember the new stat
+            self._begin()
+            self._save_state(plan, offset)
+        self.report.bytes_read += offset - plan.start
+        self._uncommitted += offset - plan.start
+        if self._uncommitted >= COMMIT_BYTES:
+            self.commit()
 
     def _begin(self) -> None:
         if not self._in_transaction:
@@ -293,10 +381,9 @@ class Ingester:
             self._states = _load_states(self.conn)
         self._uncommitted = 0
 
-    def _save_state(
-        self, key: str, project: str, stat: os.stat_result, offset: int, handle: BinaryIO
-    ) -> None:
-        head = _head_hash(handle, offset)
+    def _save_state(self, plan: _Plan, offset: int) -> None:
+        key, project, stat = plan.source.key, plan.source.project, plan.stat
+        head = _head_hash_of(key, offset)
         self.conn.execute(
             "INSERT INTO ingested_files(path, project, inode, size, mtime_ns, offset, head_hash,"
             " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, datetime('now'))"
@@ -345,7 +432,6 @@ class Ingester:
         rows = []
         for message in fresh:
             self._next_id += 1
-            cjk = None if message.text.isascii() else cjk_index_text(message.text)
             rows.append(
                 (
                     self._next_id,
@@ -354,7 +440,7 @@ class Ingester:
                     message.role,
                     message.timestamp,
                     message.text,
-                    cjk,
+                    message.cjk,
                 )
             )
         self.conn.executemany(

@@ -11,6 +11,7 @@ docs/search.md.
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import sys
@@ -22,13 +23,19 @@ from typing import Any
 from subrosa.cjk import cjk_runs, has_cjk
 
 BUSY_TIMEOUT_MS = 30_000
-# Messages ranked by bm25 at most: the newest CANDIDATES that match. A term found in
-# most of a million messages would otherwise be scored everywhere (seconds).
-CANDIDATES = 4000
-SNIPPET_TOKENS = 16
+SNIPPET_TOKENS = 16  # facts' snippets (FTS5's snippet())
 MARK = ("**", "**")
 _TERM = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Words as unicode61 sees them, near enough for ranking (underscore separates).
+_WORD = re.compile(r"[^\W_]+")
+# A phrase in fewer messages than this is "selective": FTS5's own bm25 ranks every
+# match exactly and cheaply. Otherwise bm25 would count the phrase's documents over
+# its whole doclist (~0.1-0.3 s for a word in most of a million messages) and score
+# every match: the newest RERANK matches are ranked here instead (docs/search.md).
+SELECTIVE = 4000
+RERANK = 1000
+BM25_K1, BM25_B = 1.2, 0.75
 
 
 class QueryError(ValueError):
@@ -90,18 +97,37 @@ def _split_cjk(term: Term) -> tuple[list[str], str]:
     return runs, rest
 
 
-def fts_query(terms: list[Term], cjk_column: str | None) -> str:
-    """An FTS5 MATCH expression: every term quoted, all terms required. CJK text is
-    matched as a phrase of single characters in `cjk_column` (see docs/search.md)."""
-    parts: list[str] = []
+@dataclass(frozen=True)
+class Phrase:
+    """One quoted FTS5 phrase, and its tokens as the Python-side ranking sees them."""
+
+    expr: str
+    tokens: tuple[str, ...]
+    prefix: bool = False
+    cjk: bool = False
+
+
+def query_phrases(terms: list[Term], cjk_column: str | None) -> list[Phrase]:
+    """The phrases of an FTS5 MATCH expression: every term quoted, all required. CJK
+    text is matched as a phrase of single characters in `cjk_column` (subrosa.cjk)."""
+    phrases: list[Phrase] = []
     for term in terms:
         runs, rest = _split_cjk(term)
         for run in runs:
             if cjk_column is not None:
-                parts.append(f"{cjk_column} : {_quote(' '.join(run))}")
+                phrases.append(
+                    Phrase(f"{cjk_column} : {_quote(' '.join(run))}", tuple(run), cjk=True)
+                )
         if any(ch.isalnum() for ch in rest):
-            parts.append(_quote(rest.strip()) + ("*" if term.prefix else ""))
-    return " ".join(parts)
+            tokens = tuple(_WORD.findall(rest.lower())) or (rest.strip().lower(),)
+            expr = _quote(rest.strip()) + ("*" if term.prefix else "")
+            phrases.append(Phrase(expr, tokens, prefix=term.prefix))
+    return phrases
+
+
+def fts_query(terms: list[Term], cjk_column: str | None) -> str:
+    """The FTS5 MATCH expression for `terms` (never a syntax error)."""
+    return " ".join(phrase.expr for phrase in query_phrases(terms, cjk_column))
 
 
 # ---------------------------------------------------------------- searching
@@ -145,48 +171,153 @@ def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
     return joins, where, params
 
 
+def _probe(conn: sqlite3.Connection, phrase: Phrase) -> int | None:
+    """The rowid of the phrase's SELECTIVE-th newest match, or None when it has fewer
+    (FTS5 walks doclists newest-first lazily: this reads SELECTIVE entries at most)."""
+    row = conn.execute(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+        " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        [phrase.expr, SELECTIVE - 1],
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _document_count(
+    conn: sqlite3.Connection, phrase: Phrase, kth: int | None, total: int, newest: int
+) -> float:
+    """How many messages hold `phrase`: counted when it is selective, else estimated
+    from how far back its SELECTIVE newest matches reach."""
+    if kth is None:
+        row = conn.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", [phrase.expr]
+        ).fetchone()
+        return float(row[0])
+    return min(float(total), SELECTIVE * total / max(1, newest - kth + 1))
+
+
+def _rerank(
+    conn: sqlite3.Connection,
+    phrases: list[Phrase],
+    kths: list[int | None],
+    candidates: list[tuple[int, str, str | None]],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """bm25 (Okapi, with Lucene's always-positive idf) over the candidates, computed
+    here from their text: FTS5's bm25() would first count documents over the whole
+    doclist of every phrase, then score every match."""
+    # Ids are dense (ingest hands them out in order), so the newest id is the count;
+    # count(*) would read the whole table.
+    row = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
+    total = newest = int(row[0])
+    idf = []
+    for phrase, kth in zip(phrases, kths, strict=True):
+        df = _document_count(conn, phrase, kth, total, newest)
+        idf.append(math.log(1 + (total - df + 0.5) / (df + 0.5)))
+    # Term frequency and length from C-speed string operations (a substring count;
+    # words split on spaces): a Python tokenizer over a thousand messages would cost
+    # more than the whole query budget, and bm25 needs them only roughly.
+    needles = [" ".join(phrase.tokens) for phrase in phrases]
+    documents = []
+    for rowid, text, cjk in candidates:
+        lowered = text.lower()
+        chars = cjk or ""
+        length = lowered.count(" ") + lowered.count("\n") + 1 + len(chars) // 2
+        tfs = [
+            max(1, (chars if phrase.cjk else lowered).count(needle))
+            for phrase, needle in zip(phrases, needles, strict=True)
+        ]
+        documents.append((rowid, tfs, length))
+    average = sum(d[2] for d in documents) / max(1, len(documents)) or 1.0
+    scored = []
+    for rowid, tfs, length in documents:
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
+        score = sum(
+            weight * tf * (BM25_K1 + 1) / (tf + norm) for weight, tf in zip(idf, tfs, strict=True)
+        )
+        scored.append((rowid, score))
+    scored.sort(key=lambda item: (-item[1], -item[0]))
+    return scored[:limit]
+
+
+def _phrase_pattern(phrases: list[Phrase]) -> re.Pattern[str]:
+    """A regex marking the phrases' occurrences in a message, for snippets."""
+    parts = []
+    for phrase in sorted(phrases, key=lambda p: -sum(map(len, p.tokens))):
+        if phrase.cjk:
+            parts.append(re.escape("".join(phrase.tokens)))
+            continue
+        body = r"[\W_]+".join(re.escape(token) for token in phrase.tokens)
+        parts.append(r"\b" + body + (r"\w*" if phrase.prefix else r"\b"))
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+def text_snippet(text: str, pattern: re.Pattern[str], width: int = 110) -> str:
+    """About `width` characters of `text` around its first match, matches in bold (the
+    rerank path has the text in hand; FTS5's snippet() would look the phrases up in
+    the index again, milliseconds each for a word in most messages)."""
+    first = pattern.search(text)
+    at = first.start() if first else 0
+    start = max(0, at - width // 3)
+    if start:
+        space = text.find(" ", start, at)
+        start = space + 1 if space >= 0 else start
+    end = min(len(text), start + width)
+    if end < len(text):
+        space = text.rfind(" ", at, end)
+        end = space if space > at else end
+    window = pattern.sub(lambda m: f"{MARK[0]}{m.group(0)}{MARK[1]}", text[start:end])
+    return ("…" if start else "") + window + ("…" if end < len(text) else "")
+
+
 def search_messages(
     conn: sqlite3.Connection, terms: list[Term], filters: Filters, limit: int
 ) -> list[dict[str, Any]]:
-    """The best `limit` messages for `terms`, by bm25 among the newest CANDIDATES matches."""
-    match = fts_query(terms, "cjk")
-    if not match or limit <= 0:
+    """The best `limit` messages for `terms` by bm25: exact when every phrase is
+    selective, else among the newest RERANK matches (docs/search.md)."""
+    phrases = query_phrases(terms, "cjk")
+    if not phrases or limit <= 0:
         return []
+    match = " ".join(phrase.expr for phrase in phrases)
     joins, where, params = _message_filters(filters)
-    base = f"FROM messages_fts f{joins} WHERE messages_fts MATCH ?{where}"
-    # Newest-first is what FTS5 does cheaply (doclists are in rowid order); the
-    # CANDIDATES-th newest match bounds the set that is ranked.
-    row = conn.execute(
-        f"SELECT f.rowid {base} ORDER BY f.rowid DESC LIMIT 1 OFFSET ?",
-        [match, *params, CANDIDATES - 1],
-    ).fetchone()
-    floor = row[0] if row else 0
-    ranked = conn.execute(
-        f"SELECT f.rowid, bm25(messages_fts) AS score {base} AND f.rowid >= ?"
-        " ORDER BY score LIMIT ?",
-        [match, *params, floor, limit],
-    ).fetchall()
-    cjk_only = all(not any(ch.isalnum() for ch in _split_cjk(t)[1]) for t in terms)
+    kths = [_probe(conn, phrase) for phrase in phrases]
+    if all(kth is None for kth in kths):
+        ranked = [
+            (int(rowid), -float(score))
+            for rowid, score in conn.execute(
+                f"SELECT f.rowid, bm25(messages_fts) AS score FROM messages_fts f{joins}"
+                f" WHERE messages_fts MATCH ?{where} ORDER BY score LIMIT ?",
+                [match, *params, limit],
+            )
+        ]
+    else:
+        if " JOIN messages m " not in joins:
+            joins = " JOIN messages m ON m.id = f.rowid" + joins
+        candidates = conn.execute(
+            f"SELECT f.rowid, m.text, m.cjk FROM messages_fts f{joins}"
+            f" WHERE messages_fts MATCH ?{where} ORDER BY f.rowid DESC LIMIT ?",
+            [match, *params, RERANK],
+        ).fetchall()
+        ranked = _rerank(conn, phrases, kths, candidates, limit)
+    if not ranked:
+        return []
+    ids = [rowid for rowid, _score in ranked]
+    details = {
+        row[0]: row[1:]
+        for row in conn.execute(
+            "SELECT m.id, s.session_id, m.timestamp, m.role, s.project, m.text FROM messages m"
+            f" JOIN sessions s ON s.id = m.session_pk WHERE m.id IN ({','.join('?' * len(ids))})",
+            ids,
+        )
+    }
+    pattern = _phrase_pattern(phrases)
     results = []
     for rowid, score in ranked:
-        detail = conn.execute(
-            "SELECT s.session_id, m.timestamp, m.role, m.text, s.project,"
-            " snippet(messages_fts, 0, ?, ?, '…', ?)"
-            " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
-            " JOIN sessions s ON s.id = m.session_pk"
-            " WHERE messages_fts MATCH ? AND f.rowid = ?",
-            [*MARK, SNIPPET_TOKENS, match, rowid],
-        ).fetchone()
-        if detail is None:
-            continue
-        session_id, timestamp, role, text, project, snippet = detail
-        if cjk_only:
-            snippet = cjk_snippet(text, terms)
+        session_id, timestamp, role, project, text = details[rowid]
         results.append(
             {
                 "kind": "message",
-                "score": round(-score, 4),
-                "snippet": _one_line(snippet),
+                "score": round(score, 4),
+                "snippet": _one_line(text_snippet(text, pattern)),
                 "session_id": session_id,
                 "timestamp": timestamp,
                 "role": role,

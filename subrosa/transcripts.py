@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from subrosa.cjk import cjk_index_text
 from subrosa.redact import Redactor
 
 ROLES = ("user", "assistant")
@@ -34,6 +35,8 @@ class Message:
     role: str
     timestamp: str | None  # "YYYY-MM-DD HH:MM:SS", naive UTC
     text: str
+    # The CJK characters one per token, for the index (subrosa.cjk); None for most.
+    cjk: str | None = None
 
 
 @dataclass(slots=True)
@@ -227,7 +230,8 @@ def parse_record(
     uuid = record.get("uuid")
     if not isinstance(uuid, str) or not uuid:
         uuid = message_key(session_id, timestamp, str(role), text)
-    parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text))
+    cjk = None if text.isascii() else cjk_index_text(text)
+    parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, cjk))
 
 
 class _Message(msgspec.Struct):

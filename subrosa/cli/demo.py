@@ -48,7 +48,13 @@ def _steps(memory_dir: Path, db: Path) -> list[tuple[str, list[str]]]:
     steps.append(("review staleness (dry run)", [*base, "stale", "--today", "2026-11-29"]))
     steps.append(("generate MEMORY.md within its budget", [*base, "generate"]))
     steps.append(("the witness", [*base, "check", "--dir", str(memory_dir)]))
-    steps.append(("search the facts", [*base, "search", "pnpm"]))
+    session = str(EXAMPLES / "demo_session.jsonl")
+    steps.append(
+        ("archive an example Claude Code session (secrets redacted)", [*base, "ingest", session])
+    )
+    steps.append(("search the facts and the archive", [*base, "search", "pnpm"]))
+    steps.append(("Japanese text is found by any part", [*base, "search", "本番"]))
+    steps.append(("read the session back", [*base, "transcript", "show", "demo-session"]))
     return steps
 
 
