@@ -141,7 +141,8 @@ def bench(size_mb: int, out: Path) -> None:
         capture_output=True,
     )
     (work / "memory").mkdir()
-    subrosa = [sys.executable, "-m", "subrosa"]
+    # The installed console script, as users run it (`python -m` adds runpy).
+    subrosa = [str(Path(sys.executable).parent / "subrosa")]
     mb = jsonl_bytes / 1e6
     print(f"\n## {size_mb} MB corpus: {mb:.0f} MB of JSONL", flush=True)
 

@@ -15,10 +15,9 @@ import math
 import re
 import sqlite3
 import sys
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from subrosa.cjk import cjk_runs, has_cjk
 
@@ -56,8 +55,7 @@ def connect(path: Path) -> sqlite3.Connection:
 # ---------------------------------------------------------------- the query language
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(NamedTuple):
     """One thing the user asked for: a word, a "phrase", or a prefix*."""
 
     text: str
@@ -97,8 +95,7 @@ def _split_cjk(term: Term) -> tuple[list[str], str]:
     return runs, rest
 
 
-@dataclass(frozen=True)
-class Phrase:
+class Phrase(NamedTuple):
     """One quoted FTS5 phrase, and its tokens as the Python-side ranking sees them."""
 
     expr: str
@@ -133,8 +130,10 @@ def fts_query(terms: list[Term], cjk_column: str | None) -> str:
 # ---------------------------------------------------------------- searching
 
 
-@dataclass(frozen=True)
-class Filters:
+class Filters(NamedTuple):
+    """What a search is limited to (NamedTuples, not dataclasses: importing
+    dataclasses costs `subrosa search` more than its query)."""
+
     since: str | None = None  # "YYYY-MM-DD HH:MM:SS"
     role: str | None = None
     transcript_project: str | None = None  # None: every project
@@ -316,7 +315,7 @@ def search_messages(
         results.append(
             {
                 "kind": "message",
-                "score": round(score, 4),
+                "score": _significant(score),
                 "snippet": _one_line(text_snippet(text, pattern)),
                 "session_id": session_id,
                 "timestamp": timestamp,
@@ -391,7 +390,7 @@ def search_facts(
         results.append(
             {
                 "kind": "fact",
-                "score": round(-score, 4),
+                "score": _significant(-score),
                 "snippet": _one_line(snippet),
                 "slug": slug,
                 "title": title,
@@ -452,6 +451,12 @@ def search(
 # ---------------------------------------------------------------- output
 
 
+def _significant(score: float) -> float:
+    """Six significant digits: FTS5 gives words in over half the rows an idf of 1e-6,
+    so small archives have tiny scores whose order still matters."""
+    return float(f"{score:.6g}")
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -469,7 +474,7 @@ def render_text(results: list[dict[str, Any]]) -> str:
                 f"message {result['session_id']} {result['timestamp'] or '-'} "
                 f"{result['role']} #{result['message_id']}"
             )
-        lines.append(f"{head}  score {result['score']:.2f}")
+        lines.append(f"{head}  score {result['score']:.3g}")
         lines.append(f"    {result['snippet']}")
     return "\n".join(lines)
 

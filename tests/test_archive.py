@@ -209,7 +209,16 @@ def test_no_query_is_a_syntax_error(memory_dir: Path, run: RunCli, query: str) -
     assert isinstance(_search(run, "--", query), list)
 
 
-def test_phrases_prefixes_and_filters(memory_dir: Path, run: RunCli) -> None:
+@pytest.fixture(params=["exact", "rerank"])
+def ranking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ranking paths: FTS5's bm25 (every phrase selective) and the rerank of the
+    newest matches (a phrase in more messages than SELECTIVE)."""
+    if request.param == "rerank":
+        monkeypatch.setattr("subrosa.search.SELECTIVE", 1)
+    return str(request.param)
+
+
+def test_phrases_prefixes_and_filters(memory_dir: Path, run: RunCli, ranking: str) -> None:
     _transcript(
         "s-1.jsonl",
         _record("m1", "we deploy on Tuesday", timestamp="2026-01-01T09:00:00Z"),
@@ -219,14 +228,17 @@ def test_phrases_prefixes_and_filters(memory_dir: Path, run: RunCli) -> None:
     _ingest(run)
     assert len(_search(run, "deploy Tuesday")) == 2
     assert [r["role"] for r in _search(run, '"deploy on Tuesday"')] == ["user"]
-    assert len(_search(run, "dep*")) == 3
+    prefixed = _search(run, "dep*")
+    assert len(prefixed) == 3
+    assert "**dependency**" in " ".join(r["snippet"] for r in prefixed)
+    assert all(r["score"] >= 0 for r in prefixed)
     assert [r["role"] for r in _search(run, "deploy", "--role", "assistant")] == ["assistant"]
     assert len(_search(run, "dep*", "--since", "2026-01-15")) == 2
     assert len(_search(run, "dep*", "--limit", "1")) == 1
     run("search", "dep*", "--since", "last tuesday", expect=2)
 
 
-def test_cjk_text_is_findable_by_any_part(memory_dir: Path, run: RunCli) -> None:
+def test_cjk_text_is_findable_by_any_part(memory_dir: Path, run: RunCli, ranking: str) -> None:
     _transcript(
         "s-1.jsonl",
         _record("m1", "会議は東京タワーの近くです。"),
