@@ -152,6 +152,16 @@ def all_project_dirs(env: dict[str, str] | None = None) -> list[Path]:
     return sorted(path for path in root.iterdir() if path.is_dir())
 
 
+def default_workers(env: dict[str, str] | None = None) -> int:
+    """Worker processes for parsing big ingests: `SUBROSA_INGEST_WORKERS`, else one less
+    than the CPUs (0: parse in the writing process)."""
+    raw = (os.environ if env is None else env).get("SUBROSA_INGEST_WORKERS", "")
+    if raw.strip().isdigit():
+        return int(raw)
+    cpus = os.cpu_count() or 1
+    return cpus - 1 if cpus > 1 else 0
+
+
 def _head_hash_of(path: str, length: int) -> str:
     """A hash of the file's first `length` bytes (at most HEAD_BYTES)."""
     try:
@@ -208,6 +218,9 @@ class Ingester:
         progress: Progress | None = None,
     ) -> None:
         self.conn = conn
+        # 32 MB of page cache (SQLite's default is 2 MB): the uuid index takes random
+        # inserts, and at a million messages most would otherwise miss the cache.
+        conn.execute("PRAGMA cache_size = -32768")
         self.tool_result_chars = tool_result_chars
         self.progress = progress
         self.report = IngestReport()
@@ -217,8 +230,7 @@ class Ingester:
         self._in_transaction = False
         self._uncommitted = 0
         self._next_id = 0
-        # Worker processes for parsing big ingests (0: parse in this process).
-        self.workers = max(1, (os.cpu_count() or 1) - 1) if (os.cpu_count() or 1) > 1 else 0
+        self.workers = default_workers()
 
     def bytes_to_read(self, sources: list[Source]) -> int:
         """An estimate for the progress bar: what changed since the last ingest."""
