@@ -153,12 +153,6 @@ def bench(size_mb: int, out: Path) -> None:
     messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
     floor_s, floor_cpu = floor(db, work)
     noop_s, _, _ = run_measured([*subrosa, "ingest", "--all-projects"], env)
-    single = None
-    if size_mb <= 100:
-        # The same ingest with parsing in the writing process (no worker), into a
-        # second database: what the worker process buys.
-        env1 = {**env, "SUBROSA_DB": str(work / "single.db"), "SUBROSA_INGEST_WORKERS": "0"}
-        single = run_measured([*subrosa, "ingest", "--all-projects"], env1)
     db_mb = sum(p.stat().st_size for p in work.glob("subrosa.db*")) / 1e6
 
     rows = [
@@ -170,7 +164,7 @@ def bench(size_mb: int, out: Path) -> None:
             f"{floor_s / ingest_s:.0%} of the floor's speed (target >= 50%)",
         ),
         (
-            "ingest, CPU seconds (worker included)",
+            "ingest, CPU seconds",
             f"{ingest_cpu:.1f} s ({mb / ingest_cpu:.1f} MB per CPU-second)",
             f"{floor_cpu / ingest_cpu:.0%} of the floor's (robust to other load)",
         ),
@@ -182,15 +176,6 @@ def bench(size_mb: int, out: Path) -> None:
         ("ingest peak RSS", f"{ingest_rss / 1e6:.0f} MB", "target <= 200 MB"),
         ("no-op re-ingest", f"{noop_s:.2f} s", "target <= 2 s at 1 GB"),
     ]
-    if single is not None:
-        rows.insert(
-            4,
-            (
-                "ingest without a worker process",
-                f"{mb / single[0]:.1f} MB/s ({single[0]:.1f} s, {single[2]:.1f} s CPU)",
-                f"{floor_s / single[0]:.0%} of the floor's speed",
-            ),
-        )
 
     in_proc: dict[str, list[float]] = {}
     whole: dict[str, list[float]] = {}

@@ -20,11 +20,11 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from subrosa import pending
 from subrosa.paths import claude_root
@@ -36,11 +36,6 @@ CHUNK_BYTES = 4 << 20
 # transaction and merges them later, so many small transactions cost far more than
 # a few large ones; the offsets are saved in the same transaction as the messages.
 COMMIT_BYTES = 32 << 20
-# Ingests of at least this much use worker processes to parse (see _ingest_parallel);
-# a worker takes files up to WORKER_MAX_BYTES, and each has this many files in flight.
-PARALLEL_MIN_BYTES = 32 << 20
-WORKER_MAX_BYTES = 16 << 20
-IN_FLIGHT_PER_WORKER = 3
 HEAD_BYTES = 4096
 
 Progress = Callable[[int], None]
@@ -79,9 +74,10 @@ class IngestReport:
 
 @dataclass(frozen=True)
 class Source:
-    """A transcript file and the project its sessions belong to."""
+    """A transcript file and the project its sessions belong to. The path is a string:
+    a no-op re-ingest of thousands of files must not pay for building Path objects."""
 
-    path: Path
+    path: str
     project: str
 
     @property
@@ -100,7 +96,7 @@ class _FileState:
     head_hash: str
 
 
-def project_of(path: Path, default: str, env: dict[str, str] | None = None) -> str:
+def project_of(path: str | Path, default: str, env: dict[str, str] | None = None) -> str:
     """The encoded project folder a transcript lives in under `<claude root>/projects/`,
     else `default` (a file ingested from elsewhere joins the current project)."""
     projects = os.path.join(os.path.abspath(claude_root(env)), "projects") + os.sep
@@ -111,7 +107,7 @@ def project_of(path: Path, default: str, env: dict[str, str] | None = None) -> s
     return parts[0] if len(parts) > 1 else default
 
 
-def transcripts_in(directory: Path) -> list[Path]:
+def transcripts_in(directory: Path) -> list[str]:
     """A project folder's transcripts: `*.jsonl` and `<session>/subagents/*.jsonl`."""
     found: list[str] = []
     try:
@@ -128,7 +124,7 @@ def transcripts_in(directory: Path) -> list[Path]:
             except OSError:
                 continue
             found += [os.path.join(subagents, n) for n in names if n.endswith(".jsonl")]
-    return [Path(path) for path in found]
+    return found
 
 
 def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
@@ -140,7 +136,7 @@ def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
             project = project_of(path / "x.jsonl", default_project)
             sources += [Source(file, project) for file in transcripts_in(path)]
         else:
-            sources.append(Source(path, project_of(path, default_project)))
+            sources.append(Source(str(path), project_of(path, default_project)))
     return sources
 
 
@@ -150,16 +146,6 @@ def all_project_dirs(env: dict[str, str] | None = None) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(path for path in root.iterdir() if path.is_dir())
-
-
-def default_workers(env: dict[str, str] | None = None) -> int:
-    """Worker processes for parsing big ingests: `SUBROSA_INGEST_WORKERS`, else one less
-    than the CPUs (0: parse in the writing process)."""
-    raw = (os.environ if env is None else env).get("SUBROSA_INGEST_WORKERS", "")
-    if raw.strip().isdigit():
-        return int(raw)
-    cpus = os.cpu_count() or 1
-    return cpus - 1 if cpus > 1 else 0
 
 
 def _head_hash_of(path: str, length: int) -> str:
@@ -178,20 +164,6 @@ class _Plan:
     source: Source
     stat: os.stat_result
     start: int
-
-
-def _parse_file(
-    path: str, start: int, tool_result_chars: int
-) -> tuple[list[tuple[Parsed, int]], Counter[str]]:
-    """A worker's job: one file parsed from `start`, batch by batch, with what the
-    redactor replaced."""
-    redactor = Redactor()
-    batches = []
-    with open(path, "rb") as handle:
-        for lines, offset in _batches(handle, start, None):
-            parsed = parse_lines(lines, _default_session(Path(path)), tool_result_chars, redactor)
-            batches.append((parsed, offset))
-    return batches, redactor.counts
 
 
 def _load_states(conn: sqlite3.Connection) -> dict[str, _FileState]:
@@ -230,14 +202,13 @@ class Ingester:
         self._in_transaction = False
         self._uncommitted = 0
         self._next_id = 0
-        self.workers = default_workers()
 
     def bytes_to_read(self, sources: list[Source]) -> int:
         """An estimate for the progress bar: what changed since the last ingest."""
         total = 0
         for source in sources:
             try:
-                size = source.path.stat().st_size
+                size = os.stat(source.path).st_size
             except OSError:
                 continue
             state = self._states.get(source.key)
@@ -247,13 +218,9 @@ class Ingester:
     def ingest(self, sources: list[Source]) -> IngestReport:
         """Ingest `sources`; committed when it returns, rolled back when it raises."""
         try:
-            plans = [plan for plan in map(self._plan, sources) if plan is not None]
-            total = sum(plan.stat.st_size - plan.start for plan in plans)
-            workers = min(self.workers, len(plans))
-            if workers > 0 and total >= PARALLEL_MIN_BYTES:
-                self._ingest_parallel(plans, workers)
-            else:
-                for plan in plans:
+            for source in sources:
+                plan = self._plan(source)
+                if plan is not None:
                     self._ingest_inline(plan)
         except BaseException:
             self.abort()
@@ -298,44 +265,12 @@ class Ingester:
         """Read, parse and store one file here, batch by batch (any size, little memory)."""
         source = plan.source
         offset = plan.start
-        with source.path.open("rb") as handle:
+        with open(source.path, "rb") as handle:
             for lines, offset in _batches(handle, plan.start, self.progress):
                 parsed = parse_lines(
                     lines, _default_session(source.path), self.tool_result_chars, self.redactor
                 )
                 self._store_batch(plan, parsed, offset)
-        self._finish_file(plan, offset)
-
-    def _ingest_parallel(self, plans: list[_Plan], workers: int) -> None:
-        """Parse in worker processes while this one writes: parsing (JSON, redaction)
-        costs about as much as SQLite's indexing, so the two overlap. A bounded number
-        of files is in flight, so memory does not grow with the corpus; files too big
-        to hold parsed at once are streamed here instead."""
-        import multiprocessing
-
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        context = multiprocessing.get_context(method)
-        window: deque[tuple[_Plan, Any]] = deque()
-        with context.Pool(workers) as pool:
-            for plan in plans:
-                if plan.stat.st_size - plan.start > WORKER_MAX_BYTES:
-                    self._ingest_inline(plan)
-                    continue
-                job = (str(plan.source.path), plan.start, self.tool_result_chars)
-                window.append((plan, pool.apply_async(_parse_file, job)))
-                while len(window) > IN_FLIGHT_PER_WORKER * workers:
-                    self._store_parsed(*window.popleft())
-            while window:
-                self._store_parsed(*window.popleft())
-
-    def _store_parsed(self, plan: _Plan, result: Any) -> None:
-        batches, redacted = result.get()
-        self.report.redacted.update(redacted)
-        offset = plan.start
-        for parsed, offset in batches:
-            self._store_batch(plan, parsed, offset)
-        if self.progress is not None:
-            self.progress(offset - plan.start)
         self._finish_file(plan, offset)
 
     def _store_batch(self, plan: _Plan, parsed: Parsed, offset: int) -> None:
@@ -482,12 +417,14 @@ class Ingester:
         )
 
 
-def _default_session(path: Path) -> str:
+def _default_session(path: str) -> str:
     """The session a record without a sessionId belongs to: the file's own name, or for a
     subagent transcript (`<session>/subagents/agent-….jsonl`) its parent session."""
-    if path.parent.name == "subagents":
-        return path.parent.parent.name
-    return path.stem
+    parent, name = os.path.split(path)
+    grandparent, parent_name = os.path.split(parent)
+    if parent_name == "subagents":
+        return os.path.basename(grandparent)
+    return name[: -len(".jsonl")] if name.endswith(".jsonl") else os.path.splitext(name)[0]
 
 
 def _batches(
@@ -531,6 +468,6 @@ def drain_pending(
     for entry_path, data in entries:
         path = Path(data["transcript_path"])
         if path.is_file():
-            ingester.ingest([Source(path, project_of(path, default_project, env))])
+            ingester.ingest([Source(str(path), project_of(path, default_project, env))])
         pending.remove(entry_path)
     return ingester.report

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -26,9 +26,9 @@ from subrosa.redact import Redactor
 ROLES = ("user", "assistant")
 
 
-@dataclass(slots=True)
-class Message:
-    """One archived message: the text that is stored and indexed."""
+class Message(NamedTuple):
+    """One archived message: the text that is stored and indexed. (A NamedTuple: the
+    ingest workers send millions of these back, and tuples pickle in C.)"""
 
     uuid: str
     session_id: str

@@ -380,7 +380,7 @@ def archive_db(tmp_path: Path) -> sqlite3.Connection:
         + "\n"
     )
     conn = connect(path)
-    Ingester(conn).ingest([Source(source, "p")])
+    Ingester(conn).ingest([Source(str(source), "p")])
     return conn
 
 
@@ -390,33 +390,3 @@ def archive_db(tmp_path: Path) -> sqlite3.Connection:
 @given(st.text(max_size=40))
 def test_any_query_returns_a_list(archive_db: sqlite3.Connection, query: str) -> None:
     assert isinstance(search(archive_db, query, Filters(), 5), list)
-
-
-def test_parallel_parsing_stores_what_inline_parsing_stores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from subrosa import ingest
-    from subrosa.db import open_database
-
-    sources = [
-        ingest.Source(path, "p") for path in sorted((CORPUS / "transcripts").rglob("*.jsonl"))
-    ]
-    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest, "WORKER_MAX_BYTES", 50_000)  # one file stays inline
-    contents = []
-    for workers in (0, 1):
-        path = tmp_path / f"w{workers}.db"
-        open_database(f"sqlite:///{path}")
-        conn = connect(path)
-        ingester = ingest.Ingester(conn)
-        ingester.workers = workers
-        report = ingester.ingest(sources).to_dict()
-        rows = conn.execute("SELECT uuid, role, text, cjk FROM messages ORDER BY uuid").fetchall()
-        sessions = conn.execute("SELECT * FROM sessions ORDER BY session_id").fetchall()
-        indexed = conn.execute(
-            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'the'"
-        ).fetchone()
-        contents.append((report, rows, [s[1:] for s in sessions], indexed))
-        conn.close()
-    assert contents[0] == contents[1]
-    assert contents[0][0]["new_messages"] > 50

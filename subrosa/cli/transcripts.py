@@ -185,7 +185,9 @@ def transcript() -> None:
 
 @transcript.command(name="list")
 @click.option("--all-projects", is_flag=True, help="Sessions of every project.")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="How many sessions."
+)
 @json_option
 @pass_app
 def list_cmd(app: AppContext, all_projects: bool, limit: int, as_json: bool) -> None:
@@ -319,7 +321,9 @@ def _print_conversation(session_id: str, info: Any, messages: list[dict[str, Any
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many results."
+)
 @click.option(
     "--all-projects", is_flag=True, help="Facts and sessions of every project, not only this one."
 )
