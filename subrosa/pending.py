@@ -15,6 +15,7 @@ import os
 import time
 from pathlib import Path
 
+from subrosa.fsutil import atomic_write_text
 from subrosa.paths import data_dir
 
 # typing stays off the SessionEnd hook's import path (mypy reads this like typing's).
@@ -50,10 +51,6 @@ def record(
     env: dict[str, str] | None = None,
 ) -> Path:
     """Note that `transcript_path` should reach the archive."""
-    # Imported here: `subrosa search` checks for pending entries on its fast path,
-    # and fsutil's tempfile import would cost it more than the rest of the check.
-    from subrosa.fsutil import atomic_write_text
-
     directory = pending_dir(env)
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = directory / _entry_name(transcript_path)
