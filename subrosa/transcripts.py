@@ -170,16 +170,6 @@ def _session(parsed: Parsed, session_id: str) -> SessionInfo:
     return info
 
 
-def _note_session(parsed: Parsed, record: dict[str, object], session_id: str) -> None:
-    info = _session(parsed, session_id)
-    cwd = record.get("cwd")
-    if isinstance(cwd, str) and cwd:
-        info.cwd = cwd
-    branch = record.get("gitBranch")
-    if isinstance(branch, str) and branch:
-        info.git_branch = branch
-
-
 def _note_title(parsed: Parsed, record: dict[str, object], session_id: str, clean: Clean) -> bool:
     """Titles and summaries (record types seen across versions); True when one was read."""
     for key in ("customTitle", "aiTitle", "title"):
@@ -219,15 +209,43 @@ def parse_record(
     if not isinstance(message, dict):
         parsed.skipped["no message"] += 1
         return
-    role = message.get("role") if message.get("role") in ROLES else kind
-    text = content_text(message.get("content"), tool_result_chars, parsed.skipped, clean)
-    text = text.strip()
-    _note_session(parsed, record, session_id)
+    _add_message(
+        parsed,
+        session_id,
+        kind,
+        message.get("role"),
+        message.get("content"),
+        record,
+        tool_result_chars,
+        clean,
+    )
+
+
+def _add_message(
+    parsed: Parsed,
+    session_id: str,
+    kind: str,
+    role: object,
+    content: object,
+    record: dict[str, object] | _Record,
+    tool_result_chars: int,
+    clean: Clean,
+) -> None:
+    """A user or assistant message (from the generic dict or the decoded struct)."""
+    get = record.get if isinstance(record, dict) else lambda name: getattr(record, name)
+    text = content_text(content, tool_result_chars, parsed.skipped, clean).strip()
+    info = _session(parsed, session_id)
+    cwd, branch = get("cwd"), get("gitBranch")
+    if isinstance(cwd, str) and cwd:
+        info.cwd = cwd
+    if isinstance(branch, str) and branch:
+        info.git_branch = branch
     if not text:
         parsed.skipped["empty"] += 1
         return
-    timestamp = normalize_time(record.get("timestamp"))
-    uuid = record.get("uuid")
+    role = role if role in ROLES else kind
+    timestamp = normalize_time(get("timestamp"))
+    uuid = get("uuid")
     if not isinstance(uuid, str) or not uuid:
         uuid = message_key(session_id, timestamp, str(role), text)
     cjk = None if text.isascii() else cjk_index_text(text)
@@ -262,18 +280,8 @@ _DECODER = msgspec.json.Decoder(_Record)
 _FIELDS = tuple(name for name in _Record.__struct_fields__ if name != "message")
 
 
-def decode_line(line: bytes) -> object:
-    """One JSONL line as a dict holding the fields we use (or whatever JSON value it is).
-    Raises ValueError when it is not JSON."""
-    try:
-        record = _DECODER.decode(line)
-    except msgspec.ValidationError:
-        try:
-            return msgspec.json.decode(line)
-        except msgspec.DecodeError as exc:
-            raise ValueError(str(exc)) from None
-    except msgspec.DecodeError as exc:
-        raise ValueError(str(exc)) from None
+def _as_dict(record: _Record) -> dict[str, object]:
+    """The decoded struct as the generic path's dict (the fields that are set)."""
     out: dict[str, object] = {}
     for name in _FIELDS:
         value = getattr(record, name)
@@ -296,12 +304,42 @@ def parse_lines(
     for line in lines:
         if not line.strip():
             continue
+        clean = redactor or _same
         try:
-            record = decode_line(line)
-        except ValueError:
+            struct = _DECODER.decode(line)
+        except msgspec.ValidationError:  # fields of unexpected types: the generic path
+            try:
+                generic = msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                parsed.skipped["not json"] += 1
+                continue
+            parse_record(generic, default_session, tool_result_chars, parsed, clean)
+            continue
+        except msgspec.DecodeError:
             parsed.skipped["not json"] += 1
             continue
-        parse_record(record, default_session, tool_result_chars, parsed, redactor or _same)
+        session = struct.sessionId
+        if (
+            struct.type in ROLES
+            and not struct.isMeta
+            and struct.message is not None
+            and isinstance(session, str)
+            and session
+        ):
+            # The common case, without building a dict first.
+            message = struct.message
+            _add_message(
+                parsed,
+                session,
+                struct.type,
+                message.role,
+                message.content,
+                struct,
+                tool_result_chars,
+                clean,
+            )
+        else:
+            parse_record(_as_dict(struct), default_session, tool_result_chars, parsed, clean)
     _adopt_orphan_titles(parsed, default_session)
     return parsed
 
