@@ -271,15 +271,26 @@ def text_snippet(text: str, pattern: re.Pattern[str], width: int = 110) -> str:
 def search_messages(
     conn: sqlite3.Connection, terms: list[Term], filters: Filters, limit: int
 ) -> list[dict[str, Any]]:
-    """The best `limit` messages for `terms` by bm25: exact when every phrase is
-    selective, else among the newest RERANK matches (docs/search.md)."""
+    """The best `limit` messages for `terms` by bm25 (docs/search.md): exact when the
+    query has at most RERANK matches or every phrase is selective, else among the
+    newest RERANK matches."""
     phrases = query_phrases(terms, "cjk")
     if not phrases or limit <= 0:
         return []
     match = " ".join(phrase.expr for phrase in phrases)
     joins, where, params = _message_filters(filters)
     kths = [_probe(conn, phrase) for phrase in phrases]
-    if all(kth is None for kth in kths):
+    text_joins = (
+        joins if " JOIN messages m " in joins else " JOIN messages m ON m.id = f.rowid" + joins
+    )
+    candidates = conn.execute(
+        f"SELECT f.rowid, m.text, m.cjk FROM messages_fts f{text_joins}"
+        f" WHERE messages_fts MATCH ?{where} ORDER BY f.rowid DESC LIMIT ?",
+        [match, *params, RERANK],
+    ).fetchall()
+    if len(candidates) == RERANK and all(kth is None for kth in kths):
+        # More matches than RERANK, but every phrase's doclist is short: FTS5's bm25
+        # ranks them all exactly and cheaply.
         ranked = [
             (int(rowid), -float(score))
             for rowid, score in conn.execute(
@@ -289,13 +300,9 @@ def search_messages(
             )
         ]
     else:
-        if " JOIN messages m " not in joins:
-            joins = " JOIN messages m ON m.id = f.rowid" + joins
-        candidates = conn.execute(
-            f"SELECT f.rowid, m.text, m.cjk FROM messages_fts f{joins}"
-            f" WHERE messages_fts MATCH ?{where} ORDER BY f.rowid DESC LIMIT ?",
-            [match, *params, RERANK],
-        ).fetchall()
+        # All matches in hand (exact), or the newest RERANK of a query with a common
+        # phrase. Ranked here, with an idf that stays positive: FTS5 gives a word in
+        # over half the rows an idf of 1e-6, which flattens small archives' ranking.
         ranked = _rerank(conn, phrases, kths, candidates, limit)
     if not ranked:
         return []
@@ -430,8 +437,9 @@ def search(
     facts: bool = True,
     messages: bool = True,
 ) -> list[dict[str, Any]]:
-    """Facts and messages for `query`, best first (facts' and messages' bm25 scores are
-    on the same scale: both sum idf-weighted term frequencies)."""
+    """Facts, then messages, for `query`, each best first. Facts lead: they are the
+    distilled memory, and their scores (over a few hundred facts) and the messages'
+    (over up to millions) are not on one scale."""
     terms = parse_query(query)
     if not terms:
         return []
@@ -440,7 +448,6 @@ def search(
         found += search_facts(conn, terms, filters, limit)
     if messages:
         found += search_messages(conn, terms, filters, limit)
-    found.sort(key=lambda result: -result["score"])
     found = found[:limit]
     record_hits(conn, [r["fact_id"] for r in found if r["kind"] == "fact"])
     for result in found:
