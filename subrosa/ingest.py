@@ -228,12 +228,6 @@ class Ingester:
         self.commit()
         return self.report
 
-    def ingest_file(self, source: Source) -> None:
-        """Ingest one file in this process (the caller commits)."""
-        plan = self._plan(source)
-        if plan is not None:
-            self._ingest_inline(plan)
-
     def _plan(self, source: Source) -> _Plan | None:
         """Where to start reading `source`, or None when it has not changed."""
         key = source.key
