@@ -268,7 +268,10 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
         _drain(app, conn)
         pk, session_id = _find_session(conn, session)
         rows = conn.execute(
-            "SELECT id, uuid, role, timestamp, text FROM messages WHERE session_pk = ? ORDER BY id",
+            # Time order: a session's lines can arrive from several files (a resumed
+            # session, a fork), so the order of insertion is not the conversation's.
+            "SELECT id, uuid, role, timestamp, text FROM messages WHERE session_pk = ?"
+            " ORDER BY timestamp IS NULL, timestamp, id",
             [pk],
         ).fetchall()
         info = conn.execute(
