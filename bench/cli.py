@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _table import print_table  # bench/ is on sys.path when run as a script
+
 
 def _p50(command: list[str], runs: int) -> float:
     samples = []
@@ -96,10 +98,7 @@ def main() -> None:
             ">= 1,000 leaves/s",
         ),
     ]
-    header = ("figure", "measured", "baseline (same run)", "ratio", "target")
-    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
-    for row in (header, tuple("-" * w for w in widths), *rows):
-        print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
+    print_table(rows)
 
 
 if __name__ == "__main__":

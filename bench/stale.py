@@ -23,6 +23,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+from _table import print_table  # bench/ is on sys.path when run as a script
+
 TODAY = date(2026, 11, 29)
 
 
@@ -116,10 +118,7 @@ def main() -> None:
             "<= 2x",
         ),
     ]
-    header = ("figure", "measured", "baseline (same run)", "ratio", "target")
-    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
-    for row in (header, tuple("-" * w for w in widths), *rows):
-        print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -117,19 +117,11 @@ def fact_to_dict(fact: Fact, memory_dir: Path) -> dict[str, Any]:
 
 
 def _state_row(fact: Any) -> dict[str, Any]:
-    row = {
-        "slug": fact.slug,
-        "title": fact.title,
-        "hook": fact.hook,
-        "section": fact.section,
-        "pinned": bool(fact.pinned),
-        "status": fact.status,
-        "archive_reason": fact.archive_reason,
-        "archived_at": _iso(fact.archived_at),
-        "position": fact.position,
-        "created_at": _iso(fact.created_at),
-    }
-    assert set(row) == set(STATE_KEYS)
+    """The sidecar row of a fact (a Fact or a plain row with the same attributes)."""
+    row = {key: getattr(fact, key) for key in STATE_KEYS}
+    row["pinned"] = bool(row["pinned"])
+    row["archived_at"] = _iso(row["archived_at"])
+    row["created_at"] = _iso(row["created_at"])
     return row
 
 
