@@ -323,9 +323,7 @@ class Ingester:
         if self._hash_size_checked:
             return
         self._hash_size_checked = True
-        row = self.conn.execute(
-            "SELECT v FROM messages_fts_config WHERE k = 'hashsize'"
-        ).fetchone()
+        row = self.conn.execute("SELECT v FROM messages_fts_config WHERE k = 'hashsize'").fetchone()
         if row is None or row[0] != FTS_HASH_BYTES:
             self.conn.execute(
                 "INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', ?)",

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subrosa.redact import KIND_NAMES, Redactor
+from subrosa.redact import KIND_NAMES, KINDS, Redactor, candidates
 
 # kind -> (text holding the secret, the secret part that must disappear)
 SAMPLES: dict[str, tuple[str, str]] = {
@@ -135,3 +135,63 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 def test_a_secret_never_survives_in_any_surroundings(kind: str, before: str, after: str) -> None:
     text, secret = SAMPLES[kind]
     assert secret not in Redactor()(f"{before} {text} {after}")
+
+
+# The trigger scan (one Aho-Corasick pass over the lowercased text) must open exactly
+# the kinds that a plain `in` test of every trigger opens, and the redactor using the
+# scan's keyword offsets must give what re-finding the keywords in each text gives.
+_PIECES = sorted(
+    {t for k in KINDS for t in k.triggers}
+    | {t for k in KINDS for t in k.lower_triggers}
+    | {t.upper() for k in KINDS for t in k.lower_triggers}
+    | {text for text, _ in SAMPLES.values()}
+    | {"İ", "ß", "ﬁ", "Σ", "日本語", "😀", " = ", ": ", "=", "\n", "x" * 25, "Token ", "PASS"}
+)
+_MIXED = st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=6)), max_size=12).map(
+    "".join
+)
+
+
+def _naive_candidates(text: str) -> list[int]:
+    lowered = text.lower()
+    return [
+        index
+        for index, kind in enumerate(KINDS)
+        if any(t in text for t in kind.triggers) or any(t in lowered for t in kind.lower_triggers)
+    ]
+
+
+def _reference_redact(text: str) -> tuple[str, dict[str, int]]:
+    """Each candidate kind applied on its own, anchored keywords found by str.find."""
+    redactor = Redactor()
+    for index in _naive_candidates(text):
+        text = redactor._apply(KINDS[index], text)
+    return text, dict(redactor.counts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_MIXED)
+def test_the_trigger_scan_opens_exactly_the_kinds_plain_search_opens(text: str) -> None:
+    assert candidates(text) == _naive_candidates(text)
+    redactor = Redactor()
+    assert (redactor(text), dict(redactor.counts)) == _reference_redact(text)
+
+
+def test_every_keyword_occurrence_is_tried_even_overlapping_ones() -> None:
+    text = (
+        "passpassword=hunter2hunter2 then TOKEN tokentokentoken0123456789abcdef"
+        " and api_key=zzzzzzzz"
+    )
+    redactor = Redactor()
+    out = redactor(text)
+    assert "hunter2hunter2" not in out
+    assert "zzzzzzzz" not in out
+    assert (out, dict(redactor.counts)) == _reference_redact(text)
+
+
+def test_length_changing_lowercase_still_redacts() -> None:
+    # "İ".lower() is two characters: the scan's offsets no longer fit the text.
+    text = "İİİ password=abcdefgh123 and bearer abcdefghijklmnopqrstuvwxyz"
+    out = Redactor()(text)
+    assert "abcdefgh123" not in out
+    assert "abcdefghijklmnopqrstuvwxyz" not in out
