@@ -298,23 +298,6 @@ class Ingester:
             row = self.conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
             self._next_id = int(row[0])
 
-    def _unseen(self, messages: list[Message]) -> list[Message]:
-        """`messages` less those already stored (resumed and forked sessions repeat
-        history) and less repeats within the batch."""
-        seen: set[str] = set()
-        uuids = [message.uuid for message in messages]
-        for start in range(0, len(uuids), 500):
-            part = uuids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(f"SELECT uuid FROM messages WHERE uuid IN ({marks})", part)
-            seen.update(row[0] for row in rows)
-        fresh = []
-        for message in messages:
-            if message.uuid not in seen:
-                seen.add(message.uuid)
-                fresh.append(message)
-        return fresh
-
     def _tune_index(self) -> None:
         """Give FTS5 a bigger in-memory buffer (SQLite's default is 1 MB): each time it
         fills, FTS5 writes a segment and later merges it, so a bigger buffer means fewer
@@ -394,9 +377,9 @@ class Ingester:
         return pk
 
     def _insert_messages(self, pk: int, messages: list[Message]) -> None:
-        fresh = self._unseen(messages)
+        first_id = self._next_id + 1
         rows = []
-        for message in fresh:
+        for message in messages:
             self._next_id += 1
             rows.append(
                 (
@@ -409,11 +392,22 @@ class Ingester:
                     message.cjk,
                 )
             )
-        self.conn.executemany(
+        # A message already stored (resumed and forked sessions repeat history) or
+        # repeated within the batch is left out by the uuid's unique index itself: a
+        # lookup of every uuid first would search the same index twice.
+        added = self.conn.executemany(
             "INSERT INTO messages(id, session_pk, uuid, role, timestamp, text, cjk)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(uuid) DO NOTHING",
             rows,
-        )
+        ).rowcount
+        if added < len(rows):
+            # The ids from `first_id` on were handed out in this transaction (we hold the
+            # write lock): those present are the rows that went in.
+            stored = {
+                row[0]
+                for row in self.conn.execute("SELECT id FROM messages WHERE id >= ?", (first_id,))
+            }
+            rows = [row for row in rows if row[0] in stored]
         # The index is written here, not by an insert trigger: FTS5 flushes its
         # in-memory index at every statement savepoint, and a trigger runs inside
         # one, so trigger-fed bulk inserts are four times slower (docs/search.md).
@@ -422,7 +416,6 @@ class Ingester:
             "INSERT INTO messages_fts(rowid, text, cjk) VALUES (?, ?, ?)",
             [(row[0], row[5], row[6]) for row in rows],
         )
-        added = len(rows)
         self.report.new_messages += added
         self.report.duplicate_messages += len(messages) - added
         times = [m.timestamp for m in messages if m.timestamp]
