@@ -11,7 +11,6 @@ Thinking blocks and `isMeta` entries are skipped (they are not the conversation)
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,6 +75,7 @@ def normalize_time(value: object) -> str | None:
 
 
 Clean = Callable[[str], str]
+_ENCODER = msgspec.json.Encoder()
 
 
 def _same(text: str) -> str:
@@ -99,8 +99,10 @@ def _compact_input(value: object, limit: int, clean: Clean) -> str:
         if isinstance(only, str):
             return cut(only, limit, clean)
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):
+        # Compact JSON, non-ASCII kept as is (what json.dumps(ensure_ascii=False,
+        # separators=(",", ":")) writes, at a fifth of its cost).
+        text = _ENCODER.encode(value).decode()
+    except (TypeError, ValueError, OverflowError):
         text = str(value)
     return cut(text, limit, clean)
 
@@ -215,7 +217,7 @@ def parse_record(
         kind,
         message.get("role"),
         message.get("content"),
-        record,
+        (record.get("cwd"), record.get("gitBranch"), record.get("timestamp"), record.get("uuid")),
         tool_result_chars,
         clean,
     )
@@ -227,15 +229,15 @@ def _add_message(
     kind: str,
     role: object,
     content: object,
-    record: dict[str, object] | _Record,
+    fields: tuple[object, object, object, object],
     tool_result_chars: int,
     clean: Clean,
 ) -> None:
-    """A user or assistant message (from the generic dict or the decoded struct)."""
-    get = record.get if isinstance(record, dict) else lambda name: getattr(record, name)
+    """A user or assistant message (from the generic dict or the decoded struct);
+    `fields` are the record's cwd, gitBranch, timestamp and uuid."""
+    cwd, branch, raw_time, uuid = fields
     text = content_text(content, tool_result_chars, parsed.skipped, clean).strip()
     info = _session(parsed, session_id)
-    cwd, branch = get("cwd"), get("gitBranch")
     if isinstance(cwd, str) and cwd:
         info.cwd = cwd
     if isinstance(branch, str) and branch:
@@ -244,8 +246,7 @@ def _add_message(
         parsed.skipped["empty"] += 1
         return
     role = role if role in ROLES else kind
-    timestamp = normalize_time(get("timestamp"))
-    uuid = get("uuid")
+    timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
         uuid = message_key(session_id, timestamp, str(role), text)
     cjk = None if text.isascii() else cjk_index_text(text)
@@ -334,7 +335,7 @@ def parse_lines(
                 struct.type,
                 message.role,
                 message.content,
-                struct,
+                (struct.cwd, struct.gitBranch, struct.timestamp, struct.uuid),
                 tool_result_chars,
                 clean,
             )
