@@ -174,11 +174,14 @@ class Scan(NamedTuple):
 def scan(text: str) -> Scan:
     """The kinds whose triggers are in `text`, with the anchored kinds' keyword offsets."""
     lowered = text.lower()
+    # Overlapping: every occurrence of every pattern, so no anchored keyword is missed.
+    matches = _AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)
+    if not matches:
+        return _NOTHING
     found: set[int] = set()
     starts: dict[int, list[int]] = {}
     seen: set[int] = set()
-    # Overlapping: every occurrence of every pattern, so no anchored keyword is missed.
-    for pattern, start, _ in _AUTOMATON.find_matches_as_indexes(lowered, overlapping=True):
+    for pattern, start, _ in matches:
         for index in _ANCHORED_BY_PATTERN[pattern]:
             starts.setdefault(index, []).append(start)
         if pattern in seen:
@@ -190,9 +193,12 @@ def scan(text: str) -> Scan:
     return Scan(sorted(found), lowered, starts)
 
 
+_NOTHING = Scan([], "", {})
+
+
 def candidates(text: str) -> list[int]:
     """The indices of the kinds whose triggers are in `text`, in KINDS order."""
-    return scan(text).kinds
+    return list(scan(text).kinds)
 
 
 @dataclass
@@ -203,6 +209,8 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         found = scan(text)
+        if not found.kinds:
+            return text
         original = text
         for index in found.kinds:
             kind = KINDS[index]
