@@ -302,10 +302,10 @@ def parse_lines(
     """Parse complete JSONL lines (bytes, newline optional) of one transcript; the
     redactor sees every piece of text before it is kept."""
     parsed = Parsed()
+    clean = redactor or _same
     for line in lines:
-        if not line.strip():
+        if not line or line.isspace():
             continue
-        clean = redactor or _same
         try:
             struct = _DECODER.decode(line)
         except msgspec.ValidationError:  # fields of unexpected types: the generic path
