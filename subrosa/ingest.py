@@ -291,7 +291,11 @@ class Ingester:
             # transaction, so the per-row foreign key lookup proves nothing and costs a
             # sixth of the write path. (The pragma cannot change inside a transaction.)
             self.conn.execute("PRAGMA foreign_keys = OFF")
-            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                self.conn.execute("PRAGMA foreign_keys = ON")
+                raise
             self._in_transaction = True
             self._tune_index()
             # We hold the write lock from here on: ids can be handed out in advance.

@@ -390,3 +390,35 @@ def archive_db(tmp_path: Path) -> sqlite3.Connection:
 @given(st.text(max_size=40))
 def test_any_query_returns_a_list(archive_db: sqlite3.Connection, query: str) -> None:
     assert isinstance(search(archive_db, query, Filters(), 5), list)
+
+
+def test_repeats_are_left_out_of_table_and_index_alike(tmp_path: Path) -> None:
+    from subrosa.db import open_database
+    from subrosa.ingest import Ingester, Source
+
+    path = tmp_path / "dups.db"
+    open_database(f"sqlite:///{path}")
+    first = tmp_path / "a.jsonl"
+    first.write_text(
+        "\n".join([_record("m1", "alpha one"), _record("m2", "beta two"), _record("m1", "alpha")])
+        + "\n"
+    )
+    second = tmp_path / "b.jsonl"
+    second.write_text("\n".join([_record("m2", "beta two"), _record("m3", "gamma three")]) + "\n")
+    conn = connect(path)
+    report = Ingester(conn).ingest([Source(str(first), "p"), Source(str(second), "p")])
+    assert (report.new_messages, report.duplicate_messages) == (3, 2)
+    rows = conn.execute("SELECT id, uuid, text FROM messages ORDER BY id").fetchall()
+    assert [(uuid, text) for _, uuid, text in rows] == [
+        ("m1", "alpha one"),
+        ("m2", "beta two"),
+        ("m3", "gamma three"),
+    ]
+    # The index holds exactly the stored rows (FTS5 checks it against the table).
+    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+    hits = conn.execute(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'gamma OR beta'"
+    ).fetchall()
+    assert sorted(hit[0] for hit in hits) == [rows[1][0], rows[2][0]]
+    # Foreign keys are off only inside the ingest's own transactions.
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
