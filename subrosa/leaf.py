@@ -59,8 +59,12 @@ def slug_for(path: Path) -> str:
 
 
 def humanize(stem: str) -> str:
-    """`no_python_use_rust` -> `No Python Use Rust`: a title when the leaf offers none."""
-    words = re.split(r"[_\-\s]+", stem)
+    """`no_python_use_rust` -> `No Python Use Rust`: a title when the leaf offers none.
+
+    A leading type prefix (`feedback_`, `user-` …) is dropped: the type is shown anyway,
+    and the title should say what the fact is about.
+    """
+    words = re.split(r"[_\-\s]+", _TYPE_PREFIX.sub("", stem) or stem)
     return " ".join(w[:1].upper() + w[1:] for w in words if w) or stem
 
 
