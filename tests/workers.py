@@ -7,8 +7,13 @@ one database. Any failure exits non-zero with the message on stderr.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from subrosa.cli.app import cli
 
@@ -49,12 +54,81 @@ def repeat(times: int, *args: str) -> int:
     return 0
 
 
+# Audit events (PEP 578) that read, list or change a file, and what they name.
+_WATCHED = {
+    "open",
+    "os.listdir",
+    "os.scandir",
+    "os.rename",
+    "os.remove",
+    "os.rmdir",
+    "os.mkdir",
+    "os.chmod",
+    "os.chown",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "os.utime",
+    "shutil.copyfile",
+    "shutil.rmtree",
+    "sqlite3.connect",
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _event_record(event: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    named = args[:1] if event != "os.rename" else args[:2]  # the rest are modes and flags
+    paths = [
+        os.path.abspath(os.fsdecode(a))
+        for a in named
+        if isinstance(a, str | bytes | os.PathLike) and a
+    ]
+    writes = event not in ("open", "os.listdir", "os.scandir", "sqlite3.connect")
+    if event == "open":
+        mode, flags = args[1], args[2]
+        writes = bool(
+            (isinstance(mode, str) and set(mode) & set("wax+"))
+            or (isinstance(flags, int) and flags & _WRITE_FLAGS)
+        )
+    return {"event": event, "paths": paths, "writes": writes}
+
+
+def audited(log: Path, commands_json: str) -> int:
+    """Run each command (a JSON list of argument lists) as a user would, recording its
+    exit code, stderr and every file it opened, listed or changed; write them to `log`."""
+    records: list[dict[str, Any]] = []
+
+    def hook(event: str, event_args: tuple[Any, ...]) -> None:
+        if event in _WATCHED:
+            records.append(_event_record(event, event_args))
+
+    sys.addaudithook(hook)
+    results = []
+    for args in json.loads(commands_json):
+        records.clear()
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            try:
+                cli.main(list(args), prog_name="subrosa")  # standalone: exit codes as users see
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            else:
+                code = 0
+        results.append({"code": code, "stderr": stderr.getvalue(), "events": list(records)})
+    text = json.dumps(results)
+    with open(log, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     kind = argv[0]
     if kind == "upsert":
         return upsert(Path(argv[1]), int(argv[2]), int(argv[3]))
     if kind == "repeat":
         return repeat(int(argv[1]), *argv[2:])
+    if kind == "audited":
+        return audited(Path(argv[1]), argv[2])
     print(f"unknown worker kind {kind!r}", file=sys.stderr)
     return 2
 
