@@ -368,3 +368,43 @@ def test_fuzzed_leaves_through_upsert(memory_dir: Path, run: RunCli, text: str, 
     assert len(sidecar.splitlines()) == 1
     row = json.loads(sidecar)
     assert _one_safe_line(row["hook"]) and _one_safe_line(row["title"])
+
+
+# --- the settings file ----------------------------------------------------------
+
+TOML_VALUES = st.sampled_from(
+    ["1", "0", "-5", '"12"', '"x"', "1e400", "9" * 5000, "true", "[1]", "{a = 1}", "2024-01-01"]
+)
+
+
+@given(
+    entries=st.lists(
+        st.tuples(st.sampled_from(["budget", "max_lines", "nudge_every", "other"]), TOML_VALUES),
+        max_size=3,
+    ),
+    weights=st.lists(
+        st.tuples(st.sampled_from(["user", "feedback", "bogus"]), TOML_VALUES), max_size=3
+    ),
+    garbage=st.sampled_from(["", "[[", "\x00", "type_weights = 3\n", "budget = \n"]),
+)
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_settings_file_loads_or_is_refused_by_name(
+    tmp_path: Path,
+    entries: list[tuple[str, str]],
+    weights: list[tuple[str, str]],
+    garbage: str,
+) -> None:
+    from subrosa.config import Settings, load_settings
+    from subrosa.errors import InvalidInput
+
+    path = tmp_path / "config.toml"
+    lines = [f"{key} = {value}" for key, value in dict(entries).items()]
+    lines.append("[type_weights]")
+    lines += [f"{key} = {value}" for key, value in dict(weights).items()]
+    path.write_text(garbage + "\n".join(lines) + "\n", encoding="utf-8")
+    try:
+        loaded = load_settings({"SUBROSA_CONFIG": str(path)})
+    except InvalidInput as exc:
+        assert str(path) in str(exc) and "\n" not in str(exc)
+    else:
+        assert isinstance(loaded, Settings) and loaded.budget > 0 and loaded.max_lines > 0
