@@ -86,7 +86,8 @@ def slug_for(path: Path) -> str:
 def humanize(stem: str) -> str:
     """`no_python_use_rust` -> `No Python Use Rust`: a title when the leaf offers none."""
     words = re.split(r"[_\-\s]+", stem)
-    return " ".join(w[:1].upper() + w[1:] for w in words if w) or stem
+    # Sanitized: a file name is untrusted text too, and this lands in the index.
+    return sanitize_line(" ".join(w[:1].upper() + w[1:] for w in words if w)) or "Untitled"
 
 
 def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:

@@ -408,3 +408,22 @@ def test_any_settings_file_loads_or_is_refused_by_name(
         assert str(path) in str(exc) and "\n" not in str(exc)
     else:
         assert isinstance(loaded, Settings) and loaded.budget > 0 and loaded.max_lines > 0
+
+
+# --- file names are untrusted text too ------------------------------------------
+
+
+def test_sidecar_rows_survive_line_separators_in_slugs(tmp_path: Path) -> None:
+    from subrosa.state import STATE_KEYS, load_state, save_state
+
+    slugs = ["a\u2028b", "c\x85d", "e\x1cf", "g\u2029h", "plain"]
+    save_state(tmp_path, [dict.fromkeys(STATE_KEYS, None) | {"slug": s} for s in slugs])
+    assert sorted(load_state(tmp_path)) == sorted(slugs)
+
+
+@given(st.text(max_size=30) | st.lists(HOSTILE, max_size=4).map("".join))
+def test_titles_made_from_file_names_are_one_safe_line(stem: str) -> None:
+    from subrosa.leaf import humanize
+
+    title = humanize(stem)
+    assert title and _one_safe_line(title) and "[" not in title
