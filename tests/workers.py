@@ -12,6 +12,7 @@ import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -121,12 +122,28 @@ def audited(log: Path, commands_json: str) -> int:
     return 0
 
 
+def loop(stop: Path, pause: float, *args: str) -> int:
+    """Run one command again and again (`pause` seconds apart, as sessions would) until
+    the file `stop` exists; print how many runs there were."""
+    runs = 0
+    while runs == 0 or not stop.exists():
+        code = _cli(*args)
+        if code not in (0, 1):
+            return code
+        runs += 1
+        time.sleep(pause)
+    print(runs)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     kind = argv[0]
     if kind == "upsert":
         return upsert(Path(argv[1]), int(argv[2]), int(argv[3]))
     if kind == "repeat":
         return repeat(int(argv[1]), *argv[2:])
+    if kind == "loop":
+        return loop(Path(argv[1]), float(argv[2]), *argv[3:])
     if kind == "audited":
         return audited(Path(argv[1]), argv[2])
     print(f"unknown worker kind {kind!r}", file=sys.stderr)
