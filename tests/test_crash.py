@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -293,6 +294,108 @@ def test_kill_during_adopt(
         workspace,
         kills=kills,
         seed=11,
+        after_kill=after_kill,
+        spawn=spawn,
+        window=window,
+    )
+    print(tally.line())
+
+
+# --- ingest -----------------------------------------------------------------------
+
+
+def _record(uuid: str, text: str, session: str, role: str = "user") -> str:
+    return json.dumps(
+        {
+            "type": role,
+            "uuid": uuid,
+            "sessionId": session,
+            "timestamp": "2026-03-01T10:00:00Z",
+            "cwd": "/work/app",
+            "message": {"role": role, "content": text},
+        }
+    )
+
+
+def _archive(db: Path) -> dict[str, object]:
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        messages, uuids = conn.execute(
+            "SELECT count(*), count(DISTINCT uuid) FROM messages"
+        ).fetchone()
+        sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        texts = sorted(row[0] for row in conn.execute("SELECT text FROM messages"))
+        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+        hits = conn.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'lorem'"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    return {
+        "messages": messages,
+        "uuids": uuids,
+        "sessions": sessions,
+        "texts": texts,
+        "hits": hits,
+    }
+
+
+@SPAWNS
+def test_kill_during_ingest(
+    workspace: crash.Workspace,
+    run: RunCli,
+    spawn: crash.Spawn,
+    kills: int,
+    window: tuple[float, float],
+) -> None:
+    transcripts = workspace.root / "transcripts"
+    transcripts.mkdir()
+    words = [
+        "lorem",
+        "ipsum",
+        "dolor",
+        "sit",
+        "amet",
+        "consectetur",
+        "adipiscing",
+        "elit",
+        "sed",
+        "do",
+    ]
+
+    def write(session: str, start: int, count: int) -> None:
+        with (transcripts / f"{session}.jsonl").open("a", encoding="utf-8") as handle:
+            for i in range(start, start + count):
+                text = " ".join(words[(i + k) % len(words)] for k in range(12)) + f" n{i}"
+                role = "user" if i % 2 else "assistant"
+                handle.write(_record(f"{session}-{i}", text, session, role) + "\n")
+
+    for session in ("s1", "s2", "s3"):
+        write(session, 0, 60)
+    run("ingest", str(transcripts))
+    for session in ("s1", "s2"):
+        write(session, 60, 80)  # grew since: read from the saved offset
+    write("s4", 0, 80)  # new
+    workspace.save()
+    args = ["ingest", str(transcripts)]
+    run(*args)
+    clean = _archive(workspace.db)
+    assert clean["messages"] == clean["uuids"] == 3 * 60 + 2 * 80 + 80
+    workspace.restore()
+
+    def after_kill(outcome: crash.Outcome) -> None:
+        assert crash.integrity(workspace.db) == "ok"
+        partial = _archive(workspace.db)  # FTS5 integrity-check raises when broken
+        assert partial["messages"] == partial["uuids"] <= clean["messages"]
+        run(*args)
+        assert _archive(workspace.db) == clean
+
+    tally = crash.trials(
+        "ingest",
+        args,
+        workspace,
+        kills=kills,
+        seed=10,
         after_kill=after_kill,
         spawn=spawn,
         window=window,

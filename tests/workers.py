@@ -136,6 +136,27 @@ def loop(stop: Path, pause: float, *args: str) -> int:
     return 0
 
 
+def transcribe(folder: Path, sessions: int, lines: int) -> int:
+    """Append `lines` messages to each of `sessions` transcripts in `folder`, ten at a time
+    with a pause, as live Claude Code sessions would while others ingest them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for start in range(0, lines, 10):
+        for session in range(sessions):
+            path = folder / f"session-{session}.jsonl"
+            with path.open("a", encoding="utf-8") as handle:
+                for i in range(start, min(start + 10, lines)):
+                    record = {
+                        "type": "user" if i % 2 else "assistant",
+                        "uuid": f"s{session}-m{i}",
+                        "sessionId": f"session-{session}",
+                        "timestamp": "2026-03-01T10:00:00Z",
+                        "message": {"role": "user", "content": f"message {i} of {session}"},
+                    }
+                    handle.write(json.dumps(record) + "\n")
+        time.sleep(0.05)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     kind = argv[0]
     if kind == "upsert":
@@ -144,6 +165,8 @@ def main(argv: list[str]) -> int:
         return repeat(int(argv[1]), *argv[2:])
     if kind == "loop":
         return loop(Path(argv[1]), float(argv[2]), *argv[3:])
+    if kind == "transcribe":
+        return transcribe(Path(argv[1]), int(argv[2]), int(argv[3]))
     if kind == "audited":
         return audited(Path(argv[1]), argv[2])
     print(f"unknown worker kind {kind!r}", file=sys.stderr)
