@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +218,24 @@ def test_a_single_100_mb_json_line_is_skipped_and_reported(
     ]
     assert texts == ["the line before the huge one", "the line after the huge one"]
     assert _ingest(run, str(path))["new_messages"] == 0
+
+
+def test_hostile_queries_through_the_fast_path(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    """`subrosa search` as a process answers without click when the archive exists."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps(_record("u-1", "a needle here")) + "\n")
+    _ingest(run, str(folder))
+    for query in (b"needle", b'"', b"NEAR(a", b"x\xff", b"\xed\xa0\x80", b"*", b"a" * 20000):
+        proc = subprocess.run(
+            [os.fsencode(sys.executable), b"-m", b"subrosa", b"search", b"--json", b"--", query],
+            capture_output=True,
+            timeout=60,
+        )
+        err = proc.stderr.decode("utf-8", "replace")
+        assert proc.returncode in (0, 2) and "Traceback" not in err, (query, err)
+        assert len(err.strip().splitlines()) <= 1, (query, err)
+        if proc.returncode == 0:
+            assert isinstance(json.loads(proc.stdout), list)
