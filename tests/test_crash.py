@@ -20,7 +20,7 @@ from tests.conftest import RunCli, write_leaf
 pytestmark = pytest.mark.slow
 
 KILLS = 30  # per command, processes forked from this one (see tests/crash.py)
-EXEC_KILLS = 5  # per command, `python -m subrosa` started afresh
+EXEC_KILLS = 3  # per command, `python -m subrosa` started afresh
 SPAWNS = pytest.mark.parametrize(
     ("spawn", "kills", "window"),
     [(crash.run_forked, KILLS, (0.0, 1.0)), (crash.run_exec, EXEC_KILLS, (0.5, 1.0))],
