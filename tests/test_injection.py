@@ -245,3 +245,67 @@ def test_adopt_takes_any_index_lines_without_writing_outside(
     again = run(*base, "adopt", "--materialize", expect=None)
     assert again.exit_code == 0, again.stderr
     assert {p.name: p.read_bytes() for p in memory_dir.iterdir() if p.is_file()} == files
+
+
+# --- the sidecar, as a git pull or a hostile clone may leave it ----------------------
+
+SIDECAR_VALUE = st.one_of(
+    TEXT,
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True),
+    st.lists(TEXT, max_size=2),
+    st.dictionaries(TEXT, TEXT, max_size=2),
+    st.sampled_from(
+        ["archived", "active", "9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00", ""]
+    ),
+)
+STATE_KEYS = [
+    "title",
+    "hook",
+    "section",
+    "pinned",
+    "status",
+    "archive_reason",
+    "archived_at",
+    "position",
+    "created_at",
+]
+
+
+@given(rows=st.lists(st.dictionaries(st.sampled_from(STATE_KEYS), SIDECAR_VALUE), max_size=3))
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_a_hostile_sidecar_is_rebuilt_into_well_formed_lines(
+    tmp_path: Path, run: RunCli, rows: list[dict[str, Any]]
+) -> None:
+    memory_dir = tmp_path / f"sidecar_{next(_COUNTER)}"
+    (memory_dir / ".subrosa").mkdir(parents=True)
+    slugs = [f"leaf_{i}" for i in range(len(rows))]
+    for slug in slugs:
+        meta = {"name": slug, "description": f"About {slug}.", "metadata": {"type": "user"}}
+        (memory_dir / f"{slug}.md").write_text(f"---\n{yaml.safe_dump(meta)}---\n\nBody.\n")
+    sidecar = "".join(
+        json.dumps({**row, "slug": slug}, ensure_ascii=False) + "\n"
+        for slug, row in zip(slugs, rows, strict=True)
+    )
+    (memory_dir / ".subrosa" / "facts.jsonl").write_text(sidecar, encoding="utf-8")
+    base = ["--memory-dir", str(memory_dir)]
+    rebuilt = run(*base, "rebuild", "--yes", expect=None)
+    assert rebuilt.exit_code in (0, 2), rebuilt.stderr
+    if rebuilt.exit_code == 2:
+        assert len(rebuilt.stderr.strip().splitlines()) == 1, rebuilt.stderr
+    result = run(*base, "generate", "--budget", "2000", "--max-lines", "8", expect=None)
+    assert result.exit_code in (0, 1), result.stderr
+    assert json.loads(run(*base, "check", "--dir", str(memory_dir), "--json").stdout)["ok"]
+    targets = _index_targets(memory_dir, "MEMORY.md") + _index_targets(
+        memory_dir, "MEMORY_archive.md"
+    )
+    assert sorted(t for t in targets if t.startswith("leaf_")) == [f"{s}.md" for s in slugs]
+    for fact in json.loads(run(*base, "fact", "list", "--all", "--json").stdout):
+        for key in ("title", "hook", "section", "archive_reason"):
+            assert fact[key] is None or "\n" not in fact[key], (key, fact[key])
