@@ -174,20 +174,39 @@ def test_broken_leaves_are_refused_in_one_line_touching_nothing_outside(
     assert json.loads(run("fact", "list", "--json").stdout)[0]["hook"] == "keep me"
 
 
-def test_an_accepted_leaf_reads_nothing_outside_the_memory_dir(
-    memory_dir: Path, tmp_path: Path
-) -> None:
+def test_commands_read_nothing_outside_the_memory_dir(memory_dir: Path, tmp_path: Path) -> None:
+    """A symlink out of the memory dir, a link and a wikilink to the file it points at, a
+    hand-written index line to it: no command opens, lists or changes anything there."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.md").write_text(GOOD)
     write_leaf(memory_dir, "fine.md", body="See [[secret]] and [x](../outside/secret.md).")
     (memory_dir / "secret.md").symlink_to(outside / "secret.md")
-    (result,) = _audited(tmp_path, ["fact", "upsert", "--leaf", "fine.md", "--hook", "ok"])
-    assert result["code"] == 0, result["stderr"]
-    events = result["events"]
-    writes = {p for e in events if e["writes"] for p in e["paths"]}
-    assert writes and all(p.startswith(str(tmp_path)) for p in writes), writes
-    assert not [e for e in events if any(p.startswith(str(outside)) for p in e["paths"])]
+    (memory_dir / "escape").symlink_to(outside)
+    first = [["fact", "upsert", "--leaf", "fine.md", "--hook", "ok"], ["generate"]]
+    results = _audited(tmp_path, *first)
+    with (memory_dir / "MEMORY.md").open("a", encoding="utf-8") as index:
+        index.write("- [Secret](../outside/secret.md) — appended by someone\n")
+        index.write("- [Escape](escape/secret.md) — through a linked dir\n")
+    then = [
+        ["generate"],
+        ["check", "--dir", str(memory_dir)],
+        ["fact", "link", "--all"],
+        ["rebuild", "--yes"],
+        ["adopt", "--materialize", "--dry-run"],
+        ["stale"],
+        ["doctor"],
+    ]
+    results += _audited(tmp_path, *then)
+    for args, result in zip(first + then, results, strict=True):
+        if args[0] in ("fact", "generate", "rebuild"):
+            assert result["code"] == 0, (args, result["stderr"])
+        events = result["events"]
+        writes = {p for e in events if e["writes"] for p in e["paths"]}
+        assert all(p.startswith(str(tmp_path)) for p in writes), (args, writes)
+        touched = [e for e in events if any(p.startswith(str(outside)) for p in e["paths"])]
+        assert not touched, (args, touched)
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
 
 
 def test_arguments_that_are_not_utf8_are_one_line_errors(
