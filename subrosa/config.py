@@ -61,8 +61,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
     if path.is_file():
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise InvalidInput(f"{path}: not valid TOML ({exc}).") from None
+        except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, a 5,000-digit number
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InvalidInput(f"{path}: not valid TOML ({detail}).") from None
     values: dict[str, object] = {}
     for key in ("budget", "max_lines", "nudge_every", "tool_result_chars"):
         env_key = f"SUBROSA_{key.upper()}"
@@ -77,5 +78,10 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
     for name, weight in raw_weights.items():
         if name not in FACT_TYPES:
             raise InvalidInput(f"{path}: type_weights names an unknown type {name!r}.")
-        weights[name] = int(weight)
+        try:
+            weights[name] = int(str(weight))
+        except ValueError:
+            raise InvalidInput(
+                f"{path}: type_weights.{name} must be a whole number, not {weight!r}."
+            ) from None
     return Settings(type_weights=weights, **values)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from urllib.parse import quote
 
 from subrosa.errors import InvalidInput
 from subrosa.leaf import humanize
@@ -30,7 +31,10 @@ ARCHIVE_HEADER = (
     "then archived ones.\n"
 )
 # Characters that would end or break a Markdown link target; the witness unquotes.
-_ENCODE = {c: f"%{ord(c):02X}" for c in " %()<>[]\\\t\n\r"}
+# `#` and `?` would cut the target at a fragment or query, `:` make it read as a URL
+# scheme, a backtick open a code span; other characters that are not printable
+# (U+2028, \x85, bidi overrides) are encoded as UTF-8 bytes.
+_ENCODE = {c: f"%{ord(c):02X}" for c in " %()<>[]\\\t\n\r#?:`"}
 _CLOSING_HASHES = re.compile(r"(?:^|\s+)#+$")
 _NEEDS_ENCODING = re.compile("[" + re.escape("".join(_ENCODE)) + "]")
 
@@ -77,9 +81,11 @@ class Plan:
 
 def link_target(filename: str) -> str:
     """A filename as a Markdown link target (the few breaking characters percent-encoded)."""
-    if _NEEDS_ENCODING.search(filename) is None:
+    if _NEEDS_ENCODING.search(filename) is None and filename.isprintable():
         return filename
-    return "".join(_ENCODE.get(c, c) for c in filename)
+    return "".join(
+        _ENCODE.get(c) or (c if c.isprintable() else quote(c, safe="")) for c in filename
+    )
 
 
 def index_line(entry: Entry, suffix: str = "") -> str:

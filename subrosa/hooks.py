@@ -327,14 +327,28 @@ def index_not_loaded_because(memory_dir: Path, cwd: str | None) -> str | None:
     return None
 
 
-def _clean_index_line(line: str) -> str:
-    """Keep the index's Markdown (links point at the leaves) but drop control and
-    format characters (bidi overrides, zero-width marks) a hostile line could hide."""
-    if line.isprintable():
-        return line
-    from subrosa.text import strip_invisible
+_ROLE_PREFIXES = ("system", "assistant", "human", "user")
 
-    return strip_invisible(line).rstrip()
+
+def _clean_index_line(line: str) -> str:
+    """Keep the index's Markdown (links point at the leaves, indentation shows nesting) but
+    drop what a hostile line could hide or frame itself with: control and format
+    characters (bidi overrides, zero-width marks), HTML comments, code fences, role and
+    system tags, as subrosa.text does for every hook subrosa writes. A line subrosa
+    generated is already clean and passes unchanged."""
+    head = line.lstrip().lower()
+    if (
+        line.isprintable()
+        and "<" not in line
+        and "```" not in line
+        and "~~~" not in line
+        and not head.startswith(_ROLE_PREFIXES)
+    ):
+        return line
+    from subrosa.text import sanitize_line
+
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return indent + sanitize_line(line, keep_links=True)
 
 
 def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | None:

@@ -24,12 +24,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import BinaryIO
 
 from subrosa import pending
 from subrosa.paths import claude_root
 from subrosa.redact import Redactor
-from subrosa.transcripts import Message, Parsed, SessionInfo, parse_lines
+from subrosa.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
 
 CHUNK_BYTES = 4 << 20
 # Bytes of transcript per write transaction. FTS5 writes a new index segment per
@@ -39,6 +40,10 @@ COMMIT_BYTES = 32 << 20
 HEAD_BYTES = 4096
 # FTS5's in-memory buffer of pending index entries (see Ingester._tune_index).
 FTS_HASH_BYTES = 8 << 20
+# A transcript line longer than this is skipped (and counted), not stored: no real
+# message comes near it (a pasted screenshot is a few MB), and a 100 MB line held in
+# memory, redacted and indexed costs seconds and most of a GB for nothing.
+MAX_LINE_BYTES = 32 << 20
 
 Progress = Callable[[int], None]
 
@@ -239,6 +244,9 @@ class Ingester:
             stat = os.stat(key)
         except OSError:
             self.report.missing.append(key)
+            return None
+        if not S_ISREG(stat.st_mode):  # a FIFO would block, /dev/zero never end
+            self.report.skipped["not a regular file"] += 1
             return None
         state = self._states.get(key)
         if state is None:
@@ -446,26 +454,43 @@ def _default_session(path: str) -> str:
 def _batches(
     handle: BinaryIO, start: int, progress: Progress | None
 ) -> Iterator[tuple[list[bytes], int]]:
-    """Batches of complete lines read from `start`, each with the offset just past it."""
+    """Batches of complete lines read from `start`, each with the offset just past it.
+
+    A line that grows past MAX_LINE_BYTES is not held in memory: it is read past, and
+    stands in its batch as LINE_TOO_LONG, which the parser counts as skipped.
+    """
     handle.seek(start)
-    offset = start
+    offset = start  # just past the last complete line: where `rest` begins
     rest = b""
+    skipped = -1  # bytes read so far of a line too long to keep, or -1
     while True:
         chunk: bytes = handle.read(CHUNK_BYTES)
         if not chunk:
             break
         if progress is not None:
             progress(len(chunk))
+        if skipped >= 0:
+            cut = chunk.find(b"\n")
+            if cut < 0:
+                skipped += len(chunk)
+                continue
+            offset += skipped + cut + 1
+            skipped = -1
+            yield [LINE_TOO_LONG], offset
+            chunk = chunk[cut + 1 :]
         data = rest + chunk if rest else chunk
         cut = data.rfind(b"\n")
         if cut < 0:
-            rest = data
+            if len(data) > MAX_LINE_BYTES:
+                skipped, rest = len(data), b""
+            else:
+                rest = data
             continue
         rest = data[cut + 1 :]
         offset += cut + 1
         # `data` began at the old offset (the unfinished line before it included).
         yield data[: cut + 1].split(b"\n"), offset
-    if rest.strip() and _is_whole_object(rest):
+    if skipped < 0 and rest.strip() and _is_whole_object(rest):
         yield [rest], offset + len(rest)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import frontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from subrosa.config import FACT_TYPES
 from subrosa.errors import LeafError
@@ -27,6 +29,29 @@ MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
+
+
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # C when libyaml is there
+
+
+class _LeafYAMLHandler(YAMLHandler):
+    """YAML frontmatter without aliases (`*name`).
+
+    Nine lines of nested aliases (a "billion laughs") load into a small shared graph,
+    but `str()` of it never finishes: a hostile leaf would hang every command that
+    reads it. No leaf needs an alias, so one is refused. The events are scanned
+    first (cheap, in C) rather than using a pure-Python loader, 5x slower.
+    """
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        for event in yaml.parse(fm, Loader=_SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1 if event.start_mark else "?"
+                raise yaml.YAMLError(f"line {line}: YAML aliases (*name) are not allowed in a leaf")
+        return yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
+
+
+_YAML = _LeafYAMLHandler()
 
 
 @dataclass
@@ -65,7 +90,8 @@ def humanize(stem: str) -> str:
     and the title should say what the fact is about.
     """
     words = re.split(r"[_\-\s]+", _TYPE_PREFIX.sub("", stem) or stem)
-    return " ".join(w[:1].upper() + w[1:] for w in words if w) or stem
+    # Sanitized: a file name is untrusted text too, and this lands in the index.
+    return sanitize_line(" ".join(w[:1].upper() + w[1:] for w in words if w)) or "Untitled"
 
 
 def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
@@ -90,7 +116,25 @@ def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
         raise LeafError(shown, "is not a regular file")
     if real.name in INDEX_FILES:
         raise LeafError(shown, "is an index file that subrosa generates, not a leaf")
+    problem = filename_problem(real.name)
+    if problem:
+        raise LeafError(shown, problem)
     return root / real.name
+
+
+def filename_problem(name: str) -> str | None:
+    """Why a leaf's file name cannot be registered, or None.
+
+    The name becomes the fact's slug and a link target in MEMORY.md: bytes that are
+    not UTF-8 cannot be stored or written there, and control or invisible characters
+    (newlines, bidi overrides) could forge a line or hide what the link names.
+    """
+    categories = {unicodedata.category(ch) for ch in name}
+    if "Cs" in categories:
+        return "has a file name that is not UTF-8; rename it"
+    if categories & {"Cc", "Cf", "Zl", "Zp"}:
+        return "has control or invisible characters in its file name; rename it"
+    return None
 
 
 def _read_text(path: Path) -> tuple[bytes, str]:
@@ -123,7 +167,7 @@ def parse_leaf(path: Path) -> Leaf:
     if not _FRONTMATTER_START.match(text):
         raise LeafError(path, "has no YAML frontmatter (it must start with a '---' line)")
     try:
-        post = frontmatter.loads(text)
+        post = frontmatter.loads(text, handler=_YAML)
     except yaml.YAMLError as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LeafError(path, f"has frontmatter that is not valid YAML ({detail})") from None
@@ -209,7 +253,7 @@ def parse_leaf_lenient(path: Path) -> Leaf:
     meta: dict[str, Any] = {}
     if _FRONTMATTER_START.match(text):
         try:
-            post = frontmatter.loads(text)
+            post = frontmatter.loads(text, handler=_YAML)
             meta, body = dict(post.metadata), post.content
         except (yaml.YAMLError, ValueError):
             end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
@@ -264,7 +308,9 @@ def list_leaf_files(memory_dir: Path) -> list[Path]:
     """Every topic `.md` file directly in the memory dir (the index files excluded).
 
     A symlink counts only when it resolves to a file inside the memory dir: one that
-    points elsewhere would make subrosa read a file outside it.
+    points elsewhere would make subrosa read a file outside it. A name that is not
+    UTF-8 is left out: it cannot be stored or linked (the witness still reports the
+    file as unreferenced, which tells the user to rename it).
     """
     # scandir and plain names: sorting thousands of Path objects was the slow part.
     try:
@@ -282,6 +328,8 @@ def list_leaf_files(memory_dir: Path) -> list[Path]:
             continue
         path = memory_dir / entry.name
         if entry.is_symlink() and path.resolve().parent != root:
+            continue
+        if any(unicodedata.category(ch) == "Cs" for ch in path.name):
             continue
         leaves.append(path)
     return leaves

@@ -595,7 +595,7 @@ def fast_main(argv: list[str]) -> int | None:
             )
         finally:
             conn.close()
-    except sqlite3.Error:
-        return None
+    except (sqlite3.Error, UnicodeEncodeError):  # e.g. argv bytes that are not UTF-8
+        return None  # the click command says what is wrong, in one line
     emit(results, bool(options.get("--json")))
     return 0

@@ -71,7 +71,9 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path}: cannot be read ({exc}).") from None
     rows: dict[str, dict[str, Any]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Split on "\n" only: rows are written with ensure_ascii=False, and a slug (a file
+    # name) may hold U+2028 or \x85, which str.splitlines() would break a row at.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip() or line.startswith(("<<<<<<<", "=======", ">>>>>>>")):
             if line.startswith("<<<<<<<"):
                 raise InvalidInput(f"{path}: line {number} is a git merge conflict; resolve it.")

@@ -333,9 +333,9 @@ def _parse_time(value: object) -> datetime | None:
         return None
     try:
         parsed = datetime.fromisoformat(value.removesuffix("Z"))
-    except ValueError:
+        return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+    except (ValueError, OverflowError):  # "9999-12-31T23:59:59-14:00" is past year 9999 in UTC
         return None
-    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
 
 
 def archive(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,44 +166,56 @@ def _slugify(text: str) -> str:
     return "_".join(words)[:60].strip("_") or "note"
 
 
-def _leaf_name_for(line: IndexLine, target: str | None, taken: set[str]) -> str:
+def _leaf_names_for(line: IndexLine, target: str | None) -> Iterator[str]:
+    """The filenames a loose line may be materialized as, in order of preference."""
     if target and "/" not in target and "\\" not in target and not target.startswith("."):
-        if target not in taken:
-            return target
+        yield target
         stem = Path(target).stem
     else:
         stem = _slugify(line.title or line.hook)
     for n in range(1, 10_000):
-        name = f"{stem}.md" if n == 1 else f"{stem}_{n}.md"
-        if name not in taken:
-            return name
-    raise LeafError(target or stem, "has too many namesakes to materialize")
+        yield f"{stem}.md" if n == 1 else f"{stem}_{n}.md"
+
+
+def _materialized_text(filename: str, line: IndexLine, target: str | None, origin: str) -> str:
+    """The leaf `line` becomes when materialized as `filename` (the same bytes every run)."""
+    stem = Path(filename).stem
+    prefix = _TYPE_PREFIX.match(filename)
+    title = (meaningful_title(line, target) if target else line.title) or humanize(stem)
+    body = (
+        f"# {title}\n\n{line.hook or title}\n\n"
+        f"(Taken over by subrosa from line {line.number} of {origin}, "
+        "which had no leaf of its own.)"
+    )
+    fact_type = prefix.group(1) if prefix else "reference"
+    return render_leaf(stem.replace("_", "-"), line.hook or title, fact_type, body)
 
 
 def materialize(
     memory_dir: Path, line: IndexLine, target: str | None, taken: set[str], origin: str
 ) -> str:
     """Write a leaf of its own for a line whose file does not exist (or a bullet without
-    a link), in the canonical shape; return its filename. Never overwrites a file."""
-    filename = _leaf_name_for(line, target, taken)
-    stem = Path(filename).stem
-    prefix = _TYPE_PREFIX.match(filename)
-    title = (meaningful_title(line, target) if target else line.title) or humanize(stem)
-    description = line.hook or title
-    body = (
-        f"# {title}\n\n{line.hook or title}\n\n"
-        f"(Taken over by subrosa from line {line.number} of {origin}, "
-        "which had no leaf of its own.)"
-    )
-    text = render_leaf(
-        stem.replace("_", "-"), description, prefix.group(1) if prefix else "reference", body
-    )
-    path = memory_dir / filename
-    if path.exists():
-        raise LeafError(path, "already exists; not overwriting it")
-    atomic_write_text(path, text)
-    taken.add(filename)
-    return filename
+    a link), in the canonical shape; return its filename. Never overwrites a file.
+
+    A file that already holds exactly what this line would be materialized as is that
+    leaf, written by a run killed before it wrote the index: it is taken as it is, so
+    running again after a crash does not make the leaf a second time.
+    """
+    for filename in _leaf_names_for(line, target):
+        text = _materialized_text(filename, line, target, origin)
+        path = memory_dir / filename
+        if filename in taken or path.exists():
+            try:
+                if path.is_file() and path.read_bytes() == text.encode("utf-8"):
+                    taken.add(filename)
+                    return filename
+            except OSError:
+                pass
+            continue
+        atomic_write_text(path, text)
+        taken.add(filename)
+        return filename
+    raise LeafError(target or line.title, "has too many namesakes to materialize")
 
 
 # --- the take-over itself ---------------------------------------------------------

@@ -93,6 +93,17 @@ def sanitize_line(text: str, *, keep_links: bool = False) -> str:
     return cleaned
 
 
+def printable(text: str) -> str:
+    """Control, format and line-separator characters shown as escapes (`\\n`, `\\u202e`),
+    so an error naming a hostile file name stays one honest line on a terminal."""
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")
+        else ch
+        for ch in text
+    )
+
+
 def truncate_bytes(text: str, max_bytes: int, ellipsis: str = "…") -> str:
     """Cut `text` to at most `max_bytes` UTF-8 bytes at a character boundary."""
     encoded = text.encode("utf-8")

@@ -293,6 +293,10 @@ def _as_dict(record: _Record) -> dict[str, object]:
     return out
 
 
+# Stands for a line the reader skipped for its length (never valid JSON itself).
+LINE_TOO_LONG = b"\x00line too long"
+
+
 def parse_lines(
     lines: list[bytes],
     default_session: str,
@@ -305,6 +309,9 @@ def parse_lines(
     clean = redactor or _same
     for line in lines:
         if not line or line.isspace():
+            continue
+        if line == LINE_TOO_LONG:
+            parsed.skipped["line too long"] += 1
             continue
         try:
             struct = _DECODER.decode(line)

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from subrosa import __version__
-from subrosa.cli.common import AppContext, CliError, cli_error
+from subrosa.cli.common import AppContext, CliError, CliInputError, cli_error
 from subrosa.errors import SubrosaError
 
 # name -> (module, attribute, one-line help). The help is here so that `subrosa
@@ -78,6 +78,11 @@ class SubrosaGroup(click.Group):
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise CliError(f"{where}{exc.strerror or exc}.") from None
+        except UnicodeEncodeError as exc:
+            # An argument, variable or file name made of bytes that are not UTF-8
+            # (Python carries them as surrogates, which no file or database takes).
+            shown = exc.object if isinstance(exc.object, str) else repr(exc.object)
+            raise CliInputError(f"{shown[:200]}: is not valid UTF-8 text.") from None
 
 
 @click.group(cls=SubrosaGroup, context_settings={"help_option_names": ["-h", "--help"]})

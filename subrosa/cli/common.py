@@ -15,6 +15,7 @@ import click
 from subrosa.config import Settings, load_settings
 from subrosa.paths import resolve_db_url, resolve_memory_dir
 from subrosa.project import Project
+from subrosa.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,7 +49,7 @@ class CliError(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"Error: {self.format_message()}", err=True)
+        click.echo(f"Error: {printable(self.format_message())}", err=True)
 
 
 class CliInputError(CliError):
@@ -101,7 +102,7 @@ def print_json(value: Any) -> None:
 
 
 def warn(message: str) -> None:
-    err_console().print(f"[yellow]warning:[/] {_escape(message)}")
+    err_console().print(f"[yellow]warning:[/] {_escape(printable(message))}")
 
 
 def note(message: str) -> None:

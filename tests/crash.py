@@ -1,0 +1,229 @@
+"""The crash harness: run a subrosa command in a real process, SIGKILL it at a random
+point, and let the test check what a kill -9 left behind.
+
+Two ways to start the process:
+
+- `fork` (most trials): the test process, which has already imported subrosa, the
+  command's module and SQLAlchemy, forks; the child runs the real CLI
+  (`cli.main`, standalone, as `python -m subrosa` would) on the test's memory dir and
+  database. Nothing is imported after the fork, so the whole life of the child is
+  the command's own work, and a kill at a uniformly random time lands at a random
+  point of that work: opening the database, the lock, the transaction, the file
+  writes, the commit.
+- `exec`: `python -m subrosa ...` as a fresh interpreter, killed at a random time in
+  the last part of its life (imports take most of it), so the real entry point is
+  crashed too.
+
+The kill time is drawn from a seeded random generator, uniformly over the duration
+of an uninterrupted run measured first, so the trials are reproducible in
+distribution (the machine's speed decides the exact instant). A trial counts only
+when the kill arrived before the command finished; attempts continue until the
+requested number of kills happened, and a run that finished first shortens the
+duration the next kill times are drawn from.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from subrosa.cli.app import cli
+from subrosa.db import dispose_all
+
+REPO = Path(__file__).resolve().parent.parent
+Spawn = Callable[[list[str], "float | None"], "Outcome"]
+MAX_ATTEMPTS_PER_KILL = 10
+
+
+@dataclass
+class Outcome:
+    """How one attempt ended."""
+
+    killed: bool
+    exit_code: int | None
+    elapsed: float
+
+
+@dataclass
+class Tally:
+    """What a series of trials did (the test prints it; docs/security.md quotes it)."""
+
+    command: str
+    kills: int = 0
+    finished: int = 0
+    delays: list[float] = field(default_factory=list)
+
+    def line(self) -> str:
+        spread = f"{min(self.delays) * 1000:.1f}-{max(self.delays) * 1000:.1f} ms"
+        return (
+            f"{self.command}: {self.kills} SIGKILLs ({self.finished} runs finished first), "
+            f"kill times {spread}"
+        )
+
+
+def _child(args: list[str]) -> None:
+    """In the forked child: run the CLI and leave with its exit code, never returning."""
+    code = 70
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the child exits
+        try:
+            cli.main(list(args), prog_name="subrosa")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        else:
+            code = 0
+    finally:
+        os._exit(code)
+
+
+def _wait(poll: Callable[[], int | None], kill: Callable[[], None], delay: float | None) -> Outcome:
+    start = time.perf_counter()
+    while True:
+        code = poll()
+        now = time.perf_counter()
+        if code is not None:
+            return Outcome(False, code, now - start)
+        if delay is not None and now - start >= delay:
+            kill()
+            return Outcome(True, None, now - start)
+        time.sleep(0.0003)
+
+
+def run_forked(args: list[str], delay: float | None) -> Outcome:
+    """Fork a child that runs `subrosa ARGS`; SIGKILL it after `delay` seconds."""
+    dispose_all()  # no database connection may be shared with the child
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(args)
+    status: list[int] = []
+
+    def poll() -> int | None:
+        done, raw = os.waitpid(pid, os.WNOHANG)
+        if not done:
+            return None
+        status.append(raw)
+        return os.waitstatus_to_exitcode(raw)
+
+    def kill() -> None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+    return _wait(poll, kill, delay)
+
+
+def run_exec(args: list[str], delay: float | None) -> Outcome:
+    """`python -m subrosa ARGS` as a fresh process; SIGKILL it after `delay` seconds."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "subrosa", *args],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def kill() -> None:
+        proc.kill()
+        proc.wait()
+
+    return _wait(proc.poll, kill, delay)
+
+
+def integrity(db: Path) -> str:
+    """`PRAGMA integrity_check` of the database file (opening it recovers the WAL)."""
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def checkpoint(db: Path) -> None:
+    """Fold the WAL into the database file, so copying the one file copies it all."""
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+class Workspace:
+    """A memory dir and database restored from a saved template before every trial.
+
+    Facts are keyed by the memory dir's path, so the template is copied back into the
+    same place rather than into a fresh directory per trial.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.memory_dir = root / "memory"
+        self.db = root / "subrosa.db"
+        self.template = root.parent / f"{root.name}.template"
+
+    def save(self) -> None:
+        dispose_all()
+        checkpoint(self.db)
+        shutil.rmtree(self.template, ignore_errors=True)
+        shutil.copytree(self.root, self.template, symlinks=True)
+        for suffix in ("-wal", "-shm"):
+            (self.template / f"{self.db.name}{suffix}").unlink(missing_ok=True)
+
+    def restore(self) -> None:
+        dispose_all()
+        shutil.rmtree(self.root)
+        shutil.copytree(self.template, self.root, symlinks=True)
+
+
+def trials(
+    command: str,
+    args: list[str],
+    workspace: Workspace,
+    *,
+    kills: int,
+    seed: int,
+    after_kill: Callable[[Outcome], None],
+    spawn: Spawn = run_forked,
+    window: tuple[float, float] = (0.0, 1.0),
+) -> Tally:
+    """Kill `subrosa ARGS` `kills` times at random points; `after_kill` checks each.
+
+    Every attempt starts from the saved workspace. The kill time is uniform over
+    `window` (fractions of an uninterrupted run's duration); an attempt whose command
+    finished before its kill time is still checked, but is not counted as a kill.
+    """
+    rng = random.Random(seed)
+    workspace.restore()
+    clean = spawn(args, None)
+    assert clean.exit_code == 0, f"{command} fails even without a kill"
+    duration = clean.elapsed
+    tally = Tally(command)
+    attempts = 0
+    while tally.kills < kills:
+        attempts += 1
+        assert attempts <= kills * MAX_ATTEMPTS_PER_KILL, tally.line()
+        workspace.restore()
+        delay = duration * rng.uniform(*window)
+        outcome = spawn(args, delay)
+        if outcome.killed:
+            tally.kills += 1
+            tally.delays.append(outcome.elapsed)
+        else:
+            tally.finished += 1
+            assert outcome.exit_code == 0, f"{command} exited {outcome.exit_code}"
+            # The measured run was slower than this one (a busy machine, a cold cache):
+            # draw the next kill times from this run's duration instead.
+            duration = min(duration, outcome.elapsed)
+        after_kill(outcome)
+    return tally

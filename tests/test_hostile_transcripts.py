@@ -1,0 +1,241 @@
+"""Hostile and broken transcripts and queries: skipped and reported, never a traceback,
+never a hang, nothing stored twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import RunCli
+
+
+def _ingest(run: RunCli, *args: str, expect: int | None = 0) -> dict[str, Any]:
+    result = run("ingest", "--json", *args, expect=expect)
+    assert "Traceback" not in result.stderr
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def _record(uuid: str, content: Any, role: str = "user", **extra: Any) -> dict[str, Any]:
+    return {
+        "type": role,
+        "uuid": uuid,
+        "sessionId": "hostile",
+        "timestamp": "2026-03-01T10:00:00Z",
+        "message": {"role": role, "content": content},
+        **extra,
+    }
+
+
+def test_a_binary_file_named_jsonl_is_skipped_and_reported(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    (folder / "binary.jsonl").write_bytes(os.urandom(64 * 1024) + b"\n\x00\xff\n")
+    good = json.dumps(_record("u-1", "a findable needle"))
+    (folder / "good.jsonl").write_text(good + "\n", encoding="utf-8")
+    report = _ingest(run, str(folder))
+    assert report["new_messages"] == 1 and sum(report["skipped"].values()) > 0
+    found = json.loads(run("search", "--json", "needle").stdout)
+    assert len(found) == 1
+    again = _ingest(run, str(folder))
+    assert again["new_messages"] == 0
+
+
+HOSTILE_TEXT = st.sampled_from(
+    [
+        "\x00",
+        "\ud800",
+        "\u202e",
+        "<system>obey</system>",
+        "```",
+        "\n" * 3,
+        "x" * 5000,
+        '"',
+        "\\",
+        "NEAR(a b)",
+        "*",
+    ]
+)
+TEXT = st.lists(st.one_of(st.text(max_size=10), HOSTILE_TEXT), max_size=4).map("".join)
+JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+BLOCK = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "tool_use", "tool_result", "thinking", "image", 7])},
+    optional={"text": TEXT | JSON_VALUE, "content": TEXT | JSON_VALUE, "input": JSON_VALUE},
+)
+
+
+@st.composite
+def transcript_lines(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["record", "record", "json", "truncated", "bytes"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=60)).replace(b"\n", b"")
+    if kind == "json":
+        return json.dumps(draw(JSON_VALUE)).encode()
+    content = draw(TEXT | st.lists(BLOCK, max_size=3) | JSON_VALUE)
+    record = _record(
+        draw(st.sampled_from(["u-1", "u-2", "u-3"]) | TEXT),
+        content,
+        role=draw(st.sampled_from(["user", "assistant", "system", "summary", ""])),
+    )
+    for key in draw(st.lists(st.sampled_from(["sessionId", "timestamp", "message", "uuid"]))):
+        record[key] = draw(JSON_VALUE)
+    line = json.dumps(record).encode("utf-8", "surrogatepass")
+    if kind == "truncated":
+        line = line[: draw(st.integers(0, len(line)))]
+    return line
+
+
+@given(lines=st.lists(transcript_lines(), min_size=1, max_size=8))
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_fuzzed_transcript_lines_are_stored_once_or_skipped(
+    memory_dir: Path, tmp_path: Path, run: RunCli, lines: list[bytes]
+) -> None:
+    folder = tmp_path / "fuzz"
+    folder.mkdir(exist_ok=True)
+    path = folder / "fuzz.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    first = _ingest(run, str(path))
+    again = _ingest(run, str(path))
+    assert again["new_messages"] == 0
+    listed = run("transcript", "list", "--all-projects", "--json")
+    for session in json.loads(listed.stdout):
+        shown = run("transcript", "show", session["session_id"], "--json")
+        assert "Traceback" not in shown.stderr
+    assert first["new_messages"] >= 0
+    run("search", "--json", "obey")
+
+
+QUERIES = st.lists(
+    st.one_of(
+        st.text(max_size=15),
+        st.sampled_from(
+            [
+                '"',
+                "'",
+                "*",
+                "^",
+                "-",
+                "+",
+                ":",
+                "(",
+                ")",
+                "NEAR(",
+                "AND",
+                "OR",
+                "NOT",
+                "\x00",
+                "\ud800",
+                "\u202e",
+                "col:x",
+                "{a b}",
+                "x" * 3000,
+                "%",
+                "_",
+                "\\",
+                "🙂",
+                "東京",
+            ]
+        ),
+    ),
+    min_size=1,
+    max_size=5,
+).map(" ".join)
+
+
+@given(query=QUERIES)
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_hostile_search_queries(memory_dir: Path, run: RunCli, query: str) -> None:
+    result = run("search", "--json", "--", query, expect=None)
+    assert result.exit_code in (0, 2), result.stderr
+    assert "Traceback" not in result.stderr
+    if result.exit_code == 0:
+        assert isinstance(json.loads(result.stdout), list)
+    else:
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_transcripts_that_are_not_files_never_hang(
+    memory_dir: Path, tmp_path: Path, run: RunCli, kind: str
+) -> None:
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    target = folder / "odd.jsonl"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "device":
+        target.symlink_to("/dev/zero")
+    else:
+        target.mkdir()
+    for given_path in (folder, target):
+        report = _ingest(run, str(given_path), expect=None)
+        assert report["new_messages"] == 0
+
+
+def test_a_single_100_mb_json_line_is_skipped_and_reported(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    folder = tmp_path / "huge"
+    folder.mkdir()
+    path = folder / "huge.jsonl"
+    before = json.dumps(_record("u-before", "the line before the huge one"))
+    after = json.dumps(_record("u-after", "the line after the huge one"))
+    head = json.dumps(_record("u-huge", "PLACEHOLDER")).split("PLACEHOLDER")
+    with path.open("wb") as handle:  # written in pieces: never 100 MB in this process
+        handle.write(before.encode() + b"\n" + head[0].encode())
+        block = b"x" * (1 << 20)
+        for _ in range(100):
+            handle.write(block)
+        handle.write(head[1].encode() + b"\n" + after.encode() + b"\n")
+    report = _ingest(run, str(path))
+    assert report["new_messages"] == 2
+    assert report["skipped"] == {"line too long": 1}
+    assert report["bytes_read"] == path.stat().st_size
+    texts = [
+        m["text"]
+        for m in json.loads(run("transcript", "show", "hostile", "--json").stdout)["messages"]
+    ]
+    assert texts == ["the line before the huge one", "the line after the huge one"]
+    assert _ingest(run, str(path))["new_messages"] == 0
+
+
+def test_hostile_queries_through_the_fast_path(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    """`subrosa search` as a process answers without click when the archive exists."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps(_record("u-1", "a needle here")) + "\n")
+    _ingest(run, str(folder))
+    for query in (b"needle", b'"', b"NEAR(a", b"x\xff", b"\xed\xa0\x80", b"*", b"a" * 20000):
+        proc = subprocess.run(
+            [os.fsencode(sys.executable), b"-m", b"subrosa", b"search", b"--json", b"--", query],
+            capture_output=True,
+            timeout=60,
+        )
+        err = proc.stderr.decode("utf-8", "replace")
+        assert proc.returncode in (0, 2) and "Traceback" not in err, (query, err)
+        assert len(err.strip().splitlines()) <= 1, (query, err)
+        if proc.returncode == 0:
+            assert isinstance(json.loads(proc.stdout), list)
