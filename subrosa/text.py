@@ -79,6 +79,18 @@ def sanitize_line(text: str, *, keep_links: bool = False) -> str:
     code fences, role framing or (unless `keep_links`) Markdown links."""
     if _already_clean(text):
         return text
+    # Removing one tag can join the text around it into another (`<<system>system>`
+    # leaves `<system>`), so repeat until nothing changes; every pass only removes,
+    # so this ends, and the result is a fixed point (sanitizing twice changes nothing).
+    previous = None
+    cleaned = text
+    while previous != cleaned:
+        previous = cleaned
+        cleaned = _sanitize_once(cleaned, keep_links)
+    return cleaned
+
+
+def _sanitize_once(text: str, keep_links: bool) -> str:
     cleaned = strip_invisible(text)
     cleaned = _COMMENT.sub(" ", cleaned)
     cleaned = _TAG.sub(" ", cleaned)
@@ -86,11 +98,7 @@ def sanitize_line(text: str, *, keep_links: bool = False) -> str:
     if not keep_links:
         cleaned = neutralize_links(cleaned)
     cleaned = one_line(cleaned)
-    previous = None
-    while previous != cleaned:
-        previous = cleaned
-        cleaned = _ROLE_PREFIX.sub("", cleaned)
-    return cleaned
+    return _ROLE_PREFIX.sub("", cleaned)
 
 
 def printable(text: str) -> str:

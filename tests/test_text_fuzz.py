@@ -77,3 +77,15 @@ def test_leaf_parsers_never_crash(tmp_path: Path, data: bytes) -> None:
     else:
         assert "\n" not in lenient.title and "\n" not in lenient.description
         assert lenient.type in ("user", "feedback", "project", "reference")
+
+
+def test_nested_framing_cannot_reassemble() -> None:
+    for raw in (
+        "<<system>system>",
+        "<sys<system>tem>x",
+        "<!<!---->-- hidden -->",
+        "Human: Human: x",
+    ):
+        once = sanitize_line(raw)
+        assert sanitize_line(once) == once
+        assert "<system>" not in once.lower() and "<!--" not in once
