@@ -75,3 +75,31 @@ def fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def sweep_temp_files(directory: Path, older_than_s: float = 600.0) -> list[Path]:
+    """Remove this module's temp files (`.NAME.<hex>.tmp`) that a killed writer left.
+
+    Only files older than `older_than_s` go, so a writer still busy with its temp file
+    (one that does not hold the caller's lock) is never disturbed. Returns what was removed.
+    """
+    import re
+    import time
+
+    pattern = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
+    cutoff = time.time() - older_than_s
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not pattern.match(entry.name):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed

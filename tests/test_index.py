@@ -295,3 +295,22 @@ def test_lines_added_to_the_archive_are_kept_in_the_cold_tier(
     assert "shipped in May, see the changelog" in archive.read_text()
     _check(run, memory_dir)
     assert _generate(run)["materialized"] == []
+
+
+def test_generate_sweeps_temp_files_a_killed_writer_left(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(memory_dir, "a.md")
+    run("fact", "upsert", "--leaf", "a.md", "--hook", "a")
+    (memory_dir / ".subrosa").mkdir(exist_ok=True)
+    stale = [
+        memory_dir / ".MEMORY.md.0123456789ab.tmp",
+        memory_dir / ".subrosa" / ".facts.jsonl.ba9876543210.tmp",
+    ]
+    fresh = memory_dir / ".MEMORY_archive.md.aaaaaaaaaaaa.tmp"
+    users = memory_dir / ".my-notes.tmp"
+    for path in (*stale, fresh, users):
+        path.write_text("partial", encoding="utf-8")
+    for path in (*stale, users):
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+    run("generate")
+    assert not any(p.exists() for p in stale)
+    assert fresh.exists() and users.exists()

@@ -16,9 +16,10 @@ from subrosa import generator, store, takeover
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.db import session_scope
 from subrosa.errors import InvalidInput, NotOwned, ProblemFound
-from subrosa.fsutil import atomic_write_text
+from subrosa.fsutil import atomic_write_text, sweep_temp_files
 from subrosa.marker import foreign_index
 from subrosa.models import Fact
+from subrosa.paths import state_dir
 
 SourcesFor = Callable[[Session, set[str]], list[takeover.Source]]
 
@@ -159,6 +160,9 @@ def run_generate(
             return Outcome(report, plan, written=False)
         if before_write is not None:
             before_write()
+        # A writer killed mid-write leaves its temp file behind; tidy up under the lock.
+        for directory in (memory_dir, state_dir(memory_dir)):
+            sweep_temp_files(directory)
         _write_if_changed(memory_dir / generator.ARCHIVE, plan.archive_md)
         _write_if_changed(memory_dir / generator.INDEX, plan.memory_md)
         _write_if_changed(takeover.last_index_path(memory_dir), plan.memory_md)
