@@ -74,7 +74,7 @@ def _database_ready(subject: Subject) -> bool:
 
 
 def check_database(subject: Subject) -> Check:
-    from subrosa.db import SCHEMA_HEAD, DatabaseError, current_revision, get_engine
+    from subrosa.db import SCHEMA_HEAD, current_revision, get_engine
 
     path = sqlite_path(subject.db_url)
     if path is not None and not path.exists():
@@ -88,7 +88,7 @@ def check_database(subject: Subject) -> Check:
     try:
         engine = get_engine(subject.db_url)
         revision = current_revision(engine)
-    except (DatabaseError, OSError, Exception) as exc:  # noqa: BLE001 - report, never raise
+    except Exception as exc:  # noqa: BLE001 - report, never raise
         return Check("database", False, f"cannot open {subject.db_url}: {exc}", "check --db")
     where = engine.url.render_as_string(hide_password=True)
     if revision != SCHEMA_HEAD:

@@ -232,7 +232,7 @@ class Registrar:
             fact.hook = hook
         if pin is not None:
             fact.pinned = pin
-        _apply_leaf(fact, leaf, keep_title=not leaf.explicit_title)
+        refresh_from_leaf(fact, leaf)
         return action, fact
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from subrosa import store
@@ -25,10 +27,8 @@ def fact() -> None:
     """Register leaf files as facts, and curate their hook, pin, status and order."""
 
 
-def _slug_for_leaf(app: AppContext, leaf_arg: str) -> str:
+def _slug_for_leaf(leaf_arg: str) -> str:
     """Archive/pin/unpin name a leaf that may be malformed or gone: only its path matters."""
-    from pathlib import Path
-
     given = Path(leaf_arg)
     return given.stem if given.suffix == ".md" else leaf_arg
 
@@ -76,14 +76,14 @@ def archive_cmd(app: AppContext, leaf_arg: str, reason: str | None) -> None:
 
     `subrosa fact upsert --leaf FILE` brings it back.
     """
-    slug = _slug_for_leaf(app, leaf_arg)
+    slug = _slug_for_leaf(leaf_arg)
     with store.mutation(app.engine, app.project) as session:
         row = store.archive(session, app.project, slug, reason)
         say(f"archived {row.slug}: {row.archive_reason}")
 
 
 def _set_pin(app: AppContext, leaf_arg: str, pinned: bool) -> None:
-    slug = _slug_for_leaf(app, leaf_arg)
+    slug = _slug_for_leaf(leaf_arg)
     with store.mutation(app.engine, app.project) as session:
         row = store.set_pinned(session, app.project, slug, pinned)
         say(f"{'pinned' if pinned else 'unpinned'} {row.slug}")
