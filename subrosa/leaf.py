@@ -333,23 +333,3 @@ def list_leaf_files(memory_dir: Path) -> list[Path]:
             continue
         leaves.append(path)
     return leaves
-
-
-_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:[#|][^\]\n]*)?\]\]")
-
-
-def wikilinks(body: str) -> list[str]:
-    """The targets of `[[wikilinks]]` in `body`, in order, without duplicates."""
-    seen: dict[str, None] = {}
-    for match in _WIKILINK.finditer(body):
-        seen.setdefault(match.group(1).strip(), None)
-    return list(seen)
-
-
-def resolve_wikilink(target: str, stems: set[str]) -> str | None:
-    """The leaf stem a `[[target]]` names, accepting snake_case or kebab-case spellings."""
-    name = target.strip().removesuffix(".md")
-    for candidate in (name, name.replace("-", "_"), name.replace("_", "-")):
-        if candidate in stems:
-            return candidate
-    return None

@@ -35,3 +35,18 @@ def md_targets(text: str) -> list[str]:
     """The local `.md` files `text` links to, as the witness reads them."""
     targets: list[str] = load().md_targets(text)
     return targets
+
+
+def wikilinks(body: str) -> list[str]:
+    """The targets of `[[wikilinks]]` in `body`, in order, without duplicates (the
+    witness's grammar, so `fact link` and `check --strict` always agree)."""
+    seen: dict[str, None] = {}
+    for match in load().WIKILINK.finditer(body):
+        seen.setdefault(match.group(1).strip(), None)
+    return list(seen)
+
+
+def resolve_wikilink(target: str, stems: set[str]) -> str | None:
+    """The leaf stem a `[[target]]` names, accepting snake_case or kebab-case spellings."""
+    resolved: str | None = load().resolve_wikilink(target, stems)
+    return resolved

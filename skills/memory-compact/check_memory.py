@@ -83,9 +83,13 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _resolve_wikilink(target: str, stems: set[str]) -> bool:
+def resolve_wikilink(target: str, stems: set[str]) -> str | None:
+    """The leaf stem a `[[target]]` names (snake_case or kebab-case spelling), or None."""
     name = target.strip().removesuffix(".md")
-    return any(c in stems for c in (name, name.replace("-", "_"), name.replace("_", "-")))
+    for candidate in (name, name.replace("-", "_"), name.replace("_", "-")):
+        if candidate in stems:
+            return candidate
+    return None
 
 
 def witness(
@@ -120,7 +124,7 @@ def witness(
         seen: set[str] = set()
         for match in WIKILINK.finditer(body):
             target = match.group(1).strip()
-            if target not in seen and not _resolve_wikilink(target, stems):
+            if target not in seen and resolve_wikilink(target, stems) is None:
                 dangling.append({"file": name, "target": target})
             seen.add(target)
 

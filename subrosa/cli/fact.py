@@ -11,7 +11,8 @@ from subrosa.cli.common import AppContext, json_option, pass_app, print_json, sa
 from subrosa.config import FACT_TYPES
 from subrosa.db import session_scope
 from subrosa.errors import ProblemFound
-from subrosa.leaf import list_leaf_files, parse_leaf, resolve_leaf_path, resolve_wikilink, wikilinks
+from subrosa.leaf import list_leaf_files, parse_leaf, resolve_leaf_path
+from subrosa.witness import resolve_wikilink, wikilinks
 
 leaf_option = click.option(
     "--leaf",
