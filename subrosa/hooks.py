@@ -281,21 +281,14 @@ def session_end(payload: Payload, notes: Notes) -> str | None:
 # --- SessionStart ----------------------------------------------------------------------
 
 
-def _load_json_object(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _claude_settings(project_dir: Path) -> list[dict[str, Any]]:
     """User, project and local settings.json, lowest precedence first."""
-    return [
-        _load_json_object(claude_root() / "settings.json"),
-        _load_json_object(project_dir / ".claude" / "settings.json"),
-        _load_json_object(project_dir / ".claude" / "settings.local.json"),
-    ]
+    paths = (
+        claude_root() / "settings.json",
+        project_dir / ".claude" / "settings.json",
+        project_dir / ".claude" / "settings.local.json",
+    )
+    return [checkpoint.read_json(path) or {} for path in paths]
 
 
 def _same_dir(a: Path, b: Path) -> bool:
