@@ -264,7 +264,6 @@ class Plan:
     """What install or uninstall will do; `apply` does it."""
 
     target: Target
-    uninstall: bool
     settings_text: str | None = None  # the new settings.json (None: delete it)
     settings_changes: list[str] = field(default_factory=list)
     write_settings: bool = False
@@ -313,7 +312,7 @@ def _remove_empty_dirs(directory: Path, stop: Path) -> None:
 
 
 def plan_install(target: Target) -> Plan:
-    plan = Plan(target, uninstall=False)
+    plan = Plan(target)
     text, data = read_settings(target.settings_path)
     merged, plan.settings_changes = merge_hooks(data)
     if merged != data or text is None:
@@ -336,7 +335,7 @@ def plan_install(target: Target) -> Plan:
 
 
 def plan_uninstall(target: Target) -> Plan:
-    plan = Plan(target, uninstall=True)
+    plan = Plan(target)
     text, data = read_settings(target.settings_path)
     cleaned, plan.settings_changes = remove_hooks(data)
     record = _read_record(target.settings_path)
