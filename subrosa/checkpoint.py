@@ -60,7 +60,7 @@ def safe_session_id(session_id: object) -> str | None:
     return f"{cleaned}-{digest}"
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object from `path`, or None when it is missing, unreadable or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -91,7 +91,7 @@ def transcript_size(transcript_path: str | None) -> int | None:
 def count_turn(memory_dir: Path, session_id: str, transcript_path: str | None) -> int:
     """Add one turn to the session's counter and return the new count."""
     path = extract_dir(memory_dir) / f"{session_id}.json"
-    state = _read_json(path) or {}
+    state = read_json(path) or {}
     turns = state.get("turns")
     turns = turns + 1 if isinstance(turns, int) and turns >= 0 else 1
     record = {"session_id": session_id, "turns": turns, "updated_at": time.time()}
@@ -105,7 +105,7 @@ def count_turn(memory_dir: Path, session_id: str, transcript_path: str | None) -
 
 def counter(memory_dir: Path, session_id: str) -> dict[str, Any] | None:
     """The session's counter record, if Stop has counted any turn."""
-    return _read_json(extract_dir(memory_dir) / f"{session_id}.json")
+    return read_json(extract_dir(memory_dir) / f"{session_id}.json")
 
 
 # --- SessionStart: the live session ----------------------------------------------------
@@ -129,7 +129,7 @@ def remember_live(
 
 def live_session(memory_dir: Path) -> dict[str, Any] | None:
     """The newest session SessionStart saw in this memory dir, if any."""
-    data = _read_json(extract_dir(memory_dir) / LIVE)
+    data = read_json(extract_dir(memory_dir) / LIVE)
     if data is None or safe_session_id(data.get("session_id")) is None:
         return None
     return data
@@ -172,7 +172,7 @@ def restart_count(memory_dir: Path, session_id: str) -> None:
 
 def mark_size(memory_dir: Path, session_id: str) -> int | None:
     """The transcript size the session's checkpoint mark covers, or None."""
-    data = _read_json(extract_dir(memory_dir) / MARKS / f"{session_id}.json")
+    data = read_json(extract_dir(memory_dir) / MARKS / f"{session_id}.json")
     size = data.get("size") if data else None
     return size if isinstance(size, int) and size >= 0 else None
 
@@ -229,7 +229,7 @@ def queued(memory_dir: Path) -> list[dict[str, Any]]:
     for name in names:
         if name.startswith(".") or not name.endswith(".json"):
             continue
-        data = _read_json(directory / name)
+        data = read_json(directory / name)
         if data is None or not isinstance(data.get("session_id"), str):
             continue
         ended = data.get("ended_at")

@@ -131,6 +131,19 @@ def _state_ready(memory_dir: Path, notes: Notes) -> bool:
     return False
 
 
+def _session_state(payload: Payload, notes: Notes, skipped: str) -> tuple[str, Path] | None:
+    """The session's file-safe id and its project's memory dir, when `.extract/` can
+    record it; else None, with the reason noted (`skipped` says what did not happen)."""
+    session_id = checkpoint.safe_session_id(payload.get("session_id"))
+    if session_id is None:
+        notes.add(f"no session_id on stdin; {skipped}")
+        return None
+    memory_dir = _memory_dir(payload)
+    if not _state_ready(memory_dir, notes):
+        return None
+    return session_id, memory_dir
+
+
 # --- Stop ------------------------------------------------------------------------------
 
 
@@ -166,13 +179,10 @@ def stop(payload: Payload, notes: Notes) -> str | None:
     """Count the turn; every N-th one, block once with the extraction nudge."""
     if payload.get("stop_hook_active"):
         return None
-    session_id = checkpoint.safe_session_id(payload.get("session_id"))
-    if session_id is None:
-        notes.add("no session_id on stdin; turn not counted")
+    state = _session_state(payload, notes, "turn not counted")
+    if state is None:
         return None
-    memory_dir = _memory_dir(payload)
-    if not _state_ready(memory_dir, notes):
-        return None
+    session_id, memory_dir = state
     turns = checkpoint.count_turn(memory_dir, session_id, _text(payload, "transcript_path"))
     if turns % _nudge_every(notes):
         return None
@@ -242,7 +252,6 @@ def _start_background_ingest() -> bool:
 def session_end(payload: Payload, notes: Notes) -> str | None:
     """Hand the transcript to the archive; queue the session unless its mark covers it."""
     raw_id = payload.get("session_id")
-    session_id = checkpoint.safe_session_id(raw_id)
     transcript = _text(payload, "transcript_path")
     cwd = _text(payload, "cwd")
     if transcript:
@@ -256,12 +265,10 @@ def session_end(payload: Payload, notes: Notes) -> str | None:
         )
         if recorded is not None:
             notes.attempt("starting the background ingest", _start_background_ingest)
-    if session_id is None:
-        notes.add("no session_id on stdin; session not queued")
+    state = _session_state(payload, notes, "session not queued")
+    if state is None:
         return None
-    memory_dir = _memory_dir(payload)
-    if not _state_ready(memory_dir, notes):
-        return None
+    session_id, memory_dir = state
     reason = (_text(payload, "reason") or "other")[:64]
     notes.attempt(
         "queueing the session",
@@ -274,21 +281,14 @@ def session_end(payload: Payload, notes: Notes) -> str | None:
 # --- SessionStart ----------------------------------------------------------------------
 
 
-def _load_json_object(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _claude_settings(project_dir: Path) -> list[dict[str, Any]]:
     """User, project and local settings.json, lowest precedence first."""
-    return [
-        _load_json_object(claude_root() / "settings.json"),
-        _load_json_object(project_dir / ".claude" / "settings.json"),
-        _load_json_object(project_dir / ".claude" / "settings.local.json"),
-    ]
+    paths = (
+        claude_root() / "settings.json",
+        project_dir / ".claude" / "settings.json",
+        project_dir / ".claude" / "settings.local.json",
+    )
+    return [checkpoint.read_json(path) or {} for path in paths]
 
 
 def _same_dir(a: Path, b: Path) -> bool:

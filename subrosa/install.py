@@ -239,6 +239,23 @@ def _skill_files(skill: Path) -> list[Path]:
     )
 
 
+def _skill_copies(skills_path: Path) -> list[tuple[Path, Path, str, bool | None]]:
+    """Every shipped skill file as (source, its place under `skills_path`, its relative
+    name, whether that place holds the same bytes: None when there is no file there)."""
+    copies: list[tuple[Path, Path, str, bool | None]] = []
+    for skill in shipped_skills():
+        for source in _skill_files(skill):
+            relative = source.relative_to(skill.parent)
+            destination = skills_path / relative
+            same: bool | None
+            try:
+                same = destination.read_bytes() == source.read_bytes()
+            except FileNotFoundError:
+                same = None
+            copies.append((source, destination, relative.as_posix(), same))
+    return copies
+
+
 # --- the plan --------------------------------------------------------------------------
 
 
@@ -247,7 +264,6 @@ class Plan:
     """What install or uninstall will do; `apply` does it."""
 
     target: Target
-    uninstall: bool
     settings_text: str | None = None  # the new settings.json (None: delete it)
     settings_changes: list[str] = field(default_factory=list)
     write_settings: bool = False
@@ -296,7 +312,7 @@ def _remove_empty_dirs(directory: Path, stop: Path) -> None:
 
 
 def plan_install(target: Target) -> Plan:
-    plan = Plan(target, uninstall=False)
+    plan = Plan(target)
     text, data = read_settings(target.settings_path)
     merged, plan.settings_changes = merge_hooks(data)
     if merged != data or text is None:
@@ -310,23 +326,16 @@ def plan_install(target: Target) -> Plan:
             "original": original,
             "installed": plan.settings_text,
         }
-    for skill in shipped_skills():
-        for source in _skill_files(skill):
-            relative = source.relative_to(skill.parent)
-            destination = target.skills_path / relative
-            try:
-                same = destination.read_bytes() == source.read_bytes()
-                verb = "=" if same else "~"
-            except FileNotFoundError:
-                same, verb = False, "+"
-            if not same:
-                plan.copies.append((source, destination))
-            plan.skill_changes.append(f"{verb} {relative.as_posix()}")
+    for source, destination, name, same in _skill_copies(target.skills_path):
+        if not same:
+            plan.copies.append((source, destination))
+        verb = "+" if same is None else "=" if same else "~"
+        plan.skill_changes.append(f"{verb} {name}")
     return plan
 
 
 def plan_uninstall(target: Target) -> Plan:
-    plan = Plan(target, uninstall=True)
+    plan = Plan(target)
     text, data = read_settings(target.settings_path)
     cleaned, plan.settings_changes = remove_hooks(data)
     record = _read_record(target.settings_path)
@@ -340,19 +349,10 @@ def plan_uninstall(target: Target) -> Plan:
     elif plan.settings_changes:
         plan.write_settings = True
         plan.settings_text = render_settings(cleaned)
-    for skill in shipped_skills():
-        for source in _skill_files(skill):
-            relative = source.relative_to(skill.parent)
-            destination = target.skills_path / relative
-            try:
-                same = destination.read_bytes() == source.read_bytes()
-            except FileNotFoundError:
-                continue
-            if same:
-                plan.removals.append(destination)
-                plan.skill_changes.append(f"- {relative.as_posix()}")
-            else:
-                plan.skill_changes.append(
-                    f"! {relative.as_posix()} (changed by you, left in place)"
-                )
+    for _source, destination, name, same in _skill_copies(target.skills_path):
+        if same:
+            plan.removals.append(destination)
+            plan.skill_changes.append(f"- {name}")
+        elif same is False:
+            plan.skill_changes.append(f"! {name} (changed by you, left in place)")
     return plan
