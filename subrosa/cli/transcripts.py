@@ -376,7 +376,7 @@ def search(
             " ".join(query),
             filters,
             limit,
-            facts=facts_only or not transcripts_only,
-            messages=transcripts_only or not facts_only,
+            facts_only=facts_only,
+            transcripts_only=transcripts_only,
         )
     engine.emit(results, as_json)
