@@ -134,10 +134,7 @@ def ingest(
         else:
             roots = [p for p in [_project_dir()] if p.is_dir()]
         sources = discover(roots, _current_project())
-        ingester = Ingester(conn, app.settings.tool_result_chars)
-        if drained is not None:
-            ingester.report = drained
-            ingester.redactor.counts = drained.redacted
+        ingester = Ingester(conn, app.settings.tool_result_chars, report=drained)
         if is_terminal() and not as_json:
             report = _ingest_with_progress(ingester, sources)
         else:
