@@ -61,9 +61,7 @@ def ingest_lock(app: AppContext) -> Iterator[None]:
 
 
 def _current_project() -> str:
-    from subrosa.paths import project_transcript_dir
-
-    return project_transcript_dir().name
+    return _project_dir().name
 
 
 def _drain(app: AppContext, conn: sqlite3.Connection) -> Any:
