@@ -195,14 +195,16 @@ class Ingester:
         conn: sqlite3.Connection,
         tool_result_chars: int = 2000,
         progress: Progress | None = None,
+        report: IngestReport | None = None,
     ) -> None:
+        """`report`, when given, is added to (e.g. by what a drain of pending sessions read)."""
         self.conn = conn
         # 32 MB of page cache (SQLite's default is 2 MB): the uuid index takes random
         # inserts, and at a million messages most would otherwise miss the cache.
         conn.execute("PRAGMA cache_size = -32768")
         self.tool_result_chars = tool_result_chars
         self.progress = progress
-        self.report = IngestReport()
+        self.report = report if report is not None else IngestReport()
         self.redactor = Redactor(self.report.redacted)
         self._states = _load_states(conn)
         self._session_pks: dict[str, int] = {}

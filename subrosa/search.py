@@ -434,19 +434,20 @@ def search(
     query: str,
     filters: Filters,
     limit: int = 10,
-    facts: bool = True,
-    messages: bool = True,
+    facts_only: bool = False,
+    transcripts_only: bool = False,
 ) -> list[dict[str, Any]]:
-    """Facts, then messages, for `query`, each best first. Facts lead: they are the
-    distilled memory, and their scores (over a few hundred facts) and the messages'
-    (over up to millions) are not on one scale."""
+    """Facts, then messages, for `query`, each best first (both kinds unless one is
+    asked for alone). Facts lead: they are the distilled memory, and their scores
+    (over a few hundred facts) and the messages' (over up to millions) are not on one
+    scale."""
     terms = parse_query(query)
     if not terms:
         return []
     found: list[dict[str, Any]] = []
-    if facts:
+    if facts_only or not transcripts_only:
         found += search_facts(conn, terms, filters, limit)
-    if messages:
+    if transcripts_only or not facts_only:
         found += search_messages(conn, terms, filters, limit)
     found = found[:limit]
     record_hits(conn, [r["fact_id"] for r in found if r["kind"] == "fact"])
@@ -581,7 +582,6 @@ def fast_main(argv: list[str]) -> int | None:
         transcript_project=None if all_projects else project_transcript_dir().name,
         fact_project=None if all_projects else str(resolve_memory_dir(memory_dir).resolve()),
     )
-    facts_only, transcripts_only = bool(options.get("--facts")), bool(options.get("--transcripts"))
     try:
         conn = connect(path)
         try:
@@ -590,8 +590,8 @@ def fast_main(argv: list[str]) -> int | None:
                 " ".join(words),
                 filters,
                 limit,
-                facts=facts_only or not transcripts_only,
-                messages=transcripts_only or not facts_only,
+                facts_only=bool(options.get("--facts")),
+                transcripts_only=bool(options.get("--transcripts")),
             )
         finally:
             conn.close()

@@ -61,9 +61,7 @@ def ingest_lock(app: AppContext) -> Iterator[None]:
 
 
 def _current_project() -> str:
-    from subrosa.paths import project_transcript_dir
-
-    return project_transcript_dir().name
+    return _project_dir().name
 
 
 def _drain(app: AppContext, conn: sqlite3.Connection) -> Any:
@@ -134,10 +132,7 @@ def ingest(
         else:
             roots = [p for p in [_project_dir()] if p.is_dir()]
         sources = discover(roots, _current_project())
-        ingester = Ingester(conn, app.settings.tool_result_chars)
-        if drained is not None:
-            ingester.report = drained
-            ingester.redactor.counts = drained.redacted
+        ingester = Ingester(conn, app.settings.tool_result_chars, report=drained)
         if is_terminal() and not as_json:
             report = _ingest_with_progress(ingester, sources)
         else:
@@ -376,7 +371,7 @@ def search(
             " ".join(query),
             filters,
             limit,
-            facts=facts_only or not transcripts_only,
-            messages=transcripts_only or not facts_only,
+            facts_only=facts_only,
+            transcripts_only=transcripts_only,
         )
     engine.emit(results, as_json)
