@@ -134,7 +134,10 @@ def run_generate(
     with project.lock():
         with _session(engine, project, dry_run) as session:
             registered = set(session.scalars(select(Fact.path).where(Fact.project == project.key)))
-            sources = (sources_for or appended_lines_for(memory_dir))(session, registered)
+            if sources_for is None:
+                sources = appended_lines(memory_dir, registered)
+            else:
+                sources = sources_for(session, registered)
             rows = takeover.unchanged_rows(session, project, sources)
             if rows is not None:
                 report = takeover.Report(present={row.path for row in rows})
@@ -168,10 +171,6 @@ def run_generate(
         _write_if_changed(takeover.last_index_path(memory_dir), plan.memory_md)
         _write_if_changed(takeover.last_index_path(memory_dir, generator.ARCHIVE), plan.archive_md)
     return Outcome(report, plan, written=True)
-
-
-def appended_lines_for(memory_dir: Path) -> SourcesFor:
-    return lambda _session, registered: appended_lines(memory_dir, registered)
 
 
 def outcome_json(outcome: Outcome) -> dict[str, Any]:
