@@ -21,8 +21,6 @@ from subrosa.marker import foreign_index
 from subrosa.models import Fact
 from subrosa.paths import state_dir
 
-SourcesFor = Callable[[Session, set[str]], list[takeover.Source]]
-
 
 @dataclass
 class Outcome:
@@ -120,24 +118,22 @@ def run_generate(
     max_lines: int,
     weights: dict[str, int],
     dry_run: bool = False,
-    sources_for: SourcesFor | None = None,
+    sources: list[takeover.Source] | None = None,
     materialize: bool = True,
     reorder: bool = False,
     before_write: Callable[[], None] | None = None,
 ) -> Outcome:
     """Take over what others wrote, reconcile with the disk, select, render and write both
-    index files, all under the project lock. `sources_for` (adopt) replaces the lines
-    generate takes over; `before_write` runs just before the files are replaced."""
+    index files, all under the project lock. `sources` (adopt's foreign index) replaces the
+    lines generate takes over; `before_write` runs just before the files are replaced."""
     memory_dir = project.memory_dir
     if not memory_dir.is_dir():
         raise InvalidInput(f"{memory_dir}: no such memory directory.")
     with project.lock():
         with _session(engine, project, dry_run) as session:
-            registered = set(session.scalars(select(Fact.path).where(Fact.project == project.key)))
-            if sources_for is None:
-                sources = appended_lines(memory_dir, registered)
-            else:
-                sources = sources_for(session, registered)
+            if sources is None:
+                query = select(Fact.path).where(Fact.project == project.key)
+                sources = appended_lines(memory_dir, set(session.scalars(query)))
             rows = takeover.unchanged_rows(session, project, sources)
             if rows is not None:
                 report = takeover.Report(present={row.path for row in rows})
