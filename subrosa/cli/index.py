@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,11 +121,10 @@ def run_generate(
     sources: list[takeover.Source] | None = None,
     materialize: bool = True,
     reorder: bool = False,
-    before_write: Callable[[], None] | None = None,
 ) -> Outcome:
     """Take over what others wrote, reconcile with the disk, select, render and write both
     index files, all under the project lock. `sources` (adopt's foreign index) replaces the
-    lines generate takes over; `before_write` runs just before the files are replaced."""
+    lines generate takes over."""
     memory_dir = project.memory_dir
     if not memory_dir.is_dir():
         raise InvalidInput(f"{memory_dir}: no such memory directory.")
@@ -157,8 +156,6 @@ def run_generate(
         )
         if dry_run:
             return Outcome(report, plan, written=False)
-        if before_write is not None:
-            before_write()
         # A writer killed mid-write leaves its temp file behind; tidy up under the lock.
         for directory in (memory_dir, state_dir(memory_dir)):
             sweep_temp_files(directory)
