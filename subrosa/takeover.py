@@ -70,10 +70,11 @@ def parse_line(number: int, raw: str, section: str | None) -> IndexLine | None:
     witness = load_witness()
     bullet = _BULLET.match(raw)
     item = bullet.group(1) if bullet else raw.strip()
-    targets = tuple(t for t in witness.md_targets(item) if t not in INDEX_FILES)
+    linked = witness.md_targets(item)
+    targets = tuple(t for t in linked if t not in INDEX_FILES)
     if not bullet and not targets:
         return None
-    if bullet and not targets and witness.md_targets(item):
+    if bullet and not targets and linked:
         return None  # a bullet that only links an index file (a header pointer)
     title: str | None = None
     rest = item

@@ -7,17 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from sqlalchemy.orm import Session
 
 from subrosa import store, takeover
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
-from subrosa.cli.index import (
-    appended_lines,
-    outcome_json,
-    print_summary,
-    report_problems,
-    run_generate,
-)
+from subrosa.cli.index import outcome_json, print_summary, report_problems, run_generate
 from subrosa.errors import InvalidInput, LeafError, ProblemFound
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.generator import ARCHIVE, INDEX
@@ -140,9 +133,6 @@ def adopt(
             backups = [str(backup(memory_dir / s.origin)) for s in foreign]
             fixed = fix_frontmatter(memory_dir) if fix else []
 
-        def sources_for(session: Session, registered: set[str]) -> list[takeover.Source]:
-            return foreign or appended_lines(memory_dir, registered)
-
         outcome = run_generate(
             app.engine,
             project,
@@ -150,7 +140,7 @@ def adopt(
             max_lines=settings.max_lines,
             weights=settings.type_weights,
             dry_run=dry_run,
-            sources_for=sources_for,
+            sources=foreign or None,
             materialize=materialize,
             reorder=bool(foreign),
         )

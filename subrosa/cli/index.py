@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +20,6 @@ from subrosa.fsutil import atomic_write_text, sweep_temp_files
 from subrosa.marker import foreign_index
 from subrosa.models import Fact
 from subrosa.paths import state_dir
-
-SourcesFor = Callable[[Session, set[str]], list[takeover.Source]]
 
 
 @dataclass
@@ -120,21 +118,21 @@ def run_generate(
     max_lines: int,
     weights: dict[str, int],
     dry_run: bool = False,
-    sources_for: SourcesFor | None = None,
+    sources: list[takeover.Source] | None = None,
     materialize: bool = True,
     reorder: bool = False,
-    before_write: Callable[[], None] | None = None,
 ) -> Outcome:
     """Take over what others wrote, reconcile with the disk, select, render and write both
-    index files, all under the project lock. `sources_for` (adopt) replaces the lines
-    generate takes over; `before_write` runs just before the files are replaced."""
+    index files, all under the project lock. `sources` (adopt's foreign index) replaces the
+    lines generate takes over."""
     memory_dir = project.memory_dir
     if not memory_dir.is_dir():
         raise InvalidInput(f"{memory_dir}: no such memory directory.")
     with project.lock():
         with _session(engine, project, dry_run) as session:
-            registered = set(session.scalars(select(Fact.path).where(Fact.project == project.key)))
-            sources = (sources_for or appended_lines_for(memory_dir))(session, registered)
+            if sources is None:
+                query = select(Fact.path).where(Fact.project == project.key)
+                sources = appended_lines(memory_dir, set(session.scalars(query)))
             rows = takeover.unchanged_rows(session, project, sources)
             if rows is not None:
                 report = takeover.Report(present={row.path for row in rows})
@@ -158,8 +156,6 @@ def run_generate(
         )
         if dry_run:
             return Outcome(report, plan, written=False)
-        if before_write is not None:
-            before_write()
         # A writer killed mid-write leaves its temp file behind; tidy up under the lock.
         for directory in (memory_dir, state_dir(memory_dir)):
             sweep_temp_files(directory)
@@ -168,10 +164,6 @@ def run_generate(
         _write_if_changed(takeover.last_index_path(memory_dir), plan.memory_md)
         _write_if_changed(takeover.last_index_path(memory_dir, generator.ARCHIVE), plan.archive_md)
     return Outcome(report, plan, written=True)
-
-
-def appended_lines_for(memory_dir: Path) -> SourcesFor:
-    return lambda _session, registered: appended_lines(memory_dir, registered)
 
 
 def outcome_json(outcome: Outcome) -> dict[str, Any]:
