@@ -192,17 +192,26 @@ def stop(payload: Payload, notes: Notes) -> str | None:
 # --- SessionEnd ------------------------------------------------------------------------
 
 
-def _has_ingest_command() -> bool:
-    """Whether this install has `subrosa ingest` (the transcript archive's module).
+def _neutral_dir() -> str:
+    """A working directory for the background ingest that is not the project: the
+    user's private data dir when it exists (the pending record was just written
+    there), else the filesystem root."""
+    from subrosa.paths import data_dir
 
-    A look for the file rather than importlib.util.find_spec: importing importlib.util
-    costs this hook more than the rest of its work."""
-    import subrosa.cli
+    directory = str(data_dir())
+    return directory if os.path.isdir(directory) else os.path.abspath(os.sep)
 
-    cli_dir = os.path.dirname(subrosa.cli.__file__ or "")
-    return any(
-        os.path.exists(os.path.join(cli_dir, f"transcripts{ext}")) for ext in (".py", ".pyc")
-    )
+
+def ingest_argv() -> list[str]:
+    """The background ingest's command line.
+
+    `-P` (safe path): without it `python -m` puts the working directory first on
+    sys.path, and a `click.py`, `json.py` or `subrosa/` in a checked-out branch would
+    run as the user at every session end. Not `-I`: that also drops the user site
+    directory, where `pip install --user` puts subrosa. The process also starts in a
+    neutral directory (see `_start_background_ingest`).
+    """
+    return [sys.executable, "-P", "-m", "subrosa", "ingest", "--pending"]
 
 
 def _start_background_ingest() -> bool:
@@ -210,28 +219,37 @@ def _start_background_ingest() -> bool:
 
     SessionEnd hooks share a 1.5 s budget; the pending record already guarantees the
     transcript reaches the archive at the next subrosa command, so this only makes it
-    sooner. Skipped when this install has no ingest command, or when
-    SUBROSA_BACKGROUND_INGEST=0. On POSIX it is os.posix_spawn in a new session
-    (importing subprocess alone would cost more than the hook's own work).
+    sooner. Skipped when SUBROSA_BACKGROUND_INGEST=0. On POSIX it is os.posix_spawn in
+    a new session (importing subprocess alone would cost more than the hook's own
+    work); posix_spawn has no working-directory argument, so the hook steps into the
+    neutral directory for the spawn and back.
     """
     if os.environ.get("SUBROSA_BACKGROUND_INGEST", "1").strip().lower() in ("0", "false", "no"):
         return False
-    if not _has_ingest_command():
-        return False
-    argv = [sys.executable, "-m", "subrosa", "ingest", "--pending"]
+    argv = ingest_argv()
+    neutral = _neutral_dir()
     if hasattr(os, "posix_spawn"):
         devnull = os.devnull
-        os.posix_spawn(
-            sys.executable,
-            argv,
-            dict(os.environ),
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
-            ],
-            setsid=True,
-        )
+        try:
+            previous: str | None = os.getcwd()
+        except OSError:  # the project folder was deleted under the session
+            previous = None
+        os.chdir(neutral)
+        try:
+            os.posix_spawn(
+                sys.executable,
+                argv,
+                dict(os.environ),
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
+                ],
+                setsid=True,
+            )
+        finally:
+            if previous is not None:
+                os.chdir(previous)
         return True
     import subprocess
 
@@ -240,6 +258,7 @@ def _start_background_ingest() -> bool:
     )
     subprocess.Popen(
         argv,
+        cwd=neutral,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

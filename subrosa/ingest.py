@@ -28,7 +28,7 @@ from stat import S_ISREG
 from typing import BinaryIO
 
 from subrosa import pending
-from subrosa.paths import claude_root
+from subrosa.paths import claude_root, encode_project_path, project_root
 from subrosa.redact import Redactor
 from subrosa.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
 
@@ -503,14 +503,24 @@ def drain_pending(
     env: dict[str, str] | None = None,
 ) -> IngestReport | None:
     """Ingest the transcripts of sessions that ended since (subrosa.pending), or None when
-    there were none. A transcript that no longer exists is dropped from the list."""
+    there were none. A transcript that no longer exists is dropped from the list.
+
+    A transcript outside `<claude root>/projects/` joins the project of the session's
+    own working directory (recorded by the hook), not the one this command runs in:
+    the background ingest runs in a neutral directory."""
     entries = pending.list_pending(env)
     if not entries:
         return None
     ingester = Ingester(conn, tool_result_chars)
     for entry_path, data in entries:
         path = Path(data["transcript_path"])
+        cwd = data.get("cwd")
+        default = (
+            encode_project_path(project_root(cwd))
+            if isinstance(cwd, str) and os.path.isabs(cwd)
+            else default_project
+        )
         if path.is_file():
-            ingester.ingest([Source(str(path), project_of(path, default_project, env))])
+            ingester.ingest([Source(str(path), project_of(path, default, env))])
         pending.remove(entry_path)
     return ingester.report
