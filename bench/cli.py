@@ -46,9 +46,9 @@ def _write_leaves(directory: Path, count: int) -> list[Path]:
 
 
 def bench_upsert(count: int) -> tuple[float, float]:
-    from subrosa import store
     from subrosa.db import dispose_all, open_database
-    from subrosa.leaf import parse_leaf
+    from subrosa.memory import store
+    from subrosa.memory.leaf import parse_leaf
 
     with tempfile.TemporaryDirectory() as tmp:
         memory = Path(tmp) / "memory"

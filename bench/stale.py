@@ -50,7 +50,7 @@ def _fact(i: int) -> tuple[str, str]:
 
 
 def bench_rules(count: int) -> tuple[float, float]:
-    from subrosa.staleness import assess
+    from subrosa.memory.staleness import assess
 
     pairs = [_fact(i) for i in range(count)]
     word = re.compile(r"\w+")
@@ -66,9 +66,9 @@ def bench_rules(count: int) -> tuple[float, float]:
 
 
 def bench_cli(count: int, runs: int) -> tuple[float, float]:
-    from subrosa import store
     from subrosa.db import dispose_all, open_database
-    from subrosa.leaf import parse_leaf
+    from subrosa.memory import store
+    from subrosa.memory.leaf import parse_leaf
 
     with tempfile.TemporaryDirectory() as tmp:
         memory = Path(tmp) / "memory"

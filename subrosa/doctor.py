@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from subrosa.leaf import INDEX_FILES, list_leaf_files
-from subrosa.marker import foreign_index
+from subrosa.memory.leaf import INDEX_FILES, list_leaf_files
+from subrosa.memory.marker import foreign_index
 from subrosa.paths import claude_root, project_root, sqlite_path
 
 HOOK_EVENTS = ("SessionStart", "Stop", "SessionEnd")
@@ -157,7 +157,7 @@ def check_index(subject: Subject) -> Check:
             f"{index} was not written by subrosa.",
             "subrosa adopt (it keeps a backup), then subrosa generate",
         )
-    from subrosa.witness import load
+    from subrosa.memory.witness import load
 
     verdict = load().witness(subject.memory_dir)
     size = verdict["memory_md"]
@@ -182,8 +182,8 @@ def check_leaves_registered(subject: Subject) -> Check:
     from sqlalchemy import select
 
     from subrosa.db import get_engine, session_scope
+    from subrosa.memory.project import Project
     from subrosa.models import Fact
-    from subrosa.project import Project
 
     on_disk = {p.stem for p in list_leaf_files(subject.memory_dir)}
     if not _database_ready(subject):
@@ -216,7 +216,7 @@ def check_leaves_registered(subject: Subject) -> Check:
 
 
 def check_backlog(subject: Subject) -> Check:
-    from subrosa.pending import list_pending
+    from subrosa.archive.pending import list_pending
 
     pending = list_pending()
     if pending:

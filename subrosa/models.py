@@ -2,7 +2,7 @@
 
 The database is a cache of the memory dir plus what only subrosa knows (each fact's
 hook, pin, status, curated position, section, hits). `subrosa rebuild` recovers all
-of it but hits from the leaves and the sidecar state file (see subrosa.state).
+of it but hits from the leaves and the sidecar state file (see subrosa.memory.state).
 Times are stored as naive UTC.
 """
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from subrosa import pending
+from subrosa.archive import pending
+from subrosa.archive.search import Filters, connect, search
 from subrosa.paths import project_transcript_dir
-from subrosa.search import Filters, connect, search
 from tests.conftest import CORPUS, RunCli, subrosa_process, write_leaf
 from tests.test_redact import SAMPLES
 
@@ -214,7 +214,7 @@ def ranking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     """Both ranking paths: FTS5's bm25 (every phrase selective) and the rerank of the
     newest matches (a phrase in more messages than SELECTIVE)."""
     if request.param == "rerank":
-        monkeypatch.setattr("subrosa.search.SELECTIVE", 1)
+        monkeypatch.setattr("subrosa.archive.search.SELECTIVE", 1)
     return str(request.param)
 
 
@@ -364,8 +364,8 @@ def test_demo_searches_the_facts(run: RunCli) -> None:
 
 @pytest.fixture
 def archive_db(tmp_path: Path) -> sqlite3.Connection:
+    from subrosa.archive.ingest import Ingester, Source
     from subrosa.db import open_database
-    from subrosa.ingest import Ingester, Source
 
     path = tmp_path / "fuzz.db"
     open_database(f"sqlite:///{path}")
@@ -393,8 +393,8 @@ def test_any_query_returns_a_list(archive_db: sqlite3.Connection, query: str) ->
 
 
 def test_repeats_are_left_out_of_table_and_index_alike(tmp_path: Path) -> None:
+    from subrosa.archive.ingest import Ingester, Source
     from subrosa.db import open_database
-    from subrosa.ingest import Ingester, Source
 
     path = tmp_path / "dups.db"
     open_database(f"sqlite:///{path}")

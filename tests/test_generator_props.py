@@ -1,4 +1,4 @@
-"""Property tests for ranking, packing and rendering (subrosa.generator), without a database."""
+"""Property tests for ranking, packing and rendering (subrosa.memory.generator), no database."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subrosa import generator
 from subrosa.config import DEFAULT_TYPE_WEIGHTS, FACT_TYPES
-from subrosa.generator import Entry
-from subrosa.witness import load, md_targets
+from subrosa.memory import generator
+from subrosa.memory.generator import Entry
+from subrosa.memory.witness import load, md_targets
 
 TEXT = st.text(
     alphabet=st.sampled_from(list("abcdefgh xyz-—;:[]()<>`\n#한국어기억✓é")), max_size=160
@@ -120,7 +120,7 @@ def test_rank_order() -> None:
 @settings(max_examples=150, deadline=None)
 @given(entries())
 def test_the_take_over_parser_reads_back_what_was_rendered(items: list[Entry]) -> None:
-    from subrosa.takeover import parse_index
+    from subrosa.memory.takeover import parse_index
 
     active = [e for e in items if not e.archived]
     text = generator.render_index(active)
@@ -137,7 +137,7 @@ def test_the_take_over_parser_reads_back_what_was_rendered(items: list[Entry]) -
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=400))
 def test_the_take_over_parser_never_fails(text: str) -> None:
-    from subrosa.takeover import parse_index
+    from subrosa.memory.takeover import parse_index
 
     for line in parse_index(text):
         assert "\n" not in line.hook and all(

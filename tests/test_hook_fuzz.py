@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from subrosa.hooks import run_hook
+from subrosa.claude.hooks import run_hook
 from tests.conftest import subrosa_process
 
 HOOKS = ("session-start", "stop", "session-end")

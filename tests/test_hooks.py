@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from subrosa import checkpoint, pending
-from subrosa.hooks import INDEX_MAX_LINES, render_index
+from subrosa.archive import pending
+from subrosa.claude import checkpoint
+from subrosa.claude.hooks import INDEX_MAX_LINES, render_index
 from subrosa.paths import auto_memory_dir
 from tests.conftest import RunCli, subrosa_process
 

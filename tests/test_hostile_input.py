@@ -433,7 +433,7 @@ def test_any_settings_file_loads_or_is_refused_by_name(
 
 
 def test_sidecar_rows_survive_line_separators_in_slugs(tmp_path: Path) -> None:
-    from subrosa.state import STATE_KEYS, load_state, save_state
+    from subrosa.memory.state import STATE_KEYS, load_state, save_state
 
     slugs = ["a\u2028b", "c\x85d", "e\x1cf", "g\u2029h", "plain"]
     save_state(tmp_path, [dict.fromkeys(STATE_KEYS, None) | {"slug": s} for s in slugs])
@@ -442,7 +442,7 @@ def test_sidecar_rows_survive_line_separators_in_slugs(tmp_path: Path) -> None:
 
 @given(st.text(max_size=30) | st.lists(HOSTILE, max_size=4).map("".join))
 def test_titles_made_from_file_names_are_one_safe_line(stem: str) -> None:
-    from subrosa.leaf import humanize
+    from subrosa.memory.leaf import humanize
 
     title = humanize(stem)
     assert title and _one_safe_line(title) and "[" not in title

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from subrosa.marker import HEADER_TAG
+from subrosa.memory.marker import HEADER_TAG
 from subrosa.resources import skills_dir
 from tests.conftest import RunCli, write_leaf
 

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from subrosa.state import STATE_KEYS
+from subrosa.memory.state import STATE_KEYS
 from tests.conftest import RunCli
 
 HOSTILE = [

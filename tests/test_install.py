@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from subrosa.install import EVENTS, hook_command, is_ours, plugin_hooks_json
+from subrosa.claude.install import EVENTS, hook_command, is_ours, plugin_hooks_json
 from subrosa.resources import skills_dir
 from tests.conftest import REPO, RunCli
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subrosa.redact import KIND_NAMES, KINDS, Redactor, candidates
+from subrosa.archive.redact import KIND_NAMES, KINDS, Redactor, candidates
 
 # kind -> (text holding the secret, the secret part that must disappear)
 SAMPLES: dict[str, tuple[str, str]] = {

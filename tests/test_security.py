@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from subrosa import pending
+from subrosa.archive import pending
 from tests.conftest import RunCli
 
 SHADOWS = ("click.py", "json.py", "msgspec.py", "sqlite3.py", "subrosa/__init__.py")

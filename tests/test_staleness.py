@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from subrosa.staleness import (
+from subrosa.memory.staleness import (
     DORMANT_DAYS,
     OLD_DATE_DAYS,
     STATUS_WORDS,

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from subrosa.errors import LeafError
-from subrosa.leaf import parse_leaf, parse_leaf_lenient
+from subrosa.memory.leaf import parse_leaf, parse_leaf_lenient
 from subrosa.text import sanitize_line, truncate_bytes
 
 HOSTILE = st.sampled_from(

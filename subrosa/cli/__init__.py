@@ -2,7 +2,7 @@
 
 Standard library only at import: `subrosa hook …` runs on every turn of the agent
 and must not pay for click, rich or SQLAlchemy, so it is dispatched before any of
-them load; so is `subrosa search` when it can be answered directly (subrosa.search).
+them load; so is `subrosa search` when it can be answered directly (subrosa.archive.search).
 Everything else goes to the click application in subrosa.cli.app.
 """
 
@@ -16,7 +16,7 @@ def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["hook"] and not {"--help", "-h"} & set(argv[1:]):
         try:
-            from subrosa.hooks import run_hook
+            from subrosa.claude.hooks import run_hook
         except ImportError:  # the hooks module is missing or broken: fail open
             print("subrosa: the hook is unavailable in this install.", file=sys.stderr)
             sys.exit(0)
@@ -24,7 +24,7 @@ def main() -> None:
     if "search" in argv and not {"--help", "-h"} & set(argv):
         # `subrosa search` answers in a fraction of the time click + SQLAlchemy take
         # to import; it falls back to the click command whenever it cannot.
-        from subrosa.search import fast_main
+        from subrosa.archive.search import fast_main
 
         code = fast_main(argv)
         if code is not None:

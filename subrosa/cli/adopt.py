@@ -8,14 +8,14 @@ from typing import Any
 
 import click
 
-from subrosa import store, takeover
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.cli.index import outcome_json, print_summary, report_problems, run_generate
 from subrosa.errors import InvalidInput, LeafError, ProblemFound
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
-from subrosa.generator import ARCHIVE, INDEX
-from subrosa.leaf import list_leaf_files, parse_leaf, parse_leaf_lenient, render_leaf
-from subrosa.marker import is_subrosa_index
+from subrosa.memory import store, takeover
+from subrosa.memory.generator import ARCHIVE, INDEX
+from subrosa.memory.leaf import list_leaf_files, parse_leaf, parse_leaf_lenient, render_leaf
+from subrosa.memory.marker import is_subrosa_index
 from subrosa.paths import state_dir
 
 BACKUP_SUFFIX = ".pre-subrosa"

@@ -2,7 +2,7 @@
 (`checkpoint-mark`, `checkpoint-clear`, `checkpoint-list`).
 
 None of them needs the database: the queue and the marks are files in
-`<memory dir>/.extract/` (see subrosa.checkpoint), because the hooks that write them
+`<memory dir>/.extract/` (see subrosa.claude.checkpoint), because the hooks that write them
 must not pay for SQLAlchemy.
 """
 
@@ -16,11 +16,18 @@ from typing import Any
 
 import click
 
-from subrosa import checkpoint
+from subrosa.claude import checkpoint
+from subrosa.claude.install import (
+    INSTALL_HINT,
+    SCOPES,
+    Plan,
+    plan_install,
+    plan_uninstall,
+    target_for,
+)
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.errors import InvalidInput
-from subrosa.install import INSTALL_HINT, SCOPES, Plan, plan_install, plan_uninstall, target_for
-from subrosa.marker import foreign_index
+from subrosa.memory.marker import foreign_index
 from subrosa.paths import claude_root, extract_dir, project_transcript_dir
 from subrosa.text import sanitize_line
 
@@ -47,7 +54,7 @@ def hook(event: str) -> None:
     Hooks always exit 0: on any problem they print one line on stderr and
     nothing on stdout. `subrosa install` puts them into settings.json.
     """
-    from subrosa.hooks import run_hook
+    from subrosa.claude.hooks import run_hook
 
     sys.exit(run_hook([event]))
 

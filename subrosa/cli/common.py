@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from subrosa.config import Settings, load_settings
+from subrosa.memory.project import Project
 from subrosa.paths import resolve_db_url, resolve_memory_dir
-from subrosa.project import Project
 from subrosa.text import printable
 
 if TYPE_CHECKING:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from subrosa import store
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.config import FACT_TYPES
 from subrosa.db import session_scope
 from subrosa.errors import ProblemFound
-from subrosa.leaf import list_leaf_files, parse_leaf, resolve_leaf_path
-from subrosa.witness import resolve_wikilink, wikilinks
+from subrosa.memory import store
+from subrosa.memory.leaf import list_leaf_files, parse_leaf, resolve_leaf_path
+from subrosa.memory.witness import resolve_wikilink, wikilinks
 
 leaf_option = click.option(
     "--leaf",

@@ -12,12 +12,12 @@ import click
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from subrosa import generator, store, takeover
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.db import session_scope
 from subrosa.errors import InvalidInput, NotOwned, ProblemFound
 from subrosa.fsutil import atomic_write_text, sweep_temp_files
-from subrosa.marker import foreign_index
+from subrosa.memory import generator, store, takeover
+from subrosa.memory.marker import foreign_index
 from subrosa.models import Fact
 from subrosa.paths import state_dir
 
@@ -299,7 +299,7 @@ def check(
     not link an existing MEMORY_archive.md. Dangling [[wikilinks]] in leaves are advisory
     unless --strict. Runs skills/memory-compact/check_memory.py itself: same verdicts.
     """
-    from subrosa.witness import load
+    from subrosa.memory.witness import load
 
     argv = ["--dir", directory or str(app.memory_dir)]
     argv += ["--max-lines", str(max_lines), "--max-bytes", str(max_bytes)]

@@ -10,12 +10,12 @@ from typing import Any
 import click
 from sqlalchemy.orm import Session
 
-from subrosa import staleness, store
 from subrosa.cli.common import AppContext, json_option, note, pass_app, print_json, say
 from subrosa.db import session_scope
-from subrosa.leaf import MAX_LEAF_BYTES
+from subrosa.memory import staleness, store
+from subrosa.memory.leaf import MAX_LEAF_BYTES
+from subrosa.memory.staleness import Verdict
 from subrosa.models import Fact
-from subrosa.staleness import Verdict
 
 DEFAULT_MAX_FLAGS = 5
 

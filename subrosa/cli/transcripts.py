@@ -20,9 +20,9 @@ INGEST_LOCK_TIMEOUT_S = 120.0
 def archive(app: AppContext) -> Iterator[sqlite3.Connection]:
     """The archive's DB-API connection (the database migrated first; SQLAlchemy and
     Alembic are only loaded when a migration is due)."""
+    from subrosa.archive.search import connect
     from subrosa.paths import sqlite_path
     from subrosa.schema import is_current
-    from subrosa.search import connect
 
     path = sqlite_path(app.db_url)
     if path is None:
@@ -65,7 +65,7 @@ def _current_project() -> str:
 
 
 def _drain(app: AppContext, conn: sqlite3.Connection) -> Any:
-    from subrosa.ingest import drain_pending
+    from subrosa.archive.ingest import drain_pending
 
     return drain_pending(conn, _current_project(), app.settings.tool_result_chars)
 
@@ -116,7 +116,7 @@ def ingest(
     (API keys, tokens, private keys, passwords in URLs, ...) are replaced by
     [REDACTED:<kind>] before anything is stored.
     """
-    from subrosa.ingest import Ingester, IngestReport, all_project_dirs, discover
+    from subrosa.archive.ingest import Ingester, IngestReport, all_project_dirs, discover
 
     with archive(app) as conn, ingest_lock(app):
         drained = _drain(app, conn)
@@ -352,7 +352,7 @@ def search(
     the match in **bold**. Every fact found counts a hit. Sessions that ended since the
     last ingest are ingested first.
     """
-    from subrosa import search as engine
+    from subrosa.archive import search as engine
 
     try:
         filters = engine.Filters(

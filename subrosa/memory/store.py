@@ -2,7 +2,7 @@
 
 Every function takes an open Session and a Project; the CLI opens them. Changes go
 through `mutation()`, which holds the project lock, commits, and then rewrites the
-sidecar (subrosa.state) so the memory dir alone can rebuild the database.
+sidecar (subrosa.memory.state) so the memory dir alone can rebuild the database.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from subrosa.db import session_scope
 from subrosa.errors import InvalidInput, NotFound
-from subrosa.leaf import Leaf
+from subrosa.memory.leaf import Leaf
+from subrosa.memory.project import Project as Project  # re-exported: store.Project
+from subrosa.memory.state import STATE_KEYS, load_state, save_state, state_path
 from subrosa.models import Fact
-from subrosa.project import Project as Project  # re-exported: store.Project
-from subrosa.state import STATE_KEYS, load_state, save_state, state_path
 from subrosa.text import sanitize_line, truncate_bytes
 
 HOOK_WARN_CHARS = 150

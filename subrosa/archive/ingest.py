@@ -9,7 +9,7 @@ uuid and stored once). A last line without its newline is only taken when it is 
 whole JSON object (some tools write files without the final newline); otherwise it is
 still being written and waits for the next ingest.
 
-Writes go through the DB-API connection (subrosa.search.connect): executemany into
+Writes go through the DB-API connection (subrosa.archive.search.connect): executemany into
 SQLite is what keeps ingest near the speed of a bare FTS5 insert; the ORM would
 spend more time building objects than SQLite spends indexing them.
 """
@@ -27,10 +27,10 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import BinaryIO
 
-from subrosa import pending
+from subrosa.archive import pending
+from subrosa.archive.redact import Redactor
+from subrosa.archive.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
 from subrosa.paths import claude_root, encode_project_path, project_root
-from subrosa.redact import Redactor
-from subrosa.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
 
 CHUNK_BYTES = 4 << 20
 # Bytes of transcript per write transaction. FTS5 writes a new index segment per
@@ -502,7 +502,7 @@ def drain_pending(
     tool_result_chars: int = 2000,
     env: dict[str, str] | None = None,
 ) -> IngestReport | None:
-    """Ingest the transcripts of sessions that ended since (subrosa.pending), or None when
+    """Ingest the transcripts of sessions that ended since (subrosa.archive.pending), or None when
     there were none. A transcript that no longer exists is dropped from the list.
 
     A transcript outside `<claude root>/projects/` joins the project of the session's

@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from subrosa import checkpoint
+from subrosa.claude import checkpoint
 from subrosa.paths import (
     auto_memory_dir,
     claude_root,
@@ -29,7 +29,7 @@ from subrosa.paths import (
     resolve_memory_dir,
 )
 
-# typing is kept off the import path (see subrosa.checkpoint).
+# typing is kept off the import path (see subrosa.claude.checkpoint).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -274,7 +274,7 @@ def session_end(payload: Payload, notes: Notes) -> str | None:
     transcript = _text(payload, "transcript_path")
     cwd = _text(payload, "cwd")
     if transcript:
-        from subrosa import pending
+        from subrosa.archive import pending
 
         recorded = notes.attempt(
             "recording the transcript for the archive",

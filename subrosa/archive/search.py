@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from subrosa.cjk import cjk_runs, has_cjk
+from subrosa.archive.cjk import cjk_runs, has_cjk
 
 BUSY_TIMEOUT_MS = 30_000
 SNIPPET_TOKENS = 16  # facts' snippets (FTS5's snippet())
@@ -106,7 +106,7 @@ class Phrase(NamedTuple):
 
 def query_phrases(terms: list[Term], cjk_column: str | None) -> list[Phrase]:
     """The phrases of an FTS5 MATCH expression: every term quoted, all required. CJK
-    text is matched as a phrase of single characters in `cjk_column` (subrosa.cjk)."""
+    text is matched as a phrase of single characters in `cjk_column` (subrosa.archive.cjk)."""
     phrases: list[Phrase] = []
     for term in terms:
         runs, rest = _split_cjk(term)
@@ -550,7 +550,7 @@ def fast_main(argv: list[str]) -> int | None:
     ingested. None means "not here": the click command runs instead."""
     import os
 
-    from subrosa import pending
+    from subrosa.archive import pending
     from subrosa.paths import (
         project_transcript_dir,
         resolve_db_url,

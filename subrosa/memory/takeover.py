@@ -21,15 +21,21 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, defer
 
-from subrosa import store
 from subrosa.errors import LeafError
 from subrosa.fsutil import atomic_write_text
-from subrosa.leaf import INDEX_FILES, humanize, list_leaf_files, parse_leaf_lenient, render_leaf
+from subrosa.memory import store
+from subrosa.memory.leaf import (
+    INDEX_FILES,
+    humanize,
+    list_leaf_files,
+    parse_leaf_lenient,
+    render_leaf,
+)
+from subrosa.memory.state import load_state, render_state, state_path
+from subrosa.memory.witness import load as load_witness
 from subrosa.models import Fact
 from subrosa.paths import state_dir
-from subrosa.state import load_state, render_state, state_path
 from subrosa.text import sanitize_line
-from subrosa.witness import load as load_witness
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 # A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".

@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from subrosa.cjk import cjk_index_text
-from subrosa.redact import Redactor
+from subrosa.archive.cjk import cjk_index_text
+from subrosa.archive.redact import Redactor
 
 ROLES = ("user", "assistant")
 
@@ -34,7 +34,7 @@ class Message(NamedTuple):
     role: str
     timestamp: str | None  # "YYYY-MM-DD HH:MM:SS", naive UTC
     text: str
-    # The CJK characters one per token, for the index (subrosa.cjk); None for most.
+    # The CJK characters one per token, for the index (subrosa.archive.cjk); None for most.
     cjk: str | None = None
 
 

@@ -14,8 +14,8 @@ from datetime import datetime
 from urllib.parse import quote
 
 from subrosa.errors import InvalidInput
-from subrosa.leaf import humanize
-from subrosa.marker import HEADER_TAG
+from subrosa.memory.leaf import humanize
+from subrosa.memory.marker import HEADER_TAG
 from subrosa.text import sanitize_line
 
 INDEX = "MEMORY.md"

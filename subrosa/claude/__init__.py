@@ -1,0 +1,12 @@
+"""The Claude Code half: the hooks, their per-session state, and the set-up.
+
+Modules:
+    hooks       SessionStart, Stop, SessionEnd: standard library only, fail open
+    checkpoint  `.extract/`: turn counters, checkpoint marks, the queue, the live session
+    install     the hooks merged into settings.json (and out again), the skills copied
+
+Rules: `hooks` and `checkpoint` import the standard library and the standard-library
+modules of subrosa only (a test checks it in a subprocess); they may use the memory
+and archive halves' stdlib-only modules, never click or SQLAlchemy. This file
+imports nothing.
+"""
