@@ -101,6 +101,15 @@ def _sanitize_once(text: str, keep_links: bool) -> str:
     return _ROLE_PREFIX.sub("", cleaned)
 
 
+def terminal_line(text: str, *, keep_spaces: bool = False) -> str:
+    """Untrusted text safe to print as (part of) one line on a terminal: line breaks
+    become spaces and control, format, private-use and unassigned characters go, so an
+    escape sequence loses its ESC and prints as inert text. Runs of whitespace are
+    collapsed unless `keep_spaces` (a transcript line shown with its indentation)."""
+    cleaned = strip_invisible(text)
+    return cleaned if keep_spaces else one_line(cleaned)
+
+
 def printable(text: str) -> str:
     """Control, format and line-separator characters shown as escapes (`\\n`, `\\u202e`),
     so an error naming a hostile file name stays one honest line on a terminal."""

@@ -466,7 +466,15 @@ def _significant(score: float) -> float:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """One line, safe on a terminal: whitespace collapsed, and control and format
+    characters (ESC sequences, bidi overrides) dropped. A copy of subrosa.text's
+    terminal_line for the common case: importing that module costs this path ~4 ms."""
+    line = " ".join(text.split())
+    if line.isprintable():
+        return line
+    from subrosa.text import terminal_line
+
+    return terminal_line(line)
 
 
 def render_text(results: list[dict[str, Any]]) -> str:
@@ -476,10 +484,10 @@ def render_text(results: list[dict[str, Any]]) -> str:
     lines = []
     for result in results:
         if result["kind"] == "fact":
-            head = f"fact {result['slug']} ({result['type']}, {result['status']})"
+            head = f"fact {_one_line(result['slug'])} ({result['type']}, {result['status']})"
         else:
             head = (
-                f"message {result['session_id']} {result['timestamp'] or '-'} "
+                f"message {_one_line(result['session_id'])} {result['timestamp'] or '-'} "
                 f"{result['role']} #{result['message_id']}"
             )
         lines.append(f"{head}  score {result['score']:.3g}")

@@ -162,12 +162,23 @@ def _nudge_every(notes: Notes) -> int:
         return DEFAULT_NUDGE_EVERY
 
 
+def _one_line(value: object) -> str:
+    """A path or id as one clean line: a folder name can hold a newline or an escape."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    from subrosa.text import terminal_line
+
+    return terminal_line(text)
+
+
 def nudge_reason(session_id: str, turns: int, memory_dir: Path) -> str:
     """What the Stop hook tells the agent when it blocks."""
+    where = _one_line(memory_dir)
     return (
         f"subrosa: this session ({session_id}) has run {turns} turns. Before stopping, "
         "run the memory-extraction skill inline (not as a subagent): save each durable "
-        f"fact from this session as a leaf file in {memory_dir}, register it with "
+        f"fact from this session as a leaf file in {where}, register it with "
         '`subrosa fact upsert --leaf FILE --hook "ONE LINE"`, run `subrosa generate`, then '
         f"`subrosa checkpoint-mark --session {session_id}` and `subrosa checkpoint-clear`. "
         "If nothing passes the durable-fact test, only run "
@@ -375,12 +386,13 @@ def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | 
     `budget` characters (and INDEX_MAX_LINES lines), with a pointer to the rest.
     None when not even one line fits."""
     header = (
-        f"The memory index of this project follows, from {index} (Claude Code does not "
-        f"load it by itself here: {why}). Its links name leaf files in {index.parent}."
+        f"The memory index of this project follows, from {_one_line(index)} (Claude Code "
+        f"does not load it by itself here: {_one_line(why)}). Its links name leaf files in "
+        f"{_one_line(index.parent)}."
     )
 
     def pointer(rest: int) -> str:
-        return f"[… {rest} more lines of the index are not shown: read {index}.]"
+        return f"[… {rest} more lines of the index are not shown: read {_one_line(index)}.]"
 
     def fit(room: int) -> list[str]:
         shown: list[str] = []

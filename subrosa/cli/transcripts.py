@@ -213,12 +213,10 @@ def list_cmd(app: AppContext, all_projects: bool, limit: int, as_json: bool) -> 
         return
     if not sessions:
         say("no archived sessions (run `subrosa ingest`)")
+    from subrosa.archive.conversation import session_line
+
     for s in sessions:
-        label = s["title"] or s["summary"] or ""
-        say(
-            f"{s['session_id']}  {s['last_at'] or '-':19}  {s['message_count']:5} messages  "
-            f"{label[:80]}"
-        )
+        click.echo(session_line(s))
 
 
 def _find_session(conn: sqlite3.Connection, session: str) -> tuple[int, str]:
@@ -279,8 +277,17 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
         if at is None:
             raise NotFound(f"{around}: no message of session {session_id} has this number.")
         rows = rows[max(0, at - context) : at + context + 1]
+    from subrosa.archive.conversation import message_kind, render_conversation
+
     messages = [
-        {"message_id": r[0], "uuid": r[1], "role": r[2], "timestamp": r[3], "text": r[4]}
+        {
+            "message_id": r[0],
+            "uuid": r[1],
+            "role": r[2],
+            "kind": message_kind(r[2], r[4]),
+            "timestamp": r[3],
+            "text": r[4],
+        }
         for r in rows
     ]
     if as_json:
@@ -289,29 +296,9 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
             {"session_id": session_id, **dict(zip(keys, info, strict=False)), "messages": messages}
         )
         return
-    _print_conversation(session_id, info, messages)
-
-
-def _print_conversation(session_id: str, info: Any, messages: list[dict[str, Any]]) -> None:
-    from rich.markup import escape
-
-    from subrosa.cli.common import out_console
-
-    project, cwd, branch, title, summary, first_at, last_at, count = info
-    out_console().print(f"[bold]session {escape(session_id)}[/]")
-    if title or summary:
-        out_console().print(escape(title or summary))
-    where = f"{cwd or project}" + (f" ({branch})" if branch else "")
-    out_console().print(
-        f"{escape(where)} · {first_at or '?'} – {last_at or '?'} · {count} messages"
-    )
-    for message in messages:
-        style = "cyan" if message["role"] == "user" else "green"
-        out_console().print(
-            f"\n[bold {style}]{message['role']}[/] [dim]{message['timestamp'] or ''} "
-            f"#{message['message_id']}[/]"
-        )
-        out_console().print(escape(message["text"]))
+    keys = ("project", "cwd", "git_branch", "title", "summary", "first_at", "last_at")
+    details = {**dict(zip(keys, info, strict=False)), "message_count": info[-1]}
+    click.echo(render_conversation(session_id, details, messages))
 
 
 # ---------------------------------------------------------------- search

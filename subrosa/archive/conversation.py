@@ -1,0 +1,81 @@
+"""An archived session as text a person (or the extraction skill) reads. Pure.
+
+The text of a message is untrusted: a web page a tool fetched, a file it read, can
+hold anything, including lines that look like another turn ("user 2026-05-01 …").
+So the rendering is framed: a header line, at the start of the line, says who
+speaks; every line of a message's text follows it behind a gutter (two spaces and a
+bar), so no content can start a line of its own. A tool's output, stored in a
+`user` record by Claude Code, is headed `tool result`, never `user`, and has a
+gutter of its own. Control, format and escape characters are dropped, so a message
+cannot drive the terminal (colours, OSC 52 clipboard writes, hidden links) either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from subrosa.text import terminal_line
+
+# How subrosa.archive.transcripts labels a tool's output when it stores a message.
+TOOL_RESULT_LABELS = ("[tool result]", "[tool error]")
+GUTTER = "  │ "
+TOOL_GUTTER = "  ┊ "
+# Every way a terminal or an editor may start a new line.
+_LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def message_kind(role: str, text: str) -> str:
+    """`user`, `assistant`, or `tool result` (a user record carrying a tool's output)."""
+    if role == "user" and text.lstrip().startswith(TOOL_RESULT_LABELS):
+        return "tool result"
+    return role if role in ("user", "assistant") else terminal_line(role) or "?"
+
+
+def framed_lines(text: str, gutter: str = GUTTER) -> list[str]:
+    """`text` as lines behind `gutter`: none of them can pass for a header."""
+    lines = []
+    for line in _LINE_BREAKS.split(text):
+        cleaned = terminal_line(line.expandtabs(4), keep_spaces=True)
+        lines.append((gutter + cleaned).rstrip() if cleaned.strip() else gutter.rstrip())
+    return lines
+
+
+def header(message: dict[str, Any]) -> str:
+    """`ROLE TIME #ID`, and for a tool's output a reminder of what it is."""
+    kind = message_kind(str(message["role"]), str(message["text"]))
+    line = f"{kind} {terminal_line(str(message['timestamp'] or '-'))} #{message['message_id']}"
+    if kind == "tool result":
+        line += " (a tool's output, not the user's words)"
+    return line
+
+
+def render_conversation(
+    session_id: str, info: dict[str, Any], messages: list[dict[str, Any]]
+) -> str:
+    """The session's header and every message, framed (see the module docstring)."""
+    out = [f"session {terminal_line(session_id)}"]
+    title = terminal_line(str(info.get("title") or info.get("summary") or ""))
+    if title:
+        out.append(f"title: {title}")
+    where = terminal_line(str(info.get("cwd") or info.get("project") or ""))
+    if info.get("git_branch"):
+        where += f" ({terminal_line(str(info['git_branch']))})"
+    span = f"{info.get('first_at') or '?'} – {info.get('last_at') or '?'}"
+    out.append(f"{where} · {terminal_line(span)} · {info.get('message_count', 0)} messages")
+    for message in messages:
+        out.append("")
+        out.append(header(message))
+        tool = message_kind(str(message["role"]), str(message["text"])) == "tool result"
+        out.extend(framed_lines(str(message["text"]), TOOL_GUTTER if tool else GUTTER))
+    return "\n".join(out)
+
+
+def session_line(session: dict[str, Any]) -> str:
+    """One line of `transcript list`: id, last time, messages, title (one line, cut)."""
+    label = terminal_line(str(session.get("title") or session.get("summary") or ""))
+    last = terminal_line(str(session.get("last_at") or "-"))
+    return (
+        f"{terminal_line(str(session['session_id']))}  {last:19}  "
+        f"{session['message_count']:5} messages  {label[:80]}"
+    )
