@@ -16,7 +16,10 @@ from subrosa.cli.app import cli
 from subrosa.db import dispose_all
 
 REPO = Path(__file__).resolve().parent.parent
-# /work/shared/corpus beside the main checkout; helpers' worktrees sit one level deeper.
+# Small real data vendored with the tests (tests/fixtures/SOURCES.md): a clone tests alone.
+FIXTURES = REPO / "tests" / "fixtures"
+# The larger shared corpus beside the checkout (helpers' worktrees sit one level deeper):
+# tests that read it skip when it is absent, through `corpus()`.
 CORPUS = next(
     (
         p
@@ -25,6 +28,14 @@ CORPUS = next(
     ),
     REPO.parent / "shared" / "corpus",
 )
+
+
+def corpus(*parts: str) -> Path:
+    """A path in the shared corpus, or a skip (with the reason) when it is not there."""
+    path = CORPUS.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs the shared corpus at {path} (not part of a clone)")
+    return path
 
 
 @pytest.fixture(autouse=True)

@@ -11,9 +11,28 @@ import pytest
 
 from subrosa.db import dispose_all
 from subrosa.memory.takeover import parse_index
-from tests.conftest import CORPUS, RunCli, write_leaf
+from tests.conftest import CORPUS, FIXTURES, RunCli, write_leaf
 
-CORPUS_DIRS = sorted((CORPUS / "memory").iterdir()) if (CORPUS / "memory").is_dir() else []
+# Vendored dirs always; the shared corpus' real dirs when it is beside the checkout.
+CORPUS_DIRS = sorted((FIXTURES / "memory").iterdir()) + (
+    sorted((CORPUS / "memory").iterdir()) if (CORPUS / "memory").is_dir() else []
+)
+# An index whose lines mostly have no leaf: (dir, a missing file, a materialized leaf
+# and a phrase of its line).
+INDEX_ONLY = [
+    (
+        FIXTURES / "memory" / "index-only",
+        "no-slack-bots.md",
+        "project-release-cadence.md",
+        "every second Tuesday",
+    ),
+    (
+        CORPUS / "memory" / "56phil__huffmanwrites",
+        "no-twitter-x.md",
+        "project-summaries-growth.md",
+        "priority growth area",
+    ),
+]
 
 
 def _snapshot(directory: Path) -> dict[str, bytes]:
@@ -71,21 +90,32 @@ def test_every_corpus_dir_is_adopted_without_losing_text(
         assert (source / name).read_bytes() == (directory / name).read_bytes()
 
 
+@pytest.mark.parametrize(
+    ("source", "missing", "materialized", "phrase"), INDEX_ONLY, ids=lambda v: str(v)[-30:]
+)
 def test_lines_without_a_leaf_stop_adopt_unless_materialized(
-    tmp_path: Path, memory_dir: Path, run: RunCli
+    tmp_path: Path,
+    memory_dir: Path,
+    run: RunCli,
+    source: Path,
+    missing: str,
+    materialized: str,
+    phrase: str,
 ) -> None:
-    directory = _copy(CORPUS / "memory" / "56phil__huffmanwrites", tmp_path)
+    if not source.is_dir():
+        pytest.skip(f"needs the shared corpus at {source} (not part of a clone)")
+    directory = _copy(source, tmp_path)
     before = _snapshot(directory)
     result = run("adopt", str(directory), expect=1)
-    assert "--materialize" in result.stderr and "no-twitter-x.md" in result.stderr
+    assert "--materialize" in result.stderr and missing in result.stderr
     assert _snapshot(directory) == before
     dry = _adopt(run, directory, "--dry-run")
     assert len(dry["loose"]) == 4 and dry["written"] is False
     assert _snapshot(directory) == before
     done = _adopt(run, directory, "--materialize")
     assert len(done["materialized"]) == 4
-    leaf = (directory / "project-summaries-growth.md").read_text(encoding="utf-8")
-    assert "type: project" in leaf and "priority growth area" in leaf
+    leaf = (directory / materialized).read_text(encoding="utf-8")
+    assert "type: project" in leaf and phrase in leaf
 
 
 MESSY_INDEX = """\

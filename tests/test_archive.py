@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 from subrosa.archive import pending
 from subrosa.archive.search import Filters, connect, search
 from subrosa.paths import project_transcript_dir
-from tests.conftest import CORPUS, RunCli, subrosa_process, write_leaf
+from tests.conftest import FIXTURES as FIXTURE_ROOT
+from tests.conftest import RunCli, subrosa_process, write_leaf
 from tests.test_redact import SAMPLES
 
-FIXTURES = CORPUS / "transcripts" / "claude-code-log-fixtures"
-SUBAGENTS = CORPUS / "transcripts" / "bookminder-subagents"
+FIXTURES = FIXTURE_ROOT / "transcripts" / "claude-code-log"
+SUBAGENTS = FIXTURE_ROOT / "transcripts" / "bookminder-subagents"
 
 
 def _record(uuid: str, text: str, role: str = "user", session: str = "s-1", **extra: Any) -> str:

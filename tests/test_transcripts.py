@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from subrosa.archive.cjk import cjk_index_text, cjk_runs
 from subrosa.archive.redact import Redactor
 from subrosa.archive.transcripts import normalize_time, parse_lines
-from tests.conftest import CORPUS
+from tests.conftest import FIXTURES, corpus
 
 
 def _line(record: object) -> bytes:
@@ -130,13 +130,39 @@ def test_cjk_index_text() -> None:
     assert cjk_index_text("plain ascii") is None
 
 
-def test_real_transcripts_parse() -> None:
-    files = sorted((CORPUS / "transcripts").rglob("*.jsonl"))
+def _conversation_records(path: Path) -> int:
+    """How many lines of `path` are user or assistant records that are not meta."""
+    count = 0
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("type") in ("user", "assistant"):
+            count += not record.get("isMeta")
+    return count
+
+
+def _assert_real_transcripts_parse(files: list[Path]) -> None:
+    """Every file parses; each one has messages, or holds no conversation at all (a
+    summary-only file, an empty file)."""
     assert files
+    total = 0
     for path in files:
         parsed = parse_lines(path.read_bytes().split(b"\n"), path.stem)
-        assert parsed.messages, path
+        total += len(parsed.messages)
+        if not parsed.messages:
+            assert _conversation_records(path) == 0, path
         assert all(m.role in ("user", "assistant") and m.text for m in parsed.messages)
+    assert total > 0
+
+
+def test_vendored_transcripts_parse() -> None:
+    _assert_real_transcripts_parse(sorted((FIXTURES / "transcripts").rglob("*.jsonl")))
+
+
+def test_real_transcripts_parse() -> None:
+    _assert_real_transcripts_parse(sorted(corpus("transcripts").rglob("*.jsonl")))
 
 
 json_values = st.recursive(
@@ -168,4 +194,4 @@ def test_any_input_parses_without_raising(lines: list[bytes]) -> None:
 
 
 def test_fixture_dir_exists() -> None:
-    assert Path(CORPUS / "transcripts").is_dir()
+    assert Path(FIXTURES / "transcripts").is_dir()
