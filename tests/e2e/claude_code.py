@@ -55,9 +55,10 @@ OFFLINE_ENV = {
     "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
     "DISABLE_GROWTHBOOK": "1",
 }
-# The tools a scripted model may call without a permission prompt. Not
-# --dangerously-skip-permissions: Claude Code refuses it when run as root (CI containers).
-ALLOWED_TOOLS = "Bash,Skill,Read,Write,Edit"
+# The tools a scripted model may call without a permission prompt (`-p` has nobody to
+# ask). Not --dangerously-skip-permissions: Claude Code refuses it when run as root, as
+# in CI containers.
+ALLOWED_TOOLS = ("Bash", "Skill", "Read", "Write", "Edit")
 
 
 class Unavailable(Exception):
@@ -250,6 +251,8 @@ class ClaudeProject:
     root: Path
     subrosa_bin: Path
     env: dict[str, str] = field(init=False)
+    # Add to it for other tools, e.g. an MCP server's "mcp__subrosa__search".
+    allowed_tools: list[str] = field(default_factory=lambda: list(ALLOWED_TOOLS))
 
     def __post_init__(self) -> None:
         self.root = self.root.resolve()
@@ -349,7 +352,7 @@ class ClaudeProject:
         resume: str | None = None,
         plugin_dirs: tuple[Path, ...] = (),
     ) -> list[str]:
-        argv = [str(self.claude.binary), "-p", "--allowedTools", ALLOWED_TOOLS]
+        argv = [str(self.claude.binary), "-p", "--allowedTools", ",".join(self.allowed_tools)]
         if resume:
             argv += ["--resume", resume]
         elif session_id:
