@@ -1,0 +1,103 @@
+"""One memory and one project, whoever asks: the hooks Claude Code runs, the commands its
+Bash tool runs, from the repository root or a subfolder."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.claude_code import ClaudeProject, wait_for, write_leaf
+from tests.e2e.fake_anthropic import FakeAnthropic
+from tests.e2e.test_session import SESSION_START_PREFIX
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_hooks_get_the_project_dir_and_bash_commands_do_not(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    """What Claude Code gives each of them; the memory-dir resolution has to live with it."""
+    settings = cc.project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    record = cc.root / "hook-env.txt"
+    settings.write_text(
+        '{"hooks": {"SessionStart": [{"hooks": [{"type": "command", '
+        f'"command": "env > {record}"}}]}}]}}}}\n'
+    )
+    api.respond_bash("env")
+
+    run = cc.run("hello")
+
+    hook_env = dict(line.split("=", 1) for line in record.read_text().splitlines() if "=" in line)
+    assert hook_env["CLAUDE_PROJECT_DIR"] == str(cc.project)
+    assert hook_env["CLAUDE_CODE_SESSION_ID"] == run.session_id
+    assert hook_env.get("CLAUDE_ENV_FILE")  # where SessionStart may export variables for Bash
+    [bash_env] = api.agent_requests[1].tool_results()
+    assert "CLAUDE_PROJECT_DIR=" not in bash_env
+    assert f"CLAUDE_CODE_SESSION_ID={run.session_id}" in bash_env
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 13 (2): Bash-tool commands get no CLAUDE_PROJECT_DIR, so in a project with "
+    ".claude/memory they resolve Claude Code's auto-memory dir instead",
+)
+def test_bash_tool_commands_see_the_memory_the_hook_injected(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    cc.subrosa("install")
+    memory = cc.project / ".claude" / "memory"
+    leaf = write_leaf(memory, "project_release_codename.md", "The release is ZEBRAFISH.")
+    cc.subrosa(
+        "--memory-dir", str(memory), "fact", "upsert", "--leaf", str(leaf), "--hook", "ZEBRAFISH"
+    )
+    cc.subrosa("--memory-dir", str(memory), "generate")
+    (cc.project / "src").mkdir()
+    new_leaf = write_leaf(cc.root / "draft", "user_prefers_pnpm.md", "The user uses pnpm.", "user")
+    api.respond_bash("subrosa fact list")
+    api.respond_bash("cd src && subrosa fact list")
+    api.respond_bash(
+        f"cp {new_leaf} .claude/memory/ && "
+        'subrosa fact upsert --leaf .claude/memory/user_prefers_pnpm.md --hook "uses pnpm" && '
+        "subrosa generate"
+    )
+
+    cc.run("hello")
+
+    requests = api.agent_requests
+    [injected] = [t for t in requests[0].texts() if t.startswith(SESSION_START_PREFIX)]
+    assert "ZEBRAFISH" in injected
+    [at_root] = requests[1].tool_results()
+    [in_subfolder] = requests[2].tool_results()
+    assert "project_release_codename" in at_root
+    assert "project_release_codename" in in_subfolder
+    [upsert_and_generate] = requests[3].tool_results()
+    assert "added user_prefers_pnpm" in upsert_and_generate
+    assert "uses pnpm" in (memory / "MEMORY.md").read_text()
+    assert not (cc.auto_memory_dir() / "MEMORY.md").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 13 (3): a session started in a subfolder is archived under the subfolder's "
+    "own project, so `subrosa search` at the repository root does not find it",
+)
+def test_a_session_started_in_a_subfolder_belongs_to_the_repository(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    # User scope: Claude Code started in a subfolder does not read the repository's
+    # .claude/settings.json (it reads <cwd>/.claude/settings.json), so project-scope hooks
+    # would not run at all there.
+    cc.subrosa("install", "--scope", "user")
+    subfolder = cc.project / "src" / "api"
+    subfolder.mkdir(parents=True)
+
+    run = cc.run("Remember the word KOOKABURRA.", cwd=subfolder)
+
+    everywhere = wait_for(
+        lambda: cc.subrosa_json("search", "--all-projects", "KOOKABURRA"), "the archive"
+    )
+    assert [h["session_id"] for h in everywhere] == [run.session_id]
+    at_root = cc.subrosa_json("search", "KOOKABURRA")
+    assert [h["session_id"] for h in at_root] == [run.session_id]
+    in_subfolder = cc.subrosa_json("search", "KOOKABURRA", cwd=subfolder)
+    assert [h["session_id"] for h in in_subfolder] == [run.session_id]

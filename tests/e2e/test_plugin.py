@@ -1,0 +1,85 @@
+"""The repository as a Claude Code plugin: it validates, and `--plugin-dir` runs its hooks."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.claude_code import ClaudeProject, write_leaf
+from tests.e2e.fake_anthropic import FakeAnthropic
+from tests.e2e.test_session import SESSION_START_PREFIX, stop_feedback
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def validate(cc: ClaudeProject, repo_root: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(cc.claude.binary), "plugin", "validate", *flags, str(repo_root)],
+        cwd=repo_root,
+        env=cc.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_repository_validates_as_a_plugin(cc: ClaudeProject, repo_root: Path) -> None:
+    done = validate(cc, repo_root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Validation passed" in done.stdout
+    for part in ("SessionStart", "Stop", "SessionEnd", "subrosa:memory-extraction"):
+        assert part in done.stdout
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 14: plugin.json has no `author`, which --strict requires"
+)
+def test_the_repository_validates_strictly(cc: ClaudeProject, repo_root: Path) -> None:
+    done = validate(cc, repo_root, "--strict")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def memory_project(cc: ClaudeProject) -> Path:
+    memory = cc.project / ".claude" / "memory"
+    leaf = write_leaf(memory, "project_release_codename.md", "The release is ZEBRAFISH.")
+    cc.subrosa(
+        "--memory-dir", str(memory), "fact", "upsert", "--leaf", str(leaf), "--hook", "ZEBRAFISH"
+    )
+    cc.subrosa("--memory-dir", str(memory), "generate")
+    return memory
+
+
+def test_plugin_dir_runs_every_hook(cc: ClaudeProject, api: FakeAnthropic, repo_root: Path) -> None:
+    memory = memory_project(cc)  # no `subrosa install`: the plugin alone
+
+    run = cc.run("hello", plugin_dirs=(repo_root,), env={"SUBROSA_NUDGE_EVERY": "1"})
+
+    first, after_stop = api.agent_requests
+    [injected] = [t for t in first.texts() if t.startswith(SESSION_START_PREFIX)]
+    assert "ZEBRAFISH" in injected  # SessionStart
+    assert run.session_id in stop_feedback(after_stop)[0]  # Stop, nudging every turn
+    queue = cc.subrosa_json("--memory-dir", str(memory), "checkpoint-list")
+    assert [q["session_id"] for q in queue] == [run.session_id]  # SessionEnd
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 13 (4): the plugin and `subrosa install` both active run every hook twice",
+)
+def test_plugin_and_install_together_inject_once_and_nudge_at_15(
+    cc: ClaudeProject, api: FakeAnthropic, repo_root: Path
+) -> None:
+    memory_project(cc)
+    cc.subrosa("install")
+
+    with cc.conversation(plugin_dirs=(repo_root,)) as talk:
+        for turn in range(1, 16):
+            talk.say(f"Prompt number {turn}.")
+    assert talk.returncode == 0, talk.stderr
+
+    first = api.agent_requests[0]
+    assert first.text().count("ZEBRAFISH") == 1, "the index is injected once"
+    nudged = [i for i, r in enumerate(api.agent_requests) if stop_feedback(r)]
+    assert nudged == [15], "one nudge, after the 15th turn"
