@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import RunCli, write_leaf
+
+pytestmark = pytest.mark.engines
 
 
 def _list(run: RunCli, *extra: str) -> list[dict[str, object]]:
