@@ -168,9 +168,10 @@ def sqlite_path(url: str) -> Path | None:
     return Path(rest)
 
 
-# SQLAlchemy's reading of `scheme://user:password@host` (a password's own `@` must be
-# written %40, as in any URL), found anywhere in a text.
-_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][\w+]*://[^:/@\s]*):(?P<password>[^@\s]*)@")
+# `scheme://user:password@host` anywhere in a text. SQLAlchemy writes a password's `@`
+# and `/` as %40 and %2F but leaves spaces, so the password runs to the next `@` on its
+# line unless a `/` comes first (then the colon was a port's).
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][\w+]*://[^:/@\s]*):(?P<password>[^@/\n]*)@")
 
 
 def hide_passwords(text: str) -> str:
