@@ -49,6 +49,14 @@ PG_MISSING = (
     "and SUBROSA_TEST_PG_URL is not set): apt-get install postgresql to run these"
 )
 ENGINES = ("sqlite", "postgresql")
+_servers: list[str] = []  # what the PostgreSQL tests ran on, for the summary
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    import sqlite3
+
+    engines = [f"SQLite {sqlite3.sqlite_version}", *_servers]
+    terminalreporter.write_line("database engines: " + ", ".join(engines))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -86,7 +94,9 @@ def pg_cluster() -> Iterator[Cluster]:
     except ImportError as exc:  # psycopg, from the test extra
         pytest.fail(f"the PostgreSQL tests need psycopg ({exc}): pip install -e '.[test]'")
     if PG_URL is not None:
-        yield Cluster.existing(PG_URL)
+        server = Cluster.existing(PG_URL)
+        _servers.append(f"PostgreSQL {server.version} (SUBROSA_TEST_PG_URL)")
+        yield server
         return
     bindir = find_bindir()
     if bindir is None:
@@ -94,6 +104,7 @@ def pg_cluster() -> Iterator[Cluster]:
             pytest.fail(PG_MISSING)
         pytest.skip(PG_MISSING)
     cluster = Cluster.start(bindir)
+    _servers.append(f"PostgreSQL {cluster.version} (a throwaway cluster from {bindir})")
     try:
         yield cluster
     finally:
