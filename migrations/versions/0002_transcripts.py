@@ -14,7 +14,7 @@ and prefix index: docs/search.md.
 
 On PostgreSQL, GIN indexes over tsvector expressions (PG_SQL below), which the server
 keeps in step by itself: no triggers, no second table, nothing for ingest to write.
-They are what `subrosa search` will query on a server (docs/team.md, "Search on
+They are what `subrosa search` will query on a server (docs/team.md, "The schema on
 PostgreSQL"): an expression index is used only by a query that spells the same
 expression, so those expressions are the contract. Ingest offsets are BIGINT there
 (a file's mtime in nanoseconds does not fit PostgreSQL's 32-bit INTEGER; SQLite's
