@@ -8,6 +8,10 @@ The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
     max_lines = 200           # lines of MEMORY.md
     nudge_every = 15          # Stop hook: nudge the extraction skill every N turns
     tool_result_chars = 2000  # transcript archive: tool results are cut to this length
+    db = "postgresql+psycopg://me@db.example.com/team?sslmode=require"
+                              # the database (a file path or a URL; SUBROSA_DB and --db win)
+    project = "acme-tools"    # this machine's name for a project whose repository has no
+                              # remote (SUBROSA_PROJECT wins; see subrosa.gitremote)
     [type_weights]            # generator rank: higher loads first
     feedback = 4
     user = 3
@@ -53,17 +57,37 @@ def _positive_int(raw: object, key: str, where: object) -> int:
     return value
 
 
+def read_file(env: dict[str, str] | None = None) -> dict[str, object]:
+    """The settings file's table, or an empty one when there is no file."""
+    path = config_path(env)
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, a 5,000-digit number
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidInput(f"{path}: not valid TOML ({detail}).") from None
+
+
+def text_setting(key: str, env: dict[str, str] | None = None) -> str | None:
+    """A text setting: `SUBROSA_<KEY>` when set and not empty, else the file's `key`."""
+    env = dict(os.environ) if env is None else env
+    value = env.get(f"SUBROSA_{key.upper()}")
+    if value:
+        return value
+    raw = read_file(env).get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise InvalidInput(f"{config_path(env)}: {key} must be a string, not {raw!r}.")
+    return raw or None
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Read the settings file (if any) and the `SUBROSA_*` overrides."""
     env = dict(os.environ) if env is None else env
     path = config_path(env)
-    data: dict[str, object] = {}
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, a 5,000-digit number
-            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise InvalidInput(f"{path}: not valid TOML ({detail}).") from None
+    data = read_file(env)
     values: dict[str, object] = {}
     for key in ("budget", "max_lines", "nudge_every", "tool_result_chars"):
         env_key = f"SUBROSA_{key.upper()}"

@@ -1,11 +1,14 @@
-"""The engine, sessions and migrations.
+"""The engine, sessions and migrations, on SQLite or PostgreSQL.
 
 One engine per process. SQLite gets WAL (readers never block the writer), a busy
 timeout (concurrent sessions wait instead of failing), foreign keys, and write
 transactions that start with BEGIN IMMEDIATE (so a reader never has to upgrade to
 a writer mid-transaction, which SQLite refuses at once with "database is locked").
+PostgreSQL needs none of that; it gets a connect timeout, so that a command facing an
+unreachable server fails in seconds rather than waiting for TCP to give up.
 Migrations never run at import time: `ensure_schema` compares the stored revision
-with SCHEMA_HEAD (one cheap query) and only then loads Alembic.
+with SCHEMA_HEAD (one cheap query) and only then loads Alembic; concurrent first runs
+are serialized by a file lock beside an SQLite file, by an advisory lock on a server.
 """
 
 from __future__ import annotations
@@ -17,17 +20,23 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
 from subrosa.errors import SubrosaError
-from subrosa.paths import sqlite_path
+from subrosa.paths import hide_passwords, sqlite_path
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
 from subrosa.schema import SCHEMA_HEAD as SCHEMA_HEAD
 
 BUSY_TIMEOUT_MS = 30_000
+CONNECT_TIMEOUT_S = 10
+# pg_advisory_xact_lock's key for migrations: any constant will do; this one is the
+# bytes "subrosaM" read as a number, unlikely to be another application's.
+MIGRATION_LOCK_KEY = int.from_bytes(b"subrosaM", "big")
+INSTALL_DRIVER = "pip install 'subrosa[postgres]'"
 
 _engines: dict[str, Engine] = {}
 
@@ -45,23 +54,68 @@ def _prepare_sqlite_file(path: Path) -> None:
     os.close(fd)
 
 
+def database_url(value: str) -> URL:
+    """The SQLAlchemy URL for a `--db` value (see subrosa.paths.resolve_db_url).
+
+    A file's URL is made with `URL.create` from the path `sqlite_path` reads, so the
+    file created beforehand and the file SQLAlchemy opens are one, whatever characters
+    its name has. `postgresql://` means psycopg 3, the driver subrosa declares
+    (SQLAlchemy's own default for it is psycopg2).
+    """
+    path = sqlite_path(value)
+    try:
+        url = make_url(value)
+    except (ArgumentError, ValueError):
+        raise DatabaseError(
+            f"{hide_passwords(value)}: not a database URL (expected a file path, "
+            "sqlite:///PATH or postgresql://USER@HOST/DATABASE)."
+        ) from None
+    if path is not None:
+        return URL.create("sqlite", database=str(path), query=url.query)
+    if url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def shown(url: URL) -> str:
+    """How a database is named in messages: a file by its path, a server by its URL
+    without the password."""
+    if url.get_backend_name() == "sqlite" and url.database:
+        return url.database
+    return url.render_as_string(hide_password=True)
+
+
 def get_engine(url: str) -> Engine:
     """The process's engine for `url`, created on first use."""
     engine = _engines.get(url)
     if engine is not None:
         return engine
+    target = database_url(url)
     path = sqlite_path(url)
     if path is not None:
         try:
             _prepare_sqlite_file(path)
         except OSError as exc:
             raise DatabaseError(f"{path}: cannot create the database ({exc.strerror}).") from None
-        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+        engine = create_engine(target, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
     else:
-        engine = create_engine(url)
+        engine = _server_engine(target)
     _engines[url] = engine
     return engine
+
+
+def _server_engine(url: URL) -> Engine:
+    connect_args: dict[str, Any] = {}
+    if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+    try:
+        return create_engine(url, connect_args=connect_args)
+    except (NoSuchModuleError, ImportError) as exc:
+        hint = f" ({INSTALL_DRIVER})" if url.get_backend_name() == "postgresql" else ""
+        raise DatabaseError(
+            f"{shown(url)}: no database driver for {url.drivername} ({exc}){hint}."
+        ) from None
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -107,15 +161,30 @@ def session_scope(engine: Engine, *, write: bool = False) -> Iterator[Session]:
         session.close()
 
 
+def _missing_table(exc: DBAPIError) -> bool:
+    """Whether the error says the table does not exist (a blank database)."""
+    if getattr(exc.orig, "sqlstate", None) == "42P01":  # PostgreSQL's undefined_table
+        return True
+    return "no such table" in str(exc.orig)
+
+
+def _reason(exc: DBAPIError) -> str:
+    """The driver's own first line, which names the cause (refused, auth, no such db)."""
+    lines = str(exc.orig).strip().splitlines()
+    return lines[0] if lines else type(exc.orig).__name__
+
+
 def current_revision(engine: Engine) -> str | None:
     """The stored Alembic revision, or None for a blank database."""
     try:
         with engine.connect() as conn:
             row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
-    except OperationalError as exc:
-        if "no such table" in str(exc):
+    except DBAPIError as exc:
+        if _missing_table(exc):
             return None
-        raise DatabaseError(f"cannot read the database ({exc.orig}).") from None
+        raise DatabaseError(
+            f"{shown(engine.url)}: cannot read the database ({_reason(exc)})."
+        ) from None
     return row[0] if row else None
 
 
@@ -127,13 +196,16 @@ def alembic_config(engine: Engine) -> Any:
 
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
-    config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    # The config is a ConfigParser, which reads `%` as interpolation: a path or a
+    # password with a `%` in it must be written `%%`. (env.py uses the connection
+    # it is handed; the URL is only for Alembic's own command line.)
+    url = engine.url.render_as_string(hide_password=False)
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
 
 
 def upgrade(engine: Engine) -> None:
     """Run Alembic to the newest revision, serialized across processes."""
-    from alembic import command
     from filelock import FileLock
 
     path = sqlite_path(engine.url.render_as_string(hide_password=False))
@@ -143,13 +215,26 @@ def upgrade(engine: Engine) -> None:
     try:
         if current_revision(engine) == SCHEMA_HEAD:
             return
-        config = alembic_config(engine)
-        with engine.begin() as conn:
-            config.attributes["connection"] = conn
-            command.upgrade(config, "head")
+        _run_alembic(engine)
+    except DBAPIError as exc:
+        raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
     finally:
         if lock is not None:
             lock.release()
+
+
+def _run_alembic(engine: Engine) -> None:
+    """Upgrade to head in one transaction (PostgreSQL's DDL is transactional too)."""
+    from alembic import command
+
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            # Held to the end of the transaction: a second process waits here, then
+            # finds the schema current (Alembic reads the revision after the lock).
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
 
 
 def ensure_schema(engine: Engine) -> None:

@@ -6,11 +6,21 @@ Exit codes follow PRODUCT.md: 1 means the check or operation found a problem,
 
 from __future__ import annotations
 
+from subrosa.paths import hide_passwords
+
 
 class SubrosaError(Exception):
-    """Base class: a message meant for the user, and the exit code it implies."""
+    """Base class: a message meant for the user, and the exit code it implies.
+
+    A database URL in the message loses its password here, once for every error: a
+    message naming the database (`cannot connect to …`) may be printed, logged or
+    pasted into a bug report.
+    """
 
     exit_code = 1
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(hide_passwords(str(message)), *args)
 
 
 class InvalidInput(SubrosaError):

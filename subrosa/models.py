@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     DateTime,
@@ -117,6 +118,11 @@ class TranscriptMessage(Base):
     cjk: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+# 64-bit on both engines: SQLite's INTEGER always is; PostgreSQL's is 32-bit, too
+# small for a file's mtime in nanoseconds.
+BigInt = BigInteger().with_variant(Integer(), "sqlite")
+
+
 class IngestedFile(Base):
     """How far each transcript file has been read, so ingest reads only what is new."""
 
@@ -126,10 +132,10 @@ class IngestedFile(Base):
     project: Mapped[str] = mapped_column(String, nullable=False)
     # Identity checks: a file replaced (another inode), truncated (smaller than the
     # offset) or rewritten (its first bytes changed) is read again from the start.
-    inode: Mapped[int] = mapped_column(Integer, nullable=False)
-    size: Mapped[int] = mapped_column(Integer, nullable=False)
-    mtime_ns: Mapped[int] = mapped_column(Integer, nullable=False)
+    inode: Mapped[int] = mapped_column(BigInt, nullable=False)
+    size: Mapped[int] = mapped_column(BigInt, nullable=False)
+    mtime_ns: Mapped[int] = mapped_column(BigInt, nullable=False)
     # Where the last complete line ended.
-    offset: Mapped[int] = mapped_column(Integer, nullable=False)
+    offset: Mapped[int] = mapped_column(BigInt, nullable=False)
     head_hash: Mapped[str] = mapped_column(String, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)

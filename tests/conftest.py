@@ -1,4 +1,9 @@
-"""Every test runs in its own HOME, with every subrosa/Claude variable pointed into tmp_path."""
+"""Every test runs in its own HOME, with every subrosa/Claude variable pointed into tmp_path.
+
+The database: an SQLite file under tmp_path; a test marked `engines(...)` (or in a module
+so marked) that uses the `db` fixture runs once per engine named, on PostgreSQL with a
+database of its own (see the `db` fixture and tests/postgres.py).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,20 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import CliRunner, Result
 
 from subrosa.cli.app import cli
 from subrosa.db import dispose_all
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+    from tests.postgres import Cluster
 
 REPO = Path(__file__).resolve().parent.parent
 # Small real data vendored with the tests (tests/fixtures/SOURCES.md): a clone tests alone.
@@ -38,6 +49,35 @@ def corpus(*parts: str) -> Path:
     return path
 
 
+# Read now: isolated_env clears every SUBROSA_* variable before each test.
+# SUBROSA_TEST_PG_URL: an existing server to use (an admin URL allowed to create
+# databases) instead of starting one. SUBROSA_TEST_PG=require: fail, not skip, when
+# no PostgreSQL can be had (.ci/run sets it, so CI never passes by skipping).
+PG_URL = os.environ.get("SUBROSA_TEST_PG_URL") or None
+PG_REQUIRED = os.environ.get("SUBROSA_TEST_PG") == "require"
+PG_MISSING = (
+    "PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin or on PATH, "
+    "and SUBROSA_TEST_PG_URL is not set): apt-get install postgresql to run these"
+)
+ENGINES = ("sqlite", "postgresql")
+_servers: list[str] = []  # what the PostgreSQL tests ran on, for the summary
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    import sqlite3
+
+    engines = [f"SQLite {sqlite3.sqlite_version}", *_servers]
+    terminalreporter.write_line("database engines: " + ", ".join(engines))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked `engines` that uses the database runs on each engine named (both
+    when none is named); the test's own mark wins over its module's."""
+    marker = metafunc.definition.get_closest_marker("engines")
+    if marker is not None and "db" in metafunc.fixturenames:
+        metafunc.parametrize("db_engine", marker.args or ENGINES, indirect=True)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A throwaway HOME; no subrosa or Claude setting leaks in from the machine."""
@@ -57,13 +97,117 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     dispose_all()
 
 
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One PostgreSQL server for the whole run, started on first use."""
+    try:
+        from tests.postgres import Cluster, find_bindir
+    except ImportError as exc:  # psycopg, from the test extra
+        pytest.fail(f"the PostgreSQL tests need psycopg ({exc}): pip install -e '.[test]'")
+    if PG_URL is not None:
+        server = Cluster.existing(PG_URL)
+        _servers.append(f"PostgreSQL {server.version} (SUBROSA_TEST_PG_URL)")
+        yield server
+        return
+    bindir = find_bindir()
+    if bindir is None:
+        if PG_REQUIRED:
+            pytest.fail(PG_MISSING)
+        pytest.skip(PG_MISSING)
+    cluster = Cluster.start(bindir)
+    _servers.append(f"PostgreSQL {cluster.version} (a throwaway cluster from {bindir})")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture
-def memory_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty memory dir and a database file, both under tmp_path, set in the environment."""
+def db_engine(request: pytest.FixtureRequest) -> str:
+    """The engine of this test's database: SQLite unless the test is parametrized."""
+    return getattr(request, "param", "sqlite")
+
+
+@dataclass
+class Db:
+    """This test's database, on either engine, and what tests do to one."""
+
+    engine: str
+    tmp_path: Path
+    cluster: Cluster | None = None
+    made: list[URL] = field(default_factory=list)
+    url: str = ""
+
+    def __post_init__(self) -> None:
+        self.url = self.other("subrosa")
+
+    def other(self, name: str) -> str:
+        """A further empty database (another machine's): a file, or a new PG database."""
+        if self.cluster is None:
+            return str(self.tmp_path / f"{name}.db")
+        made = self.cluster.create_database()
+        self.made.append(made)
+        return made.render_as_string(hide_password=False)
+
+    def reset(self) -> None:
+        """Make the main database blank again (a deleted file, a dropped database)."""
+        dispose_all()
+        if self.cluster is None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(self.url + suffix).unlink(missing_ok=True)
+        else:
+            self.cluster.drop_database(self.made[0])
+            self.cluster.create_database(name=self.made[0].database)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every row of every table, and on SQLite the file's bytes too (so a dry run
+        is shown to write nothing at all)."""
+        from sqlalchemy import MetaData, create_engine, select
+
+        from subrosa.db import database_url
+        from subrosa.paths import resolve_db_url
+
+        dispose_all()  # closes connections, so the WAL is checkpointed into the file
+        engine = create_engine(database_url(resolve_db_url(self.url)))
+        try:
+            metadata = MetaData()
+            metadata.reflect(engine)
+            rows: dict[str, Any] = {}
+            with engine.connect() as conn:
+                for name, table in sorted(metadata.tables.items()):
+                    order = list(table.primary_key.columns) or list(table.columns)
+                    rows[name] = conn.execute(select(table).order_by(*order)).all()
+        finally:
+            engine.dispose()
+        if self.cluster is None:
+            rows["(file)"] = Path(self.url).read_bytes()
+        return rows
+
+    def close(self) -> None:
+        dispose_all()
+        if self.cluster is not None:
+            for made in self.made:
+                self.cluster.drop_database(made)
+
+
+@pytest.fixture
+def db(db_engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Db]:
+    """This test's database: a file under tmp_path, or a PostgreSQL database of its own."""
+    cluster = request.getfixturevalue("pg_cluster") if db_engine == "postgresql" else None
+    database = Db(db_engine, tmp_path, cluster)
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+@pytest.fixture
+def memory_dir(tmp_path: Path, db: Db, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty memory dir and the test's database, both set in the environment."""
     directory = tmp_path / "memory"
     directory.mkdir()
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(directory))
-    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "subrosa.db"))
+    monkeypatch.setenv("SUBROSA_DB", db.url)
     return directory
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from subrosa.db import dispose_all
 from subrosa.memory.takeover import parse_index
-from tests.conftest import CORPUS, FIXTURES, RunCli, write_leaf
+from tests.conftest import CORPUS, FIXTURES, Db, RunCli, write_leaf
+
+pytestmark = pytest.mark.engines
 
 # Vendored dirs always; the shared corpus' real dirs when it is beside the checkout.
 CORPUS_DIRS = sorted((FIXTURES / "memory").iterdir()) + (
@@ -218,9 +219,7 @@ def test_fix_frontmatter_rewrites_broken_leaves(
     run("--memory-dir", str(directory), "fact", "upsert", "--leaf", "broken_front.md")
 
 
-def test_rebuild_recovers_everything_but_hits(
-    memory_dir: Path, tmp_path: Path, run: RunCli
-) -> None:
+def test_rebuild_recovers_everything_but_hits(memory_dir: Path, db: Db, run: RunCli) -> None:
     for name, kind in (
         ("alpha", "user"),
         ("beta", "feedback"),
@@ -238,8 +237,7 @@ def test_rebuild_recovers_everything_but_hits(
     before = json.loads(run("fact", "list", "--all", "--json").stdout)
     assert any(f["section"] == "Laws" for f in before)
 
-    dispose_all()
-    (tmp_path / "subrosa.db").unlink()
+    db.reset()
     result = json.loads(run("rebuild", "--yes", "--json").stdout)
     assert result["archived"] == 1 and result["pinned"] == 1
     after = json.loads(run("fact", "list", "--all", "--json").stdout)
@@ -258,8 +256,8 @@ def test_rebuild_asks_first(memory_dir: Path, run: RunCli) -> None:
     assert len(json.loads(run("fact", "list", "--json").stdout)) == 1
 
 
-def _on(directory: Path, db: Path) -> list[str]:
-    return ["--memory-dir", str(directory), "--db", str(db)]
+def _on(directory: Path, db: str) -> list[str]:
+    return ["--memory-dir", str(directory), "--db", db]
 
 
 def _pull(source: Path, target: Path) -> None:
@@ -271,10 +269,10 @@ def _pull(source: Path, target: Path) -> None:
             shutil.copy2(path, destination)
 
 
-def test_two_machines_share_one_memory_through_git(tmp_path: Path, run: RunCli) -> None:
+def test_two_machines_share_one_memory_through_git(tmp_path: Path, db: Db, run: RunCli) -> None:
     laptop, desktop = tmp_path / "laptop" / "memory", tmp_path / "desktop" / "memory"
     laptop.mkdir(parents=True)
-    one, two = _on(laptop, tmp_path / "laptop.db"), _on(desktop, tmp_path / "desktop.db")
+    one, two = _on(laptop, db.other("laptop")), _on(desktop, db.other("desktop"))
     for name in ("alpha", "beta", "gamma"):
         write_leaf(laptop, f"{name}.md", f"The {name} fact.")
         run(*one, "fact", "upsert", "--leaf", f"{name}.md", "--hook", f"hook {name}")
@@ -303,11 +301,11 @@ def test_two_machines_share_one_memory_through_git(tmp_path: Path, run: RunCli) 
 
 
 def test_a_clone_without_subrosa_state_recovers_from_the_index_files(
-    tmp_path: Path, run: RunCli
+    tmp_path: Path, db: Db, run: RunCli
 ) -> None:
     laptop, desktop = tmp_path / "laptop" / "memory", tmp_path / "desktop" / "memory"
     laptop.mkdir(parents=True)
-    one, two = _on(laptop, tmp_path / "laptop.db"), _on(desktop, tmp_path / "desktop.db")
+    one, two = _on(laptop, db.other("laptop")), _on(desktop, db.other("desktop"))
     for name in ("alpha", "beta", "gamma", "delta"):
         write_leaf(laptop, f"{name}.md", f"The {name} fact, described at some length here.")
         run(*one, "fact", "upsert", "--leaf", f"{name}.md", "--hook", f"hook {name} " + "x" * 60)

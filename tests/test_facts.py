@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import RunCli, write_leaf
+import pytest
+
+from tests.conftest import Db, RunCli, write_leaf
+
+pytestmark = pytest.mark.engines
 
 
 def _list(run: RunCli, *extra: str) -> list[dict[str, object]]:
@@ -201,3 +205,17 @@ def test_unknown_slug_and_usage_errors(memory_dir: Path, run: RunCli) -> None:
     assert "no fact named 'ghost'" in run("fact", "show", "ghost", expect=2).stderr
     run("fact", "list", "--archived", "--all", expect=2)
     run("fact", "archive", "--leaf", "ghost.md", expect=2)
+
+
+def test_any_text_a_leaf_holds_is_stored_on_either_engine(
+    memory_dir: Path, db: Db, run: RunCli
+) -> None:
+    """PostgreSQL's text refuses NUL, which SQLite keeps: the cached body gets U+FFFD for
+    it on both, so both engines hold the same thing (the leaf on disk is left as it is)."""
+    body = "NUL\x00here, 東京 and 🦀, a \u202e bidi override and a tab\t."
+    path = write_leaf(memory_dir, "odd_text.md", "Odd text.", body=body)
+    run("fact", "upsert", "--leaf", "odd_text.md", "--hook", "odd text ✓")
+    run("generate")
+    rows = db.snapshot()["facts"]
+    assert [row.body for row in rows] == [body.replace("\x00", "\ufffd")]
+    assert "\x00" in path.read_text(encoding="utf-8")

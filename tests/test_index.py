@@ -15,6 +15,8 @@ from subrosa.memory.marker import HEADER_TAG
 from subrosa.resources import skills_dir
 from tests.conftest import RunCli, write_leaf
 
+pytestmark = pytest.mark.engines
+
 SCRIPT = skills_dir() / "memory-compact" / "check_memory.py"
 
 

@@ -1,4 +1,5 @@
-"""The migrations: what a blank database becomes, and that the models agree with it."""
+"""The migrations: what a blank database becomes, and that the models agree with it,
+on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,12 +8,18 @@ import sqlite3
 import stat
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
 
 from subrosa.db import SCHEMA_HEAD, alembic_config, open_database
 from subrosa.models import Base
+from subrosa.paths import resolve_db_url
+from tests.conftest import Db
+
+pytestmark = pytest.mark.engines
 
 
 def _migrated(tmp_path: Path) -> Path:
@@ -41,18 +48,58 @@ def test_blank_database_gets_tables_columns_and_triggers(tmp_path: Path) -> None
     assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == SCHEMA_HEAD
 
 
+def test_blank_database_gets_the_tables_and_columns_of_the_models(db: Db) -> None:
+    engine = open_database(resolve_db_url(db.url))
+    inspector = inspect(engine)
+    tables = set(inspector.get_table_names())
+    assert {"facts", "sessions", "messages", "ingested_files", "alembic_version"} <= tables
+    for table in Base.metadata.sorted_tables:
+        columns = {c["name"] for c in inspector.get_columns(table.name)}
+        assert columns == {c.name for c in table.columns}, table.name
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == SCHEMA_HEAD
+
+
+@pytest.mark.engines("postgresql")
+def test_blank_postgres_database_gets_the_search_indexes(db: Db) -> None:
+    """The GIN indexes phase 2's search will query (docs/team.md), and BIGINT offsets."""
+    engine = open_database(db.url)
+    with engine.connect() as conn:
+        indexes = dict(
+            conn.execute(
+                text("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'")
+            ).all()
+        )
+        types = dict(
+            conn.execute(
+                text(
+                    "SELECT column_name, data_type FROM information_schema.columns"
+                    " WHERE table_name = 'ingested_files'"
+                )
+            ).all()
+        )
+    assert "USING gin (to_tsvector('simple'::regconfig, text))" in indexes["ix_messages_text_tsv"]
+    assert "WHERE (cjk IS NOT NULL)" in indexes["ix_messages_cjk_tsv"]
+    assert (
+        "setweight(to_tsvector('simple'::regconfig, (title)::text), 'A'::\"char\")"
+        in (indexes["ix_facts_tsv"])
+    )
+    assert {types[c] for c in ("inode", "size", "mtime_ns", "offset")} == {"bigint"}
+
+
 def test_schema_head_is_the_newest_migration(tmp_path: Path) -> None:
     engine = open_database(f"sqlite:///{tmp_path / 'x.db'}")
     script = ScriptDirectory.from_config(alembic_config(engine))
     assert script.get_current_head() == SCHEMA_HEAD
 
 
-def test_models_match_the_migrations(tmp_path: Path) -> None:
+def test_models_match_the_migrations(db: Db) -> None:
     """Autogenerate finds nothing to do: the models and the migrations agree (the FTS
-    virtual tables and their shadow tables are left out of the comparison)."""
+    virtual tables and their shadow tables, and PostgreSQL's full-text indexes, are left
+    out of the comparison)."""
     from subrosa.resources import migrations_dir
 
-    engine = open_database(f"sqlite:///{tmp_path / 'x.db'}")
+    engine = open_database(resolve_db_url(db.url))
     source = (migrations_dir() / "env.py").read_text()
     namespace: dict[str, object] = {}
     # Only the filter is needed; running env.py itself would start a migration.
@@ -66,31 +113,43 @@ def test_models_match_the_migrations(tmp_path: Path) -> None:
         assert compare_metadata(context, Base.metadata) == []
 
 
-def test_facts_written_before_the_archive_revision_are_searchable(tmp_path: Path) -> None:
-    """The 0002 migration indexes the facts that revision 0001 already held."""
+SEARCH_FACTS = {
+    "sqlite": "SELECT rowid FROM facts_fts WHERE facts_fts MATCH 'zanzibarite'",
+    # The indexed expression, spelled as the index spells it, so the index is usable.
+    "postgresql": """SELECT id FROM facts WHERE (
+        setweight(to_tsvector('simple'::regconfig, title), 'A')
+        || setweight(to_tsvector('simple'::regconfig, description), 'B')
+        || setweight(to_tsvector('simple'::regconfig, hook), 'B')
+        || setweight(to_tsvector('simple'::regconfig, body), 'D'))
+        @@ to_tsquery('simple', 'zanzibarite')""",
+}
+
+
+def test_facts_written_before_the_archive_revision_are_searchable(db: Db) -> None:
+    """The 0002 migration indexes the facts that revision 0001 already held (and on
+    either engine, 0002 goes down and up again)."""
     from alembic import command
 
-    path = tmp_path / "old.db"
-    engine = open_database(f"sqlite:///{path}")
+    engine = open_database(resolve_db_url(db.url))
     config = alembic_config(engine)
     with engine.begin() as conn:
         config.attributes["connection"] = conn
         command.downgrade(config, "0001")
-    raw = sqlite3.connect(path)
-    raw.execute(
-        "INSERT INTO facts(project, slug, path, title, type, description, hook, body, pinned,"
-        " status, hits, position, created_at, updated_at, content_hash) VALUES ('p', 's',"
-        " 's.md', 'Title', 'user', 'prefers zanzibarite', 'h', 'b', 0, 'active', 0, 1,"
-        " '2026-01-01', '2026-01-01', 'x')"
-    )
-    raw.commit()
-    raw.close()
+    with engine.begin() as conn:
+        assert "messages" not in inspect(conn).get_table_names()
+        conn.execute(
+            text(
+                "INSERT INTO facts(project, slug, path, title, type, description, hook, body,"
+                " pinned, status, hits, position, created_at, updated_at, content_hash) VALUES"
+                " ('p', 's', 's.md', 'Title', 'user', 'prefers zanzibarite', 'h', 'b', false,"
+                " 'active', 0, 1, '2026-01-01', '2026-01-01', 'x')"
+            )
+        )
     with engine.begin() as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
-    raw = sqlite3.connect(path)
-    hits = raw.execute("SELECT rowid FROM facts_fts WHERE facts_fts MATCH 'zanzibarite'")
-    assert len(hits.fetchall()) == 1
+    with engine.connect() as conn:
+        assert len(conn.execute(text(SEARCH_FACTS[db.engine])).all()) == 1
 
 
 def test_database_file_is_owner_only(tmp_path: Path) -> None:

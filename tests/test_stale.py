@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from subrosa.db import dispose_all
-from tests.conftest import RunCli, write_leaf
+from tests.conftest import Db, RunCli, write_leaf
+
+pytestmark = pytest.mark.engines
 
 TODAY = "2026-11-29"
 RECENT = datetime(2026, 11, 1, 12, tzinfo=UTC).timestamp()
@@ -106,11 +107,10 @@ def _facts(run: RunCli, *extra: str) -> list[dict[str, Any]]:
     return json.loads(run("fact", "list", "--json", *extra).stdout)  # type: ignore[no-any-return]
 
 
-def _snapshot(memory_dir: Path, run: RunCli, db: Path) -> dict[str, Any]:
-    dispose_all()  # closes connections, so the WAL is checkpointed into the file
+def _snapshot(memory_dir: Path, run: RunCli, db: Db) -> dict[str, Any]:
     files = {p.name: p.read_bytes() for p in sorted(memory_dir.rglob("*")) if p.is_file()}
     files.pop("lock", None)
-    return {"facts": _facts(run, "--all"), "files": files, "db": db.read_bytes()}
+    return {"db": db.snapshot(), "facts": _facts(run, "--all"), "files": files}
 
 
 def test_crafted_leaves_give_the_expected_archived_and_flagged_sets(
@@ -156,8 +156,7 @@ def test_at_most_max_flags_are_listed_and_the_rest_counted(crafted: Path, run: R
     assert len(listed) == len(ARCHIVED) + 2
 
 
-def test_a_dry_run_changes_nothing(crafted: Path, run: RunCli, tmp_path: Path) -> None:
-    db = tmp_path / "subrosa.db"
+def test_a_dry_run_changes_nothing(crafted: Path, run: RunCli, db: Db) -> None:
     before = _snapshot(crafted, run, db)
     result = run("stale", "--today", TODAY)
     assert "Dry run: nothing changed." in result.stderr

@@ -6,6 +6,7 @@ SQLAlchemy.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,3 +59,21 @@ class Project:
             yield
         finally:
             lock.release()
+
+
+def project_identity(
+    start: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
+) -> str | None:
+    """This project's name on every machine: the normalized git remote of the repository
+    containing `start` (default: the current folder), else `SUBROSA_PROJECT` or the
+    settings file's `project`, else None. Standard library only, no subprocess.
+
+    Not a storage key yet: facts are keyed by the memory dir (`Project.key`) and
+    sessions by Claude Code's encoded folder, both different on every machine.
+    """
+    from subrosa.config import text_setting
+    from subrosa.gitremote import remote_identity
+
+    env = dict(os.environ) if env is None else env
+    here = start if start is not None else os.getcwd()
+    return remote_identity(here, env) or text_setting("project", env)

@@ -171,7 +171,9 @@ def _apply_leaf(fact: Fact, leaf: Leaf, *, keep_title: bool) -> None:
     fact.path = leaf.filename
     fact.type = leaf.type
     fact.description = sanitize_line(leaf.description)
-    fact.body = leaf.body
+    # PostgreSQL's text cannot hold NUL (SQLite's can): the cached copy gets U+FFFD for
+    # it on both engines, so both hold the same. The leaf on disk keeps its bytes.
+    fact.body = leaf.body.replace("\x00", "\ufffd")
     fact.content_hash = leaf.content_hash
     fact.updated_at = leaf.mtime.replace(tzinfo=None)
     if not keep_title:

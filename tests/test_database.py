@@ -1,0 +1,143 @@
+"""Which database a command opens, and what it says about it: file paths of any spelling,
+server URLs with their query parameters, and passwords that are never printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import URL, make_url
+
+from subrosa.db import DatabaseError, database_url, get_engine, open_database
+from subrosa.errors import InvalidInput
+from subrosa.paths import hide_passwords, resolve_db_url, sqlite_path
+from tests.conftest import Db, RunCli, write_leaf
+
+pytestmark = pytest.mark.engines
+
+ODD_NAMES = ["it's #1 (50%); a@b", "q?x=1&y=2", "plus+and space", "percent %41 stays", "東京"]
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_a_database_file_may_have_any_name(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name / f"{name}.db"
+    url = resolve_db_url(str(path))
+    assert url == URL.create("sqlite", database=str(path)).render_as_string()
+    assert sqlite_path(url) == path
+    assert database_url(url).database == str(path)
+    open_database(url)
+    assert path.is_file()  # and no other file beside it but its -wal, -shm and lock
+    assert all(p.name.startswith(path.name) for p in path.parent.iterdir())
+
+
+def test_the_cli_opens_and_names_an_oddly_named_file(tmp_path: Path, run: RunCli) -> None:
+    """Alembic's ConfigParser once read the `%` of such a path as interpolation."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    path = tmp_path / "it's #1 (50%); a@b?.db"
+    write_leaf(memory, "alpha.md")
+    on = ["--memory-dir", str(memory), "--db", str(path)]
+    run(*on, "fact", "upsert", "--leaf", "alpha.md", "--hook", "a")
+    status = json.loads(run(*on, "db", "status", "--json").stdout)
+    assert status["current"] is True and sqlite_path(status["url"]) == path
+    assert path.is_file()
+
+
+def test_the_settings_file_may_name_the_database(
+    tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = isolated_env / ".config" / "subrosa" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('db = "team.db"\n', encoding="utf-8")
+    assert sqlite_path(resolve_db_url()) == config.parent / "team.db"  # beside the file
+    config.write_text('db = "postgresql://me@db.example.com/team?sslmode=require"\n')
+    assert resolve_db_url() == "postgresql://me@db.example.com/team?sslmode=require"
+    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "env.db"))
+    assert sqlite_path(resolve_db_url()) == tmp_path / "env.db"
+    assert sqlite_path(resolve_db_url(str(tmp_path / "flag.db"))) == tmp_path / "flag.db"
+    monkeypatch.delenv("SUBROSA_DB")
+    config.write_text("db = 3\n")
+    with pytest.raises(InvalidInput, match="db must be a string"):
+        resolve_db_url()
+
+
+def test_postgresql_means_psycopg_3() -> None:
+    assert database_url("postgresql://me@h/db").drivername == "postgresql+psycopg"
+    assert database_url("postgresql+psycopg2://me@h/db").drivername == "postgresql+psycopg2"
+
+
+def test_passwords_are_hidden_in_any_text() -> None:
+    message = (
+        "cannot reach postgresql+psycopg://me:s3cr%40t@db:5432/team?sslmode=require; "
+        "nor mysql://root:hunter2@h/x; sqlite:////a:b@c.db and https://github.com/o/r stay, "
+        "as does https://git.example.com:8443/o/r by me@example.com"
+    )
+    shown = hide_passwords(message)
+    assert "s3cr" not in shown and "hunter2" not in shown
+    assert "postgresql+psycopg://me:***@db:5432/team?sslmode=require" in shown
+    assert "sqlite:////a:b@c.db and https://github.com/o/r stay, as does https://git" in shown
+    assert shown.endswith("https://git.example.com:8443/o/r by me@example.com")
+    assert str(DatabaseError(message)) == shown
+
+
+def test_a_malformed_url_is_one_sentence_without_its_password(run: RunCli) -> None:
+    result = run("--db", "postgresql://me:hunter2@db:notaport/team", "db", "status", expect=1)
+    assert "hunter2" not in result.output
+    assert "postgresql://me:***@db:notaport/team: not a database URL" in result.stderr
+
+
+def _with_password(db: Db, password: str = "hunter2 s3cr%t") -> str:
+    return make_url(db.url).set(password=password).render_as_string(hide_password=False)
+
+
+@pytest.mark.engines("postgresql")
+def test_the_password_is_never_printed(db: Db, run: RunCli, tmp_path: Path) -> None:
+    """The test server trusts its socket, so any password connects; none may be shown."""
+    url = _with_password(db)
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    on = ["--db", url, "--memory-dir", str(memory)]
+    outputs = [run(*on, "db", "upgrade").output]
+    outputs.append(run(*on, "db", "status").output)
+    outputs.append(run(*on, "db", "status", "--json").output)
+    outputs.append(run(*on, "doctor", "--json", expect=None).output)
+    outputs.append(run(*on, "transcript", "list", expect=2).output)  # SQLite only, for now
+    missing = make_url(url).set(database="no_such_database").render_as_string(False)
+    failed = run("--db", missing, "--memory-dir", str(memory), "db", "status", expect=1)
+    assert "cannot read the database" in failed.stderr and "no_such_database" in failed.stderr
+    outputs.append(failed.output)
+    for output in outputs:
+        assert "hunter2" not in output and "s3cr" not in output, output
+    assert "subrosa:***@" in outputs[1]
+
+
+@pytest.mark.engines("postgresql")
+@pytest.mark.xfail(
+    strict=True,
+    reason="doctor.py prints the raw URL when it cannot open it (the file is frozen during "
+    "the cli restructuring; the fix: hide_passwords(subject.db_url) at doctor.py:92)",
+)
+def test_doctor_hides_the_password_of_a_server_it_cannot_open(
+    db: Db, run: RunCli, tmp_path: Path
+) -> None:
+    missing = make_url(_with_password(db)).set(database="no_such_database")
+    on = ["--db", missing.render_as_string(False), "--memory-dir", str(tmp_path)]
+    assert "hunter2" not in run(*on, "doctor", expect=None).output
+
+
+@pytest.mark.engines("postgresql")
+def test_query_parameters_reach_the_server(db: Db) -> None:
+    query = {"application_name": "subrosa-test", "options": "-c statement_timeout=4321"}
+    engine = get_engine(make_url(db.url).update_query_dict(query).render_as_string(False))
+    with engine.connect() as conn:
+        assert conn.execute(text("SHOW application_name")).scalar() == "subrosa-test"
+        assert conn.execute(text("SHOW statement_timeout")).scalar() == "4321ms"
+    # libpq ignores sslmode on a unix socket (the test server's), so this shows only
+    # that it is handed to the driver, as is every other parameter.
+    url = "postgresql://me:hunter2@db.example.com/team?sslmode=verify-full&connect_timeout=3"
+    engine = get_engine(url)
+    _args, kwargs = engine.dialect.create_connect_args(engine.url)
+    assert kwargs["sslmode"] == "verify-full" and str(kwargs["connect_timeout"]) == "3"
+    assert engine.dialect.driver == "psycopg"
