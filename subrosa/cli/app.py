@@ -4,7 +4,6 @@ and every command pay only for what they need."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import Any
 
 import click
@@ -14,8 +13,7 @@ from subrosa.cli.common import AppContext, CliError, CliInputError, cli_error
 from subrosa.errors import SubrosaError
 
 # name -> (module, attribute, one-line help). The help is here so that `subrosa
-# --help` lists every command without importing any of them. A module that is not
-# there (yet) hides its command.
+# --help` lists every command without importing any of them.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "fact": ("subrosa.cli.fact", "fact", "Register leaves as facts; pin, archive, order them."),
     "generate": ("subrosa.cli.index", "generate", "Write MEMORY.md and MEMORY_archive.md."),
@@ -37,33 +35,23 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _available(name: str) -> bool:
-    return importlib.util.find_spec(COMMANDS[name][0]) is not None
-
-
-def _load(name: str) -> click.Command | None:
+def _load(name: str) -> click.Command:
+    """The command `name`, its module imported now."""
     module_name, attribute, _help = COMMANDS[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            return None
-        raise
-    command = getattr(module, attribute, None)
-    return command if isinstance(command, click.Command) else None
+    command = getattr(importlib.import_module(module_name), attribute)
+    assert isinstance(command, click.Command), name
+    return command
 
 
 class SubrosaGroup(click.Group):
     """Lazy subcommands, and SubrosaError turned into one sentence and an exit code."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name in COMMANDS if _available(name))
+        return sorted(COMMANDS)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][2]) for name in self.list_commands(ctx)])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
