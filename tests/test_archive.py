@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from subrosa.archive import pending
-from subrosa.archive.search import Filters, connect, search
+from subrosa.archive.search import connect, search
 from subrosa.paths import project_transcript_dir
+from subrosa.query import Filters
 from tests.conftest import CORPUS, RunCli, subrosa_process, write_leaf
 from tests.test_redact import SAMPLES
 

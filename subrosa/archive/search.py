@@ -1,4 +1,5 @@
-"""Search over facts and archived messages. Standard library only.
+"""Search over facts and archived messages. Standard library only (the query language
+is subrosa.query).
 
 `subrosa search` must answer in a fraction of the time grep needs to read the raw
 transcripts, and importing SQLAlchemy alone costs more than that here; so this module
@@ -17,17 +18,25 @@ import sqlite3
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from subrosa.archive.cjk import cjk_runs, has_cjk
+from subrosa.query import (
+    MARK,
+    Filters,
+    Phrase,
+    QueryError,
+    Term,
+    fts_query,
+    one_line,
+    parse_query,
+    parse_since,
+    query_phrases,
+    significant,
+    split_cjk,
+)
 
 BUSY_TIMEOUT_MS = 30_000
 SNIPPET_TOKENS = 16  # facts' snippets (FTS5's snippet())
-MARK = ("**", "**")
-_TERM = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# Words as unicode61 sees them, near enough for ranking (underscore separates).
-_WORD = re.compile(r"[^\W_]+")
 # A phrase in fewer messages than this is "selective": FTS5's own bm25 ranks every
 # match exactly and cheaply. Otherwise bm25 would count the phrase's documents over
 # its whole doclist (~0.1-0.3 s for a word in most of a million messages) and score
@@ -35,10 +44,6 @@ _WORD = re.compile(r"[^\W_]+")
 SELECTIVE = 4000
 RERANK = 1000
 BM25_K1, BM25_B = 1.2, 0.75
-
-
-class QueryError(ValueError):
-    """A filter the user gave cannot be understood (the query text itself never fails)."""
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -52,105 +57,7 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-# ---------------------------------------------------------------- the query language
-
-
-class Term(NamedTuple):
-    """One thing the user asked for: a word, a "phrase", or a prefix*."""
-
-    text: str
-    prefix: bool = False
-
-
-def parse_query(query: str) -> list[Term]:
-    """The terms of a user query. Balanced "quotes" make a phrase and a trailing * a
-    prefix; everything else is words. Operators (AND, OR, NOT, NEAR, col:, -x, ^) are
-    not operators here: each term is later quoted, so no input is a syntax error."""
-    terms: list[Term] = []
-    # FTS5 reads a query as a C string: a NUL would end it inside a quote.
-    query = _CONTROL.sub(" ", query)
-    for match in _TERM.finditer(query):
-        phrase, phrase_star, word = match.groups()
-        if word is not None:
-            text, prefix = word.rstrip("*"), word.endswith("*")
-        else:
-            text, prefix = phrase, bool(phrase_star)
-        if any(ch.isalnum() for ch in text):
-            terms.append(Term(text, prefix))
-    return terms
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
-def _split_cjk(term: Term) -> tuple[list[str], str]:
-    """A term's CJK runs, and what is left of it with them taken out."""
-    if not has_cjk(term.text):
-        return [], term.text
-    runs = cjk_runs(term.text)
-    rest = term.text
-    for run in runs:
-        rest = rest.replace(run, " ")
-    return runs, rest
-
-
-class Phrase(NamedTuple):
-    """One quoted FTS5 phrase, and its tokens as the Python-side ranking sees them."""
-
-    expr: str
-    tokens: tuple[str, ...]
-    prefix: bool = False
-    cjk: bool = False
-
-
-def query_phrases(terms: list[Term], cjk_column: str | None) -> list[Phrase]:
-    """The phrases of an FTS5 MATCH expression: every term quoted, all required. CJK
-    text is matched as a phrase of single characters in `cjk_column` (subrosa.archive.cjk)."""
-    phrases: list[Phrase] = []
-    for term in terms:
-        runs, rest = _split_cjk(term)
-        for run in runs:
-            if cjk_column is not None:
-                phrases.append(
-                    Phrase(f"{cjk_column} : {_quote(' '.join(run))}", tuple(run), cjk=True)
-                )
-        if any(ch.isalnum() for ch in rest):
-            tokens = tuple(_WORD.findall(rest.lower())) or (rest.strip().lower(),)
-            expr = _quote(rest.strip()) + ("*" if term.prefix else "")
-            phrases.append(Phrase(expr, tokens, prefix=term.prefix))
-    return phrases
-
-
-def fts_query(terms: list[Term], cjk_column: str | None) -> str:
-    """The FTS5 MATCH expression for `terms` (never a syntax error)."""
-    return " ".join(phrase.expr for phrase in query_phrases(terms, cjk_column))
-
-
 # ---------------------------------------------------------------- searching
-
-
-class Filters(NamedTuple):
-    """What a search is limited to (NamedTuples, not dataclasses: importing
-    dataclasses costs `subrosa search` more than its query)."""
-
-    since: str | None = None  # "YYYY-MM-DD HH:MM:SS"
-    role: str | None = None
-    transcript_project: str | None = None  # None: every project
-    fact_project: str | None = None
-
-
-def parse_since(value: str) -> str:
-    """--since: a date or an ISO time, as stored ("YYYY-MM-DD HH:MM:SS", UTC)."""
-    try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise QueryError(
-            f"--since {value!r}: expected a date like 2026-11-29 or 2026-11-29T10:00."
-        ) from None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
-    return parsed.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
@@ -322,8 +229,8 @@ def search_messages(
         results.append(
             {
                 "kind": "message",
-                "score": _significant(score),
-                "snippet": _one_line(text_snippet(text, pattern)),
+                "score": significant(score),
+                "snippet": one_line(text_snippet(text, pattern)),
                 "session_id": session_id,
                 "timestamp": timestamp,
                 "role": role,
@@ -337,7 +244,7 @@ def search_messages(
 def cjk_snippet(text: str, terms: list[Term], width: int = 40) -> str:
     """A snippet around the first CJK match (FTS5's snippet() only sees the text column)."""
     for term in terms:
-        for run in _split_cjk(term)[0]:
+        for run in split_cjk(term)[0]:
             at = text.find(run)
             if at >= 0:
                 start = max(0, at - width)
@@ -358,7 +265,7 @@ def search_facts(
     if limit <= 0 or filters.role == "user" or filters.role == "assistant":
         return []
     match = fts_query(terms, None)
-    runs = [run for term in terms for run in _split_cjk(term)[0]]
+    runs = [run for term in terms for run in split_cjk(term)[0]]
     where, params = "", []
     if filters.fact_project:
         where += " AND x.project = ?"
@@ -397,8 +304,8 @@ def search_facts(
         results.append(
             {
                 "kind": "fact",
-                "score": _significant(-score),
-                "snippet": _one_line(snippet),
+                "score": significant(-score),
+                "snippet": one_line(snippet),
                 "slug": slug,
                 "title": title,
                 "type": fact_type,
@@ -459,24 +366,6 @@ def search(
 # ---------------------------------------------------------------- output
 
 
-def _significant(score: float) -> float:
-    """Six significant digits: FTS5 gives words in over half the rows an idf of 1e-6,
-    so small archives have tiny scores whose order still matters."""
-    return float(f"{score:.6g}")
-
-
-def _one_line(text: str) -> str:
-    """One line, safe on a terminal: whitespace collapsed, and control and format
-    characters (ESC sequences, bidi overrides) dropped. A copy of subrosa.text's
-    terminal_line for the common case: importing that module costs this path ~4 ms."""
-    line = " ".join(text.split())
-    if line.isprintable():
-        return line
-    from subrosa.text import terminal_line
-
-    return terminal_line(line)
-
-
 def render_text(results: list[dict[str, Any]]) -> str:
     """Results for people: one header line and one snippet line each."""
     if not results:
@@ -484,10 +373,10 @@ def render_text(results: list[dict[str, Any]]) -> str:
     lines = []
     for result in results:
         if result["kind"] == "fact":
-            head = f"fact {_one_line(result['slug'])} ({result['type']}, {result['status']})"
+            head = f"fact {one_line(result['slug'])} ({result['type']}, {result['status']})"
         else:
             head = (
-                f"message {_one_line(result['session_id'])} {result['timestamp'] or '-'} "
+                f"message {one_line(result['session_id'])} {result['timestamp'] or '-'} "
                 f"{result['role']} #{result['message_id']}"
             )
         lines.append(f"{head}  score {result['score']:.3g}")

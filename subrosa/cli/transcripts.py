@@ -340,15 +340,16 @@ def search(
     last ingest are ingested first.
     """
     from subrosa.archive import search as engine
+    from subrosa.query import Filters, QueryError, parse_since
 
     try:
-        filters = engine.Filters(
-            since=engine.parse_since(since) if since else None,
+        filters = Filters(
+            since=parse_since(since) if since else None,
             role=role,
             transcript_project=None if all_projects else _current_project(),
             fact_project=None if all_projects else app.project.key,
         )
-    except engine.QueryError as exc:
+    except QueryError as exc:
         raise InvalidInput(str(exc)) from None
     with archive(app) as conn:
         with ingest_lock(app):
