@@ -33,8 +33,9 @@ sys.path.insert(0, str(HERE))
 
 from gen_transcripts import MEDIUM, RARE, Generator  # noqa: E402
 
-from subrosa.archive.search import connect, search  # noqa: E402
+from subrosa.archive.connection import connect  # noqa: E402
 from subrosa.query import Filters, fts_query, parse_query  # noqa: E402
+from subrosa.recall import search  # noqa: E402
 
 COMMON = [
     "the",

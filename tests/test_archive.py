@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from subrosa.archive import pending
-from subrosa.archive.search import connect, search
+from subrosa.archive.connection import connect
 from subrosa.paths import project_transcript_dir
 from subrosa.query import Filters
+from subrosa.recall import search
 from tests.conftest import CORPUS, RunCli, subrosa_process, write_leaf
 from tests.test_redact import SAMPLES
 

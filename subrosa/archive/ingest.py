@@ -9,7 +9,7 @@ uuid and stored once). A last line without its newline is only taken when it is 
 whole JSON object (some tools write files without the final newline); otherwise it is
 still being written and waits for the next ingest.
 
-Writes go through the DB-API connection (subrosa.archive.search.connect): executemany into
+Writes go through the DB-API connection (subrosa.archive.connection): executemany into
 SQLite is what keeps ingest near the speed of a bare FTS5 insert; the ORM would
 spend more time building objects than SQLite spends indexing them.
 """

@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from subrosa import __version__
-from subrosa.cli.common import AppContext, CliError, CliInputError, cli_error
+from subrosa.cli.common import AppContext, CliError, CliInputError, cli_error, click_options
+from subrosa.cli.fastsearch import ROOT_OPTIONS
 from subrosa.errors import SubrosaError
 
 # name -> (module, attribute, one-line help). The help is here so that `subrosa
@@ -74,18 +75,7 @@ class SubrosaGroup(click.Group):
 
 
 @click.group(cls=SubrosaGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--memory-dir",
-    type=click.Path(file_okay=False),
-    envvar="SUBROSA_MEMORY_DIR",
-    help="The memory dir (default: $CLAUDE_PROJECT_DIR/.claude/memory if it exists, "
-    "else Claude Code's auto-memory dir for this project).",
-)
-@click.option(
-    "--db",
-    envvar="SUBROSA_DB",
-    help="The database: a file path or an SQLAlchemy URL (default: a file in your data dir).",
-)
+@click_options(ROOT_OPTIONS)  # defined beside `search`'s: the fast path reads them too
 @click.version_option(__version__, prog_name="subrosa")
 @click.pass_context
 def cli(ctx: click.Context, memory_dir: str | None, db: str | None) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -20,6 +21,10 @@ from subrosa.text import printable
 if TYPE_CHECKING:
     from rich.console import Console
     from sqlalchemy import Engine
+
+    from subrosa.cli.fastsearch import Option
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @functools.cache
@@ -122,3 +127,31 @@ def is_terminal() -> bool:
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text."
 )
+
+
+def click_options(options: Iterable[Option]) -> Callable[[F], F]:
+    """Decorate a click command with `options` (subrosa.cli.fastsearch's definitions,
+    which its stdlib parser reads too), in the order given."""
+    converted = []
+    for option in options:
+        kwargs: dict[str, Any] = {"help": option.help}
+        if option.kind == "flag":
+            kwargs["is_flag"] = True
+        elif option.kind == "count":
+            kwargs.update(type=click.IntRange(min=1), default=option.default, show_default=True)
+        elif option.kind == "choice":
+            kwargs["type"] = click.Choice(list(option.choices))
+        elif option.kind == "dir":
+            kwargs["type"] = click.Path(file_okay=False)
+        if option.metavar:
+            kwargs["metavar"] = option.metavar
+        if option.envvar:
+            kwargs["envvar"] = option.envvar
+        converted.append(click.option(option.name, option.dest, **kwargs))
+
+    def decorate(command: F) -> F:
+        for decorator in reversed(converted):
+            command = decorator(command)
+        return command
+
+    return decorate

@@ -10,54 +10,36 @@ from typing import Any
 
 import click
 
-from subrosa.cli.common import AppContext, is_terminal, json_option, note, pass_app, print_json, say
+from subrosa.cli.common import (
+    AppContext,
+    click_options,
+    is_terminal,
+    json_option,
+    note,
+    pass_app,
+    print_json,
+    say,
+)
+from subrosa.cli.fastsearch import SEARCH_OPTIONS
 from subrosa.errors import InvalidInput, NotFound
-
-INGEST_LOCK_TIMEOUT_S = 120.0
 
 
 @contextmanager
 def archive(app: AppContext) -> Iterator[sqlite3.Connection]:
-    """The archive's DB-API connection (the database migrated first; SQLAlchemy and
-    Alembic are only loaded when a migration is due)."""
-    from subrosa.archive.search import connect
-    from subrosa.paths import sqlite_path
-    from subrosa.schema import is_current
+    """The archive's DB-API connection (the database migrated first when due)."""
+    from subrosa.archive.connection import open_archive
 
-    path = sqlite_path(app.db_url)
-    if path is None:
-        raise InvalidInput(f"{app.db_url}: the transcript archive needs an SQLite database file.")
-    if not is_current(path):
-        app.engine  # noqa: B018 (opening the engine migrates the database)
-    conn = connect(path)
-    try:
+    with open_archive(app.db_url) as conn:
         yield conn
-    finally:
-        conn.close()
 
 
 @contextmanager
 def ingest_lock(app: AppContext) -> Iterator[None]:
     """One ingest at a time (a background `ingest --pending` and a search may race)."""
-    from filelock import FileLock, Timeout
+    from subrosa.archive import connection
 
-    from subrosa.errors import LockTimeout
-    from subrosa.paths import sqlite_path
-
-    path = sqlite_path(app.db_url)
-    assert path is not None
-    lock = FileLock(str(path) + ".ingest.lock")
-    try:
-        lock.acquire(timeout=INGEST_LOCK_TIMEOUT_S)
-    except Timeout:
-        raise LockTimeout(
-            f"{path}.ingest.lock: another ingest held the lock for "
-            f"{INGEST_LOCK_TIMEOUT_S:.0f} s; try again."
-        ) from None
-    try:
+    with connection.ingest_lock(connection.archive_path(app.db_url)):
         yield
-    finally:
-        lock.release()
 
 
 def _current_project() -> str:
@@ -306,17 +288,7 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many results."
-)
-@click.option(
-    "--all-projects", is_flag=True, help="Facts and sessions of every project, not only this one."
-)
-@click.option("--since", metavar="DATE", help="Only messages (and facts changed) since DATE.")
-@click.option("--role", type=click.Choice(["user", "assistant"]), help="Only messages by ROLE.")
-@click.option("--facts", "facts_only", is_flag=True, help="Only facts.")
-@click.option("--transcripts", "transcripts_only", is_flag=True, help="Only archived messages.")
-@json_option
+@click_options(SEARCH_OPTIONS)  # the fast path (subrosa.cli.fastsearch) reads them too
 @pass_app
 def search(
     app: AppContext,
@@ -339,22 +311,20 @@ def search(
     the match in **bold**. Every fact found counts a hit. Sessions that ended since the
     last ingest are ingested first.
     """
-    from subrosa.archive import search as engine
-    from subrosa.query import Filters, QueryError, parse_since
+    from subrosa import recall
+    from subrosa.cli.fastsearch import emit
+    from subrosa.query import QueryError
 
     try:
-        filters = Filters(
-            since=parse_since(since) if since else None,
-            role=role,
-            transcript_project=None if all_projects else _current_project(),
-            fact_project=None if all_projects else app.project.key,
+        filters = recall.filters_for(
+            since=since, role=role, all_projects=all_projects, memory_dir=app.memory_dir
         )
     except QueryError as exc:
         raise InvalidInput(str(exc)) from None
     with archive(app) as conn:
         with ingest_lock(app):
             _drain(app, conn)
-        results = engine.search(
+        results = recall.search(
             conn,
             " ".join(query),
             filters,
@@ -362,4 +332,4 @@ def search(
             facts_only=facts_only,
             transcripts_only=transcripts_only,
         )
-    engine.emit(results, as_json)
+    emit(results, as_json)
