@@ -3,7 +3,7 @@
 The one search use case. `subrosa search` calls it from both of its entries (the
 click command, and the fast path of subrosa.cli.fastsearch), and so will any other
 front end (an MCP server): they differ only in how the database is made ready
-(the click command migrates it and ingests the sessions that ended first;
+(search_database migrates it and ingests the sessions that ended first;
 search_at_once answers only when neither is needed). It composes the two halves,
 each searching its own table with one query language (subrosa.query): the facts
 (subrosa.memory.recall, which also records their hits under their project's lock)
@@ -66,6 +66,24 @@ def search(
     return found
 
 
+def search_database(
+    db_url: str,
+    query: str,
+    filters: Filters,
+    limit: int = 10,
+    facts_only: bool = False,
+    transcripts_only: bool = False,
+    *,
+    tool_result_chars: int = 2000,
+) -> list[dict[str, Any]]:
+    """search() over the database at `db_url`, made ready first: migrated when due, and
+    the sessions that ended since the last ingest ingested (subrosa.archive.ingest)."""
+    from subrosa.archive.ingest import archive_ready
+
+    with archive_ready(db_url, tool_result_chars, lock=True) as conn:
+        return search(conn, query, filters, limit, facts_only, transcripts_only)
+
+
 def search_at_once(
     path: Path,
     query: str,
@@ -76,7 +94,7 @@ def search_at_once(
 ) -> list[dict[str, Any]] | None:
     """search() over the SQLite file at `path` when it needs nothing first (its schema
     is current, no ended session waits to be ingested), with the standard library
-    only; None when it does, or when the query fails (the click command then says why)."""
+    only; None when it does, or when the query fails (search_database then says why)."""
     from subrosa.archive import pending
     from subrosa.archive.connection import connect
     from subrosa.schema import is_current
