@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from subrosa.cli.fastsearch import JSON_HELP, Option
 from subrosa.config import Settings, load_settings
 from subrosa.memory.project import Project
 from subrosa.paths import resolve_db_url, resolve_memory_dir
@@ -21,8 +22,6 @@ from subrosa.text import printable
 if TYPE_CHECKING:
     from rich.console import Console
     from sqlalchemy import Engine
-
-    from subrosa.cli.fastsearch import Option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,9 +123,7 @@ def is_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text."
-)
+json_option = click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 
 
 def click_options(options: Iterable[Option]) -> Callable[[F], F]:
