@@ -129,10 +129,10 @@ def parse_argv(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any], list[st
     root: dict[str, Any] = {option.dest: option.default for option in ROOT_OPTIONS}
     i = 0
     while i < len(argv) and argv[i] != "search":
-        name, _, value = argv[i].partition("=")
+        name, has_value, value = argv[i].partition("=")
         if name not in root_by_name:
             return None
-        if not value:
+        if not has_value:
             if i + 1 >= len(argv):
                 return None
             value, i = argv[i + 1], i + 1
