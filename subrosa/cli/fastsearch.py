@@ -1,6 +1,6 @@
 """`subrosa search` without click or SQLAlchemy, and what both of its entries share.
 
-Why this exists: importing SQLAlchemy costs ~380 ms here (and click ~40 ms), while a
+Why this exists: importing SQLAlchemy costs ~380 ms here (and click ~30 ms), while a
 search of a gigabyte of transcripts takes tens of milliseconds (docs/search.md). So
 subrosa.cli.__init__ sends `subrosa search` to main() before anything heavy loads; it
 answers with the standard library alone when the database is current and no ended
