@@ -33,7 +33,9 @@ sys.path.insert(0, str(HERE))
 
 from gen_transcripts import MEDIUM, RARE, Generator  # noqa: E402
 
-from subrosa.archive.search import Filters, connect, search  # noqa: E402
+from subrosa.archive.connection import connect  # noqa: E402
+from subrosa.query import Filters, fts_query, parse_query  # noqa: E402
+from subrosa.recall import search  # noqa: E402
 
 COMMON = [
     "the",
@@ -214,8 +216,6 @@ def bench(size_mb: int, out: Path) -> None:
     for cls, queries in CLASSES.items():
         fractions = []
         for query in queries[:3]:
-            from subrosa.archive.search import fts_query, parse_query
-
             match = fts_query(parse_query(query), "cjk")
             count = conn.execute(
                 "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", [match]

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from subrosa.archive import pending
-from subrosa.archive.search import Filters, connect, search
+from subrosa.archive.connection import connect
 from subrosa.paths import project_transcript_dir
+from subrosa.query import Filters
+from subrosa.recall import search
 from tests.conftest import FIXTURES as FIXTURE_ROOT
 from tests.conftest import RunCli, subrosa_process, write_leaf
 from tests.test_redact import SAMPLES
@@ -349,13 +352,109 @@ def test_search_runs_without_sqlalchemy_and_agrees_with_click(
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "assert 'sqlalchemy' not in sys.modules and 'click' not in sys.modules\n"
     )
-    import subprocess
-
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == slow
     whole = subrosa_process("search", "--json", "wobbleframe")
     assert json.loads(whole.stdout) == slow
+
+
+def _pnpm(memory_dir: Path, run: RunCli) -> None:
+    """One fact and one archived message, both about pnpm."""
+    write_leaf(memory_dir, "user_prefers_pnpm.md", "Uses pnpm, never npm.", fact_type="user")
+    run("fact", "upsert", "--leaf", "user_prefers_pnpm.md", "--hook", "pnpm only")
+    _transcript("s-1.jsonl", _record("m1", "I ran pnpm install again"))
+    _ingest(run)
+
+
+def _hits(tmp_path: Path) -> list[int]:
+    conn = connect(tmp_path / "subrosa.db")
+    try:
+        return [row[0] for row in conn.execute("SELECT hits FROM facts ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def test_search_path_imports_the_standard_library_only(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    """`subrosa search` on a current database, counting a fact's hit, loads neither
+    click nor SQLAlchemy, nor filelock (the hit's lock is taken with flock itself), nor
+    what ingest needs."""
+    _pnpm(memory_dir, run)
+    report = tmp_path / "modules.json"
+    script = (
+        "import json, sys\n"
+        "from subrosa.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"json.dump(sorted(sys.modules), open({str(report)!r}, 'w'))\n"
+    )
+    heavy = {"sqlalchemy", "click", "rich", "yaml", "frontmatter", "alembic", "filelock"}
+    heavy |= {"msgspec", "ahocorasick_rs"}
+    for args in (["search", "pnpm"], ["search", "--json", "--all-projects", "--limit=5", "pnpm"]):
+        result = subprocess.run(
+            [sys.executable, "-c", script, *args], capture_output=True, timeout=60
+        )
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
+        assert b"user_prefers_pnpm" in result.stdout and b"s-1" in result.stdout
+        loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
+        assert not loaded & heavy, (args, loaded & heavy)
+    assert _hits(tmp_path) == [2]
+
+
+def test_a_busy_project_lock_skips_the_hit_not_the_search(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    """Hits are written under the project lock; while another writer holds it, search
+    answers at once and that project's hits are left alone."""
+    from subrosa.memory.project import Project
+
+    _pnpm(memory_dir, run)
+    with Project(memory_dir).lock():
+        fast = subrosa_process("search", "--json", "pnpm")  # another process
+        assert fast.returncode == 0, fast.stderr
+        assert json.loads(fast.stdout)[0]["slug"] == "user_prefers_pnpm"
+        assert _search(run, "pnpm")[0]["slug"] == "user_prefers_pnpm"  # this one
+    assert _hits(tmp_path) == [0]
+    assert subrosa_process("search", "pnpm").returncode == 0
+    _search(run, "pnpm")
+    assert _hits(tmp_path) == [2]
+
+
+def test_a_read_only_memory_dir_is_searched_without_counting(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    from tests.test_hostile_input import _read_only, _restore_write
+
+    _pnpm(memory_dir, run)
+    prefix = _read_only(memory_dir)
+    try:
+        proc = subprocess.run(
+            [*prefix, sys.executable, "-m", "subrosa", "search", "--json", "pnpm"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        _restore_write(memory_dir)
+    if prefix and "mount" in proc.stderr:
+        pytest.skip(f"cannot make a read-only bind mount here: {proc.stderr.strip()}")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert [r["kind"] for r in json.loads(proc.stdout)] == ["fact", "message"]
+    assert _hits(tmp_path) == [0]
+
+
+def test_a_search_never_recreates_a_memory_dir_that_went(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    _pnpm(memory_dir, run)
+    memory_dir.rename(tmp_path / "moved")
+    fast = subrosa_process("search", "--json", "--all-projects", "pnpm")
+    assert fast.returncode == 0, fast.stderr
+    assert json.loads(fast.stdout)[0]["slug"] == "user_prefers_pnpm"
+    assert _search(run, "--all-projects", "pnpm")[0]["slug"] == "user_prefers_pnpm"
+    assert not memory_dir.exists()
+    assert _hits(tmp_path) == [0]
 
 
 def test_demo_searches_the_facts(run: RunCli) -> None:

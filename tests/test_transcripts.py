@@ -8,9 +8,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subrosa.archive.cjk import cjk_index_text, cjk_runs
 from subrosa.archive.redact import Redactor
 from subrosa.archive.transcripts import normalize_time, parse_lines
+from subrosa.cjk import cjk_index_text, cjk_runs
 from tests.conftest import FIXTURES, corpus
 
 

@@ -9,7 +9,7 @@ uuid and stored once). A last line without its newline is only taken when it is 
 whole JSON object (some tools write files without the final newline); otherwise it is
 still being written and waits for the next ingest.
 
-Writes go through the DB-API connection (subrosa.archive.search.connect): executemany into
+Writes go through the DB-API connection (subrosa.archive.connection): executemany into
 SQLite is what keeps ingest near the speed of a bare FTS5 insert; the ORM would
 spend more time building objects than SQLite spends indexing them.
 """
@@ -22,15 +22,17 @@ import os
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from subrosa.archive import pending
+from subrosa.archive.connection import archive_path, ingest_lock, open_archive
 from subrosa.archive.redact import Redactor
 from subrosa.archive.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
-from subrosa.paths import claude_root, encode_project_path, project_root
+from subrosa.paths import claude_root, encode_project_path, project_root, project_transcript_dir
 
 CHUNK_BYTES = 4 << 20
 # Bytes of transcript per write transaction. FTS5 writes a new index segment per
@@ -524,3 +526,67 @@ def drain_pending(
             ingester.ingest([Source(str(path), project_of(path, default, env))])
         pending.remove(entry_path)
     return ingester.report
+
+
+# ---------------------------------------------------------------- the use cases
+
+
+def current_project() -> str:
+    """The project this checkout's transcripts are filed under (the name of its folder
+    in `<claude root>/projects/`)."""
+    return project_transcript_dir().name
+
+
+@contextmanager
+def archive_ready(
+    db_url: str, tool_result_chars: int = 2000, *, lock: bool
+) -> Iterator[sqlite3.Connection]:
+    """The archive, migrated when due, with the sessions that ended since the last ingest
+    ingested first (under the ingest lock when `lock`: a search waits for a running
+    ingest, a listing does not)."""
+    with open_archive(db_url) as conn:
+        if lock:
+            with ingest_lock(archive_path(db_url)):
+                drain_pending(conn, current_project(), tool_result_chars)
+        else:
+            drain_pending(conn, current_project(), tool_result_chars)
+        yield conn
+
+
+class Ingested(NamedTuple):
+    """What `subrosa ingest` did, and where it looked."""
+
+    report: IngestReport
+    roots: list[Path]  # the folders or files looked in (none with pending_only)
+    transcripts: int  # the transcript files found there
+
+
+def ingest_transcripts(
+    db_url: str,
+    paths: list[Path],
+    *,
+    all_projects: bool = False,
+    pending_only: bool = False,
+    tool_result_chars: int = 2000,
+    progress: Callable[[int, int], None] | None = None,
+) -> Ingested:
+    """`subrosa ingest`: the sessions that ended since the last ingest, then (unless
+    `pending_only`) the transcripts under `paths`, or of every project, or by default
+    of this one's folder when it exists. `progress` is called with the bytes just read
+    and the bytes to read in all."""
+    with open_archive(db_url) as conn, ingest_lock(archive_path(db_url)):
+        drained = drain_pending(conn, current_project(), tool_result_chars)
+        if pending_only:
+            return Ingested(drained or IngestReport(), [], 0)
+        if paths:
+            roots = list(paths)
+        elif all_projects:
+            roots = all_project_dirs()
+        else:
+            roots = [p for p in [project_transcript_dir()] if p.is_dir()]
+        sources = discover(roots, current_project())
+        ingester = Ingester(conn, tool_result_chars, report=drained)
+        if progress is not None:
+            total = ingester.bytes_to_read(sources)
+            ingester.progress = lambda n: progress(n, total)
+        return Ingested(ingester.ingest(sources), roots, len(sources))

@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from subrosa.archive.cjk import cjk_index_text
 from subrosa.archive.redact import Redactor
+from subrosa.cjk import cjk_index_text
 
 ROLES = ("user", "assistant")
 

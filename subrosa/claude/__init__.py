@@ -2,7 +2,8 @@
 
 Modules:
     hooks       SessionStart, Stop, SessionEnd: standard library only, fail open
-    checkpoint  `.extract/`: turn counters, checkpoint marks, the queue, the live session
+    checkpoint  `.extract/`: turn counters, checkpoint marks, the queue, the live session;
+                `checkpoint-mark` (finding the session's transcript) and the queue as listed
     install     the hooks merged into settings.json (and out again), the skills copied
 
 Rules: `hooks` and `checkpoint` import the standard library and the standard-library

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from subrosa.fsutil import atomic_write_text
-from subrosa.paths import extract_dir
+from subrosa.paths import claude_root, extract_dir, project_transcript_dir
 
 # typing, dataclasses and hashlib are kept off the import path: each costs the Stop
 # hook more than its own work (mypy treats this name like typing.TYPE_CHECKING).
@@ -158,6 +158,58 @@ def set_mark(memory_dir: Path, session_id: str, transcript_path: str, size: int)
     return marked_at
 
 
+def find_transcript(memory_dir: Path, session_id: str, known: str | None = None) -> str | None:
+    """Where the session's transcript is: `known`, else as recorded by a hook, else where
+    Claude Code keeps it for this project, else in any project."""
+    recorded = counter(memory_dir, session_id) or {}
+    candidates = [known, recorded.get("transcript_path")]
+    candidates.extend(
+        entry.get("transcript_path")
+        for entry in queued(memory_dir)
+        if entry.get("session_id") == session_id
+    )
+    candidates.append(str(project_transcript_dir() / f"{session_id}.jsonl"))
+    for candidate in candidates:
+        if isinstance(candidate, str) and candidate and Path(candidate).is_file():
+            return candidate
+    matches = sorted((claude_root() / "projects").glob(f"*/{session_id}.jsonl"))
+    return str(matches[0]) if matches else None
+
+
+def mark_session(memory_dir: Path, session_id: str | None = None) -> dict[str, Any]:
+    """`checkpoint-mark`: stamp the session's transcript size now (set_mark); by default
+    the live session. Returns session_id, transcript_path, size and marked_at (ISO
+    8601, UTC); raises InvalidInput when there is no such session or transcript."""
+    from subrosa.errors import InvalidInput
+
+    known: str | None = None
+    if session_id is None:
+        live = live_session(memory_dir)
+        if live is None:
+            raise InvalidInput(
+                f"{extract_dir(memory_dir)}: no live session recorded (the SessionStart hook "
+                "records it); pass --session ID."
+            )
+        session_id = str(live["session_id"])
+        known = live.get("transcript_path") or None
+    key = safe_session_id(session_id)
+    if key is None:
+        raise InvalidInput("--session: an empty session id.")
+    transcript = find_transcript(memory_dir, key, known)
+    size = transcript_size(transcript)
+    if transcript is None or size is None:
+        raise InvalidInput(f"no transcript found for session {key} under {claude_root()}.")
+    marked_at = set_mark(memory_dir, key, transcript, size)
+    return {"session_id": key, "transcript_path": transcript, "size": size,
+            "marked_at": _iso(marked_at)}  # fmt: skip
+
+
+def _iso(timestamp: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+
+
 def restart_count(memory_dir: Path, session_id: str) -> None:
     """Count turns from zero again: the next nudge comes N turns after this extraction,
     not at the next multiple of N (which may be the very next turn)."""
@@ -238,6 +290,28 @@ def queued(memory_dir: Path) -> list[dict[str, Any]]:
         entries.append(data)
     entries.sort(key=lambda entry: (entry["ended_at"], entry["session_id"]))
     return entries
+
+
+def queue_listing(memory_dir: Path) -> list[dict[str, Any]]:
+    """The queue as `checkpoint-list` shows it: session_id, transcript_path, reason,
+    ended_at (ISO 8601, UTC), size (or None) and cwd, every text a string."""
+
+    def listed(entry: dict[str, Any]) -> dict[str, Any]:
+        def text(key: str) -> str:
+            value = entry.get(key)
+            return value if isinstance(value, str) else ""
+
+        size = entry.get("size")
+        return {
+            "session_id": text("session_id"),
+            "transcript_path": text("transcript_path"),
+            "reason": text("reason"),
+            "ended_at": _iso(entry["ended_at"]),
+            "size": size if isinstance(size, int) else None,
+            "cwd": text("cwd"),
+        }
+
+    return [listed(entry) for entry in queued(memory_dir)]
 
 
 def queue_count(memory_dir: Path) -> int:

@@ -2,8 +2,9 @@
 
 Standard library only at import: `subrosa hook …` runs on every turn of the agent
 and must not pay for click, rich or SQLAlchemy, so it is dispatched before any of
-them load; so is `subrosa search` when it can be answered directly (subrosa.archive.search).
-Everything else goes to the click application in subrosa.cli.app.
+them load; so is `subrosa search` when it can be answered directly
+(subrosa.cli.fastsearch says why and when). Everything else goes to the click
+application in subrosa.cli.app.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ def main() -> None:
     if "search" in argv and not {"--help", "-h"} & set(argv):
         # `subrosa search` answers in a fraction of the time click + SQLAlchemy take
         # to import; it falls back to the click command whenever it cannot.
-        from subrosa.archive.search import fast_main
+        from subrosa.cli import fastsearch
 
-        code = fast_main(argv)
+        code = fastsearch.main(argv)
         if code is not None:
             sys.exit(code)
     from subrosa.cli.app import cli

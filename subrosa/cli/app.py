@@ -4,18 +4,17 @@ and every command pay only for what they need."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import Any
 
 import click
 
 from subrosa import __version__
-from subrosa.cli.common import AppContext, CliError, CliInputError, cli_error
+from subrosa.cli.common import AppContext, CliError, CliInputError, cli_error, click_options
+from subrosa.cli.fastsearch import ROOT_OPTIONS
 from subrosa.errors import SubrosaError
 
 # name -> (module, attribute, one-line help). The help is here so that `subrosa
-# --help` lists every command without importing any of them. A module that is not
-# there (yet) hides its command.
+# --help` lists every command without importing any of them.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "fact": ("subrosa.cli.fact", "fact", "Register leaves as facts; pin, archive, order them."),
     "generate": ("subrosa.cli.index", "generate", "Write MEMORY.md and MEMORY_archive.md."),
@@ -37,33 +36,23 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _available(name: str) -> bool:
-    return importlib.util.find_spec(COMMANDS[name][0]) is not None
-
-
-def _load(name: str) -> click.Command | None:
+def _load(name: str) -> click.Command:
+    """The command `name`, its module imported now."""
     module_name, attribute, _help = COMMANDS[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            return None
-        raise
-    command = getattr(module, attribute, None)
-    return command if isinstance(command, click.Command) else None
+    command = getattr(importlib.import_module(module_name), attribute)
+    assert isinstance(command, click.Command), name
+    return command
 
 
 class SubrosaGroup(click.Group):
     """Lazy subcommands, and SubrosaError turned into one sentence and an exit code."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name in COMMANDS if _available(name))
+        return sorted(COMMANDS)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][2]) for name in self.list_commands(ctx)])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
@@ -86,18 +75,7 @@ class SubrosaGroup(click.Group):
 
 
 @click.group(cls=SubrosaGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--memory-dir",
-    type=click.Path(file_okay=False),
-    envvar="SUBROSA_MEMORY_DIR",
-    help="The memory dir (default: $CLAUDE_PROJECT_DIR/.claude/memory if it exists, "
-    "else Claude Code's auto-memory dir for this project).",
-)
-@click.option(
-    "--db",
-    envvar="SUBROSA_DB",
-    help="The database: a file path or an SQLAlchemy URL (default: a file in your data dir).",
-)
+@click_options(ROOT_OPTIONS)  # defined beside `search`'s: the fast path reads them too
 @click.version_option(__version__, prog_name="subrosa")
 @click.pass_context
 def cli(ctx: click.Context, memory_dir: str | None, db: str | None) -> None:

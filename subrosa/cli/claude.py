@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
 import click
 
@@ -26,9 +23,8 @@ from subrosa.claude.install import (
     target_for,
 )
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
-from subrosa.errors import InvalidInput
 from subrosa.memory.marker import foreign_index
-from subrosa.paths import claude_root, extract_dir, project_transcript_dir
+from subrosa.paths import extract_dir
 from subrosa.text import sanitize_line
 
 
@@ -59,24 +55,6 @@ def hook(event: str) -> None:
     sys.exit(run_hook([event]))
 
 
-def _transcript_for(memory_dir: Path, session_id: str, known: str | None) -> str | None:
-    """Where the session's transcript is: as recorded by a hook, else where Claude
-    Code keeps it for this project, else in any project."""
-    recorded = checkpoint.counter(memory_dir, session_id) or {}
-    candidates = [known, recorded.get("transcript_path")]
-    candidates.extend(
-        entry.get("transcript_path")
-        for entry in checkpoint.queued(memory_dir)
-        if entry.get("session_id") == session_id
-    )
-    candidates.append(str(project_transcript_dir() / f"{session_id}.jsonl"))
-    for candidate in candidates:
-        if isinstance(candidate, str) and candidate and Path(candidate).is_file():
-            return candidate
-    matches = sorted((claude_root() / "projects").glob(f"*/{session_id}.jsonl"))
-    return str(matches[0]) if matches else None
-
-
 @click.command("checkpoint-mark")
 @click.option(
     "--session",
@@ -94,32 +72,14 @@ def checkpoint_mark(app: AppContext, session_id: str | None, as_json: bool) -> N
     `subrosa checkpoint-clear`. It also takes the session off the queue and restarts
     its turn count (the next Stop nudge comes N turns from now).
     """
-    memory_dir = app.memory_dir
-    known: str | None = None
-    if session_id is None:
-        live = checkpoint.live_session(memory_dir)
-        if live is None:
-            raise InvalidInput(
-                f"{extract_dir(memory_dir)}: no live session recorded (the SessionStart hook "
-                "records it); pass --session ID."
-            )
-        session_id = str(live["session_id"])
-        known = live.get("transcript_path") or None
-    key = checkpoint.safe_session_id(session_id)
-    if key is None:
-        raise InvalidInput("--session: an empty session id.")
-    transcript = _transcript_for(memory_dir, key, known)
-    size = checkpoint.transcript_size(transcript)
-    if transcript is None or size is None:
-        raise InvalidInput(f"no transcript found for session {key} under {claude_root()}.")
-    marked_at = checkpoint.set_mark(memory_dir, key, transcript, size)
+    marked = checkpoint.mark_session(app.memory_dir, session_id)
     if as_json:
-        print_json(
-            {"session_id": key, "transcript_path": transcript, "size": size,
-             "marked_at": _iso(marked_at)}
-        )  # fmt: skip
+        print_json(marked)
     else:
-        say(f"marked {key}: extraction covers {size} bytes of {transcript}")
+        say(
+            f"marked {marked['session_id']}: extraction covers {marked['size']} bytes of "
+            f"{marked['transcript_path']}"
+        )
 
 
 @click.command("checkpoint-clear")
@@ -138,26 +98,6 @@ def checkpoint_clear(app: AppContext, as_json: bool) -> None:
         say(f"cleared {removed} queued session{'' if removed == 1 else 's'}")
 
 
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
-
-
-def _entry(entry: dict[str, Any]) -> dict[str, Any]:
-    def text(key: str) -> str:
-        value = entry.get(key)
-        return value if isinstance(value, str) else ""
-
-    size = entry.get("size")
-    return {
-        "session_id": text("session_id"),
-        "transcript_path": text("transcript_path"),
-        "reason": text("reason"),
-        "ended_at": _iso(entry["ended_at"]),
-        "size": size if isinstance(size, int) else None,
-        "cwd": text("cwd"),
-    }
-
-
 @click.command("checkpoint-list")
 @json_option
 @pass_app
@@ -168,7 +108,7 @@ def checkpoint_list(app: AppContext, as_json: bool) -> None:
     (Claude Code's SessionEnd reason), ended_at (ISO 8601, UTC), size (bytes of
     transcript at the end) and cwd.
     """
-    entries = [_entry(entry) for entry in checkpoint.queued(app.memory_dir)]
+    entries = checkpoint.queue_listing(app.memory_dir)
     if as_json:
         print_json(entries)
         return

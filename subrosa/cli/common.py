@@ -5,13 +5,15 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from subrosa.cli.fastsearch import JSON_HELP, Option
 from subrosa.config import Settings, load_settings
 from subrosa.memory.project import Project
 from subrosa.paths import resolve_db_url, resolve_memory_dir
@@ -20,6 +22,8 @@ from subrosa.text import printable
 if TYPE_CHECKING:
     from rich.console import Console
     from sqlalchemy import Engine
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @functools.cache
@@ -119,6 +123,32 @@ def is_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text."
-)
+json_option = click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+
+
+def click_options(options: Iterable[Option]) -> Callable[[F], F]:
+    """Decorate a click command with `options` (subrosa.cli.fastsearch's definitions,
+    which its stdlib parser reads too), in the order given."""
+    converted = []
+    for option in options:
+        kwargs: dict[str, Any] = {"help": option.help}
+        if option.kind == "flag":
+            kwargs["is_flag"] = True
+        elif option.kind == "count":
+            kwargs.update(type=click.IntRange(min=1), default=option.default, show_default=True)
+        elif option.kind == "choice":
+            kwargs["type"] = click.Choice(list(option.choices))
+        elif option.kind == "dir":
+            kwargs["type"] = click.Path(file_okay=False)
+        if option.metavar:
+            kwargs["metavar"] = option.metavar
+        if option.envvar:
+            kwargs["envvar"] = option.envvar
+        converted.append(click.option(option.name, option.dest, **kwargs))
+
+    def decorate(command: F) -> F:
+        for decorator in reversed(converted):
+            command = decorator(command)
+        return command
+
+    return decorate

@@ -1,74 +1,30 @@
-"""`subrosa ingest`, `subrosa transcript …`, `subrosa search`: the transcript archive."""
+"""`subrosa ingest`, `subrosa transcript …`, `subrosa search`: the transcript archive.
+
+Adapters: each parses its options, calls one use case of the archive half
+(subrosa.archive.ingest, subrosa.archive.sessions) or subrosa.recall, and prints.
+"""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
-from subrosa.cli.common import AppContext, is_terminal, json_option, note, pass_app, print_json, say
-from subrosa.errors import InvalidInput, NotFound
-
-INGEST_LOCK_TIMEOUT_S = 120.0
-
-
-@contextmanager
-def archive(app: AppContext) -> Iterator[sqlite3.Connection]:
-    """The archive's DB-API connection (the database migrated first; SQLAlchemy and
-    Alembic are only loaded when a migration is due)."""
-    from subrosa.archive.search import connect
-    from subrosa.paths import sqlite_path
-    from subrosa.schema import is_current
-
-    path = sqlite_path(app.db_url)
-    if path is None:
-        raise InvalidInput(f"{app.db_url}: the transcript archive needs an SQLite database file.")
-    if not is_current(path):
-        app.engine  # noqa: B018 (opening the engine migrates the database)
-    conn = connect(path)
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
-@contextmanager
-def ingest_lock(app: AppContext) -> Iterator[None]:
-    """One ingest at a time (a background `ingest --pending` and a search may race)."""
-    from filelock import FileLock, Timeout
-
-    from subrosa.errors import LockTimeout
-    from subrosa.paths import sqlite_path
-
-    path = sqlite_path(app.db_url)
-    assert path is not None
-    lock = FileLock(str(path) + ".ingest.lock")
-    try:
-        lock.acquire(timeout=INGEST_LOCK_TIMEOUT_S)
-    except Timeout:
-        raise LockTimeout(
-            f"{path}.ingest.lock: another ingest held the lock for "
-            f"{INGEST_LOCK_TIMEOUT_S:.0f} s; try again."
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-def _current_project() -> str:
-    return _project_dir().name
-
-
-def _drain(app: AppContext, conn: sqlite3.Connection) -> Any:
-    from subrosa.archive.ingest import drain_pending
-
-    return drain_pending(conn, _current_project(), app.settings.tool_result_chars)
-
+from subrosa.cli.common import (
+    AppContext,
+    click_options,
+    is_terminal,
+    json_option,
+    note,
+    pass_app,
+    print_json,
+    say,
+)
+from subrosa.cli.fastsearch import SEARCH_OPTIONS
+from subrosa.errors import InvalidInput
 
 # ---------------------------------------------------------------- ingest
 
@@ -116,42 +72,34 @@ def ingest(
     (API keys, tokens, private keys, passwords in URLs, ...) are replaced by
     [REDACTED:<kind>] before anything is stored.
     """
-    from subrosa.archive.ingest import Ingester, IngestReport, all_project_dirs, discover
-
-    with archive(app) as conn, ingest_lock(app):
-        drained = _drain(app, conn)
-        if pending_only:
-            report = drained or IngestReport()
-            if as_json:
-                print_json(report.to_dict())
-            return
-        if paths:
-            roots = list(paths)
-        elif all_projects:
-            roots = all_project_dirs()
-        else:
-            roots = [p for p in [_project_dir()] if p.is_dir()]
-        sources = discover(roots, _current_project())
-        ingester = Ingester(conn, app.settings.tool_result_chars, report=drained)
-        if is_terminal() and not as_json:
-            report = _ingest_with_progress(ingester, sources)
-        else:
-            report = ingester.ingest(sources)
-    if as_json:
-        print_json(report.to_dict())
-        return
-    if not sources and not paths:
-        note(f"no transcripts in {roots[0] if roots else _project_dir()}")
-    say(_describe(report))
-
-
-def _project_dir() -> Path:
+    from subrosa.archive.ingest import ingest_transcripts
     from subrosa.paths import project_transcript_dir
 
-    return project_transcript_dir()
+    with _progress_bar(enabled=is_terminal() and not as_json and not pending_only) as progress:
+        done = ingest_transcripts(
+            app.db_url,
+            list(paths),
+            all_projects=all_projects,
+            pending_only=pending_only,
+            tool_result_chars=app.settings.tool_result_chars,
+            progress=progress,
+        )
+    if as_json:
+        print_json(done.report.to_dict())
+        return
+    if pending_only:
+        return
+    if not done.transcripts and not paths:
+        note(f"no transcripts in {done.roots[0] if done.roots else project_transcript_dir()}")
+    say(_describe(done.report))
 
 
-def _ingest_with_progress(ingester: Any, sources: list[Any]) -> Any:
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr, advanced by (bytes just read, bytes to read in all)."""
+    if not enabled:
+        yield None
+        return
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -162,12 +110,14 @@ def _ingest_with_progress(ingester: Any, sources: list[Any]) -> Any:
 
     from subrosa.cli.common import err_console
 
-    total = ingester.bytes_to_read(sources)
     columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console(), transient=True) as progress:
-        task = progress.add_task("ingest", total=total)
-        ingester.progress = lambda n: progress.advance(task, n)
-        return ingester.ingest(sources)
+    with Progress(*columns, console=err_console(), transient=True) as bar:
+        task = bar.add_task("ingest", total=None)
+
+        def advance(read: int, total: int) -> None:
+            bar.update(task, total=total, advance=read)
+
+        yield advance
 
 
 # ---------------------------------------------------------------- transcript list / show
@@ -187,27 +137,14 @@ def transcript() -> None:
 @pass_app
 def list_cmd(app: AppContext, all_projects: bool, limit: int, as_json: bool) -> None:
     """The archived sessions of this project, newest first: id, time, messages, title."""
-    with archive(app) as conn:
-        _drain(app, conn)
-        where, params = ("", []) if all_projects else (" WHERE project = ?", [_current_project()])
-        rows = conn.execute(
-            "SELECT session_id, project, cwd, git_branch, title, summary, first_at, last_at,"
-            f" message_count FROM sessions{where}"
-            " ORDER BY last_at IS NULL, last_at DESC LIMIT ?",
-            [*params, limit],
-        ).fetchall()
-    keys = (
-        "session_id",
-        "project",
-        "cwd",
-        "git_branch",
-        "title",
-        "summary",
-        "first_at",
-        "last_at",
-        "message_count",
+    from subrosa.archive.sessions import list_sessions
+
+    sessions = list_sessions(
+        app.db_url,
+        all_projects=all_projects,
+        limit=limit,
+        tool_result_chars=app.settings.tool_result_chars,
     )
-    sessions = [dict(zip(keys, row, strict=True)) for row in rows]
     if as_json:
         print_json(sessions)
         return
@@ -217,22 +154,6 @@ def list_cmd(app: AppContext, all_projects: bool, limit: int, as_json: bool) -> 
 
     for s in sessions:
         click.echo(session_line(s))
-
-
-def _find_session(conn: sqlite3.Connection, session: str) -> tuple[int, str]:
-    rows = conn.execute(
-        "SELECT id, session_id FROM sessions WHERE session_id = ? OR session_id LIKE ?"
-        " ESCAPE '\\' LIMIT 2",
-        [session, session.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"],
-    ).fetchall()
-    exact = [row for row in rows if row[1] == session]
-    if exact:
-        return int(exact[0][0]), str(exact[0][1])
-    if not rows:
-        raise NotFound(f"{session}: no archived session has this id.")
-    if len(rows) > 1:
-        raise InvalidInput(f"{session}: more than one archived session starts with this.")
-    return int(rows[0][0]), str(rows[0][1])
 
 
 @transcript.command()
@@ -257,48 +178,21 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
 
     SESSION is a session id or an unambiguous prefix of one.
     """
-    with archive(app) as conn:
-        _drain(app, conn)
-        pk, session_id = _find_session(conn, session)
-        rows = conn.execute(
-            # Time order: a session's lines can arrive from several files (a resumed
-            # session, a fork), so the order of insertion is not the conversation's.
-            "SELECT id, uuid, role, timestamp, text FROM messages WHERE session_pk = ?"
-            " ORDER BY timestamp IS NULL, timestamp, id",
-            [pk],
-        ).fetchall()
-        info = conn.execute(
-            "SELECT project, cwd, git_branch, title, summary, first_at, last_at, message_count"
-            " FROM sessions WHERE id = ?",
-            [pk],
-        ).fetchone()
-    if around is not None:
-        at = next((i for i, r in enumerate(rows) if str(r[0]) == around or r[1] == around), None)
-        if at is None:
-            raise NotFound(f"{around}: no message of session {session_id} has this number.")
-        rows = rows[max(0, at - context) : at + context + 1]
-    from subrosa.archive.conversation import message_kind, render_conversation
+    from subrosa.archive.conversation import render_conversation
+    from subrosa.archive.sessions import DETAIL_KEYS, show_session
 
-    messages = [
-        {
-            "message_id": r[0],
-            "uuid": r[1],
-            "role": r[2],
-            "kind": message_kind(r[2], r[4]),
-            "timestamp": r[3],
-            "text": r[4],
-        }
-        for r in rows
-    ]
+    shown = show_session(
+        app.db_url,
+        session,
+        around=around,
+        context=context,
+        tool_result_chars=app.settings.tool_result_chars,
+    )
     if as_json:
-        keys = ("project", "cwd", "git_branch", "title", "summary", "first_at", "last_at")
-        print_json(
-            {"session_id": session_id, **dict(zip(keys, info, strict=False)), "messages": messages}
-        )
+        details = {key: shown.details[key] for key in DETAIL_KEYS}
+        print_json({"session_id": shown.session_id, **details, "messages": shown.messages})
         return
-    keys = ("project", "cwd", "git_branch", "title", "summary", "first_at", "last_at")
-    details = {**dict(zip(keys, info, strict=False)), "message_count": info[-1]}
-    click.echo(render_conversation(session_id, details, messages))
+    click.echo(render_conversation(shown.session_id, shown.details, shown.messages))
 
 
 # ---------------------------------------------------------------- search
@@ -306,17 +200,7 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many results."
-)
-@click.option(
-    "--all-projects", is_flag=True, help="Facts and sessions of every project, not only this one."
-)
-@click.option("--since", metavar="DATE", help="Only messages (and facts changed) since DATE.")
-@click.option("--role", type=click.Choice(["user", "assistant"]), help="Only messages by ROLE.")
-@click.option("--facts", "facts_only", is_flag=True, help="Only facts.")
-@click.option("--transcripts", "transcripts_only", is_flag=True, help="Only archived messages.")
-@json_option
+@click_options(SEARCH_OPTIONS)  # the fast path (subrosa.cli.fastsearch) reads them too
 @pass_app
 def search(
     app: AppContext,
@@ -339,26 +223,23 @@ def search(
     the match in **bold**. Every fact found counts a hit. Sessions that ended since the
     last ingest are ingested first.
     """
-    from subrosa.archive import search as engine
+    from subrosa import recall
+    from subrosa.cli.fastsearch import emit
+    from subrosa.query import QueryError
 
     try:
-        filters = engine.Filters(
-            since=engine.parse_since(since) if since else None,
-            role=role,
-            transcript_project=None if all_projects else _current_project(),
-            fact_project=None if all_projects else app.project.key,
+        filters = recall.filters_for(
+            since=since, role=role, all_projects=all_projects, memory_dir=app.memory_dir
         )
-    except engine.QueryError as exc:
+    except QueryError as exc:
         raise InvalidInput(str(exc)) from None
-    with archive(app) as conn:
-        with ingest_lock(app):
-            _drain(app, conn)
-        results = engine.search(
-            conn,
-            " ".join(query),
-            filters,
-            limit,
-            facts_only=facts_only,
-            transcripts_only=transcripts_only,
-        )
-    engine.emit(results, as_json)
+    results = recall.search_database(
+        app.db_url,
+        " ".join(query),
+        filters,
+        limit,
+        facts_only=facts_only,
+        transcripts_only=transcripts_only,
+        tool_result_chars=app.settings.tool_result_chars,
+    )
+    emit(results, as_json)

@@ -11,6 +11,8 @@ Modules:
     generator   pure: rank, pack into the budget, render both index files
     takeover    index lines written by others, taken over; facts reconciled with the disk
     staleness   pure: the staleness rules
+    recall      facts for a query (sqlite3, no SQLAlchemy: `subrosa search` runs without
+                it) and their hit counts, written under the project lock
 
 Rules: the leaves are the truth and are never rewritten unless the user asks; every
 change to the facts runs under the project lock and rewrites the sidecar; nothing

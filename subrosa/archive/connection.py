@@ -1,0 +1,86 @@
+"""The archive's connection to the database: the DB-API (sqlite3), not SQLAlchemy.
+
+One database file holds both halves (facts, and the sessions and messages of the
+archive), reached by two paths on purpose. The memory half goes through SQLAlchemy
+(subrosa.db): few rows, typed models, Alembic migrations. The archive goes through
+the standard library's sqlite3, for two measured reasons (docs/search.md):
+  - start-up: importing SQLAlchemy costs ~380 ms, more than a whole `subrosa
+    search` at 1 GB; a search answers with sqlite3 alone when the schema is current;
+  - throughput: ingest's executemany into SQLite runs near the speed of a bare FTS5
+    insert; the ORM would spend more time building objects than SQLite indexing.
+Both paths set the connection up the same way (WAL, a busy timeout, foreign keys,
+BEGIN IMMEDIATE for writes). SQLAlchemy and Alembic load only to migrate.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from subrosa.errors import InvalidInput
+
+BUSY_TIMEOUT_MS = 30_000
+# A background `ingest --pending` and a search or a manual ingest may race.
+INGEST_LOCK_TIMEOUT_S = 120.0
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A DB-API connection set up like subrosa.db's engine (WAL, busy timeout, FKs);
+    transactions are begun explicitly (BEGIN IMMEDIATE for writes)."""
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def archive_path(db_url: str) -> Path:
+    """The SQLite file behind `db_url` (the archive needs one)."""
+    from subrosa.paths import sqlite_path
+
+    path = sqlite_path(db_url)
+    if path is None:
+        raise InvalidInput(f"{db_url}: the transcript archive needs an SQLite database file.")
+    return path
+
+
+@contextmanager
+def open_archive(db_url: str) -> Iterator[sqlite3.Connection]:
+    """The archive's connection, the database created or migrated first when due (the
+    only time SQLAlchemy and Alembic are loaded)."""
+    from subrosa.schema import is_current
+
+    path = archive_path(db_url)
+    if not is_current(path):
+        from subrosa.db import open_database
+
+        open_database(db_url)
+    conn = connect(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextmanager
+def ingest_lock(path: Path) -> Iterator[None]:
+    """One ingest at a time into the archive at `path` (a file beside it)."""
+    from filelock import FileLock, Timeout
+
+    from subrosa.errors import LockTimeout
+
+    lock = FileLock(str(path) + ".ingest.lock")
+    try:
+        lock.acquire(timeout=INGEST_LOCK_TIMEOUT_S)
+    except Timeout:
+        raise LockTimeout(
+            f"{path}.ingest.lock: another ingest held the lock for "
+            f"{INGEST_LOCK_TIMEOUT_S:.0f} s; try again."
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -1,0 +1,109 @@
+"""The archived sessions, read back: `transcript list` and `transcript show`.
+
+Both ingest the sessions that ended since the last ingest first (without waiting for
+a running ingest), so what a person sees includes the session that just ended. The
+text rendering is subrosa.archive.conversation's.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, NamedTuple
+
+from subrosa.archive.conversation import message_kind
+from subrosa.archive.ingest import archive_ready, current_project
+from subrosa.errors import InvalidInput, NotFound
+
+LIST_KEYS = (
+    "session_id",
+    "project",
+    "cwd",
+    "git_branch",
+    "title",
+    "summary",
+    "first_at",
+    "last_at",
+    "message_count",
+)
+DETAIL_KEYS = ("project", "cwd", "git_branch", "title", "summary", "first_at", "last_at")
+
+
+def list_sessions(
+    db_url: str, *, all_projects: bool = False, limit: int = 50, tool_result_chars: int = 2000
+) -> list[dict[str, Any]]:
+    """The archived sessions of this project (or of all), newest first."""
+    with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+        where, params = ("", []) if all_projects else (" WHERE project = ?", [current_project()])
+        rows = conn.execute(
+            f"SELECT {', '.join(LIST_KEYS)} FROM sessions{where}"
+            " ORDER BY last_at IS NULL, last_at DESC LIMIT ?",
+            [*params, limit],
+        ).fetchall()
+    return [dict(zip(LIST_KEYS, row, strict=True)) for row in rows]
+
+
+class Shown(NamedTuple):
+    """One archived session: its id, what is known about it (DETAIL_KEYS and
+    message_count), and its messages in time order."""
+
+    session_id: str
+    details: dict[str, Any]
+    messages: list[dict[str, Any]]
+
+
+def show_session(
+    db_url: str,
+    session: str,
+    *,
+    around: str | None = None,
+    context: int = 5,
+    tool_result_chars: int = 2000,
+) -> Shown:
+    """The session whose id is `session` or starts with it; with `around` (a message's
+    number or uuid) only that message and `context` messages either side."""
+    with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+        pk, session_id = _find_session(conn, session)
+        rows = conn.execute(
+            # Time order: a session's lines can arrive from several files (a resumed
+            # session, a fork), so the order of insertion is not the conversation's.
+            "SELECT id, uuid, role, timestamp, text FROM messages WHERE session_pk = ?"
+            " ORDER BY timestamp IS NULL, timestamp, id",
+            [pk],
+        ).fetchall()
+        info = conn.execute(
+            f"SELECT {', '.join(DETAIL_KEYS)}, message_count FROM sessions WHERE id = ?", [pk]
+        ).fetchone()
+    if around is not None:
+        at = next((i for i, r in enumerate(rows) if str(r[0]) == around or r[1] == around), None)
+        if at is None:
+            raise NotFound(f"{around}: no message of session {session_id} has this number.")
+        rows = rows[max(0, at - context) : at + context + 1]
+    messages = [
+        {
+            "message_id": r[0],
+            "uuid": r[1],
+            "role": r[2],
+            "kind": message_kind(r[2], r[4]),
+            "timestamp": r[3],
+            "text": r[4],
+        }
+        for r in rows
+    ]
+    details = {**dict(zip(DETAIL_KEYS, info, strict=False)), "message_count": info[-1]}
+    return Shown(session_id, details, messages)
+
+
+def _find_session(conn: sqlite3.Connection, session: str) -> tuple[int, str]:
+    rows = conn.execute(
+        "SELECT id, session_id FROM sessions WHERE session_id = ? OR session_id LIKE ?"
+        " ESCAPE '\\' LIMIT 2",
+        [session, session.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"],
+    ).fetchall()
+    exact = [row for row in rows if row[1] == session]
+    if exact:
+        return int(exact[0][0]), str(exact[0][1])
+    if not rows:
+        raise NotFound(f"{session}: no archived session has this id.")
+    if len(rows) > 1:
+        raise InvalidInput(f"{session}: more than one archived session starts with this.")
+    return int(rows[0][0]), str(rows[0][1])

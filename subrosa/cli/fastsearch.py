@@ -1,0 +1,205 @@
+"""`subrosa search` without click or SQLAlchemy, and what both of its entries share.
+
+Why this exists: importing SQLAlchemy costs ~380 ms here (and click ~30 ms), while a
+search of a gigabyte of transcripts takes tens of milliseconds (docs/search.md). So
+subrosa.cli.__init__ sends `subrosa search` to main() before anything heavy loads; it
+answers with the standard library alone when the database is current and no ended
+session waits to be ingested (subrosa.recall.search_at_once). Otherwise (a migration
+due, sessions to ingest, `--help`, an option or value it does not take) it returns
+None and the click command (subrosa.cli.transcripts.search) runs: it says what is
+wrong, or makes the database ready, and calls the same use case.
+
+So that the two entries cannot drift apart, `search`'s options are defined once,
+here (ROOT_OPTIONS, SEARCH_OPTIONS): this module's parser reads them, and the click
+command and the root group are built from them (subrosa.cli.common.click_options).
+Both print results with emit(). Standard library only.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NamedTuple
+
+from subrosa.query import one_line
+
+
+class Option(NamedTuple):
+    """One command-line option, for the fast parser and for click alike."""
+
+    name: str  # as typed: --limit
+    dest: str  # the parameter's name
+    kind: str  # "flag", "count" (an integer >= 1), "text", "choice", "dir"
+    help: str
+    default: Any = None
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    envvar: str | None = None  # read by click; the fast path lets subrosa.paths read it
+
+
+# The root group's options, which may come before `search`.
+ROOT_OPTIONS = (
+    Option(
+        "--memory-dir",
+        "memory_dir",
+        "dir",
+        "The memory dir (default: $CLAUDE_PROJECT_DIR/.claude/memory if it exists, "
+        "else Claude Code's auto-memory dir for this project).",
+        envvar="SUBROSA_MEMORY_DIR",
+    ),
+    Option(
+        "--db",
+        "db",
+        "text",
+        "The database: a file path or an SQLAlchemy URL (default: a file in your data dir).",
+        envvar="SUBROSA_DB",
+    ),
+)
+JSON_HELP = "Print one JSON document on stdout instead of text."
+SEARCH_OPTIONS = (
+    Option("--limit", "limit", "count", "How many results.", default=10),
+    Option(
+        "--all-projects",
+        "all_projects",
+        "flag",
+        "Facts and sessions of every project, not only this one.",
+        default=False,
+    ),
+    Option(
+        "--since", "since", "text", "Only messages (and facts changed) since DATE.", metavar="DATE"
+    ),
+    Option("--role", "role", "choice", "Only messages by ROLE.", choices=("user", "assistant")),
+    Option("--facts", "facts_only", "flag", "Only facts.", default=False),
+    Option("--transcripts", "transcripts_only", "flag", "Only archived messages.", default=False),
+    Option("--json", "as_json", "flag", JSON_HELP, default=False),
+)
+
+
+# ---------------------------------------------------------------- output
+
+
+def render_text(results: list[dict[str, Any]]) -> str:
+    """Results for people: one header line and one snippet line each."""
+    if not results:
+        return "no results"
+    lines = []
+    for result in results:
+        if result["kind"] == "fact":
+            head = f"fact {one_line(result['slug'])} ({result['type']}, {result['status']})"
+        else:
+            head = (
+                f"message {one_line(result['session_id'])} {result['timestamp'] or '-'} "
+                f"{result['role']} #{result['message_id']}"
+            )
+        lines.append(f"{head}  score {result['score']:.3g}")
+        lines.append(f"    {result['snippet']}")
+    return "\n".join(lines)
+
+
+def emit(results: list[dict[str, Any]], as_json: bool) -> None:
+    """Print results on stdout: one JSON document, or text for people."""
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(results) + "\n")
+
+
+# ---------------------------------------------------------------- the fast path
+
+
+def _value(option: Option, value: str) -> Any:
+    """`value` converted as click would, or None when click would refuse it."""
+    if option.kind == "count":
+        try:
+            number = int(value)
+        except ValueError:
+            return None
+        return number if number >= 1 else None
+    if option.kind == "choice":
+        return value if value in option.choices else None
+    return value
+
+
+def parse_argv(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any], list[str]] | None:
+    """`[root options] search [options] QUERY...` as the click command reads it: the root
+    options and the search options by `dest` (defaults filled in), and the query words;
+    None for anything else (help, an unknown option, a bad value: click then says what)."""
+    root_by_name = {option.name: option for option in ROOT_OPTIONS}
+    root: dict[str, Any] = {option.dest: option.default for option in ROOT_OPTIONS}
+    i = 0
+    while i < len(argv) and argv[i] != "search":
+        name, has_value, value = argv[i].partition("=")
+        if name not in root_by_name:
+            return None
+        if not has_value:
+            if i + 1 >= len(argv):
+                return None
+            value, i = argv[i + 1], i + 1
+        root[root_by_name[name].dest] = value
+        i += 1
+    if i >= len(argv):
+        return None
+    by_name = {option.name: option for option in SEARCH_OPTIONS}
+    options: dict[str, Any] = {option.dest: option.default for option in SEARCH_OPTIONS}
+    words: list[str] = []
+    rest = iter(argv[i + 1 :])
+    for arg in rest:
+        if arg == "--":
+            words += list(rest)
+            break
+        name, has_value, value = arg.partition("=")
+        option = by_name.get(name)
+        if option is not None and option.kind == "flag" and not has_value:
+            options[option.dest] = True
+        elif option is not None and option.kind != "flag":
+            if not has_value:
+                following = next(rest, None)
+                if following is None:
+                    return None
+                value = following
+            options[option.dest] = _value(option, value)
+            if options[option.dest] is None:
+                return None
+        elif arg.startswith("-") and len(arg) > 1:
+            return None
+        else:
+            words.append(arg)
+    return (root, options, words) if words else None
+
+
+def main(argv: list[str]) -> int | None:
+    """Run `subrosa search` (argv without the program name) without click or SQLAlchemy
+    when that is safe; None means "not here": the click command runs instead."""
+    from subrosa import recall
+    from subrosa.paths import resolve_db_url, resolve_memory_dir, sqlite_path
+    from subrosa.query import QueryError
+
+    parsed = parse_argv(argv)
+    if parsed is None:
+        return None
+    root, options, words = parsed
+    path = sqlite_path(resolve_db_url(root["db"] or None))
+    if path is None:
+        return None
+    try:
+        filters = recall.filters_for(
+            since=options["since"],
+            role=options["role"],
+            all_projects=options["all_projects"],
+            memory_dir=resolve_memory_dir(root["memory_dir"] or None),
+        )
+    except QueryError:
+        return None
+    results = recall.search_at_once(
+        path,
+        " ".join(words),
+        filters,
+        options["limit"],
+        facts_only=options["facts_only"],
+        transcripts_only=options["transcripts_only"],
+    )
+    if results is None:
+        return None
+    emit(results, options["as_json"])
+    return 0
