@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from subrosa.db import dispose_all
-from subrosa.memory.takeover import parse_index
+from subrosa.memory.indexfile import parse_index
 from tests.conftest import CORPUS, RunCli, write_leaf
 
 CORPUS_DIRS = sorted((CORPUS / "memory").iterdir()) if (CORPUS / "memory").is_dir() else []
