@@ -1,8 +1,10 @@
-"""The facts store: registering leaves, pins, archive, curated order.
+"""The facts store: registering leaves, pins, archive, curated order, and every query
+the memory half runs.
 
-Every function takes an open Session and a Project; the CLI opens them. Changes go
-through `mutation()`, which holds the project lock, commits, and then rewrites the
-sidecar (subrosa.memory.state) so the memory dir alone can rebuild the database.
+Every function takes an open Session and a Project; the use cases (generate, adopt,
+review, facts) and doctor open them. Changes go through `mutation()`, which holds the
+project lock, commits, and then rewrites the sidecar (subrosa.memory.state) so the
+memory dir alone can rebuild the database.
 """
 
 from __future__ import annotations
