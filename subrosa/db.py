@@ -250,3 +250,25 @@ def open_database(url: str) -> Engine:
     engine = get_engine(url)
     ensure_schema(engine)
     return engine
+
+
+def migrate(url: str) -> tuple[str | None, str | None]:
+    """Migrate the database at `url` to the newest schema (`subrosa db upgrade`); the
+    revisions before and after (None before: a blank database)."""
+    engine = get_engine(url)
+    before = current_revision(engine)
+    upgrade(engine)
+    return before, current_revision(engine)
+
+
+def status(url: str) -> dict[str, Any]:
+    """Where the database is (password hidden) and which schema revision it has, against
+    the newest (`subrosa db status`; the `--json` shape)."""
+    engine = get_engine(url)
+    revision = current_revision(engine)
+    return {
+        "url": engine.url.render_as_string(hide_password=True),
+        "revision": revision,
+        "head": SCHEMA_HEAD,
+        "current": revision == SCHEMA_HEAD,
+    }

@@ -1,5 +1,10 @@
 """`subrosa doctor`: each part of the set-up checked, each problem with its fix.
 
+The one module above the halves: it composes the checks of the memory half (memory
+dir, index, leaves registered), the archive half (transcript backlog), the Claude
+Code half (hooks) and the database, so it sits at the top of the package rather than
+in any of them. It asks the store and the halves' modules; it runs no SQL of its own.
+
 Every check is a small function returning a Check; none of them raises, so one
 broken part never hides the others.
 """
@@ -13,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from subrosa.memory.leaf import INDEX_FILES, list_leaf_files
-from subrosa.memory.marker import foreign_index
+from subrosa.memory.leaf import list_leaf_files
+from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
 from subrosa.paths import claude_root, project_root, sqlite_path
 
 HOOK_EVENTS = ("SessionStart", "Stop", "SessionEnd")
@@ -147,7 +152,7 @@ def check_hooks(subject: Subject) -> Check:
 
 
 def check_index(subject: Subject) -> Check:
-    index = subject.memory_dir / "MEMORY.md"
+    index = subject.memory_dir / INDEX
     if not index.exists():
         return Check("index", True, "no MEMORY.md yet", "subrosa generate", severity="warning")
     if foreign_index(subject.memory_dir) is not None:
@@ -173,17 +178,14 @@ def check_index(subject: Subject) -> Check:
                 0, f"over the {size['max_lines']}-line / {size['max_bytes']:,}-byte cap"
             )
         if verdict.get("unlinked_archive"):
-            problems.append("MEMORY_archive.md not linked")
+            problems.append(f"{ARCHIVE} not linked")
         return Check("index", False, f"{summary}: " + ", ".join(problems) + ".", "subrosa generate")
     return Check("index", True, f"{summary}; every leaf referenced exactly once")
 
 
 def check_leaves_registered(subject: Subject) -> Check:
-    from sqlalchemy import select
-
     from subrosa.db import get_engine, session_scope
-    from subrosa.memory.project import Project
-    from subrosa.models import Fact
+    from subrosa.memory import store
 
     on_disk = {p.stem for p in list_leaf_files(subject.memory_dir)}
     if not _database_ready(subject):
@@ -196,8 +198,7 @@ def check_leaves_registered(subject: Subject) -> Check:
         )
     try:
         with session_scope(get_engine(subject.db_url)) as session:
-            key = Project(subject.memory_dir).key
-            registered = set(session.scalars(select(Fact.slug).where(Fact.project == key)))
+            registered = store.registered_slugs(session, store.Project(subject.memory_dir))
     except Exception as exc:  # noqa: BLE001 - the database check reports the cause
         return Check("leaves", False, f"cannot read facts: {exc}", "see the database check")
     unregistered = sorted(on_disk - registered)

@@ -1,10 +1,13 @@
-"""Atomic file writes. Standard library only: the hooks use this too."""
+"""Atomic file writes, and the plain reads that decide whether to write. Standard
+library only: the hooks use this too."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from pathlib import Path
+
+from subrosa.errors import InvalidInput
 
 
 def _create_temp(path: Path) -> tuple[int, str]:
@@ -61,6 +64,55 @@ def atomic_write_text(
 ) -> None:
     """`atomic_write_bytes` for UTF-8 text (newlines written as given)."""
     atomic_write_bytes(path, text.encode("utf-8"), mode, durable=durable)
+
+
+def read_bytes_if_exists(path: Path) -> bytes | None:
+    """The file's bytes, or None when it does not exist (any other error is raised)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def read_text_if_exists(path: Path) -> str | None:
+    """The file as UTF-8 text (bad bytes replaced), or None when it does not exist."""
+    data = read_bytes_if_exists(path)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def holds_text(path: Path, text: str) -> bool:
+    """True when `path` is a regular file holding exactly `text` (False when unreadable)."""
+    try:
+        return path.is_file() and path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write `text` atomically unless the file already holds exactly it; True when written.
+
+    An unchanged file keeps its mtime, so tools that watch it (and git) see no change.
+    """
+    data = text.encode("utf-8")
+    if read_bytes_if_exists(path) == data:
+        return False
+    atomic_write_bytes(path, data)
+    return True
+
+
+def backup_beside(path: Path, suffix: str, limit: int = 1000) -> Path:
+    """Keep a copy of `path` beside it as `<name><suffix>`. An earlier copy is never
+    overwritten: the next free `<name><suffix>.N` is used, unless a copy already holds
+    the same bytes (so running twice makes one copy). Returns the copy's path."""
+    data = path.read_bytes()
+    for n in range(1, limit):
+        target = path.with_name(path.name + suffix + ("" if n == 1 else f".{n}"))
+        if not target.exists():
+            atomic_write_bytes(target, data)
+            return target
+        if target.read_bytes() == data:
+            return target
+    raise InvalidInput(f"{path}: too many backups beside it already.")
 
 
 def fsync_dir(directory: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from subrosa.memory.takeover import parse_index
+from subrosa.memory.indexfile import parse_index
 from tests.conftest import CORPUS, FIXTURES, Db, RunCli, write_leaf
 
 pytestmark = pytest.mark.engines

@@ -120,7 +120,7 @@ def test_rank_order() -> None:
 @settings(max_examples=150, deadline=None)
 @given(entries())
 def test_the_take_over_parser_reads_back_what_was_rendered(items: list[Entry]) -> None:
-    from subrosa.memory.takeover import parse_index
+    from subrosa.memory.indexfile import parse_index
 
     active = [e for e in items if not e.archived]
     text = generator.render_index(active)
@@ -137,7 +137,7 @@ def test_the_take_over_parser_reads_back_what_was_rendered(items: list[Entry]) -
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=400))
 def test_the_take_over_parser_never_fails(text: str) -> None:
-    from subrosa.memory.takeover import parse_index
+    from subrosa.memory.indexfile import parse_index
 
     for line in parse_index(text):
         assert "\n" not in line.hook and all(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say
-from subrosa.db import SCHEMA_HEAD, current_revision, get_engine, upgrade
+from subrosa.db import migrate, status
 
 
 @click.group()
@@ -17,31 +17,21 @@ def db() -> None:
 @pass_app
 def upgrade_cmd(app: AppContext) -> None:
     """Migrate the database to the newest schema."""
-    engine = get_engine(app.db_url)
-    before = current_revision(engine)
-    upgrade(engine)
-    after = current_revision(engine)
+    before, after = migrate(app.db_url)
     if before == after:
         say(f"already at revision {after}")
     else:
         say(f"migrated from {before or 'a blank database'} to {after}")
 
 
-@db.command()
+@db.command(name="status")
 @json_option
 @pass_app
-def status(app: AppContext, as_json: bool) -> None:
+def status_cmd(app: AppContext, as_json: bool) -> None:
     """Show where the database is and which schema revision it has."""
-    engine = get_engine(app.db_url)
-    revision = current_revision(engine)
-    data = {
-        "url": engine.url.render_as_string(hide_password=True),
-        "revision": revision,
-        "head": SCHEMA_HEAD,
-        "current": revision == SCHEMA_HEAD,
-    }
+    data = status(app.db_url)
     if as_json:
         print_json(data)
     else:
         state = "current" if data["current"] else "needs `subrosa db upgrade`"
-        say(f"{data['url']}: revision {revision or 'none'} (head {SCHEMA_HEAD}, {state})")
+        say(f"{data['url']}: revision {data['revision'] or 'none'} (head {data['head']}, {state})")

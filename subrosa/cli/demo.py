@@ -1,25 +1,16 @@
-"""`subrosa demo`: the whole flow on built-in example data, in a throwaway place."""
+"""`subrosa demo`: the whole flow on built-in example data, in a throwaway place.
+
+The example data and the place are subrosa.demo; this module runs the real commands
+over them, one after the other, as a user would type them."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import click
 
 from subrosa.cli.common import note
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-# Each example leaf and the hook its index line carries.
-HOOKS = {
-    "feedback_no_mocks_in_tests.md": "Tests run the real CLI on real SQLite; no mocks",
-    "user_prefers_pnpm.md": "pnpm only, never npm or yarn",
-    "project_release_train.md": "Ship every 2nd Tuesday; freeze the Friday before",
-    "reference_status_dashboard.md": "Health: Grafana svc-overview; alerts in #ops-alerts",
-    "project_migration_spike.md": "Postgres search spike: Done 2026-09-01, stay on FTS5",
-}
+from subrosa.demo import HOOKS, SESSION, workspace
 
 
 def _steps(memory_dir: Path, db: Path) -> list[tuple[str, list[str]]]:
@@ -48,7 +39,7 @@ def _steps(memory_dir: Path, db: Path) -> list[tuple[str, list[str]]]:
     steps.append(("review staleness (dry run)", [*base, "stale", "--today", "2026-11-29"]))
     steps.append(("generate MEMORY.md within its budget", [*base, "generate"]))
     steps.append(("the witness", [*base, "check", "--dir", str(memory_dir)]))
-    session = str(EXAMPLES / "demo_session.jsonl")
+    session = str(SESSION)
     steps.append(
         ("archive an example Claude Code session (secrets redacted)", [*base, "ingest", session])
     )
@@ -70,33 +61,18 @@ def demo(target: Path | None) -> None:
 
     Nothing in your real memory or database is touched. Pass --dir to keep the result.
     """
-    from subrosa.cli.app import COMMANDS, _load, cli
+    from subrosa.cli.app import cli
 
-    workdir = target or Path(tempfile.mkdtemp(prefix="subrosa-demo-"))
-    memory_dir = workdir / "memory"
-    memory_dir.mkdir(parents=True, exist_ok=True)
-    for leaf in sorted(EXAMPLES.glob("*.md")):
-        shutil.copy2(leaf, memory_dir / leaf.name)
-    db = workdir / "subrosa.db"
-    note(f"demo memory dir: {memory_dir}")
-    try:
-        for title, args in _steps(memory_dir, db):
-            command = args[4]
-            if command not in COMMANDS or _load(command) is None:  # not built yet
-                continue
+    with workspace(target) as place:
+        note(f"demo memory dir: {place.memory_dir}")
+        for title, args in _steps(place.memory_dir, place.db):
             click.secho(f"\n$ subrosa {' '.join(args[4:])}", bold=True)
             click.echo(f"  ({title})")
             try:
                 cli.main(args, prog_name="subrosa", standalone_mode=False)
             except click.ClickException as exc:
                 exc.show()
-        index = memory_dir / "MEMORY.md"
-        if index.exists():
+        index = place.index_text()
+        if index is not None:
             click.secho("\n--- MEMORY.md ---", bold=True)
-            click.echo(index.read_text(encoding="utf-8"))
-    finally:
-        if target is None:
-            from subrosa.db import dispose_all
-
-            dispose_all()
-            shutil.rmtree(workdir, ignore_errors=True)
+            click.echo(index)

@@ -1,18 +1,15 @@
-"""`subrosa fact …`: register leaves and curate what subrosa knows about them."""
+"""`subrosa fact …`: register leaves and curate what subrosa knows about them.
+
+Adapters only: each command calls one use case of subrosa.memory.facts."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import click
 
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.config import FACT_TYPES
-from subrosa.db import session_scope
 from subrosa.errors import ProblemFound
-from subrosa.memory import store
-from subrosa.memory.leaf import list_leaf_files, parse_leaf, resolve_leaf_path
-from subrosa.memory.witness import resolve_wikilink, wikilinks
+from subrosa.memory import facts
 
 leaf_option = click.option(
     "--leaf",
@@ -28,12 +25,6 @@ def fact() -> None:
     """Register leaf files as facts, and curate their hook, pin, status and order."""
 
 
-def _slug_for_leaf(leaf_arg: str) -> str:
-    """Archive/pin/unpin name a leaf that may be malformed or gone: only its path matters."""
-    given = Path(leaf_arg)
-    return given.stem if given.suffix == ".md" else leaf_arg
-
-
 @fact.command()
 @leaf_option
 @click.option("--hook", help="One line that tells a cold session why to open this leaf.")
@@ -47,25 +38,13 @@ def upsert(app: AppContext, leaf_arg: str, hook: str | None, pin: bool, as_json:
     its place, and its hook unless a new one is given. Upserting an archived fact
     restores it. Type, description and title come from the leaf's frontmatter.
     """
-    path = resolve_leaf_path(leaf_arg, app.memory_dir)
-    leaf = parse_leaf(path)
-    for message in leaf.warnings:
-        warn(f"{path}: {message}")
-    clean = None
-    if hook is not None:
-        clean, hook_warnings = store.clean_hook(hook)
-        for message in hook_warnings:
-            warn(message)
-    with store.mutation(app.engine, app.project) as session:
-        action, row = store.upsert(
-            session, app.project, leaf, hook=clean, pin=True if pin else None
-        )
-        session.flush()
-        result = store.fact_to_dict(row, app.memory_dir)
+    result = facts.upsert(app.db_url, app.project, leaf_arg, hook=hook, pin=pin)
+    for message in result.warnings:
+        warn(message)
     if as_json:
-        print_json({"action": action, "fact": result})
+        print_json({"action": result.action, "fact": result.fact})
     else:
-        say(f"{action} {result['slug']} (position {result['position']})")
+        say(f"{result.action} {result.fact['slug']} (position {result.fact['position']})")
 
 
 @fact.command(name="archive")
@@ -77,17 +56,13 @@ def archive_cmd(app: AppContext, leaf_arg: str, reason: str | None) -> None:
 
     `subrosa fact upsert --leaf FILE` brings it back.
     """
-    slug = _slug_for_leaf(leaf_arg)
-    with store.mutation(app.engine, app.project) as session:
-        row = store.archive(session, app.project, slug, reason)
-        say(f"archived {row.slug}: {row.archive_reason}")
+    row = facts.archive(app.db_url, app.project, leaf_arg, reason)
+    say(f"archived {row['slug']}: {row['archive_reason']}")
 
 
 def _set_pin(app: AppContext, leaf_arg: str, pinned: bool) -> None:
-    slug = _slug_for_leaf(leaf_arg)
-    with store.mutation(app.engine, app.project) as session:
-        row = store.set_pinned(session, app.project, slug, pinned)
-        say(f"{'pinned' if pinned else 'unpinned'} {row.slug}")
+    row = facts.set_pinned(app.db_url, app.project, leaf_arg, pinned)
+    say(f"{'pinned' if pinned else 'unpinned'} {row['slug']}")
 
 
 @fact.command()
@@ -119,9 +94,7 @@ def list_cmd(
     if archived and show_all:
         raise click.UsageError("give --archived or --all, not both.")
     status = None if show_all else ("archived" if archived else "active")
-    with session_scope(app.engine) as session:
-        rows = store.list_facts(session, app.project, status=status, fact_type=fact_type)
-        data = [store.fact_to_dict(row, app.memory_dir) for row in rows]
+    data = facts.list_facts(app.db_url, app.project, status=status, fact_type=fact_type)
     if as_json:
         print_json(data)
         return
@@ -141,10 +114,7 @@ def list_cmd(
 @pass_app
 def show(app: AppContext, slug: str, as_json: bool) -> None:
     """Show one fact."""
-    with session_scope(app.engine) as session:
-        row = store.require_fact(session, app.project, slug)
-        data = store.fact_to_dict(row, app.memory_dir)
-        data["last_hit_at"] = row.last_hit_at.isoformat() + "Z" if row.last_hit_at else None
+    data = facts.show(app.db_url, app.project, slug)
     if as_json:
         print_json(data)
         return
@@ -164,10 +134,9 @@ def move(
     """Move a fact in the curated order that MEMORY.md is displayed in."""
     if before and after:
         raise click.UsageError("give --before or --after, not both.")
-    with store.mutation(app.engine, app.project) as session:
-        row = store.move(session, app.project, slug, before=before, after=after, section=section)
-        where = f" in section {row.section!r}" if row.section else ""
-        say(f"moved {row.slug} to position {row.position}{where}")
+    row = facts.move(app.db_url, app.project, slug, before=before, after=after, section=section)
+    where = f" in section {row['section']!r}" if row["section"] else ""
+    say(f"moved {row['slug']} to position {row['position']}{where}")
 
 
 @fact.command()
@@ -180,15 +149,7 @@ def link(app: AppContext, slug: str | None, check_all: bool, strict: bool, as_js
     """Resolve each [[wikilink]] in a leaf; unresolved ones are shown [dangling]."""
     if bool(slug) == check_all:
         raise click.UsageError("give a SLUG or --all.")
-    files = list_leaf_files(app.memory_dir)
-    stems = {p.stem for p in files}
-    targets = files if check_all else [resolve_leaf_path(f"{slug}.md", app.memory_dir)]
-    report: list[dict[str, object]] = []
-    for path in targets:
-        body = path.read_text(encoding="utf-8", errors="replace")
-        for target in wikilinks(body):
-            resolved = resolve_wikilink(target, stems)
-            report.append({"slug": path.stem, "target": target, "resolved": resolved})
+    report = facts.wikilink_report(app.memory_dir, None if check_all else slug)
     dangling = [item for item in report if item["resolved"] is None]
     if as_json:
         print_json(report)

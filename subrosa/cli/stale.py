@@ -1,100 +1,17 @@
-"""`subrosa stale`: document 002's staleness review, as a command a person can trust."""
+"""`subrosa stale`: document 002's staleness review, as a command a person can trust.
+
+An adapter: the review and the archiving are subrosa.memory.review."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, datetime
-from pathlib import Path
-from typing import Any
 
 import click
-from sqlalchemy.orm import Session
 
 from subrosa.cli.common import AppContext, json_option, note, pass_app, print_json, say
-from subrosa.db import session_scope
-from subrosa.memory import staleness, store
-from subrosa.memory.leaf import MAX_LEAF_BYTES
-from subrosa.memory.staleness import Verdict
-from subrosa.models import Fact
+from subrosa.memory.review import Finding, Review, run_review
 
 DEFAULT_MAX_FLAGS = 5
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A fact the review has something to say about."""
-
-    slug: str
-    position: int
-    pinned: bool
-    verdict: Verdict
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "slug": self.slug,
-            "reason": self.verdict.reason,
-            "pinned": self.pinned,
-            "signals": [
-                {"where": s.where, "kind": s.kind, "evidence": s.evidence}
-                for s in self.verdict.signals
-            ],
-        }
-
-
-@dataclass(frozen=True)
-class Review:
-    """High-confidence findings (to archive) and low-confidence ones, strongest first."""
-
-    archive: list[Finding]
-    flagged: list[Finding]
-
-
-def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) -> str | None:
-    """The leaf file as it is on disk now (the truth), or None when it is gone, not a
-    regular file, unreadable, or a symlink that leads out of the memory dir (the leaf
-    parser's rule: never read a file outside it). `root` is the resolved memory dir."""
-    path = memory_dir / Path(filename).name
-    try:
-        if path.is_symlink() and path.resolve().parent != (root or memory_dir.resolve()):
-            return None
-        if not path.is_file():
-            return None
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_LEAF_BYTES + 1)
-    except OSError:
-        return None
-    return raw.decode("utf-8", errors="replace")
-
-
-def judge(fact: Fact, memory_dir: Path, today: date, root: Path | None = None) -> Verdict | None:
-    """The verdict on one fact. The hook is read first; the leaf file is opened only when
-    the hook could make a high-confidence call, and otherwise the cached body serves."""
-    hook = staleness.hook_signals(fact.hook, today)
-    text = read_leaf_text(memory_dir, fact.path, root) if hook.qualifies else fact.body
-    return staleness.assess(
-        hook=fact.hook,
-        leaf_text=text,
-        pinned=bool(fact.pinned),
-        hits=fact.hits,
-        last_changed=fact.updated_at.date(),
-        today=today,
-        from_hook=hook,
-    )
-
-
-def review(session: Session, project: store.Project, today: date) -> Review:
-    """Judge every active fact of the project."""
-    archive: list[Finding] = []
-    flagged: list[Finding] = []
-    root = project.memory_dir.resolve()
-    for fact in store.list_facts(session, project):
-        verdict = judge(fact, project.memory_dir, today, root)
-        if verdict is None:
-            continue
-        finding = Finding(fact.slug, fact.position, bool(fact.pinned), verdict)
-        (archive if verdict.level == "archive" else flagged).append(finding)
-    flagged.sort(key=lambda f: (*f.verdict.sort_key, f.position))
-    return Review(archive, flagged)
 
 
 def _print_report(result: Review, shown: list[Finding], more: int, applied: bool) -> None:
@@ -163,16 +80,7 @@ def stale(
     "flagged": [...], "more_flagged": N, "applied": bool, "today": "YYYY-MM-DD"}.
     """
     day = today.date() if today is not None else date.today()
-    with session_scope(app.engine) as session:
-        result = review(session, app.project, day)
-    if apply and result.archive:
-        # Judged again under the project lock, so what is archived is what is true now.
-        with store.mutation(app.engine, app.project) as session:
-            result = review(session, app.project, day)
-            now = store.utcnow()
-            for finding in result.archive:
-                reason = f"stale: {finding.verdict.reason}"
-                store.archive(session, app.project, finding.slug, reason, now=now)
+    result = run_review(app.db_url, app.project, day, apply=apply)
     shown = result.flagged[:max_flags]
     more = len(result.flagged) - len(shown)
     if as_json:

@@ -1,21 +1,33 @@
 """The memory half: leaf files in a memory dir, the facts they are registered as, and
 the MEMORY.md / MEMORY_archive.md index generated from them.
 
-Modules:
-    leaf        leaf files: strict and lenient parsers, the canonical writer
-    state       the sidecar `.subrosa/facts.jsonl`: what only subrosa knows, beside the leaves
+Use cases (what the commands, and anything else, call; each takes plain values: a
+database URL, a Project or a memory dir, settings values; none knows click):
+    generate    take over appended index lines, reconcile, plan, write both index files
+    adopt       a memory dir taken over as it is (backups, loose lines); rebuild from disk
+    review      the staleness review, and the sure cases archived under the lock
+    facts       register a leaf; archive, pin, move, list, show facts; resolve wikilinks
+
+Data and rules they use:
+    leaf        leaf files: strict and lenient parsers, the canonical writer, the one
+                capped raw reader, the content hash
+    state       `.subrosa/`: the sidecar facts.jsonl, and the record of the last index written
     project     a memory dir, the key its facts are stored under, and its lock
-    store       the facts in the database: upsert, archive, pin, move, rebuild
-    marker      how subrosa recognizes the index files it wrote
-    witness     loads the witness (skills/memory-compact/check_memory.py) for `check`
-    generator   pure: rank, pack into the budget, render both index files
+    store       the facts in the database: every query and change (upsert, archive, pin,
+                move, rebuild, the named reads the use cases need)
+    marker      the index files' names, and how subrosa recognizes the ones it wrote
+    indexfile   pure: index lines as others write them, parsed
     takeover    index lines written by others, taken over; facts reconciled with the disk
+    generator   pure: rank, pack into the budget, render both index files
+    witness     loads the witness (skills/memory-compact/check_memory.py) for `check`
     staleness   pure: the staleness rules
     recall      facts for a query (sqlite3, no SQLAlchemy: `subrosa search` runs without
                 it) and their hit counts, written under the project lock
 
 Rules: the leaves are the truth and are never rewritten unless the user asks; every
-change to the facts runs under the project lock and rewrites the sidecar; nothing
-here imports the archive half, the Claude Code half or click. This file imports
-nothing, so the hooks can load a module of this folder without paying for the rest.
+change to the facts runs under the project lock and rewrites the sidecar; `store` runs
+every query, and `leaf`, `state`, `marker` (an index file's header) and subrosa.fsutil
+every file read and write (the use cases and `takeover` go through them); nothing here
+imports the archive half, the Claude Code half or click. This file imports nothing,
+so the hooks can load a module of this folder without paying for the rest.
 """

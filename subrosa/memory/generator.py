@@ -15,11 +15,11 @@ from urllib.parse import quote
 
 from subrosa.errors import InvalidInput
 from subrosa.memory.leaf import humanize
-from subrosa.memory.marker import HEADER_TAG
+from subrosa.memory.marker import ARCHIVE, HEADER_TAG, INDEX
 from subrosa.text import sanitize_line
 
-INDEX = "MEMORY.md"
-ARCHIVE = "MEMORY_archive.md"
+# The heading archived facts are listed under (the take-over reads it back).
+ARCHIVED_SECTION = "Archived"
 
 INDEX_HEADER = (
     f"# Memory index ({HEADER_TAG}: do not edit by hand; run `subrosa generate`)\n"
@@ -188,7 +188,7 @@ def render_archive(
         parts.append("\n## Below budget\n")
         parts.extend((lines[e.slug] if lines else index_line(e)) + "\n" for e in below)
     if archived:
-        parts.append("\n## Archived\n")
+        parts.append(f"\n## {ARCHIVED_SECTION}\n")
         parts.extend(index_line(e, _archived_suffix(e)) + "\n" for e in archived)
     unreadable = list(unreadable)
     if unreadable:

@@ -3,6 +3,10 @@
 Read tolerantly, write canonically. `parse_leaf` is the strict reader behind
 `fact upsert`; `parse_leaf_lenient` is for memories users already have (adopt,
 and generate's reconcile), which must be registered even when malformed.
+`read_leaf_text` is the one raw reader (capped, never through a symlink out of the
+memory dir) for commands that only look at the text; `content_hash` is the one
+definition of the hash that tells a changed leaf from an unchanged one. The rest of
+the memory half reads leaves only through this module.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from frontmatter.default_handlers import YAMLHandler
 
 from subrosa.config import FACT_TYPES
 from subrosa.errors import LeafError
+from subrosa.fsutil import atomic_write_bytes, atomic_write_text
+from subrosa.memory.marker import INDEX_FILES
 from subrosa.text import sanitize_line
 
-INDEX_FILES = ("MEMORY.md", "MEMORY_archive.md")
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
@@ -137,6 +142,39 @@ def filename_problem(name: str) -> str | None:
     return None
 
 
+def content_hash(raw: bytes) -> str:
+    """The hash a fact keeps of its leaf's bytes: equal hashes mean an unchanged leaf."""
+    return hashlib.sha256(raw).hexdigest()
+
+
+def hash_leaf_file(directory: str, filename: str) -> str:
+    """`content_hash` of the leaf `filename` in `directory` (OSError when unreadable).
+
+    Plain strings and open(), not Path: generate hashes every leaf on each run, and with
+    thousands of leaves Path objects were a visible part of its time.
+    """
+    with open(os.path.join(directory, filename), "rb") as handle:
+        return content_hash(handle.read())
+
+
+def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) -> str | None:
+    """The leaf as it is on disk now, at most MAX_LEAF_BYTES (+1) of it, bad bytes replaced;
+    None when it is gone, not a regular file, unreadable, or a symlink that leads out of
+    the memory dir (never read a file outside it). `root` is the resolved memory dir, for
+    callers reading many leaves."""
+    path = memory_dir / Path(filename).name
+    try:
+        if path.is_symlink() and path.resolve().parent != (root or memory_dir.resolve()):
+            return None
+        if not path.is_file():
+            return None
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_LEAF_BYTES + 1)
+    except OSError:
+        return None
+    return raw.decode("utf-8", errors="replace")
+
+
 def _read_text(path: Path) -> tuple[bytes, str]:
     try:
         size = path.stat().st_size
@@ -211,7 +249,7 @@ def parse_leaf(path: Path) -> Leaf:
         type=fact_type,
         description=description,
         body=post.content,
-        content_hash=hashlib.sha256(raw).hexdigest(),
+        content_hash=content_hash(raw),
         mtime=_mtime(path),
         extra=extra,
         warnings=warnings,
@@ -278,7 +316,7 @@ def parse_leaf_lenient(path: Path) -> Leaf:
         type=fact_type,
         description=sanitize_line(description),
         body=body,
-        content_hash=hashlib.sha256(raw).hexdigest(),
+        content_hash=content_hash(raw),
         mtime=_mtime(path),
         extra={},
         warnings=[reason],
@@ -302,6 +340,17 @@ def render_leaf(name: str, description: str, fact_type: str, body: str) -> str:
         width=10_000,
     )
     return f"---\n{header}---\n\n{body.strip()}\n"
+
+
+def rewrite_canonical(leaf: Leaf, keep: Path) -> None:
+    """Rewrite `leaf`'s file in the canonical shape (its body kept whole), after keeping
+    the original in directory `keep`; a copy already there is never overwritten, so the
+    first original survives a second fix."""
+    keep.mkdir(parents=True, exist_ok=True)
+    if not (keep / leaf.path.name).exists():
+        atomic_write_bytes(keep / leaf.path.name, leaf.path.read_bytes())
+    name = leaf.slug.replace("_", "-")
+    atomic_write_text(leaf.path, render_leaf(name, leaf.description, leaf.type, leaf.body))
 
 
 def list_leaf_files(memory_dir: Path) -> list[Path]:

@@ -28,6 +28,11 @@ class Project:
     def key(self) -> str:
         return str(self.memory_dir.resolve())
 
+    def require_dir(self) -> None:
+        """Refuse a memory dir that does not exist (every use case that writes checks it)."""
+        if not self.memory_dir.is_dir():
+            raise InvalidInput(f"{self.memory_dir}: no such memory directory.")
+
     @contextmanager
     def lock(self, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
         """Serialize writers of this memory dir's index and sidecar across processes."""

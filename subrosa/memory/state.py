@@ -8,6 +8,10 @@ memory dir alone and the memory dir can live in git. One JSON object per line,
 sorted by slug, so two machines' changes to different facts merge line by line.
 Hit counts are deliberately left out: they change on every search and are the one
 thing a rebuild may lose.
+
+Beside it, `.subrosa/last-index.txt` and `last-archive.txt` record the text subrosa
+last wrote to each index file, so `generate` can tell the lines others added from its
+own. This module owns every file in `.subrosa/` but the lock (subrosa.memory.project).
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from subrosa.errors import InvalidInput
-from subrosa.fsutil import atomic_write_text
+from subrosa.fsutil import atomic_write_text, write_if_changed
+from subrosa.memory.marker import INDEX
 from subrosa.paths import state_dir
 
 STATE_FILE = "facts.jsonl"
+LAST_INDEX = "last-index.txt"
+LAST_ARCHIVE = "last-archive.txt"
 STATE_KEYS = (
     "slug",
     "title",
@@ -48,16 +55,27 @@ def render_state(rows: list[dict[str, Any]]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _read_sidecar(memory_dir: Path) -> str | None:
+    try:
+        return state_path(memory_dir).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def sidecar_matches(memory_dir: Path, rows: list[dict[str, Any]]) -> bool:
+    """True when the sidecar on disk is exactly what `rows` render as (nothing changed it
+    under the database)."""
+    text = _read_sidecar(memory_dir)
+    return text is not None and text == render_state(rows)
+
+
 def save_state(memory_dir: Path, rows: list[dict[str, Any]]) -> None:
     """Rewrite the sidecar atomically (the caller holds the project lock)."""
     path = state_path(memory_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = render_state(rows)
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except (OSError, UnicodeDecodeError):
-        pass
+    if _read_sidecar(memory_dir) == text:
+        return
     atomic_write_text(path, text)
 
 
@@ -86,3 +104,21 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
             raise InvalidInput(f"{path}: line {number} has no slug.")
         rows[row["slug"]] = row
     return rows
+
+
+def last_index_path(memory_dir: Path, name: str = INDEX) -> Path:
+    """Where subrosa keeps the text it last wrote to index file `name`."""
+    return state_dir(memory_dir) / (LAST_INDEX if name == INDEX else LAST_ARCHIVE)
+
+
+def read_last_index(memory_dir: Path, name: str = INDEX) -> str | None:
+    """The text subrosa last wrote to index file `name`, or None without a record."""
+    try:
+        return last_index_path(memory_dir, name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def save_last_index(memory_dir: Path, name: str, text: str) -> bool:
+    """Record `text` as what subrosa wrote to index file `name`; True when it changed."""
+    return write_if_changed(last_index_path(memory_dir, name), text)

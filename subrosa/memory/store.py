@@ -1,8 +1,10 @@
-"""The facts store: registering leaves, pins, archive, curated order.
+"""The facts store: registering leaves, pins, archive, curated order, and every query
+the memory half runs.
 
-Every function takes an open Session and a Project; the CLI opens them. Changes go
-through `mutation()`, which holds the project lock, commits, and then rewrites the
-sidecar (subrosa.memory.state) so the memory dir alone can rebuild the database.
+Every function takes an open Session and a Project; the use cases (generate, adopt,
+review, facts) and doctor open them. Changes go through `mutation()`, which holds the
+project lock, commits, and then rewrites the sidecar (subrosa.memory.state) so the
+memory dir alone can rebuild the database.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, event, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from subrosa.db import session_scope
 from subrosa.errors import InvalidInput, NotFound
@@ -86,6 +88,37 @@ def list_facts(
     if fact_type is not None:
         query = query.where(Fact.type == fact_type)
     return list(session.scalars(query.order_by(Fact.position, Fact.slug)))
+
+
+def registered_paths(session: Session, project: Project) -> set[str]:
+    """The leaf file names the project's facts are registered under."""
+    return set(session.scalars(select(Fact.path).where(Fact.project == project.key)))
+
+
+def registered_slugs(session: Session, project: Project) -> set[str]:
+    """The slugs of the project's facts, active and archived."""
+    return set(session.scalars(select(Fact.slug).where(Fact.project == project.key)))
+
+
+def facts_without_body(session: Session, project: Project) -> list[Fact]:
+    """Every fact of the project, its body left unloaded (in no particular order).
+
+    Reconciling with the disk compares hashes, not bodies, and the bodies are the bulk
+    of a row; a fact whose leaf changed loads its new body from the leaf anyway.
+    """
+    query = select(Fact).where(Fact.project == project.key).options(defer(Fact.body))
+    return list(session.scalars(query))
+
+
+def rows_without_body(session: Session, project: Project) -> list[Any]:
+    """Every fact of the project as a plain row of every column but the body.
+
+    For generate run again with nothing changed: no ORM objects are built, which with
+    thousands of facts was most of the run.
+    """
+    columns = [getattr(Fact, c.name) for c in Fact.__table__.columns if c.name != "body"]
+    query = select(*columns).where(Fact.project == project.key)
+    return list(session.execute(query).all())
 
 
 def _iso(value: datetime | None) -> str | None:

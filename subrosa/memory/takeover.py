@@ -6,163 +6,37 @@ since its last run (Claude Code's auto memory and people write into MEMORY.md). 
 way a line keeps its hook and its place, a line whose file does not exist (or a bullet
 with no link at all) can become a leaf of its own, and leaves on disk that nothing
 registered yet are registered. Nothing a user wrote is dropped.
+
+Reading the lines is subrosa.memory.indexfile's job (pure); this module decides what
+they mean for the facts. Its queries are the store's, its file reads leaf's and state's.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session, defer
+from sqlalchemy.orm import Session
 
 from subrosa.errors import LeafError
-from subrosa.fsutil import atomic_write_text
+from subrosa.fsutil import atomic_write_text, holds_text
 from subrosa.memory import store
+from subrosa.memory.generator import ARCHIVED_SECTION
+from subrosa.memory.indexfile import IndexLine, meaningful_title, split_archived_suffix
 from subrosa.memory.leaf import (
-    INDEX_FILES,
+    hash_leaf_file,
     humanize,
     list_leaf_files,
     parse_leaf_lenient,
     render_leaf,
 )
-from subrosa.memory.state import load_state, render_state, state_path
-from subrosa.memory.witness import load as load_witness
+from subrosa.memory.state import load_state, sidecar_matches
 from subrosa.models import Fact
-from subrosa.paths import state_dir
-from subrosa.text import sanitize_line
 
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
-# A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
-_SEPARATOR = re.compile(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
-_EMPHASIS = re.compile(r"(?:\*\*|__|\*|_)?")
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
-# What generator.render_archive appends to an archived fact's line, and its section.
-_ARCHIVED_SUFFIX = re.compile(r"\s*\(archived (?:\d{4}-\d{2}-\d{2}|undated): (.*)\)\s*$")
-ARCHIVED_SECTION = "Archived"
-LAST_INDEX = "last-index.txt"
-LAST_ARCHIVE = "last-archive.txt"
-
-
-@dataclass(frozen=True)
-class IndexLine:
-    """One line of an index file that links topic files or is a bullet."""
-
-    number: int
-    text: str
-    section: str | None
-    targets: tuple[str, ...]
-    title: str | None
-    hook: str
-    bullet: bool
-
-
-def _flatten_links(text: str) -> str:
-    """`see [x](x.md)` -> `see x`."""
-    link = load_witness().LINK
-    return str(link.sub(lambda m: m.group(0)[1 : m.group(0).index("](")], text))
-
-
-def parse_line(number: int, raw: str, section: str | None) -> IndexLine | None:
-    """Read one index line in the wild: `- [Title](file.md) — hook` and its many cousins
-    (other separators, no hook, a link in the middle, no link at all). None for prose
-    without a link, blank lines and headings."""
-    witness = load_witness()
-    bullet = _BULLET.match(raw)
-    item = bullet.group(1) if bullet else raw.strip()
-    linked = witness.md_targets(item)
-    targets = tuple(t for t in linked if t not in INDEX_FILES)
-    if not bullet and not targets:
-        return None
-    if bullet and not targets and linked:
-        return None  # a bullet that only links an index file (a header pointer)
-    title: str | None = None
-    rest = item
-    stripped = item.strip()
-    emphasis = _EMPHASIS.match(stripped)  # `**[Title](file.md)** — hook`
-    wrapper = emphasis.group(0) if emphasis else ""
-    leading = witness.LINK.match(stripped, len(wrapper))
-    if targets and leading is not None:
-        text = leading.group(0)
-        title = sanitize_line(text[1 : text.index("](")].strip("*_ ")) or None
-        end = leading.end()
-        if wrapper and stripped.startswith(wrapper, end):
-            end += len(wrapper)  # **[Title](file.md)**
-        rest = _SEPARATOR.sub("", stripped[end:], count=1)
-    hook = sanitize_line(_flatten_links(rest))
-    if not hook and not targets:
-        return None  # an empty bullet
-    return IndexLine(number, raw, section, targets, title, hook, bool(bullet))
-
-
-def parse_index(text: str) -> list[IndexLine]:
-    """Every linking line and bullet of an index file, with the `##` section it is under."""
-    lines: list[IndexLine] = []
-    section: str | None = None
-    fenced = False
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if raw.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-            continue
-        heading = _HEADING.match(raw)
-        if heading and not fenced:
-            if len(heading.group(1)) >= 2:
-                section = sanitize_line(heading.group(2)) or None
-            else:
-                section = None
-            continue
-        parsed = parse_line(number, raw, section)
-        if parsed is not None:
-            lines.append(parsed)
-    return lines
-
-
-def meaningful_title(line: IndexLine, filename: str) -> str | None:
-    """The link text as a title, unless it is just the filename."""
-    if not line.title:
-        return None
-    if line.title in (filename, Path(filename).stem, f"({filename})"):
-        return None
-    return line.title
-
-
-# --- the record of what subrosa wrote ------------------------------------------
-
-
-def last_index_path(memory_dir: Path, name: str = "MEMORY.md") -> Path:
-    """Where subrosa keeps the text it last wrote to index file `name`."""
-    return state_dir(memory_dir) / (LAST_INDEX if name == "MEMORY.md" else LAST_ARCHIVE)
-
-
-def read_last_index(memory_dir: Path, name: str = "MEMORY.md") -> str | None:
-    try:
-        return last_index_path(memory_dir, name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def foreign_lines(current: str, last_written: str | None, known_files: set[str]) -> list[int]:
-    """Line numbers of `current` (a MEMORY.md subrosa wrote) that subrosa did not write.
-
-    With the record of the last MEMORY.md written, a line is foreign when that text did not
-    contain it. Without the record (a fresh clone without `.subrosa/`), only lines that
-    would add something are foreign: links to files no registered fact has, and bullets
-    without a link; hooks of registered facts are then left as the database has them.
-    """
-    if last_written is not None:
-        ours = set(last_written.splitlines())
-        return [n for n, line in enumerate(current.splitlines(), 1) if line not in ours]
-    numbers = []
-    for parsed in parse_index(current):
-        if not parsed.targets or any(t not in known_files for t in parsed.targets):
-            numbers.append(parsed.number)
-    return numbers
 
 
 # --- materializing lines that have no leaf --------------------------------------
@@ -212,12 +86,9 @@ def materialize(
         text = _materialized_text(filename, line, target, origin)
         path = memory_dir / filename
         if filename in taken or path.exists():
-            try:
-                if path.is_file() and path.read_bytes() == text.encode("utf-8"):
-                    taken.add(filename)
-                    return filename
-            except OSError:
-                pass
+            if holds_text(path, text):
+                taken.add(filename)
+                return filename
             continue
         atomic_write_text(path, text)
         taken.add(filename)
@@ -243,6 +114,11 @@ class Loose:
             "target": self.target,
             "text": self.line.text,
         }
+
+    def describe(self) -> str:
+        """Where the line is and what is wrong with it, for a person."""
+        what = f"links {self.target}, which does not exist" if self.target else "has no link"
+        return f"{self.origin} line {self.line.number} {what}"
 
 
 @dataclass
@@ -308,9 +184,7 @@ def unchanged_rows(
     """
     if any(source.taken_lines() for source in sources):
         return None
-    columns = [c for c in Fact.__table__.columns if c.name != "body"]
-    query = select(*[getattr(Fact, c.name) for c in columns])
-    rows = session.execute(query.where(Fact.project == project.key)).all()
+    rows = store.rows_without_body(session, project)
     by_path = {row.path: row for row in rows}
     memory_dir = project.memory_dir
     names = [p.name for p in list_leaf_files(memory_dir)]
@@ -319,19 +193,13 @@ def unchanged_rows(
     directory = str(memory_dir)
     for name in names:
         try:
-            with open(os.path.join(directory, name), "rb") as handle:
-                digest = hashlib.sha256(handle.read()).hexdigest()
+            if hash_leaf_file(directory, name) != by_path[name].content_hash:
+                return None
         except OSError:
             return None
-        if digest != by_path[name].content_hash:
-            return None
-    try:
-        sidecar = state_path(memory_dir).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    if not sidecar_matches(memory_dir, store.state_rows(session, project)):
         return None
-    if sidecar != render_state(store.state_rows(session, project)):
-        return None
-    return list(rows)
+    return rows
 
 
 def take_over(
@@ -357,9 +225,7 @@ def take_over(
     first_line = _materialize_loose(
         project.memory_dir, sources, on_disk, report, materialize_loose and not dry_run
     )
-    # Bodies are not needed to compare hashes, and are the bulk of a row.
-    query = select(Fact).where(Fact.project == project.key).options(defer(Fact.body))
-    facts = {f.slug: f for f in session.scalars(query)}
+    facts = {f.slug: f for f in store.facts_without_body(session, project)}
     # The sidecar is rewritten by every change, so where it disagrees with the database
     # it was changed under it (a git pull, another machine): it wins.
     state = load_state(project.memory_dir)
@@ -419,12 +285,11 @@ def _register_leaves(
     for filename in filenames:
         fact = by_file.get(filename)
         try:
-            with open(os.path.join(directory, filename), "rb") as handle:
-                raw = handle.read()
+            digest = hash_leaf_file(directory, filename)
         except OSError as exc:
             report.unreadable.append((filename, f"cannot be read ({exc.strerror})"))
             continue
-        if fact is not None and fact.content_hash == hashlib.sha256(raw).hexdigest():
+        if fact is not None and fact.content_hash == digest:
             report.present.add(filename)
             continue
         path = project.memory_dir / filename
@@ -469,8 +334,7 @@ def _apply_line(
 ) -> None:
     """What a taken-over line says about its fact: hook (kept whole), title, section; a
     new fact found only in a hand-kept archive stays in the cold tier."""
-    suffix = _ARCHIVED_SUFFIX.search(line.hook) if source.cold else None
-    text = line.hook[: suffix.start()] if suffix else line.hook
+    text, reason = split_archived_suffix(line.hook) if source.cold else (line.hook, None)
     if text:
         hook, _ = store.clean_hook(text, strict=False)
         if hook != fact.hook:
@@ -483,7 +347,7 @@ def _apply_line(
     if source.cold and is_new and fact.status == "active" and archived_here:
         fact.status = "archived"
         how = "before adoption" if reorder else "added by hand"
-        fact.archive_reason = suffix.group(1) if suffix else f"in {source.origin} {how}"
+        fact.archive_reason = reason if reason is not None else f"in {source.origin} {how}"
         fact.archived_at = store.utcnow()
     if reorder and not source.cold:
         fact.section = line.section

@@ -1,0 +1,119 @@
+"""The use cases behind `subrosa fact …`: register a leaf, curate what subrosa knows
+about it (hook, pin, status, place), list and show facts, resolve wikilinks.
+
+Each takes plain values (a database URL, a project, the names a user gave) and returns plain
+values: a fact as `store.fact_to_dict` shapes it (the `--json` interface), or lists of
+them. Changes run through `store.mutation`, under the project lock, with the sidecar
+rewritten after.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from subrosa.db import open_database, session_scope
+from subrosa.memory import store
+from subrosa.memory.leaf import list_leaf_files, parse_leaf, read_leaf_text, resolve_leaf_path
+from subrosa.memory.witness import resolve_wikilink, wikilinks
+
+
+@dataclass
+class Upserted:
+    """A registered or refreshed fact, and the warnings about its leaf and hook."""
+
+    action: str  # added | updated | restored
+    fact: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def upsert(
+    db_url: str, project: store.Project, leaf_arg: str, *, hook: str | None, pin: bool
+) -> Upserted:
+    """Register the leaf `leaf_arg` (as given, or relative to the memory dir), or refresh
+    it; a new fact needs a hook. The leaf is read strictly: a broken one is refused
+    before the database is opened."""
+    path = resolve_leaf_path(leaf_arg, project.memory_dir)
+    leaf = parse_leaf(path)
+    warnings = [f"{path}: {message}" for message in leaf.warnings]
+    clean = None
+    if hook is not None:
+        clean, hook_warnings = store.clean_hook(hook)
+        warnings.extend(hook_warnings)
+    with store.mutation(open_database(db_url), project) as session:
+        action, row = store.upsert(session, project, leaf, hook=clean, pin=True if pin else None)
+        session.flush()
+        return Upserted(action, store.fact_to_dict(row, project.memory_dir), warnings)
+
+
+def slug_for_leaf(leaf_arg: str) -> str:
+    """Archive, pin and unpin name a leaf that may be malformed or gone: only its name
+    matters (`x.md` and `x` both name the fact `x`)."""
+    given = Path(leaf_arg)
+    return given.stem if given.suffix == ".md" else leaf_arg
+
+
+def archive(
+    db_url: str, project: store.Project, leaf_arg: str, reason: str | None
+) -> dict[str, Any]:
+    """Archive the fact of leaf `leaf_arg`: it leaves MEMORY.md; the leaf stays on disk."""
+    with store.mutation(open_database(db_url), project) as session:
+        row = store.archive(session, project, slug_for_leaf(leaf_arg), reason)
+        return store.fact_to_dict(row, project.memory_dir)
+
+
+def set_pinned(db_url: str, project: store.Project, leaf_arg: str, pinned: bool) -> dict[str, Any]:
+    """Pin or unpin the fact of leaf `leaf_arg`."""
+    with store.mutation(open_database(db_url), project) as session:
+        row = store.set_pinned(session, project, slug_for_leaf(leaf_arg), pinned)
+        return store.fact_to_dict(row, project.memory_dir)
+
+
+def list_facts(
+    db_url: str, project: store.Project, *, status: str | None, fact_type: str | None
+) -> list[dict[str, Any]]:
+    """Facts in curated order; `status=None` lists active and archived alike."""
+    with session_scope(open_database(db_url)) as session:
+        rows = store.list_facts(session, project, status=status, fact_type=fact_type)
+        return [store.fact_to_dict(row, project.memory_dir) for row in rows]
+
+
+def show(db_url: str, project: store.Project, slug: str) -> dict[str, Any]:
+    """One fact, with when a search last found it."""
+    with session_scope(open_database(db_url)) as session:
+        row = store.require_fact(session, project, slug)
+        data = store.fact_to_dict(row, project.memory_dir)
+        data["last_hit_at"] = row.last_hit_at.isoformat() + "Z" if row.last_hit_at else None
+        return data
+
+
+def move(
+    db_url: str,
+    project: store.Project,
+    slug: str,
+    *,
+    before: str | None,
+    after: str | None,
+    section: str | None,
+) -> dict[str, Any]:
+    """Move a fact in the curated order and/or into a section (`""` clears it)."""
+    with store.mutation(open_database(db_url), project) as session:
+        row = store.move(session, project, slug, before=before, after=after, section=section)
+        return store.fact_to_dict(row, project.memory_dir)
+
+
+def wikilink_report(memory_dir: Path, slug: str | None) -> list[dict[str, object]]:
+    """Each [[wikilink]] of leaf `slug` (None: of every leaf) and the leaf it resolves to
+    (None when it dangles)."""
+    files = list_leaf_files(memory_dir)
+    stems = {p.stem for p in files}
+    targets = files if slug is None else [resolve_leaf_path(f"{slug}.md", memory_dir)]
+    root = memory_dir.resolve()
+    report: list[dict[str, object]] = []
+    for path in targets:
+        body = read_leaf_text(memory_dir, path.name, root) or ""
+        for target in wikilinks(body):
+            resolved = resolve_wikilink(target, stems)
+            report.append({"slug": path.stem, "target": target, "resolved": resolved})
+    return report
