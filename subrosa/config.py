@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
-from subrosa.paths import config_file
+from subrosa.paths import config_file, data_dir, sqlite_url
 
 FACT_TYPES = ("user", "feedback", "project", "reference")
 DEFAULT_TYPE_WEIGHTS = {"feedback": 4, "user": 3, "project": 2, "reference": 1}
@@ -109,3 +109,25 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
                 f"{path}: type_weights.{name} must be a whole number, not {weight!r}."
             ) from None
     return Settings(type_weights=weights, **values)  # type: ignore[arg-type]
+
+
+def resolve_db_url(explicit: str | None = None, env: dict[str, str] | None = None) -> str:
+    """The database as an SQLAlchemy URL: flag, `SUBROSA_DB`, the settings file's `db`,
+    else `<data dir>/subrosa.db`.
+
+    A value containing `://` is taken as a URL, as is; anything else is a file path
+    (relative to the settings file's folder when it comes from there). A path is spelled
+    the way SQLAlchemy's `URL.create("sqlite", database=path)` renders it (`%`, `?`, `#`,
+    `@` and the like percent-encoded), so that `sqlite_path` and SQLAlchemy both read
+    the same file back whatever its name.
+    """
+    env = dict(os.environ) if env is None else env
+    value = explicit or env.get("SUBROSA_DB")
+    base = Path.cwd()
+    if not value:
+        value = text_setting("db", env)
+        base = config_file(env).parent
+    if value and "://" in value:
+        return value
+    path = base / Path(value).expanduser() if value else data_dir(env) / "subrosa.db"
+    return sqlite_url(path.absolute())

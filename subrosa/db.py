@@ -24,8 +24,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
-from subrosa.errors import SubrosaError
-from subrosa.paths import hide_passwords, sqlite_path
+from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.paths import sqlite_path
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
@@ -55,7 +55,7 @@ def _prepare_sqlite_file(path: Path) -> None:
 
 
 def database_url(value: str) -> URL:
-    """The SQLAlchemy URL for a `--db` value (see subrosa.paths.resolve_db_url).
+    """The SQLAlchemy URL for a `--db` value (see subrosa.config.resolve_db_url).
 
     A file's URL is made with `URL.create` from the path `sqlite_path` reads, so the
     file created beforehand and the file SQLAlchemy opens are one, whatever characters

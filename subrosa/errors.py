@@ -6,7 +6,19 @@ Exit codes follow PRODUCT.md: 1 means the check or operation found a problem,
 
 from __future__ import annotations
 
-from subrosa.paths import hide_passwords
+import re
+
+# `scheme://user:password@host` anywhere in a text. SQLAlchemy writes a password's `@`
+# and `/` as %40 and %2F but leaves spaces, so the password runs to the next `@` on its
+# line unless a `/` comes first (then the colon was a port's).
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][\w+]*://[^:/@\s]*):(?P<password>[^@/\n]*)@")
+
+
+def hide_passwords(text: str) -> str:
+    """`text` fit to print: the password of any URL in it replaced by `***`, as
+    SQLAlchemy's `render_as_string(hide_password=True)` does, but for any text (an
+    error message, a malformed URL)."""
+    return _URL_PASSWORD.sub(r"\g<head>:***@", text)
 
 
 class SubrosaError(Exception):

@@ -125,30 +125,6 @@ def config_file(env: dict[str, str] | None = None) -> Path:
     return Path(base).expanduser() / "subrosa" / "config.toml"
 
 
-def resolve_db_url(explicit: str | None = None, env: dict[str, str] | None = None) -> str:
-    """The database as an SQLAlchemy URL: flag, `SUBROSA_DB`, the settings file's `db`,
-    else `<data dir>/subrosa.db`.
-
-    A value containing `://` is taken as a URL, as is; anything else is a file path
-    (relative to the settings file's folder when it comes from there). A path is spelled
-    the way SQLAlchemy's `URL.create("sqlite", database=path)` renders it (`%`, `?`, `#`,
-    `@` and the like percent-encoded), so that `sqlite_path` and SQLAlchemy both read
-    the same file back whatever its name.
-    """
-    env = dict(os.environ) if env is None else env
-    value = explicit or env.get("SUBROSA_DB")
-    base = Path.cwd()
-    if not value:
-        from subrosa.config import text_setting  # the settings import this module
-
-        value = text_setting("db", env)
-        base = config_file(env).parent
-    if value and "://" in value:
-        return value
-    path = base / Path(value).expanduser() if value else data_dir(env) / "subrosa.db"
-    return sqlite_url(path.absolute())
-
-
 def sqlite_url(path: Path) -> str:
     """The `sqlite:///` URL of a file, as SQLAlchemy renders it (it quotes the same way)."""
     return "sqlite:///" + quote(str(path), safe=" +/")
@@ -166,19 +142,6 @@ def sqlite_path(url: str) -> Path | None:
     if not rest or rest == ":memory:":
         return None
     return Path(rest)
-
-
-# `scheme://user:password@host` anywhere in a text. SQLAlchemy writes a password's `@`
-# and `/` as %40 and %2F but leaves spaces, so the password runs to the next `@` on its
-# line unless a `/` comes first (then the colon was a port's).
-_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][\w+]*://[^:/@\s]*):(?P<password>[^@/\n]*)@")
-
-
-def hide_passwords(text: str) -> str:
-    """`text` fit to print: the password of any URL in it replaced by `***`, as
-    SQLAlchemy's `render_as_string(hide_password=True)` does, but for any text (an
-    error message, a malformed URL)."""
-    return _URL_PASSWORD.sub(r"\g<head>:***@", text)
 
 
 def state_dir(memory_dir: Path) -> Path:

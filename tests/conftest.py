@@ -164,8 +164,8 @@ class Db:
         is shown to write nothing at all)."""
         from sqlalchemy import MetaData, create_engine, select
 
+        from subrosa.config import resolve_db_url
         from subrosa.db import database_url
-        from subrosa.paths import resolve_db_url
 
         dispose_all()  # closes connections, so the WAL is checkpointed into the file
         engine = create_engine(database_url(resolve_db_url(self.url)))

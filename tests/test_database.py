@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
 
+from subrosa.config import resolve_db_url
 from subrosa.db import DatabaseError, database_url, get_engine, open_database
-from subrosa.errors import InvalidInput
-from subrosa.paths import hide_passwords, resolve_db_url, sqlite_path
+from subrosa.errors import InvalidInput, hide_passwords
+from subrosa.paths import sqlite_path
 from tests.conftest import Db, RunCli, write_leaf
 
 pytestmark = pytest.mark.engines

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from subrosa.config import load_settings
+from subrosa.config import load_settings, resolve_db_url
 from subrosa.errors import InvalidInput
 from subrosa.paths import (
     auto_memory_dir,
     encode_project_path,
     project_root,
-    resolve_db_url,
     resolve_memory_dir,
 )
 from tests.conftest import RunCli

@@ -14,9 +14,9 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
+from subrosa.config import resolve_db_url
 from subrosa.db import SCHEMA_HEAD, alembic_config, open_database
 from subrosa.models import Base
-from subrosa.paths import resolve_db_url
 from tests.conftest import Db
 
 pytestmark = pytest.mark.engines

@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from subrosa.cli.fastsearch import JSON_HELP, Option
-from subrosa.config import Settings, load_settings
+from subrosa.config import Settings, load_settings, resolve_db_url
 from subrosa.memory.project import Project
-from subrosa.paths import resolve_db_url, resolve_memory_dir
+from subrosa.paths import resolve_memory_dir
 from subrosa.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from sqlalchemy import Engine
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,12 +84,6 @@ class AppContext:
     @cached_property
     def db_url(self) -> str:
         return resolve_db_url(self.db_option)
-
-    @cached_property
-    def engine(self) -> Engine:
-        from subrosa.db import open_database
-
-        return open_database(self.db_url)
 
     @cached_property
     def settings(self) -> Settings:

@@ -172,7 +172,8 @@ def main(argv: list[str]) -> int | None:
     """Run `subrosa search` (argv without the program name) without click or SQLAlchemy
     when that is safe; None means "not here": the click command runs instead."""
     from subrosa import recall
-    from subrosa.paths import resolve_db_url, resolve_memory_dir, sqlite_path
+    from subrosa.config import resolve_db_url
+    from subrosa.paths import resolve_memory_dir, sqlite_path
     from subrosa.query import QueryError
 
     parsed = parse_argv(argv)
