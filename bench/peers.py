@@ -19,7 +19,12 @@ Both run offline, with no API key and no model:
 Each figure is the median of whole-process runs, subrosa and its yardstick in turn
 (A B A B ...) after one warm-up each, every run's state prepared outside the timing. The
 ratio is the median of the pair-by-pair ratios subrosa / yardstick, so drift in the
-machine's speed cancels. Targets are issue 19's.
+machine's speed cancels. Each figure also gives the children's CPU seconds (user + system):
+on a shared machine they move far less than wall time. Targets are issue 19's.
+
+The full run takes about 15 minutes and 1.5 GB of temporary disk, most of it claude-mem's
+first index of 500 MB (its per-session DELETE on an FTS5 column it cannot look up grows
+with the index); --quick takes under a minute.
 """
 
 from __future__ import annotations
