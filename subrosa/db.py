@@ -29,9 +29,9 @@ from subrosa.paths import sqlite_path
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
+from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS
 from subrosa.schema import SCHEMA_HEAD as SCHEMA_HEAD
 
-BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10
 # pg_advisory_xact_lock's key for migrations: any constant will do; this one is the
 # bytes "subrosaM" read as a number, unlikely to be another application's.
@@ -125,10 +125,8 @@ def _configure_sqlite(engine: Engine) -> None:
         # would start deferred transactions behind our back.
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.execute("PRAGMA synchronous = NORMAL")
+        for pragma in CONNECTION_PRAGMAS:
+            cursor.execute(pragma)
         cursor.close()
 
     @event.listens_for(engine, "begin")

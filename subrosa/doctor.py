@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from subrosa.errors import hide_passwords
 from subrosa.memory.leaf import list_leaf_files
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
 from subrosa.paths import claude_root, project_root, sqlite_path
@@ -94,7 +95,12 @@ def check_database(subject: Subject) -> Check:
         engine = get_engine(subject.db_url)
         revision = current_revision(engine)
     except Exception as exc:  # noqa: BLE001 - report, never raise
-        return Check("database", False, f"cannot open {subject.db_url}: {exc}", "check --db")
+        return Check(
+            "database",
+            False,
+            f"cannot open {hide_passwords(subject.db_url)}: {hide_passwords(str(exc))}",
+            "check --db",
+        )
     where = engine.url.render_as_string(hide_password=True)
     if revision != SCHEMA_HEAD:
         return Check(

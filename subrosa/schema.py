@@ -27,3 +27,16 @@ def is_current(path: Path) -> bool:
     except sqlite3.Error:
         return False
     return row is not None and row[0] == SCHEMA_HEAD
+
+
+BUSY_TIMEOUT_MS = 30_000
+# Every connection to the SQLite file, SQLAlchemy's (subrosa.db) and the archive's
+# DB-API one (subrosa.archive.connection), starts with these: WAL so readers never
+# block the writer, a busy timeout so writers wait instead of failing, foreign keys on,
+# and NORMAL sync (safe with WAL; a power cut loses at most the last transaction).
+CONNECTION_PRAGMAS = (
+    f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA foreign_keys = ON",
+    "PRAGMA synchronous = NORMAL",
+)

@@ -115,11 +115,6 @@ def test_the_password_is_never_printed(db: Db, run: RunCli, tmp_path: Path) -> N
 
 
 @pytest.mark.engines("postgresql")
-@pytest.mark.xfail(
-    strict=True,
-    reason="doctor.py prints the raw URL when it cannot open it (the file is frozen during "
-    "the cli restructuring; the fix: hide_passwords(subject.db_url) at doctor.py:92)",
-)
 def test_doctor_hides_the_password_of_a_server_it_cannot_open(
     db: Db, run: RunCli, tmp_path: Path
 ) -> None:

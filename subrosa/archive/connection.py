@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
+from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS
 
-BUSY_TIMEOUT_MS = 30_000
 # A background `ingest --pending` and a search or a manual ingest may race.
 INGEST_LOCK_TIMEOUT_S = 120.0
 
@@ -30,10 +30,8 @@ def connect(path: Path) -> sqlite3.Connection:
     """A DB-API connection set up like subrosa.db's engine (WAL, busy timeout, FKs);
     transactions are begun explicitly (BEGIN IMMEDIATE for writes)."""
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA synchronous = NORMAL")
+    for pragma in CONNECTION_PRAGMAS:
+        conn.execute(pragma)
     return conn
 
 

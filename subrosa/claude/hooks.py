@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from subrosa.claude import checkpoint
+from subrosa.memory.marker import INDEX
 from subrosa.paths import (
     auto_memory_dir,
     claude_root,
@@ -418,7 +419,7 @@ def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | 
 
 def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
     """MEMORY.md cut at a whole line to fit `budget` characters, with a pointer to the rest."""
-    index = memory_dir / "MEMORY.md"
+    index = memory_dir / INDEX
     try:
         text = index.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
@@ -457,7 +458,7 @@ def session_start(payload: Payload, notes: Notes) -> str | None:
     count = checkpoint.queue_count(memory_dir)
     if count:
         parts.append(queue_nudge(memory_dir, count))
-    if (memory_dir / "MEMORY.md").is_file():
+    if (memory_dir / INDEX).is_file():
         why = notes.attempt(
             "checking Claude Code's auto memory", lambda: index_not_loaded_because(memory_dir, cwd)
         )

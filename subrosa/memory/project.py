@@ -16,6 +16,8 @@ from subrosa.errors import InvalidInput, LockTimeout
 from subrosa.paths import state_dir
 
 LOCK_TIMEOUT_S = 60.0
+# `.subrosa/lock`: every writer of a memory dir takes it (memory/recall.py with fcntl).
+LOCK_FILE = "lock"
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class Project:
         # One lock object per path in this process (is_singleton), so a command that
         # holds the lock can call store.mutation(), which takes it again, without
         # deadlocking: filelock counts re-entries of the same object.
-        lock = FileLock(str(directory / "lock"), is_singleton=True)
+        lock = FileLock(str(directory / LOCK_FILE), is_singleton=True)
         try:
             lock.acquire(timeout=timeout)
         except Timeout:

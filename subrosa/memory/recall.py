@@ -32,12 +32,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from subrosa.memory.project import LOCK_FILE
 from subrosa.paths import state_dir
 from subrosa.query import MARK, Filters, Term, fts_query, one_line, significant, split_cjk
 
 SNIPPET_TOKENS = 16  # FTS5's snippet() around a match in a fact
 # The lock file of subrosa.memory.project.Project.lock, in the memory dir's state dir.
-LOCK_NAME = "lock"
 HIT_LOCK_TIMEOUT_S = 0.05
 _POLL_S = 0.005
 
@@ -162,7 +162,7 @@ def _under_project_lock(project: str, write: Callable[[], None]) -> bool:
         return _under_filelock(memory_dir, write)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(directory / LOCK_NAME, flags, 0o644)
+        fd = os.open(directory / LOCK_FILE, flags, 0o644)
     except OSError:
         return False  # not writable (a read-only memory dir, a lock that is not a file)
     try:
