@@ -34,20 +34,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# What is never text (see the module docstring): C0 controls but tab and line feed,
-# DEL and C1, format characters and default-ignorable code points (variation
-# selectors, Hangul fillers, tag characters), line and paragraph separators,
-# surrogates, private use. Spelled out rather than derived from unicodedata at import
-# (a scan of every code point costs a quarter of a second); a test checks it covers
-# every Cc, Cf, Cs and Co character of the running Python.
-_NEVER = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f"
-    "\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-    "\u2028\u2029\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"
-    "\ud800-\udfff\ue000-\uf8ff\U000110bd\U000110cd\U00013430-\U0001343f"
-    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
-    "\U000f0000-\U0010ffff]"
-)
 # Default-ignorable characters that str.isprintable() accepts (combining marks and
 # letters that render as nothing).
 _IGNORABLE = re.compile(
@@ -61,8 +47,6 @@ _ANSI = re.compile(
     r"|\x1b[\]P^_X][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)"
     r"|\x1b[ -/]{0,8}[0-~]"
 )
-_LINE_BREAKS = re.compile(r"\r\n|[\r\v\f\x1c-\x1e\x85\u2028\u2029]")
-_ASCII_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 # A `<` (or a form NFKC maps to it, or its entity) that may open a tag: an ASCII
 # letter, `_`, `/`, `!`, `?` or `|` after it, or any non-ASCII character, which
@@ -106,20 +90,6 @@ def _opens_tag(char: str) -> bool:
     """`char` after a `<` opens a tag once NFKC-normalized (a letter, `_`, `/`, `!`, `?`, `|`)."""
     first = unicodedata.normalize("NFKC", char)[:1]
     return first.isalpha() or first in "_/!?|"
-
-
-def plain_text(text: str) -> str:
-    """Untrusted text that may span lines (an archived message) with what is not text
-    removed: escape sequences, controls but tab and line feed (every other line break
-    becomes a line feed), format and default-ignorable characters, private use."""
-    if text.isascii():
-        if _ASCII_UNSAFE.search(text) is None:
-            return text
-    elif _NEVER.search(text) is None:
-        return text
-    cleaned = _ANSI.sub("", text)
-    cleaned = _LINE_BREAKS.sub("\n", cleaned)
-    return _NEVER.sub("", cleaned)
 
 
 def strip_invisible(text: str) -> str:
