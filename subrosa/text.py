@@ -21,9 +21,9 @@ kept readable:
   `<?x`, `<|im_start|>`, `<https://…>`) becomes `‹`, and the `>` that closes it
   `›`. A `<` counts as one when a letter, `_`, `/`, `!`, `?` or `|` follows it,
   checked after NFKC (`<ⓢys>`, `<ｓｙｓ>`); its fullwidth and small forms (`＜`,
-  `﹤`: what NFKC maps to `<`) and the entities `&lt;`, `&#60;`, `&#x3c;` count too. So `Vec<String>` reads `Vec‹String›` and
-  `git show <rev>:<path>` reads `git show ‹rev›:‹path›`, while `a < b`, `x<=y` and
-  `i < 10` are left alone.
+  `﹤`: what NFKC maps to `<`) and the entities `&lt;`, `&#60;`, `&#x3c;` count too.
+  So `Vec<String>` reads `Vec‹String›` and `git show <rev>:<path>` reads
+  `git show ‹rev›:‹path›`, while `a < b`, `x<=y` and `i < 10` are left alone.
 - In one-line contexts (index lines): square brackets become parentheses (no
   `[x](y)` link, no `[[wikilink]]`), code fences go, and a leading `System:` /
   `Human:` role prefix goes.
