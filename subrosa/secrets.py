@@ -449,7 +449,9 @@ _SPACES = re.compile(r"[ \t]{1,8}")
 _UNQUOTED = re.compile(rf"""(?:[^\s"'`,;(){{}}\[\]<>&\\]|\\(?![nrt"'\\])){{1,{MAX_VALUE}}}""")
 _REST_OF_LINE = re.compile(r"[ \t]{0,64}(?:\r?\n|$)")
 _ANNOTATION = re.compile(r"(?:\[[^\]\n]{0,64}\])?[ \t]{0,8}=(?!=)[ \t]{0,8}")
-_NAME = re.compile(r"[A-Za-z_.-]+")
+# A name: letters, `_`, `.`, `-` (an identifier, a type, None/True, a dotted path),
+# perhaps nullable (`String?`).
+_NAME = re.compile(r"[A-Za-z_.-]+[?!]?")
 _PATH = re.compile(r"(?:/|~/|\./|\.\./)[A-Za-z0-9_./~-]*")
 _MASK = re.compile(r"([*xX•.#-])\1*")
 _TEMPLATE = re.compile(r"\$\{|\{\{|\{%|%\(|^<[^<>]*>$|^\$[A-Za-z_]")
@@ -551,7 +553,9 @@ def _keyed_value(text: str, key_start: int, key_end: int) -> tuple[int, int] | N
         if before == "<" and text.startswith(">", key_end):  # <password>value</password>
             return _value(text, key_end + 1, literal=True, alone=False, closer="<")
         return None
-    if before == "-":  # --password VALUE
+    if before == "-":  # --password VALUE (not --password --next-flag)
+        if text.startswith("-", after_gap):
+            return None
         return _value(text, after_gap, literal=True, alone=False)
     key = text[key_start:key_end]
     if _at_line_start(text, key_start):
@@ -669,10 +673,11 @@ def _unquoted_secret(value: str, following: str, literal: bool) -> bool:
         return False
     if _PATH.fullmatch(value) or _MASK.fullmatch(value) or _TEMPLATE.search(value):
         return False
-    if literal:
+    if _NAME.fullmatch(value) is None:
         return True
-    # Letters, `_`, `.` and `-` only: an identifier, a type, None/True, a dotted path.
-    return _NAME.fullmatch(value) is None
+    # A name: in code a variable or a type; as a literal, a placeholder when it
+    # repeats a key word (`your_api_key_here`).
+    return literal and _SECRET_WORDS.search(value.lower()) is None
 
 
 # ---------------------------------------------------------------------------- rules
