@@ -441,12 +441,24 @@ _ENDINGS = (
 )
 _COMPONENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ENV_KEY = re.compile(r"[A-Z][A-Z0-9_]*")
+# After a key: its closing quote, a separator, and a value on this line or the next
+# (or a YAML block `|`). A `:` separates only before a space, a quote or the line's
+# end, or after the key's closing quote (`"key":"value"`): so no separator can hide
+# inside an unquoted value, values never overlap the next key's, and a run of
+# `key:key:key:` costs one short attempt per key.
 _AFTER_KEY = re.compile(
-    r"(?P<quote>\\?[\"'`])?[ \t]{0,8}(?P<sep>=>|:=|\?=|=(?!=)|:(?!:))[ \t]{0,8}"
+    r"(?P<quote>\\?[\"'`])?[ \t]{0,8}"
+    r"(?P<sep>=>|:=|\?=|=(?!=)|:(?:(?<=[\"'`]:)|(?=[ \t\r\n\"'`\\]|$)))[ \t]{0,8}"
     r"(?:(?P<block>[|>][-+]?[ \t]{0,8})?(?P<newline>\r?\n[ \t]{0,32}))?"
 )
 _SPACES = re.compile(r"[ \t]{1,8}")
-_UNQUOTED = re.compile(rf"""(?:[^\s"'`,;(){{}}\[\]<>&\\]|\\(?![nrt"'\\])){{1,{MAX_VALUE}}}""")
+# An unquoted value: up to a space, a quote, a delimiter, or a separator (`=`, or a
+# `:` before a space or a quote); `=` padding at its end is kept.
+_UNQUOTED = re.compile(
+    r"""(?:[^\s"'`,;(){}\[\]<>&\\=:]|:(?![\s"'`]|$)|\\(?![nrt"'\\]))"""
+    + f"{{1,{MAX_VALUE}}}"
+    + r"""(?:={1,3}(?=[\s"'`,;(){}\[\]<>&]|$))?"""
+)
 _REST_OF_LINE = re.compile(r"[ \t]{0,64}(?:\r?\n|$)")
 _ANNOTATION = re.compile(r"(?:\[[^\]\n]{0,64}\])?[ \t]{0,8}=(?!=)[ \t]{0,8}")
 # A name: letters, `_`, `.`, `-` (an identifier, a type, None/True, a dotted path),
@@ -710,6 +722,10 @@ KIND_NAMES: tuple[str, ...] = tuple(
     dict.fromkeys([*(rule.name for rule in RULES), *_SUFFIXES.values(), "aws-session-token"])
 )
 TRIGGERS: tuple[str, ...] = tuple(dict.fromkeys(t for rule in RULES for t in rule.triggers))
+_RULES_BY_TRIGGER: dict[str, tuple[int, ...]] = {
+    trigger: tuple(i for i, rule in enumerate(RULES) if trigger in rule.triggers)
+    for trigger in TRIGGERS
+}
 
 
 def lower(text: str) -> str:
@@ -743,15 +759,18 @@ def find_spans(text: str, hits: Hits | None = None) -> list[Span]:
         hits = find_triggers(lower(text))
     if not hits:
         return []
-    found: list[Span] = []
-    for rule in RULES:
-        starts = [at for trigger in rule.triggers for at in hits.get(trigger, ())]
-        if not starts:
-            continue
+    starts: dict[int, list[int]] = {}
+    for trigger, found in hits.items():
+        for index in _RULES_BY_TRIGGER[trigger]:
+            starts.setdefault(index, []).extend(found)
+    spans: list[Span] = []
+    for index in sorted(starts):
+        rule = RULES[index]
+        at = starts[index]
         if len(rule.triggers) > 1:
-            starts.sort()
-        found.extend(rule.find(text, starts))
-    return _merge(found)
+            at.sort()
+        spans.extend(rule.find(text, at))
+    return _merge(spans)
 
 
 def _merge(spans: list[Span]) -> list[Span]:
@@ -789,14 +808,19 @@ _INVISIBLE = re.compile(
 )
 
 
+def has_invisible(text: str) -> bool:
+    """`text` holds a character look_through looks through."""
+    return _INVISIBLE.search(text) is not None
+
+
 def look_through(text: str, finder: Callable[[str], list[Span]]) -> list[Span]:
     """`finder`'s spans in `text`, and those it finds once invisible characters are
     removed, mapped back onto `text` (a span then covers the invisible characters
     inside it too)."""
     found = finder(text)
-    removed = [m.start() for m in _INVISIBLE.finditer(text)]
-    if not removed:
+    if _INVISIBLE.search(text) is None:
         return found
+    removed = [m.start() for m in _INVISIBLE.finditer(text)]
     # The k-th removed character sat at index removed[k] - k of the stripped text.
     shifts = [at - k for k, at in enumerate(removed)]
 

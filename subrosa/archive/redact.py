@@ -58,6 +58,11 @@ def spans(text: str) -> list[Span]:
     return secrets.find_spans(text, hits) if hits else []
 
 
+def may_hold_secret(text: str) -> bool:
+    """False when `text` surely holds no secret: no trigger, no invisible character."""
+    return bool(scan(lower(text))) or secrets.has_invisible(text)
+
+
 @dataclass
 class Redactor:
     """Redacts text and structured values, and counts what it replaced, by kind."""

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from subrosa.archive.cjk import cjk_index_text
-from subrosa.archive.redact import Redactor
+from subrosa.archive.redact import Redactor, may_hold_secret
 from subrosa.secrets import key_kind
 
 ROLES = ("user", "assistant")
@@ -81,6 +81,8 @@ def normalize_time(value: object) -> str | None:
 
 
 Clean = Callable[[str], str]
+# Compact JSON, non-ASCII kept as is (what json.dumps(ensure_ascii=False,
+# separators=(",", ":")) writes, at a fifth of its cost).
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -98,14 +100,14 @@ class Cleaner:
     def __call__(self, text: str) -> str:
         return self.redactor(text) if self.redactor is not None else text
 
-    def value(self, value: object, longest: int) -> str:
-        """A tool call's input as compact JSON, each string redacted (and cut to
-        `longest` characters first: more is never shown) before it is encoded."""
-        if self.redactor is not None:
-            value = self.redactor.value(value, prepare=lambda text: text[:longest])
-        # Compact JSON, non-ASCII kept as is (what json.dumps(ensure_ascii=False,
-        # separators=(",", ":")) writes, at a fifth of its cost).
-        return _ENCODER.encode(value).decode()
+    def value(self, value: object, encoded: str, longest: int) -> str:
+        """A tool call's input (`encoded`: as compact JSON) with each string redacted
+        (and cut to `longest` characters first: more is never shown) before it is
+        encoded. Most inputs hold no trigger at all: their encoding is kept as is."""
+        if self.redactor is None or not may_hold_secret(encoded):
+            return encoded
+        cleaned = self.redactor.value(value, prepare=lambda text: text[:longest])
+        return _ENCODER.encode(cleaned).decode()
 
 
 def cut(text: str, limit: int, clean: Clean = _same) -> str:
@@ -131,7 +133,7 @@ def _compact_input(value: object, limit: int, clean: Clean) -> str:
     if not isinstance(clean, Cleaner):
         return cut(encoded, limit, clean)
     total = len(encoded)
-    cleaned = clean.value(value, limit + 512)
+    cleaned = clean.value(value, encoded, limit + 512)
     if total <= limit:
         return cleaned
     return f"{cleaned[:limit]} [… {total - limit} more characters]"
