@@ -408,6 +408,8 @@ CRAFTED: dict[str, Callable[[], str]] = {
     "command flags (mysql -p -p …)": lambda: _repeat("mysql -p "),
     "PEM BEGIN without END": lambda: _repeat("-----BEGIN PRIVATE KEY-----\nabc\n"),
     "base64 PEM heads": lambda: _repeat("LS0tLS1CRUdJTi" + "A" * 10 + " "),
+    "base64 PEM lines, none a key": lambda: _repeat("LS0tLS1CRUdJTi" + "A" * 100 + "\n"),
+    "env lines (A_TOKEN=x)": lambda: _repeat("A_TOKEN=x\n"),
     "telegram tails": lambda: _repeat("123456789:AA"),
     "tag openers (<a<a…)": lambda: _repeat("<a"),
     "mixed triggers (seeded)": _mixed,

@@ -225,24 +225,30 @@ _PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 
 def _pem_base64(text: str, starts: Sequence[int]) -> Iterator[Span]:
     """A PEM block base64-encoded once more (Kubernetes secrets: `tls.key: LS0tLS1CRUdJTi…`),
-    when it decodes to a private key; wrapped lines included."""
+    when its head decodes to a private key (looked at first, so a certificate costs
+    80 characters, not its whole body); wrapped lines included."""
     done = 0
     for at in starts:
         if at < done or not _starts_word(text, at):
             continue
-        match = _PEM_B64.match(text, at)
-        if match is None:
+        head = _PEM_B64_HEAD.match(text, at)
+        if head is None:
             continue
-        head = re.sub(r"\s", "", match.group(0)[:120])[:80]
+        encoded = head.group(0)
         try:
-            decoded = base64.b64decode(head[: len(head) // 4 * 4])
+            decoded = base64.b64decode(encoded[: len(encoded) // 4 * 4])
         except (binascii.Error, ValueError):
             continue
-        if b"PRIVATE KEY" in decoded or b"PRIVATE" in decoded:
+        if b"PRIVATE" not in decoded:
+            continue
+        match = _PEM_B64.match(text, at)
+        if match is not None:
             done = match.end()
             yield Span(at, match.end(), "private-key")
 
 
+# `-----BEGIN RSA PRIVATE KEY` is 44 characters of base64; the longest heads, 80.
+_PEM_B64_HEAD = re.compile(rf"LS0tLS1CRUdJTi[{_B64}]{{24,66}}")
 _PEM_B64 = re.compile(
     rf"LS0tLS1CRUdJTi[{_B64}=]{{20,16384}}(?:\r?\n[ \t]{{0,16}}[{_B64}=]{{16,128}}){{0,256}}"
 )
