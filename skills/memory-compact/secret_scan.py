@@ -354,6 +354,8 @@ def _command_password(
             end = min(command_end, at + 512)
             for flag in flags:
                 where = text.find(flag, max(at, examined[flag]), end)
+                if where < 0:
+                    examined[flag] = max(examined[flag], end)
                 while where >= 0:
                     value_at = where + len(flag)
                     examined[flag] = value_at
