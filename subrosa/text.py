@@ -1,9 +1,32 @@
-"""Making untrusted text safe to put on one line of an index the agent will read.
+"""Making untrusted text safe to store, show, or put where the agent will read it.
 
-Hooks, descriptions and titles come from transcripts, tool output and web pages.
-Written into MEMORY.md they are loaded into every future session, so they must not
-be able to add a line, a link, or role/system framing of their own. Standard
-library only: the hooks use this too.
+Hooks, descriptions and titles come from transcripts, tool output and web pages; so
+does every archived message. Written into MEMORY.md they are loaded into every future
+session, injected by SessionStart, or read back by the extraction skill from
+`transcript show`, so they must not be able to add a line, a link, a tag, or a
+terminal escape of their own. Standard library only: the hooks use this too.
+
+The rule is an allowlist: what reaches MEMORY.md, the archive and injected context is
+plain text, plus the markdown subrosa writes itself (`- [Title](leaf.md) — hook`,
+`## Section`, its headers). Everything else is made inert, and the user's text is
+kept readable:
+
+- Removed, because it is not text: control characters (ESC sequences whole: colours,
+  OSC 52 clipboard writes, OSC 8 hidden links), format characters (bidi controls,
+  zero-width marks, the Unicode tag characters U+E0000–E007F), variation selectors
+  and the other default-ignorable code points, surrogates, private-use characters.
+  In one-line contexts every line break becomes a space.
+- Escaped, because it is text that would otherwise be markup: a `<` that would open
+  a tag, a comment, a special token or an autolink (`<system>`, `</x>`, `<!--`,
+  `<?x`, `<|im_start|>`, `<https://…>`) becomes `‹`, and the `>` that closes it
+  `›`. A `<` counts as one when a letter, `_`, `/`, `!`, `?` or `|` follows it,
+  checked after NFKC (`<ⓢys>`, `<ｓｙｓ>`); its fullwidth and small forms (`＜`,
+  `﹤`: what NFKC maps to `<`) and the entities `&lt;`, `&#60;`, `&#x3c;` count too.
+  So `Vec<String>` reads `Vec‹String›` and `git show <rev>:<path>` reads
+  `git show ‹rev›:‹path›`, while `a < b`, `x<=y` and `i < 10` are left alone.
+- In one-line contexts (index lines): square brackets become parentheses (no
+  `[x](y)` link, no `[[wikilink]]`), code fences go, and a leading `System:` /
+  `Human:` role prefix goes.
 """
 
 from __future__ import annotations
@@ -11,39 +34,77 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Tags that frame roles or instructions for a model, or hide/execute content when
-# rendered. Other angle-bracket text (`git show <rev>:<path>`) is left alone: it is
-# common in real hooks and harmless as text.
-_FRAMING_TAGS = (
-    "system|system-reminder|system_prompt|systemprompt|user|assistant|human|ai|bot|"
-    "instructions?|important|prompt|context|document|documents|tool_use|tool_result|"
-    "tool_call|function_calls?|function_results?|invoke|parameter|thinking|"
-    "command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
-    "user-prompt-submit-hook|im_start|im_end|script|style|iframe|img|a|svg|object|embed|"
-    "details|summary|br|hr|div|span|p"
+# Default-ignorable characters that str.isprintable() accepts (combining marks and
+# letters that render as nothing).
+_IGNORABLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164\ufe00-\ufe0f\uffa0"
+    "\U000e0100-\U000e01ef]"
 )
+# Terminal escape sequences, removed whole: CSI (colours, cursor moves), OSC (titles,
+# OSC 8 links, OSC 52 clipboard writes) and the other string sequences, each bounded.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]"
+    r"|\x1b[\]P^_X][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)"
+    r"|\x1b[ -/]{0,8}[0-~]"
+)
+
+# A `<` (or a form NFKC maps to it, or its entity) that may open a tag: an ASCII
+# letter, `_`, `/`, `!`, `?` or `|` after it, or any non-ASCII character, which
+# _escape_tag then checks in its NFKC form (`＜ｓｙｓ＞`, `<ⓢys>` open tags too).
+_LT = "<\ufe64\uff1c"
+_GT = ">\ufe65\uff1e"
+_OPEN = re.compile(rf"(?:[{_LT}]|&(?i:lt|#0*60|#x0*3c);?)(?=[A-Za-z_/!?|]|[^\x00-\x7f])")
+# The opener, and when a `>` closes it within 256 characters of the line, the body
+# and the closer too. The body holds no `<`, `>`, `&` or line break, so a failed
+# closer costs at most 256 steps and never overlaps the next opener's.
 _TAG = re.compile(
-    rf"</?\s*(?:[A-Za-z][\w.-]*:)?(?:{_FRAMING_TAGS})\b[^<>]*/?>|<\|[^<>|]*\|>",
-    re.IGNORECASE,
+    _OPEN.pattern + rf"(?:(?P<body>[^{_LT}{_GT}&\n]{{0,256}})(?:[{_GT}]|&(?i:gt|#0*62|#x0*3e);?))?"
 )
-_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+OPEN_MARK = "‹"
+CLOSE_MARK = "›"
+
 _FENCE = re.compile(r"`{3,}|~{3,}")
 _ROLE_PREFIX = re.compile(r"^\s*(?:system|assistant|human|user)\s*:\s*", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
+_SUSPECT = re.compile(rf"[\[\]{_LT}]|&(?i:lt|#)|```|~~~")
+
+
+def escape_tags(text: str) -> str:
+    """Every `<` that would open a tag, a comment or an autolink as `‹`, and the `>`
+    that closes it (within 256 characters on the same line) as `›`."""
+    if _OPEN.search(text) is None:
+        return text
+    return _TAG.sub(_escape_tag, text)
+
+
+def _escape_tag(match: re.Match[str]) -> str:
+    body = match.group("body")
+    # The character after the opener: the body's first, or the one after the match.
+    after = body[:1] if body else match.string[match.end() : match.end() + 1]
+    if not after.isascii() and not _opens_tag(after):
+        return match.group(0)
+    return OPEN_MARK if body is None else f"{OPEN_MARK}{body}{CLOSE_MARK}"
+
+
+def _opens_tag(char: str) -> bool:
+    """`char` after a `<` opens a tag once NFKC-normalized (a letter, `_`, `/`, `!`, `?`, `|`)."""
+    first = unicodedata.normalize("NFKC", char)[:1]
+    return first.isalpha() or first in "_/!?|"
 
 
 def strip_invisible(text: str) -> str:
-    """Drop control and format characters (bidi overrides, zero-width marks)."""
-    if text.isprintable():
+    """One line's worth of text with what is not text dropped: escape sequences,
+    control, format, private-use, unassigned and default-ignorable characters; every
+    kind of line break becomes a space."""
+    if text.isprintable() and _IGNORABLE.search(text) is None:
         return text  # nothing to drop or replace (the common case, and much faster)
     out = []
-    for ch in text:
-        category = unicodedata.category(ch)
+    for ch in _ANSI.sub("", text):
         if ch in "\n\r\t\v\f\x85\u2028\u2029":
             out.append(" ")
-        elif category in ("Cc", "Cf", "Cs", "Co", "Cn"):
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
             continue
-        else:
+        elif _IGNORABLE.match(ch) is None:
             out.append(ch)
     return "".join(out)
 
@@ -59,15 +120,12 @@ def one_line(text: str) -> str:
 
 
 def _already_clean(text: str) -> bool:
-    """True when sanitize_line would return `text` unchanged (checked without regexes:
-    the index renders thousands of lines that are almost always clean)."""
+    """True when sanitize_line would return `text` unchanged (checked with one cheap
+    scan: the index renders thousands of lines that are almost always clean)."""
     return (
         text.isprintable()  # so its only whitespace is " "
-        and "<" not in text
-        and "[" not in text
-        and "]" not in text
-        and "```" not in text
-        and "~~~" not in text
+        and _SUSPECT.search(text) is None
+        and _IGNORABLE.search(text) is None
         and "  " not in text
         and text == text.strip()
         and _ROLE_PREFIX.match(text) is None
@@ -75,13 +133,13 @@ def _already_clean(text: str) -> bool:
 
 
 def sanitize_line(text: str, *, keep_links: bool = False) -> str:
-    """Untrusted text as one safe line: no control characters, newlines, comments,
-    code fences, role framing or (unless `keep_links`) Markdown links."""
+    """Untrusted text as one safe line: no control characters, newlines, tags, code
+    fences, role framing or (unless `keep_links`) Markdown links."""
     if _already_clean(text):
         return text
-    # Removing one tag can join the text around it into another (`<<system>system>`
-    # leaves `<system>`), so repeat until nothing changes; every pass only removes,
-    # so this ends, and the result is a fixed point (sanitizing twice changes nothing).
+    # One pass can join the text around what it removed into something new (`~~\u200b~`
+    # becomes a fence), so repeat until nothing changes; the result is a fixed point
+    # (sanitizing twice changes nothing).
     previous = None
     cleaned = text
     while previous != cleaned:
@@ -91,9 +149,7 @@ def sanitize_line(text: str, *, keep_links: bool = False) -> str:
 
 
 def _sanitize_once(text: str, keep_links: bool) -> str:
-    cleaned = strip_invisible(text)
-    cleaned = _COMMENT.sub(" ", cleaned)
-    cleaned = _TAG.sub(" ", cleaned)
+    cleaned = escape_tags(strip_invisible(text))
     cleaned = _FENCE.sub(" ", cleaned)
     if not keep_links:
         cleaned = neutralize_links(cleaned)
@@ -101,12 +157,62 @@ def _sanitize_once(text: str, keep_links: bool) -> str:
     return _ROLE_PREFIX.sub("", cleaned)
 
 
+# A link in an index line: `[text](target)`, the target a plain relative path.
+_INDEX_LINK = re.compile(r"\[([^\[\]\n]{0,512})\]\(([^\s()<>\[\]]{1,512})\)")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _leaf_target(target: str) -> bool:
+    """A link target that names a leaf beside the index: relative, no scheme, `.md`."""
+    path = target.split("#", 1)[0]
+    return (
+        path.lower().endswith(".md")
+        and not path.startswith(("/", "\\"))
+        and _SCHEME.match(path) is None
+        and ".." not in path.split("/")
+    )
+
+
+def sanitize_index_line(line: str) -> str:
+    """A line of a MEMORY.md that subrosa may not have written, as SessionStart injects
+    it: the indentation and the links to leaf files beside it are kept, everything
+    else is made inert as sanitize_line does (a link elsewhere loses its brackets).
+    A line subrosa generated comes back unchanged."""
+    body = line.lstrip(" ")
+    indent = line[: len(line) - len(body)]
+    previous = None
+    while previous != body:
+        previous = body
+        body = _sanitize_index_once(body)
+    return indent + body if body else ""
+
+
+def _sanitize_index_once(body: str) -> str:
+    body = one_line(strip_invisible(body))
+    out: list[str] = []
+    last = 0
+    for link in _INDEX_LINK.finditer(body):
+        out.append(_inert(body[last : link.start()]))
+        if _leaf_target(link.group(2)):
+            out.append(f"[{_inert(link.group(1))}]({link.group(2)})")
+        else:
+            out.append(_inert(link.group(0)))
+        last = link.end()
+    out.append(_inert(body[last:]))
+    return _ROLE_PREFIX.sub("", one_line("".join(out)))
+
+
+def _inert(fragment: str) -> str:
+    return neutralize_links(_FENCE.sub(" ", escape_tags(fragment)))
+
+
 def terminal_line(text: str, *, keep_spaces: bool = False) -> str:
-    """Untrusted text safe to print as (part of) one line on a terminal: line breaks
-    become spaces and control, format, private-use and unassigned characters go, so an
-    escape sequence loses its ESC and prints as inert text. Runs of whitespace are
-    collapsed unless `keep_spaces` (a transcript line shown with its indentation)."""
-    cleaned = strip_invisible(text)
+    """Untrusted text safe to print as (part of) one line on a terminal, or for the
+    agent to read: line breaks become spaces, escape sequences, control, format,
+    private-use and unassigned characters go, and tags are escaped (escape_tags).
+    Runs of whitespace are collapsed unless `keep_spaces` (a transcript line shown
+    with its indentation)."""
+    cleaned = escape_tags(strip_invisible(text))
     return cleaned if keep_spaces else one_line(cleaned)
 
 

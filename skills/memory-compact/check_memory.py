@@ -13,6 +13,11 @@ Checks, on a memory dir:
    from neither), no orphan links (linked, not on disk), no duplicate references.
    When MEMORY_archive.md exists, MEMORY.md must link it (else the cold tier is hidden).
 3. Dangling `[[wikilinks]]` in topic files: advisory, fatal only with --strict.
+4. Secrets (a token, a key, a password assignment) in MEMORY.md or MEMORY_archive.md,
+   files meant for git: advisory, fatal only with --strict. The rules are subrosa's
+   own, in `secret_scan.py` beside this file (a copy of subrosa/secrets.py, standard
+   library only); without it this check is skipped and says so. The secret itself
+   is never printed: its kind, file and line are.
 
 Exit 0 clean, 1 a hard invariant failed, 2 bad usage (e.g. no such directory).
 """
@@ -20,11 +25,14 @@ Exit 0 clean, 1 a hard invariant failed, 2 bad usage (e.g. no such directory).
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import json
 import os
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from urllib.parse import unquote
 
@@ -83,6 +91,32 @@ def _read(path: Path) -> str | None:
         return None
 
 
+@functools.cache
+def secret_scan() -> ModuleType | None:
+    """subrosa's secret rules, from `secret_scan.py` beside this file, or None."""
+    path = Path(__file__).with_name("secret_scan.py")
+    spec = importlib.util.spec_from_file_location("_subrosa_secret_scan", path)
+    if not path.is_file() or spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def find_secrets(texts: dict[str, str]) -> list[dict[str, Any]] | None:
+    """Each secret in the named texts as {"file", "line", "kind"}; None when the rules
+    are missing."""
+    scan = secret_scan()
+    if scan is None:
+        return None
+    found = []
+    for name, text in texts.items():
+        for span in scan.look_through(text, scan.find_spans):
+            line = text.count("\n", 0, span.start) + 1
+            found.append({"file": name, "line": line, "kind": span.kind})
+    return found
+
+
 def resolve_wikilink(target: str, stems: set[str]) -> str | None:
     """The leaf stem a `[[target]]` names (snake_case or kebab-case spelling), or None."""
     name = target.strip().removesuffix(".md")
@@ -128,6 +162,8 @@ def witness(
                 dangling.append({"file": name, "target": target})
             seen.add(target)
 
+    secrets = find_secrets({INDEX: index_text, ARCHIVE: archive_text or ""})
+
     ok = not (
         lines > max_lines
         or len(index_bytes) > max_bytes
@@ -136,6 +172,7 @@ def witness(
         or duplicate_refs
         or unlinked_archive
         or (strict and dangling)
+        or (strict and secrets)
     )
     return {
         "ok": ok,
@@ -151,6 +188,7 @@ def witness(
         "duplicate_refs": duplicate_refs,
         "unlinked_archive": unlinked_archive,
         "dangling_wikilinks": dangling,
+        "secrets": secrets,
         "strict": strict,
     }
 
@@ -177,6 +215,13 @@ def report_lines(verdict: dict[str, Any]) -> list[str]:
     level = "FAIL" if verdict["strict"] else "note"
     for item in verdict["dangling_wikilinks"]:
         out.append(f"{level} dangling wikilink: [[{item['target']}]] in {item['file']}")
+    if verdict["secrets"] is None:
+        out.append("note: secret_scan.py is not beside check_memory.py: secrets not checked")
+    for item in verdict["secrets"] or ():
+        out.append(
+            f"{level} secret: a {item['kind']} on line {item['line']} of {item['file']}"
+            " (files meant for git: take it out of the fact's hook or description)"
+        )
     out.append("OK" if verdict["ok"] else "NOT OK")
     return out
 
@@ -199,11 +244,15 @@ def default_dir(env: dict[str, str] | None = None, cwd: str | None = None) -> Pa
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="check_memory.py",
-        description="The memory witness: MEMORY.md within the load cap, and every topic file "
-        "linked exactly once across MEMORY.md + MEMORY_archive.md.",
+        description="The memory witness: MEMORY.md within the load cap, every topic file "
+        "linked exactly once across MEMORY.md + MEMORY_archive.md, and no secret in either.",
     )
     p.add_argument("--dir", help="The memory dir (default: this project's Claude Code memory).")
-    p.add_argument("--strict", action="store_true", help="Also fail on dangling [[wikilinks]].")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="Also fail on dangling [[wikilinks]] and on secrets in the index files.",
+    )
     p.add_argument("--json", action="store_true", help="Print one JSON document on stdout.")
     p.add_argument("--max-lines", type=int, default=MAX_LINES, help="Line cap (default 200).")
     p.add_argument("--max-bytes", type=int, default=MAX_BYTES, help="Byte cap (default 25000).")

@@ -6,6 +6,11 @@ we do not know, a block we do not understand is counted as skipped, never fatal.
 What is kept: `user` and `assistant` messages, their text; tool calls as the tool's
 name and a compact form of its input; tool results cut to a configurable length.
 Thinking blocks and `isMeta` entries are skipped (they are not the conversation).
+
+Every piece of text is redacted before it is kept (subrosa.archive.redact); otherwise
+the text is kept as written (the views, `transcript show` and `search`, make it safe
+to print). A tool call's input is redacted value by value, before it is encoded as
+JSON, so an escaped quote cannot hide a secret.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from subrosa.archive.redact import Redactor
+from subrosa.archive.redact import Redactor, may_hold_secret
 from subrosa.cjk import cjk_index_text
+from subrosa.secrets import key_kind
 
 ROLES = ("user", "assistant")
 
@@ -34,7 +40,7 @@ class Message(NamedTuple):
     role: str
     timestamp: str | None  # "YYYY-MM-DD HH:MM:SS", naive UTC
     text: str
-    # The CJK characters one per token, for the index (subrosa.archive.cjk); None for most.
+    # The CJK characters one per token, for the index (subrosa.cjk); None for most.
     cjk: str | None = None
 
 
@@ -75,11 +81,33 @@ def normalize_time(value: object) -> str | None:
 
 
 Clean = Callable[[str], str]
+# Compact JSON, non-ASCII kept as is (what json.dumps(ensure_ascii=False,
+# separators=(",", ":")) writes, at a fifth of its cost).
 _ENCODER = msgspec.json.Encoder()
 
 
 def _same(text: str) -> str:
     return text
+
+
+@dataclass
+class Cleaner:
+    """Cleans text before it is kept: the redactor, when there is one. Called on a
+    string, or with `value` on a tool call's decoded input."""
+
+    redactor: Redactor | None = None
+
+    def __call__(self, text: str) -> str:
+        return self.redactor(text) if self.redactor is not None else text
+
+    def value(self, value: object, encoded: str, longest: int) -> str:
+        """A tool call's input (`encoded`: as compact JSON) with each string redacted
+        (and cut to `longest` characters first: more is never shown) before it is
+        encoded. Most inputs hold no trigger at all: their encoding is kept as is."""
+        if self.redactor is None or not may_hold_secret(encoded):
+            return encoded
+        cleaned = self.redactor.value(value, prepare=lambda text: text[:longest])
+        return _ENCODER.encode(cleaned).decode()
 
 
 def cut(text: str, limit: int, clean: Clean = _same) -> str:
@@ -95,16 +123,20 @@ def cut(text: str, limit: int, clean: Clean = _same) -> str:
 
 def _compact_input(value: object, limit: int, clean: Clean) -> str:
     if isinstance(value, dict) and len(value) == 1:
-        (only,) = value.values()
-        if isinstance(only, str):
+        ((key, only),) = value.items()
+        if isinstance(only, str) and not (isinstance(key, str) and key_kind(key)):
             return cut(only, limit, clean)
     try:
-        # Compact JSON, non-ASCII kept as is (what json.dumps(ensure_ascii=False,
-        # separators=(",", ":")) writes, at a fifth of its cost).
-        text = _ENCODER.encode(value).decode()
-    except (TypeError, ValueError, OverflowError):
-        text = str(value)
-    return cut(text, limit, clean)
+        encoded = _ENCODER.encode(value).decode()
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return "[input not readable]"
+    if not isinstance(clean, Cleaner):
+        return cut(encoded, limit, clean)
+    total = len(encoded)
+    cleaned = clean.value(value, encoded, limit + 512)
+    if total <= limit:
+        return cleaned
+    return f"{cleaned[:limit]} [… {total - limit} more characters]"
 
 
 def _result_text(content: object) -> str:
@@ -303,10 +335,10 @@ def parse_lines(
     tool_result_chars: int = 2000,
     redactor: Redactor | None = None,
 ) -> Parsed:
-    """Parse complete JSONL lines (bytes, newline optional) of one transcript; the
-    redactor sees every piece of text before it is kept."""
+    """Parse complete JSONL lines (bytes, newline optional) of one transcript; every
+    piece of text is cleaned (see Cleaner) before it is kept."""
     parsed = Parsed()
-    clean = redactor or _same
+    clean = Cleaner(redactor)
     for line in lines:
         if not line or line.isspace():
             continue

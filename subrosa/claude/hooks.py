@@ -164,9 +164,10 @@ def _nudge_every(notes: Notes) -> int:
 
 
 def _one_line(value: object) -> str:
-    """A path or id as one clean line: a folder name can hold a newline or an escape."""
+    """A path or id as one clean line: a folder name can hold a newline, an escape or
+    a tag (`<system>`), and the agent reads what the hooks print."""
     text = str(value)
-    if text.isprintable():
+    if text.isascii() and text.isprintable() and "<" not in text and "&" not in text:
         return text
     from subrosa.text import terminal_line
 
@@ -354,32 +355,29 @@ def index_not_loaded_because(memory_dir: Path, cwd: str | None) -> str | None:
     else:
         auto_dir = auto_memory_dir(project_dir)
     if not _same_dir(memory_dir, auto_dir):
-        return f"its auto-memory dir is {auto_dir}"
+        # The value comes from a repository's .claude/settings.json: it is shown to
+        # the agent, so it is sanitized like any text subrosa did not write.
+        from subrosa.text import sanitize_line
+
+        return f"its auto-memory dir is {sanitize_line(str(auto_dir))}"
     return None
 
 
-_ROLE_PREFIXES = ("system", "assistant", "human", "user")
-
-
 def _clean_index_line(line: str) -> str:
-    """Keep the index's Markdown (links point at the leaves, indentation shows nesting) but
-    drop what a hostile line could hide or frame itself with: control and format
-    characters (bidi overrides, zero-width marks), HTML comments, code fences, role and
-    system tags, as subrosa.text does for every hook subrosa writes. A line subrosa
-    generated is already clean and passes unchanged."""
-    head = line.lstrip().lower()
+    """An index line made safe to inject (subrosa.text.sanitize_index_line): the index
+    may be hand-written or planted by a repository, so every line is sanitized as
+    subrosa sanitizes what it writes; links to leaf files beside it are kept. A line
+    subrosa generated comes back unchanged."""
     if (
-        line.isprintable()
-        and "<" not in line
-        and "```" not in line
-        and "~~~" not in line
-        and not head.startswith(_ROLE_PREFIXES)
+        line.isascii()
+        and line.isprintable()
+        and not any(mark in line for mark in ("<", "&", "[", "]", "```", "~~~"))
+        and not line.lstrip().lower().startswith(("system", "assistant", "human", "user"))
     ):
-        return line
-    from subrosa.text import sanitize_line
+        return line  # plain text: nothing to escape (and no module to import)
+    from subrosa.text import sanitize_index_line
 
-    indent = line[: len(line) - len(line.lstrip(" "))]
-    return indent + sanitize_line(line, keep_links=True)
+    return sanitize_index_line(line)
 
 
 def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | None:
