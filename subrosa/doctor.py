@@ -186,6 +186,16 @@ def check_index(subject: Subject) -> Check:
         if verdict.get("unlinked_archive"):
             problems.append(f"{ARCHIVE} not linked")
         return Check("index", False, f"{summary}: " + ", ".join(problems) + ".", "subrosa generate")
+    if verdict.get("secrets"):
+        kinds = sorted({str(item.get("kind")) for item in verdict["secrets"]})
+        return Check(
+            "index",
+            False,
+            f"{summary}: {len(verdict['secrets'])} secret(s) in the index files "
+            f"({', '.join(kinds)}), which are meant for git.",
+            "take the secret out of the leaf's description or the fact's hook "
+            "(`subrosa fact upsert --leaf FILE --hook TEXT`), then subrosa generate",
+        )
     return Check("index", True, f"{summary}; every leaf referenced exactly once")
 
 

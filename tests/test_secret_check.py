@@ -104,3 +104,18 @@ def test_the_copied_skill_checks_secrets_alone(memory_dir: Path, tmp_path: Path)
     (copy / "secret_scan.py").unlink()
     alone = subprocess.run([*script, "--strict"], capture_output=True, text=True, check=False)
     assert alone.returncode == 0 and "secrets not checked" in alone.stdout
+
+
+def test_fact_upsert_refuses_a_secret_in_the_hook_or_the_description(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """MEMORY.md and the sidecar are meant for git: a secret there is refused, by kind."""
+    write_leaf(memory_dir, "deploy_box.md", "Deploy with password = Xk2#pq9!vLm4")
+    refused = run("fact", "upsert", "--leaf", "deploy_box.md", "--hook", "how to deploy", expect=2)
+    assert "description holds a secret" in refused.stderr and "Xk2#pq9" not in refused.stderr
+    write_leaf(memory_dir, "deploy_box.md", "How to reach the deploy box.")
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    refused = run("fact", "upsert", "--leaf", "deploy_box.md", "--hook", f"use {token}", expect=2)
+    assert "--hook holds a secret" in refused.stderr and token not in refused.stderr
+    assert not (memory_dir / ".subrosa" / "facts.jsonl").exists()
+    run("fact", "upsert", "--leaf", "deploy_box.md", "--hook", "the token is in 1Password")

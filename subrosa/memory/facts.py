@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from subrosa.db import open_database, session_scope
+from subrosa.errors import InvalidInput
 from subrosa.memory import store
 from subrosa.memory.leaf import list_leaf_files, parse_leaf, read_leaf_text, resolve_leaf_path
 from subrosa.memory.witness import resolve_wikilink, wikilinks
+from subrosa.secrets import find_secret
 
 
 @dataclass
@@ -36,6 +38,7 @@ def upsert(
     before the database is opened."""
     path = resolve_leaf_path(leaf_arg, project.memory_dir)
     leaf = parse_leaf(path)
+    _refuse_secrets(path, hook, leaf.description)
     warnings = [f"{path}: {message}" for message in leaf.warnings]
     clean = None
     if hook is not None:
@@ -45,6 +48,19 @@ def upsert(
         action, row = store.upsert(session, project, leaf, hook=clean, pin=True if pin else None)
         session.flush()
         return Upserted(action, store.fact_to_dict(row, project.memory_dir), warnings)
+
+
+def _refuse_secrets(path: Path, hook: str | None, description: str) -> None:
+    """The hook and the description go into MEMORY.md and the sidecar, both meant for
+    git: a secret there would be published with them."""
+    for label, text in (("--hook", hook or ""), ("description", description)):
+        kind = find_secret(text)
+        if kind is not None:
+            raise InvalidInput(
+                f"{path}: the {label} holds a secret ({kind}); MEMORY.md and "
+                ".subrosa/facts.jsonl are meant for git, so it is refused. Keep the secret "
+                "out of the leaf and say where it is kept instead."
+            )
 
 
 def slug_for_leaf(leaf_arg: str) -> str:
