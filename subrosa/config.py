@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
+from subrosa.fsutil import JSON_CAP, read_capped
 from subrosa.paths import config_file, data_dir, sqlite_url
 
 FACT_TYPES = ("user", "feedback", "project", "reference")
@@ -63,7 +64,10 @@ def read_file(env: dict[str, str] | None = None) -> dict[str, object]:
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_capped(path, JSON_CAP, follow_links=True)  # bounded, regular files only
+        return tomllib.loads((data or b"").decode("utf-8"))
+    except RecursionError:  # `a = [[[[…`
+        raise InvalidInput(f"{path}: not valid TOML (nested too deeply).") from None
     except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, a 5,000-digit number
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvalidInput(f"{path}: not valid TOML ({detail}).") from None

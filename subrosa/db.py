@@ -13,6 +13,7 @@ are serialized by a file lock beside an SQLite file, by an advisory lock on a se
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
 from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.fsutil import make_private_dir
 from subrosa.paths import sqlite_path
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
@@ -49,9 +51,12 @@ def _prepare_sqlite_file(path: Path) -> None:
     """Create the database file readable by its owner only, before SQLite does."""
     if path.exists():
         return
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-    os.close(fd)
+    if os.path.islink(path):  # planted where the file will be (a database in /tmp)
+        raise DatabaseError(f"{path}: is a link to nothing; subrosa will not create it there.")
+    make_private_dir(path.parent)
+    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(FileExistsError):  # another process was first: that is fine
+        os.close(os.open(path, flags, 0o600))
 
 
 def database_url(value: str) -> URL:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from subrosa.errors import hide_passwords
+from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.fsutil import JSON_CAP, is_link, loads_json, read_capped
 from subrosa.memory.leaf import list_leaf_files
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
 from subrosa.paths import claude_root, project_root, sqlite_path
@@ -55,14 +57,15 @@ def check_memory_dir(subject: Subject) -> Check:
             "memory dir",
             False,
             f"{directory} does not exist.",
-            f"mkdir -p '{directory}' (or pass --memory-dir / set SUBROSA_MEMORY_DIR).",
+            f"mkdir -p {shlex.quote(str(directory))} (or pass --memory-dir / set "
+            "SUBROSA_MEMORY_DIR).",
         )
     if not os.access(directory, os.W_OK):
         return Check(
             "memory dir",
             False,
             f"{directory} is not writable.",
-            f"chmod u+w '{directory}'",
+            f"chmod u+w {shlex.quote(str(directory))}",
         )
     return Check("memory dir", True, f"{directory}")
 
@@ -122,9 +125,9 @@ def _settings_files(subject: Subject) -> list[Path]:
 
 
 def _subrosa_events(path: Path) -> set[str]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # bounded, regular files only: a settings file may be linked to /dev/zero
+        data = loads_json(read_capped(path, JSON_CAP, follow_links=True) or b"{}")
+    except (OSError, ValueError, SubrosaError):
         return set()
     hooks = data.get("hooks") if isinstance(data, dict) else None
     found: set[str] = set()
@@ -159,6 +162,15 @@ def check_hooks(subject: Subject) -> Check:
 
 def check_index(subject: Subject) -> Check:
     index = subject.memory_dir / INDEX
+    for own in (index, subject.memory_dir / ARCHIVE):
+        if is_link(own):
+            return Check(
+                "index",
+                False,
+                f"{own} is a symbolic link; subrosa never reads or writes through one.",
+                f"rm {shlex.quote(str(own))} (or replace it with the file itself), "
+                "then subrosa generate",
+            )
     if not index.exists():
         return Check("index", True, "no MEMORY.md yet", "subrosa generate", severity="warning")
     if foreign_index(subject.memory_dir) is not None:
@@ -251,6 +263,33 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+def _shared(directory: Path) -> bool:
+    """A folder others use too (sticky like /tmp, or not this user's): doctor never
+    suggests changing its mode."""
+    info = directory.stat()
+    mine = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    return bool(info.st_mode & stat.S_ISVTX) or not mine
+
+
+def _permission_fix(db: Path | None) -> str:
+    """The commands that make the database private, for its folder only when the folder
+    is the user's own: a database in /tmp moves out rather than /tmp changing."""
+    if db is None or not db.exists():
+        return "chmod u+w on the index files"
+    fixes = []
+    if _mode(db) & 0o077:
+        fixes.append(f"chmod 600 {shlex.quote(str(db))}")
+    if _mode(db.parent) & 0o077:
+        if _shared(db.parent):
+            fixes = [
+                f"move the database out of the shared folder {db.parent} into a folder of "
+                "your own (unset SUBROSA_DB / --db to use the default, private one)"
+            ]
+        else:
+            fixes.append(f"chmod 700 {shlex.quote(str(db.parent))}")
+    return "; ".join(fixes) or "chmod u+w on the index files"
+
+
 def check_permissions(subject: Subject) -> Check:
     problems: list[str] = []
     db = sqlite_path(subject.db_url)
@@ -264,8 +303,7 @@ def check_permissions(subject: Subject) -> Check:
         if path.exists() and not os.access(path, os.W_OK):
             problems.append(f"{path} is not writable")
     if problems:
-        fix = f"chmod 600 '{db}'; chmod 700 '{db.parent}'" if db is not None else "chmod u+w"
-        return Check("permissions", False, "; ".join(problems) + ".", fix)
+        return Check("permissions", False, "; ".join(problems) + ".", _permission_fix(db))
     return Check("permissions", True, "database private to you; index files writable")
 
 

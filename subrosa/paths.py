@@ -145,10 +145,18 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def state_dir(memory_dir: Path) -> Path:
-    """`<memory dir>/.subrosa`: subrosa's own state beside the leaves (sidecar, lock)."""
-    return memory_dir / ".subrosa"
+    """`<memory dir>/.subrosa`: subrosa's own state beside the leaves (sidecar, lock).
+
+    Refused (InvalidInput) when it is a symbolic link: a repository could point it
+    anywhere, and subrosa never reads or writes its state through a link."""
+    from subrosa.fsutil import refuse_link
+
+    return refuse_link(memory_dir / ".subrosa")
 
 
 def extract_dir(memory_dir: Path) -> Path:
-    """`<memory dir>/.extract`: the hooks' per-session state (document 000 reserves it)."""
-    return memory_dir / ".extract"
+    """`<memory dir>/.extract`: the hooks' per-session state (document 000 reserves it).
+    Refused (InvalidInput) when it is a symbolic link, as `state_dir`."""
+    from subrosa.fsutil import refuse_link
+
+    return refuse_link(memory_dir / ".extract")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 SCHEMA_HEAD = "0002"
 
@@ -19,7 +20,10 @@ def is_current(path: Path) -> bool:
     if not path.is_file():
         return False
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        # Percent-encoded: a raw `#` or `?` in the path would end it early, and SQLite
+        # would open (and create) another file. `/` stays, as in any file: URI.
+        uri = "file:" + quote(str(path), safe="/") + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=30)
         try:
             row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
         finally:

@@ -185,7 +185,7 @@ def _load_states(conn: sqlite3.Connection) -> dict[str, _FileState]:
 def _is_whole_object(line: bytes) -> bool:
     try:
         return isinstance(json.loads(line), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 

@@ -350,12 +350,12 @@ def parse_lines(
         except msgspec.ValidationError:  # fields of unexpected types: the generic path
             try:
                 generic = msgspec.json.decode(line)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 parsed.skipped["not json"] += 1
                 continue
             parse_record(generic, default_session, tool_result_chars, parsed, clean)
             continue
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # RecursionError: `[[[[…` too deep
             parsed.skipped["not json"] += 1
             continue
         session = struct.sessionId

@@ -22,7 +22,15 @@ import re
 import time
 from pathlib import Path
 
-from subrosa.fsutil import atomic_write_text
+from subrosa.errors import InvalidInput
+from subrosa.fsutil import (
+    JSON_CAP,
+    atomic_write_text,
+    is_link,
+    loads_json,
+    read_capped,
+    refuse_link,
+)
 from subrosa.paths import claude_root, extract_dir, project_transcript_dir
 
 # typing, dataclasses and hashlib are kept off the import path: each costs the Stop
@@ -60,19 +68,34 @@ def safe_session_id(session_id: object) -> str | None:
     return f"{cleaned}-{digest}"
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON object from `path`, or None when it is missing, unreadable or not an object."""
+def read_json(path: Path, *, follow_links: bool = False) -> dict[str, Any] | None:
+    """A JSON object from `path`, or None when it is missing, unreadable or not an object.
+
+    Bounded (fsutil.read_capped): not a regular file or over JSON_CAP bytes reads as
+    None, and so does a symbolic link (it or its folder) unless `follow_links` (a
+    settings.json may be one; a record in `.extract/` never is)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if not follow_links:
+            refuse_link(path.parent)
+        raw = read_capped(path, JSON_CAP, follow_links=follow_links)
+        data = loads_json(raw) if raw is not None else None
+    except (OSError, ValueError, InvalidInput):
         return None
     return data if isinstance(data, dict) else None
 
 
 def _write_json(path: Path, data: dict[str, Any], *, durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_link(path.parent)  # `.extract/marks` -> elsewhere: never written through
     text = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
     atomic_write_text(path, text, durable=durable)
+
+
+def _remove(path: Path) -> None:
+    """Delete one of our records, never one in a folder a link points to."""
+    refuse_link(path.parent)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
 
 
 def transcript_size(transcript_path: str | None) -> int | None:
@@ -152,8 +175,7 @@ def set_mark(memory_dir: Path, session_id: str, transcript_path: str, size: int)
             "marked_at": marked_at,
         },
     )
-    with contextlib.suppress(FileNotFoundError):
-        (extract_dir(memory_dir) / QUEUE / f"{session_id}.json").unlink()
+    _remove(extract_dir(memory_dir) / QUEUE / f"{session_id}.json")
     restart_count(memory_dir, session_id)
     return marked_at
 
@@ -248,8 +270,7 @@ def enqueue_if_uncovered(
     size = transcript_size(transcript_path)
     covered = mark_size(memory_dir, session_id)
     if not size or (covered is not None and covered >= size):
-        with contextlib.suppress(FileNotFoundError):
-            queue_file.unlink()
+        _remove(queue_file)
         return False
     # Atomic but not fsynced: SessionEnd shares a 1.5 s budget and each fsync costs
     # milliseconds. A power cut in the seconds after a session ends can lose this
@@ -343,6 +364,8 @@ def clean_stale(memory_dir: Path, now: float | None = None) -> int:
     removed = 0
     base = extract_dir(memory_dir)
     for directory in (base, base / MARKS):
+        if is_link(directory):
+            continue  # a link to elsewhere: nothing there is ours to delete
         try:
             names = os.listdir(directory)
         except OSError:

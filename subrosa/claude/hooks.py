@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from subrosa.claude import checkpoint
+from subrosa.fsutil import read_capped
 from subrosa.memory.marker import INDEX
 from subrosa.paths import (
     auto_memory_dir,
@@ -46,6 +47,9 @@ INDEX_MAX_LINES = 200
 # A Stop payload carries the last assistant message; a few MiB is already absurd.
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 DEFAULT_NUDGE_EVERY = 15
+# MEMORY.md is ~23 KB when subrosa writes it and Claude Code loads 200 lines of it; a
+# bigger one is not injected (and not read).
+MAX_INDEX_BYTES = 1024 * 1024
 
 
 class Notes:
@@ -100,7 +104,7 @@ def _read_payload(notes: Notes) -> Payload | None:
         return None
     try:
         payload = json.loads(raw.decode("utf-8", errors="replace"))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: `[[[[…` nested too deeply
         notes.add(f"stdin is not valid JSON ({exc})")
         return None
     if not isinstance(payload, dict):
@@ -320,7 +324,9 @@ def _claude_settings(project_dir: Path) -> list[dict[str, Any]]:
         project_dir / ".claude" / "settings.json",
         project_dir / ".claude" / "settings.local.json",
     )
-    return [checkpoint.read_json(path) or {} for path in paths]
+    # Bounded (a settings.local.json linked to /dev/zero reads as nothing); links are
+    # followed, as Claude Code follows them (dotfiles repositories).
+    return [checkpoint.read_json(path, follow_links=True) or {} for path in paths]
 
 
 def _same_dir(a: Path, b: Path) -> bool:
@@ -418,10 +424,12 @@ def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | 
 def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
     """MEMORY.md cut at a whole line to fit `budget` characters, with a pointer to the rest."""
     index = memory_dir / INDEX
-    try:
-        text = index.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
+    # Never through a link (`MEMORY.md -> ~/.ssh/id_rsa` in a repository), never more
+    # than MAX_INDEX_BYTES: a 512 MB file is refused at its stat, not read.
+    data = read_capped(index, MAX_INDEX_BYTES)
+    if data is None:
         return None
+    text = data.decode("utf-8", errors="replace")
     lines = [_clean_index_line(line) for line in text.splitlines()]
     while lines and not lines[-1].strip():
         lines.pop()

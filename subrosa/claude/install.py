@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from subrosa.errors import InvalidInput
-from subrosa.fsutil import atomic_write_bytes, atomic_write_text
+from subrosa.fsutil import (
+    JSON_CAP,
+    atomic_write_bytes,
+    atomic_write_text,
+    loads_json,
+    make_private_dir,
+    read_capped,
+)
 from subrosa.paths import claude_root, data_dir
 from subrosa.resources import skills_dir
 
@@ -107,16 +114,19 @@ def target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> Target:
 
 def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its object; anything else is refused."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM from a Windows editor is fine
-    except FileNotFoundError:
+    # Bounded, regular files only (one linked to /dev/zero is refused, not read until
+    # memory runs out); a link is followed, as Claude Code follows it.
+    raw = read_capped(path, JSON_CAP, follow_links=True)
+    if raw is None:
         return None, {}
+    try:
+        text = raw.decode("utf-8-sig")  # a BOM from a Windows editor is fine
     except UnicodeDecodeError:
         raise InvalidInput(f"{path}: not UTF-8 text; nothing was changed.") from None
     if not text.strip():
         return text, {}
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except ValueError as exc:
         raise InvalidInput(f"{path}: not valid JSON ({exc}); nothing was changed.") from None
     if not isinstance(data, dict):
@@ -205,8 +215,8 @@ def _record_path(settings_path: Path) -> Path:
 
 def _read_record(settings_path: Path) -> dict[str, Any] | None:
     try:
-        record = json.loads(_record_path(settings_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = loads_json(read_capped(_record_path(settings_path), JSON_CAP) or b"")
+    except (OSError, ValueError, InvalidInput):
         return None
     if isinstance(record, dict) and isinstance(record.get("installed"), str):
         return record
@@ -217,7 +227,7 @@ def _parsed(text: str | None) -> Any:
     if text is None or not text.strip():
         return None if text is None else {}
     try:
-        return json.loads(text)
+        return loads_json(text)
     except ValueError:
         return None
 
@@ -248,10 +258,9 @@ def _skill_copies(skills_path: Path) -> list[tuple[Path, Path, str, bool | None]
             relative = source.relative_to(skill.parent)
             destination = skills_path / relative
             same: bool | None
-            try:
-                same = destination.read_bytes() == source.read_bytes()
-            except FileNotFoundError:
-                same = None
+            # Bounded: a project's `.claude/skills/…` may hold anything, /dev/zero too.
+            held = read_capped(destination, JSON_CAP, follow_links=True)
+            same = None if held is None else held == source.read_bytes()
             copies.append((source, destination, relative.as_posix(), same))
     return copies
 
@@ -281,7 +290,8 @@ class Plan:
         if self.write_settings:
             record_path = _record_path(path)
             if self.record is not None:
-                record_path.parent.mkdir(parents=True, exist_ok=True)
+                make_private_dir(record_path.parent.parent)  # the data dir: 0700
+                make_private_dir(record_path.parent)
                 atomic_write_text(record_path, json.dumps(self.record) + "\n", mode=0o600)
             if self.settings_text is None:
                 path.unlink(missing_ok=True)

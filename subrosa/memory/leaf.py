@@ -49,11 +49,16 @@ class _LeafYAMLHandler(YAMLHandler):
     """
 
     def load(self, fm: str, **kwargs: object) -> Any:
-        for event in yaml.parse(fm, Loader=_SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                line = event.start_mark.line + 1 if event.start_mark else "?"
-                raise yaml.YAMLError(f"line {line}: YAML aliases (*name) are not allowed in a leaf")
-        return yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
+        try:
+            for event in yaml.parse(fm, Loader=_SafeLoader):
+                if isinstance(event, yaml.AliasEvent):
+                    line = event.start_mark.line + 1 if event.start_mark else "?"
+                    raise yaml.YAMLError(
+                        f"line {line}: YAML aliases (*name) are not allowed in a leaf"
+                    )
+            return yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
+        except RecursionError:  # `[[[[…` in the pure-Python loader (libyaml has a limit)
+            raise yaml.YAMLError("nested too deeply") from None
 
 
 _YAML = _LeafYAMLHandler()

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from subrosa.errors import InvalidInput, LockTimeout
+from subrosa.fsutil import refuse_link
+from subrosa.memory.marker import INDEX_FILES
 from subrosa.paths import state_dir
 
 LOCK_TIMEOUT_S = 60.0
@@ -37,8 +39,14 @@ class Project:
 
     @contextmanager
     def lock(self, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-        """Serialize writers of this memory dir's index and sidecar across processes."""
+        """Serialize writers of this memory dir's index and sidecar across processes.
+
+        Every writer comes here first, so here subrosa refuses to go on when one of its
+        own files is a symbolic link (`.subrosa`, the lock, MEMORY.md, MEMORY_archive.md):
+        nothing is then read or written through it."""
         directory = state_dir(self.memory_dir)
+        for own in (directory / LOCK_FILE, *(self.memory_dir / name for name in INDEX_FILES)):
+            refuse_link(own)
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -32,6 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from subrosa.errors import InvalidInput
 from subrosa.memory.project import LOCK_FILE
 from subrosa.paths import state_dir
 from subrosa.query import MARK, Filters, Term, fts_query, one_line, significant, split_cjk
@@ -153,7 +154,10 @@ def _under_project_lock(project: str, write: Callable[[], None]) -> bool:
     memory dir's resolved path); False, without running it, when the lock is busy
     for HIT_LOCK_TIMEOUT_S or cannot be taken."""
     memory_dir = Path(project)
-    directory = state_dir(memory_dir)
+    try:
+        directory = state_dir(memory_dir)
+    except InvalidInput:
+        return False  # `.subrosa` is a link: no lock is taken through it, no hit counted
     if not memory_dir.is_absolute() or not directory.is_dir():
         return False  # the memory dir moved, or subrosa never wrote to it
     try:

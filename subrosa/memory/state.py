@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from subrosa.errors import InvalidInput
-from subrosa.fsutil import atomic_write_text, write_if_changed
+from subrosa.fsutil import atomic_write_text, loads_json, read_capped, write_if_changed
 from subrosa.memory.marker import INDEX
 from subrosa.paths import state_dir
 
@@ -57,8 +57,9 @@ def render_state(rows: list[dict[str, Any]]) -> str:
 
 def _read_sidecar(memory_dir: Path) -> str | None:
     try:
-        return state_path(memory_dir).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = read_capped(state_path(memory_dir))  # never through a link, bounded
+        return None if data is None else data.decode("utf-8")
+    except (OSError, UnicodeDecodeError, InvalidInput):
         return None
 
 
@@ -83,9 +84,10 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
     """Read the sidecar; a missing file is empty, a broken line is refused by name."""
     path = state_path(memory_dir)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
+        data = read_capped(path)  # a link, a FIFO or a huge file is refused by name
+        if data is None:
+            return {}
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path}: cannot be read ({exc}).") from None
     rows: dict[str, dict[str, Any]] = {}
@@ -97,8 +99,8 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
                 raise InvalidInput(f"{path}: line {number} is a git merge conflict; resolve it.")
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
+            row = loads_json(line)  # `[[[[…` is refused like any bad line
+        except ValueError:
             raise InvalidInput(f"{path}: line {number} is not valid JSON.") from None
         if not isinstance(row, dict) or not isinstance(row.get("slug"), str):
             raise InvalidInput(f"{path}: line {number} has no slug.")
@@ -114,8 +116,9 @@ def last_index_path(memory_dir: Path, name: str = INDEX) -> Path:
 def read_last_index(memory_dir: Path, name: str = INDEX) -> str | None:
     """The text subrosa last wrote to index file `name`, or None without a record."""
     try:
-        return last_index_path(memory_dir, name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = read_capped(last_index_path(memory_dir, name))
+        return None if data is None else data.decode("utf-8")
+    except (OSError, UnicodeDecodeError, InvalidInput):
         return None
 
 
