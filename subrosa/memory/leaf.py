@@ -353,7 +353,8 @@ def rewrite_canonical(leaf: Leaf, keep: Path) -> None:
     first original survives a second fix."""
     keep.mkdir(parents=True, exist_ok=True)
     if not (keep / leaf.path.name).exists():
-        atomic_write_bytes(keep / leaf.path.name, leaf.path.read_bytes())
+        original = leaf.path.read_bytes()  # the copy keeps the leaf's mode (0600 stays 0600)
+        atomic_write_bytes(keep / leaf.path.name, original, mode=leaf.path.stat().st_mode & 0o777)
     name = leaf.slug.replace("_", "-")
     atomic_write_text(leaf.path, render_leaf(name, leaf.description, leaf.type, leaf.body))
 

@@ -6,6 +6,7 @@ SQLAlchemy.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,11 +43,14 @@ class Project:
         """Serialize writers of this memory dir's index and sidecar across processes.
 
         Every writer comes here first, so here subrosa refuses to go on when one of its
-        own files is a symbolic link (`.subrosa`, the lock, MEMORY.md, MEMORY_archive.md):
-        nothing is then read or written through it."""
+        own files is a symbolic link (`.subrosa` or anything in it, the lock, the sidecar,
+        MEMORY.md, MEMORY_archive.md): nothing is then read or written through one."""
         directory = state_dir(self.memory_dir)
-        for own in (directory / LOCK_FILE, *(self.memory_dir / name for name in INDEX_FILES)):
-            refuse_link(own)
+        for name in INDEX_FILES:
+            refuse_link(self.memory_dir / name)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in os.scandir(directory):
+                refuse_link(Path(entry.path))
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
