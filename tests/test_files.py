@@ -155,6 +155,20 @@ def _checks(output: str) -> dict[str, dict[str, Any]]:
     return {c["name"]: c for c in json.loads(output)["checks"]}
 
 
+def test_the_witness_does_not_read_a_linked_index(
+    under_way: Path, outside: Path, run: RunCli
+) -> None:
+    """`subrosa check` (and the script the memory-compact skill runs) reports what it
+    reads to the agent: a linked index is refused, not read."""
+    for name in ("MEMORY.md", "MEMORY_archive.md"):
+        _plant(under_way, outside, name)
+        result = run("check", "--json", expect=2)
+        _one_sentence(result.stderr, name, "symbolic link")
+        assert "precious" not in result.stdout
+        (under_way / name).unlink()
+        run("generate")
+
+
 def test_doctor_names_a_linked_index(under_way: Path, outside: Path, run: RunCli) -> None:
     _plant(under_way, outside, "MEMORY.md")
     checks = _checks(run("doctor", "--json", expect=1).stdout)

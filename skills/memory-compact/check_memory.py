@@ -85,6 +85,9 @@ def topic_files(directory: Path) -> list[str]:
 
 
 def _read(path: Path) -> str | None:
+    """A regular file's text; None when there is none (a FIFO or a device is no file)."""
+    if not path.is_file():
+        return None
     try:
         return path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
@@ -272,6 +275,16 @@ def main(argv: list[str] | None = None) -> int:
     if not directory.is_dir():
         print(f"Error: {directory}: no such memory directory.", file=sys.stderr)
         return 2
+    for name in INDEX_FILES:
+        # A repository may hold `MEMORY.md -> ~/.ssh/id_rsa`; whatever the witness reads
+        # it reports to the agent that runs it.
+        if (directory / name).is_symlink():
+            print(
+                f"Error: {directory / name}: is a symbolic link; the witness does not read "
+                "through one (replace it with the file itself).",
+                file=sys.stderr,
+            )
+            return 2
     try:
         verdict = witness(
             directory, max_lines=args.max_lines, max_bytes=args.max_bytes, strict=args.strict
