@@ -386,10 +386,13 @@ def _clean_index_line(line: str) -> str:
     return sanitize_index_line(line)
 
 
-def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | None:
+def render_index(
+    lines: list[str], index: Path, why: str, budget: int, more: int = 0
+) -> str | None:
     """The index's lines under a header, cut at a whole line so the result is at most
-    `budget` characters (and INDEX_MAX_LINES lines), with a pointer to the rest.
-    None when not even one line fits."""
+    `budget` characters (and INDEX_MAX_LINES lines), with a pointer to the rest (`more`
+    lines after `lines` are only counted). None when not even one line fits."""
+    total = len(lines) + more
     header = (
         f"The memory index of this project follows, from {_one_line(index)} (Claude Code "
         f"does not load it by itself here: {_one_line(why)}). Its links name leaf files in "
@@ -411,13 +414,13 @@ def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | 
 
     room = budget - len(header) - 1  # "\n\n" before the lines, minus the last line's "\n"
     shown = fit(room)
-    if len(shown) < len(lines):
-        shown = fit(room - len(pointer(len(lines))) - 1)
+    if len(shown) < total:
+        shown = fit(room - len(pointer(total)) - 1)
     if not shown:
         return None
     body = header + "\n\n" + "\n".join(shown)
-    if len(shown) < len(lines):
-        body += "\n" + pointer(len(lines) - len(shown))
+    if len(shown) < total:
+        body += "\n" + pointer(total - len(shown))
     return body
 
 
@@ -429,11 +432,20 @@ def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
     data = read_capped(index, MAX_INDEX_BYTES)
     if data is None:
         return None
-    text = data.decode("utf-8", errors="replace")
-    lines = [_clean_index_line(line) for line in text.splitlines()]
-    while lines and not lines[-1].strip():
+    raw = data.decode("utf-8", errors="replace").splitlines()
+    while raw and not raw[-1].strip():
+        raw.pop()
+    # Only what can be shown is sanitized (a hostile 1 MiB index cost a second): the
+    # first INDEX_MAX_LINES lines, up to one too long to ever fit; the rest are counted.
+    lines: list[str] = []
+    for line in raw[:INDEX_MAX_LINES]:
+        if len(line) > 2 * budget:
+            break
+        lines.append(_clean_index_line(line))
+    more = len(raw) - len(lines)
+    while not more and lines and not lines[-1].strip():
         lines.pop()
-    return render_index(lines, index, why, budget) if lines else None
+    return render_index(lines, index, why, budget, more) if lines else None
 
 
 def queue_nudge(memory_dir: Path, count: int) -> str:
