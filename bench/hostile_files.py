@@ -55,7 +55,8 @@ def _case(root: Path, name: str, make: str) -> dict[str, str]:
         count = (1024 * 1024 - 4096) // (len(HOSTILE_LINE.encode()) + 1)
         index.write_text("\n".join([HOSTILE_LINE] * count) + "\n", encoding="utf-8")
     elif make == "hostile-line":
-        index.write_text(HOSTILE_LINE * (1_000_000 // len(HOSTILE_LINE)) + "\n", encoding="utf-8")
+        count = (1024 * 1024 - 4096) // len(HOSTILE_LINE.encode())
+        index.write_text(HOSTILE_LINE * count + "\n", encoding="utf-8")  # just under the cap
     else:
         index.write_text(_generated_index(23_000), encoding="utf-8")
     if make == "dev-zero":
@@ -100,7 +101,7 @@ def _run(env: dict[str, str]) -> tuple[float, float, int]:
 CASES = {
     "a 23 KB index subrosa generated": "generated",
     "1 MiB of hostile lines (5,900 tags, bidi, links)": "hostile-lines",
-    "one hostile line of 1 MB": "hostile-line",
+    "one hostile line of 1 MiB": "hostile-line",
     "a 512 MB MEMORY.md (over the 1 MiB cap)": "sparse",
     "settings.local.json -> /dev/zero": "dev-zero",
 }
