@@ -97,6 +97,8 @@ def read_capped(
         refuse_link(path)
     if not stat.S_ISREG(info.st_mode):
         raise InvalidInput(f"{path}: is not a regular file; subrosa does not read it.")
+    if not head and info.st_size > cap:  # refused at its stat: nothing read
+        raise InvalidInput(f"{path}: is larger than {cap:,} bytes; subrosa does not read it.")
     nofollow = 0 if follow_links else getattr(os, "O_NOFOLLOW", 0)
     flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | nofollow
     try:

@@ -386,9 +386,7 @@ def _clean_index_line(line: str) -> str:
     return sanitize_index_line(line)
 
 
-def render_index(
-    lines: list[str], index: Path, why: str, budget: int, more: int = 0
-) -> str | None:
+def render_index(lines: list[str], index: Path, why: str, budget: int, more: int = 0) -> str | None:
     """The index's lines under a header, cut at a whole line so the result is at most
     `budget` characters (and INDEX_MAX_LINES lines), with a pointer to the rest (`more`
     lines after `lines` are only counted). None when not even one line fits."""
