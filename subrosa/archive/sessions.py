@@ -107,3 +107,54 @@ def _find_session(conn: sqlite3.Connection, session: str) -> tuple[int, str]:
     if len(rows) > 1:
         raise InvalidInput(f"{session}: more than one archived session starts with this.")
     return int(rows[0][0]), str(rows[0][1])
+
+
+# ---------------------------------------------------------------- one message
+
+
+def message_uuids(db_url: str, message_ids: list[int]) -> dict[int, str]:
+    """The uuid of each archived message numbered in `message_ids` (a search result
+    names a message by number; an agent's tools name it by its stable uuid). Reads
+    the archive as it is: the search that found the numbers made it ready."""
+    from subrosa.archive.connection import archive_path, connect
+
+    if not message_ids:
+        return {}
+    conn = connect(archive_path(db_url))
+    try:
+        marks = ",".join("?" * len(message_ids))
+        rows = conn.execute(
+            f"SELECT id, uuid FROM messages WHERE id IN ({marks})", message_ids
+        ).fetchall()
+    finally:
+        conn.close()
+    return {int(row[0]): str(row[1]) for row in rows}
+
+
+def show_message(
+    db_url: str, message: str, *, context: int = 0, tool_result_chars: int = 2000
+) -> Shown:
+    """The archived message `message` (its uuid, or its number as `#N` or `N`) and
+    `context` messages either side of it in its session (show_session's view)."""
+    number = message.removeprefix("#")
+    with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+        row = conn.execute(
+            "SELECT s.session_id, m.id FROM messages m JOIN sessions s ON s.id = m.session_pk"
+            " WHERE m.uuid = ?",
+            [message],
+        ).fetchone()
+        if row is None and number.isdigit():
+            row = conn.execute(
+                "SELECT s.session_id, m.id FROM messages m"
+                " JOIN sessions s ON s.id = m.session_pk WHERE m.id = ?",
+                [int(number)],
+            ).fetchone()
+    if row is None:
+        raise NotFound(f"{message}: no archived message has this id.")
+    return show_session(
+        db_url,
+        str(row[0]),
+        around=str(row[1]),
+        context=context,
+        tool_result_chars=tool_result_chars,
+    )
