@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -123,7 +124,7 @@ def test_the_tools_are_listed_with_a_schema_and_a_description(memory_dir: Path) 
 
 
 def test_remember_then_search_finds_it_and_facts_shows_it(memory_dir: Path, run: RunCli) -> None:
-    remembered, facts, found, got, again = calls(
+    remembered, facts, found, got, again, second, both = calls(
         (
             "remember",
             {
@@ -137,13 +138,24 @@ def test_remember_then_search_finds_it_and_facts_shows_it(memory_dir: Path, run:
         ("search", {"query": "staging firewall"}),
         ("get", {"id": "deploy_needs_vpn"}),
         ("search", {"query": "firewall", "kind": "messages"}),
-    )
-    assert remembered == (
-        "added fact deploy_needs_vpn ({})\n"
-        "listed in MEMORY.md; MEMORY.md is now {:,} / 23,000 bytes, 4 / 200 lines".format(
-            memory_dir / "deploy_needs_vpn.md", (memory_dir / "MEMORY.md").stat().st_size
+        (
+            "remember",
+            {
+                "slug": "firewall_owner",
+                "type": "reference",
+                "description": "The platform team owns the staging firewall.",
+                "body": "Ask in #platform for firewall changes.",
+            },
         ),
-        False,
+        ("search", {"query": "firewall", "kind": "facts"}),
+    )
+    text, error = remembered
+    assert not error and text.splitlines()[0] == (
+        f"added fact deploy_needs_vpn ({memory_dir / 'deploy_needs_vpn.md'})"
+    )
+    assert re.fullmatch(
+        r"listed in MEMORY.md; MEMORY.md is now \d{3} / 23,000 bytes, 4 / 200 lines",
+        text.splitlines()[1],
     )
     text, error = facts
     assert not error
@@ -154,6 +166,9 @@ def test_remember_then_search_finds_it_and_facts_shows_it(memory_dir: Path, run:
     text, error = got
     assert not error and "  │ Why: the firewall drops the rest." in text.splitlines()
     assert again == ("No facts or messages match 'firewall'.", False)
+    # A second write and search in the same server (one worker thread, one connection).
+    assert second[0].startswith("added fact firewall_owner") and not second[1]
+    assert both[0].startswith("2 hits for 'firewall'") and not both[1]
 
     # The CLI sees the same fact, registered with its description as hook, and the
     # search's hit; the leaf is canonical, the index passes the witness.

@@ -112,22 +112,27 @@ def _find_session(conn: sqlite3.Connection, session: str) -> tuple[int, str]:
 # ---------------------------------------------------------------- one message
 
 
-def message_uuids(db_url: str, message_ids: list[int]) -> dict[int, str]:
+def message_uuids(
+    db_url: str, message_ids: list[int], conn: sqlite3.Connection | None = None
+) -> dict[int, str]:
     """The uuid of each archived message numbered in `message_ids` (a search result
     names a message by number; an agent's tools name it by its stable uuid). Reads
-    the archive as it is: the search that found the numbers made it ready."""
+    the archive as it is (on `conn` when given): the search that found the numbers
+    made it ready."""
     from subrosa.archive.connection import archive_path, connect
 
     if not message_ids:
         return {}
-    conn = connect(archive_path(db_url))
-    try:
-        marks = ",".join("?" * len(message_ids))
-        rows = conn.execute(
-            f"SELECT id, uuid FROM messages WHERE id IN ({marks})", message_ids
-        ).fetchall()
-    finally:
-        conn.close()
+    marks = ",".join("?" * len(message_ids))
+    sql = f"SELECT id, uuid FROM messages WHERE id IN ({marks})"
+    if conn is not None:
+        rows = conn.execute(sql, message_ids).fetchall()
+    else:
+        own = connect(archive_path(db_url))
+        try:
+            rows = own.execute(sql, message_ids).fetchall()
+        finally:
+            own.close()
     return {int(row[0]): str(row[1]) for row in rows}
 
 

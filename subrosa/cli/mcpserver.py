@@ -8,9 +8,11 @@ itself never stops for one.
 The official Python SDK (`mcp`) is imported only here, and only when the server
 starts: it costs ~0.6 s of CPU to import, which no other command should pay. (Its
 2.x line costs ~0.9 s, too close to the one second a server may take to answer
-`initialize`, so 1.x it is: bench/mcp.py measures both figures.) The tools run one at
-a time in a worker thread, so a long call (an ingest before a search, the project
-lock of a remember) never stops the server answering pings.
+`initialize`, so 1.x it is; docs/mcp.md has the figures, bench/mcp_server.py the
+ready time.) The tools run one at a time on one worker thread: a long call (an
+ingest before a search, the project lock of a remember) never stops the server
+answering pings, and the archive connection kept between searches (subrosa.tools.
+Place) stays on the thread that opened it, as sqlite3 requires.
 """
 
 from __future__ import annotations
@@ -374,14 +376,15 @@ def serve(place: Place) -> None:
 
 
 async def _serve(place: Place) -> None:
-    import anyio
-    import anyio.to_thread
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
     import mcp.types as types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 
     server: Server[Any, Any] = Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS)
-    one_at_a_time = anyio.CapacityLimiter(1)
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="subrosa-tools")
     listed = [
         types.Tool(
             name=spec.name,
@@ -400,15 +403,18 @@ async def _serve(place: Place) -> None:
 
     @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        text, error = await anyio.to_thread.run_sync(
-            partial(answer, place, name, arguments), limiter=one_at_a_time
-        )
+        loop = asyncio.get_running_loop()
+        text, error = await loop.run_in_executor(worker, partial(answer, place, name, arguments))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=error
         )
 
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        worker.submit(place.close).result()
+        worker.shutdown()
 
 
 @click.command()

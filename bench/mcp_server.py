@@ -1,7 +1,7 @@
 """`subrosa mcp` bench: start-up, the search tool's latency, and what an answer costs.
 
-    python bench/mcp.py                 # the 100 MB corpus
-    python bench/mcp.py --size 1000     # 1 GB (the corpus and its ingest take a while)
+    python bench/mcp_server.py                 # the 100 MB corpus
+    python bench/mcp_server.py --size 1000     # 1 GB (the corpus and its ingest take a while)
 
 Uses bench/transcripts.py's deterministic corpus under bench/out/ (never committed),
 ingests it once into a work archive beside it, registers the example facts, then in
@@ -15,7 +15,8 @@ the same run measures, each against a baseline measured here too:
   - tokens (characters / 4) per search hit and per get(), next to claude-mem's
     documented ~50-100 per hit and ~500-1,000 per detail.
 The client is a few lines of JSON-RPC over pipes (standard library), so the figures
-are the server's, not an SDK client's.
+are the server's, not an SDK client's. (Not named mcp.py: with bench/ on sys.path, as
+the tests put it, that would hide the SDK's package `mcp`.)
 """
 
 from __future__ import annotations
