@@ -174,7 +174,7 @@ def test_remember_then_search_finds_it_and_facts_shows_it(memory_dir: Path, run:
     # search's hit; the leaf is canonical, the index passes the witness.
     shown = json.loads(run("fact", "show", "deploy_needs_vpn", "--json").stdout)
     assert shown["hook"] == "Deploys to staging need the VPN up first."
-    assert shown["hits"] == 1 and shown["type"] == "project"
+    assert shown["hits"] == 2 and shown["type"] == "project"  # two searches found it
     assert (
         (memory_dir / "deploy_needs_vpn.md")
         .read_text(encoding="utf-8")
