@@ -156,3 +156,14 @@ def test_doctor_says_where_the_server_is_registered(
     broken = check()
     assert not broken["ok"] and broken["severity"] == "warning"
     assert "/nowhere/subrosa" in broken["detail"]
+
+
+def test_an_unreadable_claude_json_does_not_keep_the_hooks_in(project: Path, run: RunCli) -> None:
+    run("install", "--scope", "user")
+    claude_json().parent.mkdir(parents=True, exist_ok=True)
+    claude_json().write_text("{broken")
+    result = run("install", "--uninstall", "--scope", "user")
+    assert "the MCP server was left alone" in result.stderr
+    assert not (Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json").exists()
+    assert claude_json().read_text() == "{broken"
+    assert "not valid JSON" in run("install", "--mcp", "--scope", "user", expect=2).stderr

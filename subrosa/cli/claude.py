@@ -27,6 +27,7 @@ from subrosa.claude.install import (
     target_for,
 )
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
+from subrosa.errors import InvalidInput
 from subrosa.memory.marker import foreign_index
 from subrosa.paths import extract_dir
 from subrosa.text import sanitize_line
@@ -205,7 +206,16 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
     """
     target = target_for(scope)
     plan = plan_uninstall(target) if uninstall else plan_install(target)
-    mcp_plan = _mcp_plan(scope, uninstall) if with_mcp or uninstall else None
+    mcp_plan = None
+    if with_mcp or uninstall:
+        try:
+            mcp_plan = _mcp_plan(scope, uninstall)
+        except InvalidInput as exc:
+            if with_mcp:
+                raise
+            # Not asked for: a ~/.claude.json subrosa cannot read must not keep the
+            # hooks from coming out.
+            warn(f"the MCP server was left alone: {exc}")
     if not dry_run:
         plan.apply()
         if mcp_plan is not None:
