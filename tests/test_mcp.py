@@ -427,3 +427,20 @@ def test_only_subrosa_mcp_imports_the_sdk(memory_dir: Path, tmp_path: Path) -> N
         subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, timeout=120)
         loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
         assert not loaded & {"mcp", "pydantic", "anyio"}, (argv, loaded & {"mcp", "pydantic"})
+
+
+def test_remember_beside_an_index_subrosa_did_not_write_saves_the_fact_and_says_so(
+    memory_dir: Path, run: RunCli
+) -> None:
+    index = memory_dir / "MEMORY.md"
+    index.write_text("# My notes\n\n- [Old](old.md) — hand written\n", encoding="utf-8")
+    [(text, error)] = calls(
+        ("remember", {"slug": "new_fact", "type": "user", "description": "d", "body": "b"})
+    )
+    assert not error
+    first, warning = text.splitlines()
+    assert first.startswith("added fact new_fact (")
+    assert warning.startswith("warning: MEMORY.md was not regenerated: ")
+    assert "subrosa adopt" in warning
+    assert index.read_text(encoding="utf-8") == "# My notes\n\n- [Old](old.md) — hand written\n"
+    assert [f["slug"] for f in json.loads(run("fact", "list", "--json").stdout)] == ["new_fact"]
