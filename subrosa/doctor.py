@@ -160,6 +160,38 @@ def check_hooks(subject: Subject) -> Check:
     return Check("hooks", True, f"installed in {', '.join(where)}")
 
 
+def check_mcp(subject: Subject) -> Check:
+    """subrosa's MCP server, where it is registered and whether Claude Code can start it.
+    Optional: not registering it is fine (the plugin registers it by itself)."""
+    import shutil
+
+    from subrosa.claude.install import registered_mcp_servers
+
+    found = registered_mcp_servers(subject.cwd)
+    if not found:
+        return Check(
+            "mcp server",
+            True,
+            "not registered in .mcp.json or ~/.claude.json (optional; the plugin "
+            "registers it by itself)",
+            "subrosa install --mcp",
+        )
+    broken = [
+        f"{where} runs {entry['command']!r}, which is not found"
+        for where, entry in found
+        if not (shutil.which(str(entry["command"])) or Path(str(entry["command"])).is_file())
+    ]
+    if broken:
+        return Check(
+            "mcp server",
+            False,
+            "; ".join(broken) + ".",
+            "subrosa install --mcp (it writes the absolute path when subrosa is not on PATH)",
+            severity="warning",
+        )
+    return Check("mcp server", True, "registered in " + ", ".join(where for where, _ in found))
+
+
 def check_index(subject: Subject) -> Check:
     index = subject.memory_dir / INDEX
     for own in (index, subject.memory_dir / ARCHIVE):
@@ -311,6 +343,7 @@ CHECKS: tuple[Callable[[Subject], Check], ...] = (
     check_memory_dir,
     check_database,
     check_hooks,
+    check_mcp,
     check_index,
     check_leaves_registered,
     check_backlog,

@@ -107,3 +107,59 @@ def _find_session(conn: sqlite3.Connection, session: str) -> tuple[int, str]:
     if len(rows) > 1:
         raise InvalidInput(f"{session}: more than one archived session starts with this.")
     return int(rows[0][0]), str(rows[0][1])
+
+
+# ---------------------------------------------------------------- one message
+
+
+def message_uuids(
+    db_url: str, message_ids: list[int], conn: sqlite3.Connection | None = None
+) -> dict[int, str]:
+    """The uuid of each archived message numbered in `message_ids` (a search result
+    names a message by number; an agent's tools name it by its stable uuid). Reads
+    the archive as it is (on `conn` when given): the search that found the numbers
+    made it ready."""
+    from subrosa.archive.connection import archive_path, connect
+
+    if not message_ids:
+        return {}
+    marks = ",".join("?" * len(message_ids))
+    sql = f"SELECT id, uuid FROM messages WHERE id IN ({marks})"
+    if conn is not None:
+        rows = conn.execute(sql, message_ids).fetchall()
+    else:
+        own = connect(archive_path(db_url))
+        try:
+            rows = own.execute(sql, message_ids).fetchall()
+        finally:
+            own.close()
+    return {int(row[0]): str(row[1]) for row in rows}
+
+
+def show_message(
+    db_url: str, message: str, *, context: int = 0, tool_result_chars: int = 2000
+) -> Shown:
+    """The archived message `message` (its uuid, or its number as `#N` or `N`) and
+    `context` messages either side of it in its session (show_session's view)."""
+    number = message.removeprefix("#")
+    with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+        row = conn.execute(
+            "SELECT s.session_id, m.id FROM messages m JOIN sessions s ON s.id = m.session_pk"
+            " WHERE m.uuid = ?",
+            [message],
+        ).fetchone()
+        if row is None and number.isdigit():
+            row = conn.execute(
+                "SELECT s.session_id, m.id FROM messages m"
+                " JOIN sessions s ON s.id = m.session_pk WHERE m.id = ?",
+                [int(number)],
+            ).fetchone()
+    if row is None:
+        raise NotFound(f"{message}: no archived message has this id.")
+    return show_session(
+        db_url,
+        str(row[0]),
+        around=str(row[1]),
+        context=context,
+        tool_result_chars=tool_result_chars,
+    )

@@ -366,3 +366,230 @@ def plan_uninstall(target: Target) -> Plan:
         elif same is False:
             plan.skill_changes.append(f"! {name} (changed by you, left in place)")
     return plan
+
+
+# --- the MCP server (`subrosa install --mcp`) -------------------------------------------
+
+MCP_SERVER = "subrosa"
+
+
+def claude_json_path(env: dict[str, str] | None = None) -> Path:
+    """Claude Code's own state file, which holds the user- and local-scope MCP servers:
+    `$CLAUDE_CONFIG_DIR/.claude.json` when that is set, else `~/.claude.json`."""
+    env = dict(os.environ) if env is None else env
+    if env.get("CLAUDE_CONFIG_DIR"):
+        return Path(env["CLAUDE_CONFIG_DIR"]).expanduser() / ".claude.json"
+    return Path(env.get("HOME") or Path.home()).expanduser() / ".claude.json"
+
+
+def mcp_command() -> str:
+    """How Claude Code should start `subrosa`: by name when it is on the PATH, else by
+    the absolute path of the one running now (a venv install), so the server starts."""
+    import shutil
+    import sys
+
+    if shutil.which("subrosa"):
+        return "subrosa"
+    beside = Path(sys.executable).parent / "subrosa"
+    return str(beside) if beside.is_file() else "subrosa"
+
+
+def mcp_server_config(command: str | None = None) -> dict[str, Any]:
+    """The server's entry, in the shape `claude mcp add` writes."""
+    return {"type": "stdio", "command": command or mcp_command(), "args": ["mcp"], "env": {}}
+
+
+def is_our_server(entry: object) -> bool:
+    """An `mcpServers` entry that runs `subrosa mcp` (by name or by path)."""
+    if not isinstance(entry, dict):
+        return False
+    command = str(entry.get("command", ""))
+    return Path(command).name == "subrosa" and entry.get("args") == ["mcp"]
+
+
+@dataclass(frozen=True)
+class McpTarget:
+    """Where a scope keeps its MCP servers: a file, and the keys down to `mcpServers`
+    (project: `.mcp.json` at the project's top; user: `~/.claude.json`; local: the
+    project's entry under `projects` in `~/.claude.json`)."""
+
+    scope: str
+    path: Path
+    keys: tuple[str, ...]
+
+
+def mcp_target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> McpTarget:
+    if scope not in SCOPES:
+        raise InvalidInput(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}.")
+    if scope == "user":
+        return McpTarget(scope, claude_json_path(), ("mcpServers",))
+    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or checkout_root(cwd))
+    if scope == "project":
+        return McpTarget(scope, project / ".mcp.json", ("mcpServers",))
+    return McpTarget(scope, claude_json_path(), ("projects", str(project), "mcpServers"))
+
+
+def _read_json_object(path: Path) -> tuple[str | None, dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return None, {}
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path}: not UTF-8 text; nothing was changed.") from None
+    if not text.strip():
+        return text, {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{path}: not valid JSON ({exc}); nothing was changed.") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path}: the top level is not a JSON object; nothing was changed.")
+    return text, data
+
+
+def _render_like(data: dict[str, Any], original: str | None) -> str:
+    """`data` as JSON in the original file's style: its indentation (Claude Code writes
+    two spaces) and its final newline or lack of one, so that only our lines change."""
+    indent = 2
+    if original:
+        match = re.search(r"\n([ \t]+)\S", original)
+        if match:
+            indent = len(match.group(1).expandtabs(4))
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    ending = "\n" if original is None or original.endswith("\n") else ""
+    return text + ending
+
+
+def _servers(data: dict[str, Any], keys: tuple[str, ...], path: Path) -> Any:
+    node: Any = data
+    for key in keys:
+        if not isinstance(node, dict):
+            raise InvalidInput(f"{path}: {'.'.join(keys)} is not a JSON object; nothing changed.")
+        node = node.get(key)
+        if node is None:
+            return None
+    if not isinstance(node, dict):
+        raise InvalidInput(f"{path}: {'.'.join(keys)} is not a JSON object; nothing changed.")
+    return node
+
+
+@dataclass
+class McpPlan:
+    """What `install --mcp` or `--uninstall` does to the scope's MCP servers."""
+
+    target: McpTarget
+    changes: list[str] = field(default_factory=list)
+    text: str | None = None  # the file's new content (None: delete it)
+    write: bool = False
+    record: dict[str, Any] | None = None
+    keep_record: bool = True
+
+    def apply(self) -> None:
+        if not self.write:
+            return
+        path = self.target.path
+        record_path = _record_path(path)
+        if self.record is not None:
+            record_path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(record_path, json.dumps(self.record) + "\n", mode=0o600)
+        if self.text is None:
+            path.unlink(missing_ok=True)
+        else:
+            real = path.resolve() if path.is_symlink() else path
+            real.parent.mkdir(parents=True, exist_ok=True)
+            mode = 0o600 if self.target.scope != "project" else None
+            atomic_write_text(real, self.text, mode=mode if not real.exists() else None)
+        if not self.keep_record:
+            record_path.unlink(missing_ok=True)
+
+
+def plan_mcp_install(target: McpTarget, command: str | None = None) -> McpPlan:
+    """The subrosa server merged into the scope's `mcpServers`, every other key kept."""
+    plan = McpPlan(target)
+    text, data = _read_json_object(target.path)
+    servers = _servers(data, target.keys, target.path)
+    wanted = mcp_server_config(command)
+    current = servers.get(MCP_SERVER) if servers else None
+    label = f"mcpServers.{MCP_SERVER}: {wanted['command']} mcp"
+    if current == wanted:
+        plan.changes.append(f"= {label} (already there)")
+        return plan
+    if current is not None and not is_our_server(current):
+        raise InvalidInput(
+            f"{target.path}: mcpServers.{MCP_SERVER} runs something else; rename or remove "
+            "it first. Nothing was changed."
+        )
+    merged = copy.deepcopy(data)
+    node = merged
+    for key in target.keys:
+        node = node.setdefault(key, {})
+    node[MCP_SERVER] = wanted
+    plan.changes.append(f"{'~' if current else '+'} {label}")
+    plan.write = True
+    plan.text = _render_like(merged, text)
+    if target.scope == "project":
+        # .mcp.json is the project's file, often new: keep what was there before, so
+        # that uninstall gives back the same bytes (or no file). ~/.claude.json is
+        # Claude Code's own state, rewritten by it all the time: no copy is kept.
+        record = _read_record(target.path)
+        same = record is not None and _parsed(record["installed"]) == _parsed(text)
+        original = record.get("original") if record and same else text
+        plan.record = {
+            "settings_path": str(target.path),
+            "original": original,
+            "installed": plan.text,
+        }
+    return plan
+
+
+def plan_mcp_uninstall(target: McpTarget) -> McpPlan:
+    """The subrosa server taken out of the scope's `mcpServers` (and the containers it
+    leaves empty); `.mcp.json` gets its content from before the install back while it
+    still holds what install wrote."""
+    plan = McpPlan(target, keep_record=False)
+    text, data = _read_json_object(target.path)
+    servers = _servers(data, target.keys, target.path)
+    if not servers or not is_our_server(servers.get(MCP_SERVER)):
+        return plan
+    plan.changes.append(f"- mcpServers.{MCP_SERVER}")
+    plan.write = True
+    record = _read_record(target.path) if target.scope == "project" else None
+    if record is not None and _parsed(record["installed"]) == _parsed(text):
+        original = record.get("original")
+        plan.text = original if isinstance(original, str) else None
+        return plan
+    cleaned = copy.deepcopy(data)
+    nodes = [cleaned]
+    for key in target.keys:
+        nodes.append(nodes[-1][key])
+    del nodes[-1][MCP_SERVER]
+    for parent, key, node in reversed(list(zip(nodes[:-1], target.keys, nodes[1:], strict=True))):
+        if node:
+            break
+        del parent[key]
+    plan.text = _render_like(cleaned, text)
+    return plan
+
+
+def plugin_mcp_json() -> str:
+    """The plugin's .mcp.json, byte for byte (a test keeps the file in step): Claude Code
+    starts `subrosa mcp` from the PATH, as the plugin's hooks find `subrosa`."""
+    document = {"mcpServers": {MCP_SERVER: {"command": "subrosa", "args": ["mcp"]}}}
+    return json.dumps(document, indent=2) + "\n"
+
+
+def registered_mcp_servers(cwd: str | os.PathLike[str] | None = None) -> list[tuple[str, Any]]:
+    """Where subrosa's MCP server is registered, scope by scope: (the file and scope,
+    the entry), for `doctor`. Files that cannot be read count as not registering it."""
+    found = []
+    for scope in ("project", "local", "user"):
+        target = mcp_target_for(scope, cwd)
+        try:
+            _text, data = _read_json_object(target.path)
+            servers = _servers(data, target.keys, target.path)
+        except InvalidInput:
+            continue
+        entry = servers.get(MCP_SERVER) if servers else None
+        if is_our_server(entry):
+            found.append((f"{target.path} ({scope})", entry))
+    return found

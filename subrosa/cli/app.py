@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "checkpoint-mark": ("subrosa.cli.claude", "checkpoint_mark", "Mark this session extracted."),
     "checkpoint-clear": ("subrosa.cli.claude", "checkpoint_clear", "Empty the pending queue."),
     "checkpoint-list": ("subrosa.cli.claude", "checkpoint_list", "List sessions to extract."),
+    "mcp": ("subrosa.cli.mcpserver", "mcp", "Serve the memory to an agent as MCP tools."),
     "doctor": ("subrosa.cli.doctor", "doctor", "Check the set-up, each problem with its fix."),
     "db": ("subrosa.cli.dbcmd", "db", "Inspect or migrate the database."),
     "demo": ("subrosa.cli.demo", "demo", "Run the whole flow on built-in example data."),

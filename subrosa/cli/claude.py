@@ -17,12 +17,17 @@ from subrosa.claude import checkpoint
 from subrosa.claude.install import (
     INSTALL_HINT,
     SCOPES,
+    McpPlan,
     Plan,
+    mcp_target_for,
     plan_install,
+    plan_mcp_install,
+    plan_mcp_uninstall,
     plan_uninstall,
     target_for,
 )
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
+from subrosa.errors import InvalidInput
 from subrosa.memory.marker import foreign_index
 from subrosa.paths import extract_dir
 from subrosa.text import sanitize_line
@@ -143,6 +148,23 @@ def _print_plan(plan: Plan, dry_run: bool) -> None:
             say(f"  {line}")
 
 
+def _mcp_plan(scope: str, uninstall: bool) -> McpPlan:
+    target = mcp_target_for(scope)
+    return plan_mcp_uninstall(target) if uninstall else plan_mcp_install(target)
+
+
+def _print_mcp_plan(plan: McpPlan, dry_run: bool) -> None:
+    if plan.write:
+        verb = "would update" if dry_run else "updated"
+        if plan.text is None:
+            verb = "would remove" if dry_run else "removed"
+    else:
+        verb = "unchanged:"
+    say(f"{verb} {plan.target.path}")
+    for line in plan.changes:
+        say(f"  {line}")
+
+
 @click.command()
 @click.option(
     "--scope",
@@ -154,8 +176,15 @@ def _print_plan(plan: Plan, dry_run: bool) -> None:
 )
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--uninstall", is_flag=True, help="Take subrosa's hooks and skills out again.")
+@click.option(
+    "--mcp",
+    "with_mcp",
+    is_flag=True,
+    help="Also register the `subrosa mcp` server (project: .mcp.json; user and local: "
+    "~/.claude.json).",
+)
 @pass_app
-def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool) -> None:
+def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mcp: bool) -> None:
     """Set up Claude Code: the three hooks in settings.json, the skills beside it.
 
     Merges SessionStart, Stop and SessionEnd hooks running `subrosa hook …` into the
@@ -169,15 +198,32 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool) -> None
     before the first install when nobody changed it since, else only subrosa's
     entries go; skill files you edited stay.
 
+    --mcp also registers the MCP server (`subrosa mcp`: search, get, timeline, facts,
+    remember as tools) in the scope's MCP settings; --uninstall takes it out too.
+
     Use either this or the plugin (the repository root is a Claude Code plugin),
     not both: the hooks would run twice.
     """
     target = target_for(scope)
     plan = plan_uninstall(target) if uninstall else plan_install(target)
+    mcp_plan = None
+    if with_mcp or uninstall:
+        try:
+            mcp_plan = _mcp_plan(scope, uninstall)
+        except InvalidInput as exc:
+            if with_mcp:
+                raise
+            # Not asked for: a ~/.claude.json subrosa cannot read must not keep the
+            # hooks from coming out.
+            warn(f"the MCP server was left alone: {exc}")
     if not dry_run:
         plan.apply()
+        if mcp_plan is not None:
+            mcp_plan.apply()
     _print_plan(plan, dry_run)
-    if not plan.changed:
+    if mcp_plan is not None and (mcp_plan.changes or with_mcp):
+        _print_mcp_plan(mcp_plan, dry_run)
+    if not plan.changed and not (mcp_plan and mcp_plan.write):
         say(f"nothing to change ({scope} scope).")
     if uninstall:
         return

@@ -388,3 +388,26 @@ def list_leaf_files(memory_dir: Path) -> list[Path]:
             continue
         leaves.append(path)
     return leaves
+
+
+def write_leaf(path: Path, description: str, fact_type: str, body: str) -> bytes | None:
+    """Write the leaf `path` in the canonical shape (name: its stem in kebab-case), for a
+    fact stated whole by an agent; return the bytes it replaced, None when it is new.
+    A symlink or anything but a regular file at `path` is refused, never written
+    through."""
+    previous = None
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise LeafError(path, "is not a regular file; edit it by hand")
+    if path.exists():
+        previous = path.read_bytes()
+    name = slug_for(path).replace("_", "-")
+    atomic_write_text(path, render_leaf(name, description, fact_type, body))
+    return previous
+
+
+def restore_leaf(path: Path, previous: bytes | None) -> None:
+    """Put back what write_leaf replaced (remove the leaf it created)."""
+    if previous is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write_bytes(path, previous)
