@@ -20,9 +20,12 @@ from subrosa.claude.install import (
     Plan,
     plan_install,
     plan_uninstall,
+    plugin_advice,
+    registrations,
     target_for,
 )
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
+from subrosa.memory.generate import written_by_claude_code
 from subrosa.memory.marker import foreign_index
 from subrosa.paths import extract_dir
 from subrosa.text import sanitize_line
@@ -170,7 +173,8 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool) -> None
     entries go; skill files you edited stay.
 
     Use either this or the plugin (the repository root is a Claude Code plugin),
-    not both: the hooks would run twice.
+    not both: install says so when settings.json enables the subrosa plugin. (Each
+    hook acts once per event even when registered twice.)
     """
     target = target_for(scope)
     plan = plan_uninstall(target) if uninstall else plan_install(target)
@@ -182,10 +186,13 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool) -> None
     if uninstall:
         return
     index = foreign_index(app.memory_dir)
-    if index is not None:
+    if index is not None and not written_by_claude_code(app.memory_dir):
         say(
             f"{index} was not written by subrosa and is left untouched: run "
             "`subrosa adopt` to take it over before `subrosa generate`."
         )
+    advice = plugin_advice(registrations())
+    if advice is not None:
+        warn(advice)
     if shutil.which("subrosa") is None:
         warn(f"`subrosa` is not on your PATH, so the hooks will skip until it is: {INSTALL_HINT}.")

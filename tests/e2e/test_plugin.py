@@ -64,10 +64,6 @@ def test_plugin_dir_runs_every_hook(cc: ClaudeProject, api: FakeAnthropic, repo_
     assert [q["session_id"] for q in queue] == [run.session_id]  # SessionEnd
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 13 (4): the plugin and `subrosa install` both active run every hook twice",
-)
 def test_plugin_and_install_together_inject_once_and_nudge_at_15(
     cc: ClaudeProject, api: FakeAnthropic, repo_root: Path
 ) -> None:
