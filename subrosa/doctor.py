@@ -111,7 +111,7 @@ def check_database(subject: Subject) -> Check:
 
 def check_hooks(subject: Subject) -> Check:
     """Which of `subrosa install` (hooks in a settings.json) and the plugin is active."""
-    from subrosa.claude.install import EVENTS, registrations
+    from subrosa.claude.settings import EVENTS, registrations
 
     found = registrations()
     installed = "; ".join(f"{f.what} in {f.path} ({f.scope})" for f in found.hooks)

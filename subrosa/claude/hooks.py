@@ -570,7 +570,7 @@ def installed_twice(project_dir: str | None) -> str | None:
     subrosa's hooks into a settings.json (each hook still acts once: `claim_event`)."""
     if not os.environ.get("CLAUDE_PLUGIN_ROOT"):
         return None
-    from subrosa.claude.install import registrations
+    from subrosa.claude.settings import registrations
 
     found = registrations(Path(project_dir) if project_dir else None)
     if not found.hooks:

@@ -15,22 +15,19 @@ import copy
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from subrosa.claude.settings import EVENTS, Registrations, is_ours
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.paths import checkout_root as git_checkout_root
 from subrosa.paths import claude_root, data_dir
 from subrosa.resources import skills_dir
 
-# Claude Code's event name -> our hook name.
-EVENTS = {"SessionStart": "session-start", "Stop": "stop", "SessionEnd": "session-end"}
 SCOPES = ("project", "local", "user")
 INSTALL_HINT = "pipx install subrosa (or: uv tool install subrosa)"
-_OURS = re.compile(r"\bsubrosa\s+hook\s+(session-start|stop|session-end)\b")
 
 
 def hook_command(name: str) -> str:
@@ -61,10 +58,6 @@ def plugin_hooks_json() -> str:
         "hooks": hooks_config(),
     }
     return json.dumps(document, indent=2) + "\n"
-
-
-def is_ours(handler: object) -> bool:
-    return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
 
 
 def checkout_root(cwd: str | os.PathLike[str] | None = None) -> Path:
@@ -99,99 +92,7 @@ def target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> Target:
     return Target(scope, project / ".claude" / name, project / ".claude" / "skills")
 
 
-# --- what is active: settings.json hooks and the plugin ----------------------------------
-
-# Claude Code's settings files are small; one larger than this is not read for the check.
-MAX_SETTINGS_BYTES = 4 * 1024 * 1024
-PLUGIN_NAME = "subrosa"
-
-
-@dataclass(frozen=True)
-class Found:
-    """A settings file (its scope and path) that registers subrosa: its hook events, or
-    the name under which it enables the plugin (`subrosa@MARKETPLACE`)."""
-
-    scope: str
-    path: Path
-    what: str
-
-
-@dataclass
-class Registrations:
-    """Where subrosa is wired into Claude Code for a project."""
-
-    hooks: list[Found] = field(default_factory=list)  # what: "SessionStart, Stop, ..."
-    plugins: list[Found] = field(default_factory=list)  # what: "subrosa@marketplace"
-
-    @property
-    def events(self) -> set[str]:
-        return {event for found in self.hooks for event in found.what.split(", ")}
-
-
-def settings_files(project_dir: Path | None = None) -> list[tuple[str, Path]]:
-    """The settings files Claude Code reads for a session started in `project_dir`
-    (default `$CLAUDE_PROJECT_DIR`, else the checkout around the current folder), lowest
-    precedence first: user, then project and local, in the start folder and, when that
-    is a subfolder, at the top of its checkout (Claude Code 2.1 reads the top's
-    settings.local.json from a subfolder)."""
-    start = project_dir or Path(os.environ.get("CLAUDE_PROJECT_DIR") or checkout_root())
-    folders = [start.absolute()]
-    top = git_checkout_root(start)
-    if top is not None and top != folders[0]:
-        folders.append(top)
-    found = [("user", claude_root() / "settings.json")]
-    for folder in folders:
-        found.append(("project", folder / ".claude" / "settings.json"))
-        found.append(("local", folder / ".claude" / "settings.local.json"))
-    return found
-
-
-def _settings_object(path: Path) -> dict[str, Any]:
-    """A settings file's object, or {} when it is missing, too big or not JSON."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_SETTINGS_BYTES + 1)
-        data = json.loads(raw.decode("utf-8-sig")) if len(raw) <= MAX_SETTINGS_BYTES else {}
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _our_events(data: dict[str, Any]) -> list[str]:
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return []
-    return [
-        event
-        for event in EVENTS
-        if isinstance(hooks.get(event), list)
-        and any(
-            is_ours(handler)
-            for group in hooks[event]
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
-            for handler in group["hooks"]
-        )
-    ]
-
-
-def registrations(project_dir: Path | None = None) -> Registrations:
-    """Which settings files put subrosa's hooks in, and which enable the subrosa plugin
-    (`enabledPlugins`, a later scope overriding an earlier one). A plugin loaded with
-    `claude --plugin-dir` is in no settings file and is not seen here."""
-    found = Registrations()
-    enabled: dict[str, Found | None] = {}
-    for scope, path in settings_files(project_dir):
-        data = _settings_object(path)
-        events = _our_events(data)
-        if events:
-            found.hooks.append(Found(scope, path, ", ".join(events)))
-        plugins = data.get("enabledPlugins")
-        if isinstance(plugins, dict):
-            for name, on in plugins.items():
-                if isinstance(name, str) and name.split("@")[0] == PLUGIN_NAME:
-                    enabled[name] = Found(scope, path, name) if on is True else None
-    found.plugins = [entry for entry in enabled.values() if entry is not None]
-    return found
+# --- what is active ---------------------------------------------------------------------
 
 
 def plugin_advice(found: Registrations) -> str | None:

@@ -21,9 +21,9 @@ from subrosa.claude.install import (
     plan_install,
     plan_uninstall,
     plugin_advice,
-    registrations,
     target_for,
 )
+from subrosa.claude.settings import registrations
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.memory.generate import written_by_claude_code
 from subrosa.memory.marker import foreign_index

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -79,3 +80,7 @@ def test_plugin_and_install_together_inject_once_and_nudge_at_15(
     assert first.text().count("ZEBRAFISH") == 1, "the index is injected once"
     nudged = [i for i, r in enumerate(api.agent_requests) if stop_feedback(r)]
     assert nudged == [15], "one nudge, after the 15th turn"
+    # The plugin's SessionStart told the user (a systemMessage, not for the model).
+    responses = [json.dumps(e) for e in talk.events if e.get("subtype") == "hook_response"]
+    assert any("registered twice" in r for r in responses), responses
+    assert "registered twice" not in first.text()
