@@ -432,10 +432,18 @@ def test_the_ranked_index_fits_its_budget_and_keeps_the_top_fact(
         assert f"[… {left} more fact" in out.split("\n")[-1]
     if not ranking:
         return
-    top = f"- [Fact {ranking[0][5:-3]}]"
-    alone = render_ranked(lines[:3] + [line for line in lines if line.startswith(top)], [], index,
-                          "why", budget)  # fmt: skip
-    if alone is not None and len(alone) + 120 < budget:
+    # The top-ranked fact is shown whenever it fits with its heading and the last line.
+    number = int(ranking[0][5:-3])
+    top = f"- [Fact {number}]"
+    block = [line for line in lines if line.startswith(top)]
+    if items[number][1]:
+        block = ["", f"## Section {number}", *block]
+    alone = render_ranked([*lines[:3], *block], [], index, "why", 100_000)
+    pointer = (
+        f"[… {len(targets)} more facts of the index, ranked lower, are not shown here for "
+        f"room: read {index}, or run `subrosa search WORDS`.]"
+    )
+    if alone is not None and len(alone) + 2 + len(pointer) <= budget:
         assert any(line.startswith(top) for line in shown)
 
 

@@ -499,11 +499,31 @@ def render_ranked(
             )
         return out
 
+    def fits(lines_out: list[str]) -> bool:
+        return len(lines_out) - 3 <= INDEX_MAX_LINES and len("\n".join(lines_out)) <= budget
+
+    # Greedy by rank on each line's cost (its heading's too, the first time), with room
+    # kept for the last line; then checked on the real text, dropping from the bottom
+    # of the ranking in the rare case the estimate was short.
+    ranked = sorted(items, key=rank)
+    used = len("\n".join(render(set()))) + 1
+    count = len(preamble)
+    opened: set[str | None] = set()
     chosen: set[int] = set()
-    for item in sorted(items, key=rank):
-        trial = render(chosen | {item[0]})
-        if len(trial) - 3 <= INDEX_MAX_LINES and len("\n".join(trial)) <= budget:
-            chosen.add(item[0])
+    for place, section, line in ranked:
+        extra, more = len(line) + 1, 1
+        if section not in opened:
+            extra += 1 + (len(section) + 1 if section is not None else 0)
+            more += 1 + (section is not None)
+        if used + extra <= budget and count + more <= INDEX_MAX_LINES:
+            chosen.add(place)
+            opened.add(section)
+            used += extra
+            count += more
+    for place, _, _ in reversed(ranked):
+        if not chosen or fits(render(chosen)):
+            break
+        chosen.discard(place)
     if not chosen:
         return None
     return "\n".join(render(chosen))
