@@ -506,7 +506,7 @@ def render_ranked(
     # kept for the last line; then checked on the real text, dropping from the bottom
     # of the ranking in the rare case the estimate was short.
     ranked = sorted(items, key=rank)
-    used = len("\n".join(render(set()))) + 1
+    used = len("\n".join(render(set())))
     count = len(preamble)
     opened: set[str | None] = set()
     chosen: set[int] = set()
