@@ -84,3 +84,16 @@ def test_plugin_and_install_together_inject_once_and_nudge_at_15(
     responses = [json.dumps(e) for e in talk.events if e.get("subtype") == "hook_response"]
     assert any("registered twice" in r for r in responses), responses
     assert "registered twice" not in first.text()
+
+
+def test_plugin_and_install_together_still_tell_bash_the_memory_dir(
+    cc: ClaudeProject, api: FakeAnthropic, repo_root: Path
+) -> None:
+    """Whichever registration's SessionStart acts, its CLAUDE_ENV_FILE reaches Bash."""
+    memory = memory_project(cc)
+    cc.subrosa("install")
+    api.respond_bash('echo "dir=$SUBROSA_MEMORY_DIR"')
+
+    cc.run("hello", plugin_dirs=(repo_root,))
+
+    assert api.agent_requests[1].tool_results() == [f"dir={memory}"]
