@@ -4,8 +4,9 @@ Standard library only (tomllib): the Stop hook reads `nudge_every` from here.
 The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
 `~/.config/subrosa/config.toml`. Every key is optional:
 
-    budget = 23000            # bytes of MEMORY.md
-    max_lines = 200           # lines of MEMORY.md
+    budget = 23000            # bytes of MEMORY.md generate plans for (at most 25000)
+    max_lines = 150           # lines of MEMORY.md generate plans for (at most 200: Claude
+                              # Code loads 200; the rest is headroom for appended lines)
     nudge_every = 15          # Stop hook: nudge the extraction skill every N turns
     tool_result_chars = 2000  # transcript archive: tool results are cut to this length
     db = "postgresql+psycopg://me@db.example.com/team?sslmode=require"
@@ -31,13 +32,18 @@ from subrosa.fsutil import JSON_CAP, read_capped
 from subrosa.paths import config_file, data_dir, sqlite_url
 
 FACT_TYPES = ("user", "feedback", "project", "reference")
+# Claude Code loads the first 200 lines of MEMORY.md, and the witness (document 003)
+# fails one over 25,000 bytes: generate never plans past either.
+LINE_CAP = 200
+BYTE_CAP = 25_000
+CAPS = {"budget": BYTE_CAP, "max_lines": LINE_CAP}
 DEFAULT_TYPE_WEIGHTS = {"feedback": 4, "user": 3, "project": 2, "reference": 1}
 
 
 @dataclass(frozen=True)
 class Settings:
     budget: int = 23_000
-    max_lines: int = 200
+    max_lines: int = 150
     nudge_every: int = 15
     tool_result_chars: int = 2_000
     type_weights: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
@@ -99,6 +105,12 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             values[key] = _positive_int(env[env_key], env_key, "environment")
         elif key in data:
             values[key] = _positive_int(data[key], key, path)
+        if key in CAPS and key in values and values[key] > CAPS[key]:  # type: ignore[operator]
+            where = "environment" if env.get(f"SUBROSA_{key.upper()}") else path
+            raise InvalidInput(
+                f"{where}: {key} must be at most {CAPS[key]} (the cap MEMORY.md must stay "
+                f"under), not {values[key]}."
+            )
     weights = dict(DEFAULT_TYPE_WEIGHTS)
     raw_weights = data.get("type_weights", {})
     if not isinstance(raw_weights, dict):

@@ -11,7 +11,6 @@ broken part never hides the others.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import stat
@@ -19,13 +18,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from subrosa.errors import SubrosaError, hide_passwords
-from subrosa.fsutil import JSON_CAP, is_link, loads_json, read_capped
+from subrosa.errors import hide_passwords
+from subrosa.fsutil import is_link
 from subrosa.memory.leaf import list_leaf_files
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
-from subrosa.paths import claude_root, project_root, sqlite_path
-
-HOOK_EVENTS = ("SessionStart", "Stop", "SessionEnd")
+from subrosa.paths import sqlite_path
 
 
 @dataclass
@@ -115,49 +112,44 @@ def check_database(subject: Subject) -> Check:
     return Check("database", True, f"{where} (revision {revision})")
 
 
-def _settings_files(subject: Subject) -> list[Path]:
-    root = project_root(subject.cwd)
-    return [
-        claude_root() / "settings.json",
-        root / ".claude" / "settings.json",
-        root / ".claude" / "settings.local.json",
-    ]
-
-
-def _subrosa_events(path: Path) -> set[str]:
-    try:  # bounded, regular files only: a settings file may be linked to /dev/zero
-        data = loads_json(read_capped(path, JSON_CAP, follow_links=True) or b"{}")
-    except (OSError, ValueError, SubrosaError):
-        return set()
-    hooks = data.get("hooks") if isinstance(data, dict) else None
-    found: set[str] = set()
-    if not isinstance(hooks, dict):
-        return found
-    for event, groups in hooks.items():
-        if "subrosa" in json.dumps(groups):
-            found.add(event)
-    return found
-
-
 def check_hooks(subject: Subject) -> Check:
-    found: set[str] = set()
-    where: list[str] = []
-    for path in _settings_files(subject):
-        events = _subrosa_events(path)
-        if events:
-            found |= events
-            where.append(str(path))
-    missing = [event for event in HOOK_EVENTS if event not in found]
+    """Which of `subrosa install` (hooks in a settings.json) and the plugin is active."""
+    from subrosa.claude.settings import EVENTS, registrations
+
+    found = registrations()
+    installed = "; ".join(f"{f.what} in {f.path} ({f.scope})" for f in found.hooks)
+    plugins = "; ".join(f"plugin {f.what} enabled in {f.path}" for f in found.plugins)
+    missing = [event for event in EVENTS if event not in found.events]
+    if found.hooks and found.plugins:
+        return Check(
+            "hooks",
+            False,
+            f"registered twice: `subrosa install` ({installed}) and the {plugins}. Each "
+            "hook still acts once per event.",
+            f"keep one: `subrosa install --uninstall --scope {found.hooks[0].scope}`, or "
+            f"`claude plugin disable {found.plugins[0].what}`",
+            severity="warning",
+        )
+    if found.plugins:
+        return Check("hooks", True, f"the {plugins}")
+    if not found.hooks:
+        return Check(
+            "hooks",
+            False,
+            "not set up: no subrosa hooks in any settings.json and no subrosa plugin enabled "
+            "(a plugin loaded with `claude --plugin-dir` is not visible here).",
+            "subrosa install (or enable the subrosa plugin)",
+            severity="warning",
+        )
     if missing:
         return Check(
             "hooks",
             False,
-            f"subrosa's {', '.join(missing)} hook(s) are not in any settings.json "
-            "(a plugin install is not detected here).",
-            "subrosa install (or enable the subrosa plugin)",
+            f"subrosa's {', '.join(missing)} hook(s) are missing ({installed}).",
+            f"subrosa install --scope {found.hooks[0].scope}",
             severity="warning",
         )
-    return Check("hooks", True, f"installed in {', '.join(where)}")
+    return Check("hooks", True, f"`subrosa install`: {installed}")
 
 
 def check_mcp(subject: Subject) -> Check:
@@ -206,11 +198,21 @@ def check_index(subject: Subject) -> Check:
     if not index.exists():
         return Check("index", True, "no MEMORY.md yet", "subrosa generate", severity="warning")
     if foreign_index(subject.memory_dir) is not None:
+        from subrosa.memory.generate import written_by_claude_code
+
+        if written_by_claude_code(subject.memory_dir):
+            return Check(
+                "index",
+                True,
+                f"{index} is the one Claude Code writes from the leaves; generate replaces it.",
+                "subrosa generate",
+                severity="warning",
+            )
         return Check(
             "index",
             False,
             f"{index} was not written by subrosa.",
-            "subrosa adopt (it keeps a backup), then subrosa generate",
+            f"subrosa adopt '{subject.memory_dir}' (it keeps a backup), then subrosa generate",
         )
     from subrosa.memory.witness import load
 
@@ -271,7 +273,9 @@ def check_leaves_registered(subject: Subject) -> Check:
             parts.append(f"{len(gone)} fact(s) whose leaf is gone ({gone[0]}…)")
         fix = "subrosa generate" if unregistered else ""
         if gone:
-            fix += (" and " if fix else "") + "restore the leaf, or `subrosa rebuild` to forget it"
+            fix += (" and " if fix else "") + (
+                f"restore the leaf, or forget the fact: `subrosa fact forget {gone[0]}`"
+            )
         return Check("leaves", False, "; ".join(parts) + ".", fix)
     return Check("leaves", True, f"{len(on_disk)} leaves, all registered")
 

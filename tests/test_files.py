@@ -233,7 +233,8 @@ def test_session_start_injects_no_linked_index(
     payload = {"session_id": "s1", "cwd": str(tmp_path)}
     assert "alpha" in _context(_hook("session-start", payload))  # injected while regular
     _plant(under_way, outside, "MEMORY.md")
-    result = _hook("session-start", payload)
+    # Another session: the same event twice would be taken for a double registration.
+    result = _hook("session-start", {**payload, "session_id": "s2"})
     assert "precious" not in _context(result)
     assert b"symbolic link" in result.stderr and len(result.stderr.splitlines()) == 1
     _untouched(outside)

@@ -154,7 +154,7 @@ def test_remember_then_search_finds_it_and_facts_shows_it(memory_dir: Path, run:
         f"added fact deploy_needs_vpn ({memory_dir / 'deploy_needs_vpn.md'})"
     )
     assert re.fullmatch(
-        r"listed in MEMORY.md; MEMORY.md is now \d{3} / 23,000 bytes, 4 / 200 lines",
+        r"listed in MEMORY.md; MEMORY.md is now \d{3} / 23,000 bytes, 4 / 150 lines",
         text.splitlines()[1],
     )
     text, error = facts

@@ -32,7 +32,13 @@ from subrosa.archive import pending
 from subrosa.archive.connection import archive_path, ingest_lock, open_archive
 from subrosa.archive.redact import Redactor
 from subrosa.archive.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
-from subrosa.paths import claude_root, encode_project_path, project_root, project_transcript_dir
+from subrosa.paths import (
+    checkout_root,
+    claude_root,
+    encode_project_path,
+    project_root,
+    project_transcript_dir,
+)
 
 CHUNK_BYTES = 4 << 20
 # Bytes of transcript per write transaction. FTS5 writes a new index segment per
@@ -157,6 +163,23 @@ def all_project_dirs(env: dict[str, str] | None = None) -> list[Path]:
     return sorted(path for path in root.iterdir() if path.is_dir())
 
 
+def project_dirs_around(folder: Path) -> list[Path]:
+    """A project's transcript folder, and the folders of sessions started in its
+    subfolders (`<folder>-src-api`: Claude Code names them after the subfolder). A
+    name alone cannot tell `/repo/src` from a sibling `/repo-src`; each session is
+    filed by its own working directory when ingested (Ingester._project_of_session)."""
+    try:
+        names = os.listdir(folder.parent)
+    except OSError:
+        return []
+    return [
+        folder.parent / name
+        for name in sorted(names)
+        if (name == folder.name or name.startswith(folder.name + "-"))
+        and (folder.parent / name).is_dir()
+    ]
+
+
 def _head_hash_of(path: str, length: int) -> str:
     """A hash of the file's first `length` bytes (at most HEAD_BYTES)."""
     try:
@@ -210,6 +233,7 @@ class Ingester:
         self.redactor = Redactor(self.report.redacted)
         self._states = _load_states(conn)
         self._session_pks: dict[str, int] = {}
+        self._projects: dict[str, str] = {}
         self._in_transaction = False
         self._uncommitted = 0
         self._next_id = 0
@@ -368,17 +392,42 @@ class Ingester:
             by_session.setdefault(message.session_id, []).append(message)
         for session_id in parsed.sessions.keys() | by_session.keys():
             info = parsed.sessions.get(session_id) or SessionInfo(session_id)
-            pk = self._upsert_session(info, source.project)
+            pk = self._upsert_session(info, self._project_of_session(info, source.project))
             messages = by_session.get(session_id, [])
             if messages:
                 self._insert_messages(pk, messages)
             self.report.sessions.add(session_id)
 
+    def _project_of_session(self, info: SessionInfo, folder_project: str) -> str:
+        """The project a session belongs to: the repository, when the session ran in a
+        git checkout whose folder (or a subfolder's) the transcript is filed under.
+        Claude Code files a session started in `repo/src`, or in a worktree, under that
+        folder's own name; subrosa files it with the repository (the project every
+        command run inside it resolves). Anything else (a transcript copied from
+        another machine, a checkout since deleted) keeps its folder's project."""
+        cwd = info.cwd
+        if not cwd or not os.path.isabs(cwd):
+            return folder_project
+        key = f"{cwd}\0{folder_project}"
+        project = self._projects.get(key)
+        if project is None:
+            top = checkout_root(cwd)
+            encoded = encode_project_path(top) if top is not None else None
+            if encoded and (folder_project == encoded or folder_project.startswith(encoded + "-")):
+                project = encode_project_path(project_root(cwd))
+            else:
+                project = folder_project
+            self._projects[key] = project
+        return project
+
     def _upsert_session(self, info: SessionInfo, project: str) -> int:
+        # The project is settled by the first batch that knows the session's folder.
         self.conn.execute(
             "INSERT INTO sessions(session_id, project, cwd, git_branch, title, summary,"
             " message_count) VALUES (?, ?, ?, ?, ?, ?, 0)"
             " ON CONFLICT(session_id) DO UPDATE SET"
+            " project = CASE WHEN cwd IS NULL AND excluded.cwd IS NOT NULL"
+            " THEN excluded.project ELSE project END,"
             " cwd = coalesce(excluded.cwd, cwd), git_branch = coalesce(excluded.git_branch,"
             " git_branch), title = coalesce(excluded.title, title),"
             " summary = coalesce(excluded.summary, summary)",
@@ -583,7 +632,7 @@ def ingest_transcripts(
         elif all_projects:
             roots = all_project_dirs()
         else:
-            roots = [p for p in [project_transcript_dir()] if p.is_dir()]
+            roots = project_dirs_around(project_transcript_dir())
         sources = discover(roots, current_project())
         ingester = Ingester(conn, tool_result_chars, report=drained)
         if progress is not None:

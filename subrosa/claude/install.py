@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from subrosa.claude.settings import EVENTS, Registrations, is_ours
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import (
     JSON_CAP,
@@ -29,14 +30,12 @@ from subrosa.fsutil import (
     make_private_dir,
     read_capped,
 )
+from subrosa.paths import checkout_root as git_checkout_root
 from subrosa.paths import claude_root, data_dir
 from subrosa.resources import skills_dir
 
-# Claude Code's event name -> our hook name.
-EVENTS = {"SessionStart": "session-start", "Stop": "stop", "SessionEnd": "session-end"}
 SCOPES = ("project", "local", "user")
 INSTALL_HINT = "pipx install subrosa (or: uv tool install subrosa)"
-_OURS = re.compile(r"\bsubrosa\s+hook\s+(session-start|stop|session-end)\b")
 
 
 def hook_command(name: str) -> str:
@@ -69,19 +68,11 @@ def plugin_hooks_json() -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def is_ours(handler: object) -> bool:
-    return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
-
-
 def checkout_root(cwd: str | os.PathLike[str] | None = None) -> Path:
     """The top of the git checkout around `cwd` (a worktree's own top, unlike
     subrosa.paths.project_root, which maps worktrees to the main repository the way
     Claude Code keys its memory), else `cwd`: where Claude Code reads `.claude/`."""
-    start = Path(cwd if cwd is not None else os.getcwd()).absolute()
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
+    return git_checkout_root(cwd) or Path(cwd if cwd is not None else os.getcwd()).absolute()
 
 
 @dataclass(frozen=True)
@@ -107,6 +98,22 @@ def target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> Target:
     project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or checkout_root(cwd))
     name = "settings.json" if scope == "project" else "settings.local.json"
     return Target(scope, project / ".claude" / name, project / ".claude" / "skills")
+
+
+# --- what is active ---------------------------------------------------------------------
+
+
+def plugin_advice(found: Registrations) -> str | None:
+    """What to tell someone installing the hooks while the subrosa plugin is enabled."""
+    if not found.plugins:
+        return None
+    plugin = found.plugins[0]
+    return (
+        f"the subrosa plugin is enabled too ({plugin.what}, in {plugin.path}), so subrosa's "
+        "hooks are registered twice. Each still acts once per event, but keep one: "
+        f"`claude plugin disable {plugin.what}`, or `subrosa install --uninstall` to keep "
+        "the plugin."
+    )
 
 
 # --- settings.json ---------------------------------------------------------------------

@@ -24,10 +24,13 @@ from subrosa.claude.install import (
     plan_mcp_install,
     plan_mcp_uninstall,
     plan_uninstall,
+    plugin_advice,
     target_for,
 )
+from subrosa.claude.settings import registrations
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.errors import InvalidInput
+from subrosa.memory.generate import written_by_claude_code
 from subrosa.memory.marker import foreign_index
 from subrosa.paths import extract_dir
 from subrosa.text import sanitize_line
@@ -39,21 +42,24 @@ def hook(event: str) -> None:
     """Run one Claude Code hook, reading Claude Code's JSON on stdin.
 
     \b
-    session-start  remembers the session (so checkpoint-mark needs no argument);
-                   prints additionalContext saying how many ended sessions wait
-                   for extraction, and the MEMORY.md index when Claude Code will
+    session-start  remembers the session and exports SUBROSA_MEMORY_DIR to the
+                   session's Bash commands (CLAUDE_ENV_FILE); prints
+                   additionalContext saying how many ended sessions wait for
+                   extraction, and the MEMORY.md index when Claude Code will
                    not load it by itself (the memory dir is not its auto-memory
-                   dir, or auto memory is off). At most 10,000 characters.
+                   dir, or auto memory is off): at most 10,000 characters, the
+                   highest-ranked facts first when it must be cut.
     stop           counts the session's turns; every Nth (SUBROSA_NUDGE_EVERY or
                    nudge_every in the config file, default 15) it blocks once,
                    asking for the memory-extraction skill. Never when
                    stop_hook_active is set.
     session-end    hands the transcript to the archive (a background
                    `subrosa ingest --pending`), and queues the session unless
-                   its checkpoint mark covers the transcript.
+                   its checkpoint mark covers it (nobody talked after the mark).
 
     Hooks always exit 0: on any problem they print one line on stderr and
-    nothing on stdout. `subrosa install` puts them into settings.json.
+    nothing on stdout. Registered twice (plugin and settings.json), each acts
+    once per event. `subrosa install` puts them into settings.json.
     """
     from subrosa.claude.hooks import run_hook
 
@@ -65,17 +71,21 @@ def hook(event: str) -> None:
     "--session",
     "session_id",
     metavar="ID",
-    help="The session to mark (default: the newest one the SessionStart hook saw here).",
+    help="The session to mark (default: $CLAUDE_CODE_SESSION_ID, else the newest one the "
+    "SessionStart hook saw here).",
 )
 @json_option
 @pass_app
 def checkpoint_mark(app: AppContext, session_id: str | None, as_json: bool) -> None:
     """Mark a session as extracted up to now: stamp its transcript's current size.
 
-    When that session ends, the SessionEnd hook queues it only if its transcript
-    grew past this mark. Run it at the end of the memory-extraction skill, before
-    `subrosa checkpoint-clear`. It also takes the session off the queue and restarts
-    its turn count (the next Stop nudge comes N turns from now).
+    When that session ends, the SessionEnd hook queues it only if the conversation
+    went on after this mark (a new prompt), not for the rest of the extraction's own
+    turn. Run it at the end of the memory-extraction skill, before `subrosa
+    checkpoint-clear`. Without --session it marks the session it runs in
+    (CLAUDE_CODE_SESSION_ID), else the newest one SessionStart saw here. It also takes
+    the session off the queue and restarts its turn count (the next Stop nudge comes
+    N turns from now).
     """
     marked = checkpoint.mark_session(app.memory_dir, session_id)
     if as_json:
@@ -202,7 +212,8 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
     remember as tools) in the scope's MCP settings; --uninstall takes it out too.
 
     Use either this or the plugin (the repository root is a Claude Code plugin),
-    not both: the hooks would run twice.
+    not both: install says so when settings.json enables the subrosa plugin. (Each
+    hook acts once per event even when registered twice.)
     """
     target = target_for(scope)
     plan = plan_uninstall(target) if uninstall else plan_install(target)
@@ -228,10 +239,13 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
     if uninstall:
         return
     index = foreign_index(app.memory_dir)
-    if index is not None:
+    if index is not None and not written_by_claude_code(app.memory_dir):
         say(
             f"{index} was not written by subrosa and is left untouched: run "
             "`subrosa adopt` to take it over before `subrosa generate`."
         )
+    advice = plugin_advice(registrations())
+    if advice is not None:
+        warn(advice)
     if shutil.which("subrosa") is None:
         warn(f"`subrosa` is not on your PATH, so the hooks will skip until it is: {INSTALL_HINT}.")

@@ -81,6 +81,31 @@ def unpin(app: AppContext, leaf_arg: str) -> None:
     _set_pin(app, leaf_arg, False)
 
 
+@fact.command()
+@click.argument("slug")
+@click.option("--delete-leaf", is_flag=True, help="Delete the leaf file too (asks first).")
+@click.option("--yes", is_flag=True, help="Do not ask before deleting the leaf.")
+@json_option
+@pass_app
+def forget(app: AppContext, slug: str, delete_leaf: bool, yes: bool, as_json: bool) -> None:
+    """Forget one fact: drop it from the database and the sidecar, no other fact touched.
+
+    For a fact whose leaf was deleted (generate warns about it, doctor fails on it).
+    A fact whose leaf is still there is refused unless --delete-leaf, which deletes the
+    leaf too after asking (--yes: without asking). Then run `subrosa generate`.
+    """
+    if delete_leaf and not yes:
+        click.confirm(
+            f"Delete the leaf of {slug} from {app.memory_dir}? This cannot be undone", abort=True
+        )
+    data = facts.forget(app.db_url, app.project, slug, delete_leaf=delete_leaf)
+    if as_json:
+        print_json(data)
+        return
+    gone = f" and deleted {data['path']}" if data["leaf_deleted"] else ""
+    say(f"forgot {data['slug']}{gone}; run `subrosa generate` to rewrite the index")
+
+
 @fact.command(name="list")
 @click.option("--type", "fact_type", type=click.Choice(FACT_TYPES), help="Only this type.")
 @click.option("--archived", is_flag=True, help="Only archived facts.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import click
 
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
+from subrosa.config import BYTE_CAP, LINE_CAP
 from subrosa.errors import ProblemFound
 from subrosa.memory.generate import Outcome, run_generate
 from subrosa.memory.takeover import Report
@@ -36,6 +37,8 @@ def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) 
     for label, slugs in groups:
         if slugs:
             say(f"{label} ({len(slugs)}): {_names(slugs)}")
+    if outcome.replaced_claude_index:
+        say("replaced the MEMORY.md Claude Code had written from the leaves (nothing else in it)")
 
 
 def report_problems(report: Report) -> None:
@@ -43,7 +46,7 @@ def report_problems(report: Report) -> None:
     for slug in report.missing:
         warn(
             f"{slug}: registered, but its leaf is gone; left out of both index files "
-            "(restore the leaf, or run `subrosa rebuild` to forget the fact)."
+            f"(restore the leaf, or forget the fact: `subrosa fact forget {slug}`)."
         )
     for filename, problem in report.unreadable:
         warn(f"{filename}: {problem}; listed under 'Unreadable leaves' in MEMORY_archive.md.")
@@ -52,8 +55,16 @@ def report_problems(report: Report) -> None:
 
 
 @click.command()
-@click.option("--budget", type=click.IntRange(min=1), help="Bytes of MEMORY.md (default 23000).")
-@click.option("--max-lines", type=click.IntRange(min=1), help="Lines of MEMORY.md (default 200).")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1, max=BYTE_CAP),
+    help="Bytes of MEMORY.md to plan for (default 23000; at most 25000, the witness's cap).",
+)
+@click.option(
+    "--max-lines",
+    type=click.IntRange(min=1, max=LINE_CAP),
+    help="Lines of MEMORY.md to plan for (default 150; at most 200, what Claude Code loads).",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
 @json_option
 @pass_app

@@ -79,6 +79,33 @@ def archive(
         return store.fact_to_dict(row, project.memory_dir)
 
 
+def forget(
+    db_url: str, project: store.Project, slug: str, *, delete_leaf: bool = False
+) -> dict[str, Any]:
+    """Forget one fact: its row and its sidecar line go; no other fact changes (unlike
+    `rebuild`, which loses every fact's hits). Its leaf must be gone already, or
+    `delete_leaf` deletes it too: a leaf left on disk would be registered again by the
+    next generate. Returns the fact as it was, plus `leaf_deleted`."""
+    project.require_dir()
+    with store.mutation(open_database(db_url), project) as session:
+        fact = store.require_fact(session, project, slug_for_leaf(slug))
+        data = store.fact_to_dict(fact, project.memory_dir)
+        leaf = project.memory_dir / fact.path
+        present = leaf.is_file() or leaf.is_symlink()
+        if present and not delete_leaf:
+            raise InvalidInput(
+                f"{leaf}: the leaf is still there, and the next generate would register it "
+                "again; pass --delete-leaf to delete it too, or archive the fact instead "
+                "(`subrosa fact archive`)."
+            )
+        store.forget(session, project, fact.slug)
+        session.flush()
+        if present and leaf.parent == project.memory_dir:
+            leaf.unlink()
+        data["leaf_deleted"] = present
+        return data
+
+
 def set_pinned(db_url: str, project: store.Project, leaf_arg: str, pinned: bool) -> dict[str, Any]:
     """Pin or unpin the fact of leaf `leaf_arg`."""
     with store.mutation(open_database(db_url), project) as session:

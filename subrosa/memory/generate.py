@@ -11,6 +11,8 @@ what was written) are rewritten only where their bytes change.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,12 +23,13 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from subrosa.db import open_database, session_scope
-from subrosa.errors import NotOwned
+from subrosa.errors import NotOwned, SubrosaError
 from subrosa.fsutil import read_text_if_exists, sweep_temp_files, write_if_changed
 from subrosa.memory import generator, store, takeover
 from subrosa.memory.indexfile import IndexLine, foreign_lines, parse_index
-from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index
-from subrosa.memory.state import read_last_index, save_last_index
+from subrosa.memory.leaf import parse_leaf
+from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index, is_subrosa_text
+from subrosa.memory.state import read_last_index, save_last_index, save_ranking
 from subrosa.models import Fact
 from subrosa.paths import state_dir
 
@@ -38,6 +41,8 @@ class Outcome:
     report: takeover.Report
     plan: generator.Plan
     written: bool
+    # MEMORY.md was the one Claude Code writes from the leaves (written_by_claude_code).
+    replaced_claude_index: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` shape (the issue's keys, plus a few more)."""
@@ -56,6 +61,7 @@ class Outcome:
             "materialized": report.materialized,
             "unreadable": [name for name, _ in report.unreadable],
             "written": self.written,
+            "replaced_claude_index": self.replaced_claude_index,
         }
 
 
@@ -91,18 +97,54 @@ def _cold_additions(
     }
 
 
+# A line of the MEMORY.md Claude Code (2.1) writes at session start when its auto-memory
+# dir holds leaves and no index: `- [stem](stem.md) — description`, or no description.
+_CLAUDE_CODE_LINE = re.compile(
+    r"- \[(?P<stem>[^\[\]\n]+)\]\((?P<target>[^()\s]+)\)(?: — (?P<said>.*))?"
+)
+
+
+def written_by_claude_code(memory_dir: Path) -> bool:
+    """True when MEMORY.md is exactly what Claude Code writes by itself from the leaves:
+    one `- [stem](stem.md) — description` line per leaf, each naming a leaf on disk with
+    that very description (or none). Such a file holds nothing of the user's, so
+    generate replaces it; a line anyone changed makes it the user's (adopt's job)."""
+    text = read_text_if_exists(memory_dir / INDEX)
+    if text is None or is_subrosa_text(text):
+        return False
+    for line in (line for line in text.split("\n") if line.strip()):
+        match = _CLAUDE_CODE_LINE.fullmatch(line.rstrip("\r"))
+        if match is None or match["target"] != f"{match['stem']}.md":
+            return False
+        leaf = memory_dir / match["target"]
+        if match["target"] in (INDEX, ARCHIVE) or not leaf.is_file():
+            return False
+        if match["said"] is not None:
+            try:
+                description = parse_leaf(leaf).description
+            except SubrosaError:
+                return False
+            if match["said"].split() != description.split():
+                return False
+    return True
+
+
 def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[takeover.Source]:
     """The lines of the subrosa-written index files that subrosa did not write (generate's
     take-over; lines added to MEMORY_archive.md give archived facts). Refuses a MEMORY.md
-    that subrosa never wrote: that is adopt's job."""
+    that subrosa never wrote (that is adopt's job), unless Claude Code wrote it from the
+    leaves alone (`written_by_claude_code`): that one is replaced."""
     foreign = foreign_index(memory_dir)
-    if foreign is not None:
+    if foreign is not None and not written_by_claude_code(memory_dir):
         raise NotOwned(
-            f"{foreign}: was not written by subrosa; run `subrosa adopt` once to take it "
-            "over (it keeps a backup), then generate."
+            f"{foreign}: was not written by subrosa; run `subrosa adopt "
+            f"{shlex.quote(str(memory_dir))}` once to take it over (it keeps a backup), "
+            "then generate."
         )
     sources = []
     for name in (INDEX, ARCHIVE):
+        if name == INDEX and foreign is not None:
+            continue
         text = read_text_if_exists(memory_dir / name)
         if text is None:
             continue
@@ -171,6 +213,7 @@ def _write(memory_dir: Path, plan: generator.Plan) -> None:
     write_if_changed(memory_dir / INDEX, plan.memory_md)
     save_last_index(memory_dir, INDEX, plan.memory_md)
     save_last_index(memory_dir, ARCHIVE, plan.archive_md)
+    save_ranking(memory_dir, [generator.link_target(e.filename) for e in plan.ranked])
 
 
 def run_generate(
@@ -192,6 +235,7 @@ def run_generate(
     project.require_dir()
     engine = open_database(db_url)
     with project.lock():
+        replaced = sources is None and foreign_index(project.memory_dir) is not None
         with _session(engine, project, dry_run) as session:
             report, entries = _reconcile(
                 session, project, sources, materialize=materialize, reorder=reorder, dry_run=dry_run
@@ -204,6 +248,6 @@ def run_generate(
             unreadable=report.unreadable,
         )
         if dry_run:
-            return Outcome(report, plan, written=False)
+            return Outcome(report, plan, written=False, replaced_claude_index=replaced)
         _write(project.memory_dir, plan)
-    return Outcome(report, plan, written=True)
+    return Outcome(report, plan, written=True, replaced_claude_index=replaced)

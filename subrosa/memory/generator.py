@@ -69,6 +69,9 @@ class Plan:
     memory_md: str
     archive_md: str
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    # The hot tier again, in rank order (pinned first): what to keep when MEMORY.md must
+    # be cut shorter (the SessionStart hook's context cap).
+    ranked: list[Entry] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
@@ -229,6 +232,7 @@ def plan(
         memory_md=render_index(included, lines),
         archive_md=render_archive(below, archived_sorted, unreadable, lines),
         unreadable=unreadable,
+        ranked=[e for e in ranked if e.slug in taken],
     )
 
 

@@ -11,7 +11,9 @@ thing a rebuild may lose.
 
 Beside it, `.subrosa/last-index.txt` and `last-archive.txt` record the text subrosa
 last wrote to each index file, so `generate` can tell the lines others added from its
-own. This module owns every file in `.subrosa/` but the lock (subrosa.memory.project).
+own, and `.subrosa/index-rank.json` (subrosa.memory.marker.RANKING) the hot tier's
+rank order, for the SessionStart hook. This module owns every file in `.subrosa/` but
+the lock (subrosa.memory.project).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import atomic_write_text, loads_json, read_capped, write_if_changed
-from subrosa.memory.marker import INDEX
+from subrosa.memory.marker import INDEX, ranking_path, render_ranking
 from subrosa.paths import state_dir
 
 STATE_FILE = "facts.jsonl"
@@ -125,3 +127,8 @@ def read_last_index(memory_dir: Path, name: str = INDEX) -> str | None:
 def save_last_index(memory_dir: Path, name: str, text: str) -> bool:
     """Record `text` as what subrosa wrote to index file `name`; True when it changed."""
     return write_if_changed(last_index_path(memory_dir, name), text)
+
+
+def save_ranking(memory_dir: Path, targets: list[str]) -> bool:
+    """Record the hot tier's link targets in rank order; True when it changed."""
+    return write_if_changed(ranking_path(memory_dir), render_ranking(targets))

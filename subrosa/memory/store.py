@@ -384,6 +384,14 @@ def archive(
     return fact
 
 
+def forget(session: Session, project: Project, slug: str) -> Fact:
+    """Delete one fact's row (its sidecar line goes with the mutation's rewrite); no other
+    row is touched, hit counts included."""
+    fact = require_fact(session, project, slug)
+    session.delete(fact)
+    return fact
+
+
 def set_pinned(session: Session, project: Project, slug: str, pinned: bool) -> Fact:
     fact = require_fact(session, project, slug)
     fact.pinned = pinned

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -64,10 +65,6 @@ def test_plugin_dir_runs_every_hook(cc: ClaudeProject, api: FakeAnthropic, repo_
     assert [q["session_id"] for q in queue] == [run.session_id]  # SessionEnd
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 13 (4): the plugin and `subrosa install` both active run every hook twice",
-)
 def test_plugin_and_install_together_inject_once_and_nudge_at_15(
     cc: ClaudeProject, api: FakeAnthropic, repo_root: Path
 ) -> None:
@@ -83,3 +80,20 @@ def test_plugin_and_install_together_inject_once_and_nudge_at_15(
     assert first.text().count("ZEBRAFISH") == 1, "the index is injected once"
     nudged = [i for i, r in enumerate(api.agent_requests) if stop_feedback(r)]
     assert nudged == [15], "one nudge, after the 15th turn"
+    # The plugin's SessionStart told the user (a systemMessage, not for the model).
+    responses = [json.dumps(e) for e in talk.events if e.get("subtype") == "hook_response"]
+    assert any("registered twice" in r for r in responses), responses
+    assert "registered twice" not in first.text()
+
+
+def test_plugin_and_install_together_still_tell_bash_the_memory_dir(
+    cc: ClaudeProject, api: FakeAnthropic, repo_root: Path
+) -> None:
+    """Whichever registration's SessionStart acts, its CLAUDE_ENV_FILE reaches Bash."""
+    memory = memory_project(cc)
+    cc.subrosa("install")
+    api.respond_bash('echo "dir=$SUBROSA_MEMORY_DIR"')
+
+    cc.run("hello", plugin_dirs=(repo_root,))
+
+    assert api.agent_requests[1].tool_results() == [f"dir={memory}"]
