@@ -16,6 +16,9 @@ import hashlib
 import json
 import os
 import re
+import shlex
+import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,34 +26,125 @@ from typing import Any
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.paths import claude_root, data_dir
-from subrosa.resources import skills_dir
+from subrosa.resources import skills_dir, source_checkout
 
 # Claude Code's event name -> our hook name.
 EVENTS = {"SessionStart": "session-start", "Stop": "stop", "SessionEnd": "session-end"}
 SCOPES = ("project", "local", "user")
-INSTALL_HINT = "pipx install subrosa (or: uv tool install subrosa)"
-_OURS = re.compile(r"\bsubrosa\s+hook\s+(session-start|stop|session-end)\b")
+# The name on PyPI (`subrosa` there is an unrelated project). Until a release is
+# published, every hint installs from the repository, a path or a git URL.
+DISTRIBUTION = "subrosa-memory"
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_OURS = re.compile(r"\bsubrosa['\"]?\s+hook\s+(session-start|stop|session-end)\b")
 
 
-def hook_command(name: str) -> str:
+@dataclass(frozen=True)
+class Runner:
+    """How a hook command starts subrosa, and what it says when it cannot.
+
+    `argv` None: the `subrosa` the hook's PATH finds (the plugin; an install made
+    with subrosa on the PATH). Otherwise this absolute command, for an install whose
+    `subrosa` is not on the PATH (a venv): the hook then needs no PATH at all.
+    `missing` is the `echo` argument, already shell-quoted.
+    """
+
+    argv: tuple[str, ...] | None
+    missing: str
+
+
+# Claude Code runs a plugin's hooks with CLAUDE_PLUGIN_ROOT set to the plugin's folder,
+# a copy of the repository, which `uv tool install` and `pipx install` take as it is.
+# (An environment variable, not text Claude Code substitutes: hence the double quotes.)
+PLUGIN = Runner(
+    None,
+    "\"subrosa is not installed, hook skipped: uv tool install '$CLAUDE_PLUGIN_ROOT' "
+    "(or: pipx install '$CLAUDE_PLUGIN_ROOT')\"",
+)
+
+
+def hook_command(name: str, runner: Runner = PLUGIN) -> str:
     """The shell command Claude Code runs for hook `name` (`sh -c`, or Git Bash on Windows).
 
-    When `subrosa` is not on the PATH the hook still exits 0, with one line on
-    stderr saying how to install it; a hook must never break the agent.
+    When subrosa cannot be found the hook still exits 0, with one line on stderr
+    saying how to install it; a hook must never break the agent. Only shell builtins
+    run before subrosa, so the absolute form works with an empty PATH.
     """
-    return (
-        f"if command -v subrosa >/dev/null 2>&1; then subrosa hook {name}; "
-        f"else echo 'subrosa is not installed, hook skipped: {INSTALL_HINT}' >&2; fi; exit 0"
+    if runner.argv is None:
+        test, command = "command -v subrosa >/dev/null 2>&1", "subrosa"
+    else:
+        test, command = f"[ -x {shlex.quote(runner.argv[0])} ]", shlex.join(runner.argv)
+    return f"if {test}; then {command} hook {name}; else echo {runner.missing} >&2; fi; exit 0"
+
+
+def running_subrosa() -> tuple[str, ...]:
+    """The absolute command of the subrosa running now: its `subrosa` script (where the
+    console script was started from, else beside this Python), else `python -m subrosa`."""
+    started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if started is not None and started.stem == "subrosa" and started.is_file():
+        return (str(started.absolute()),)
+    # Not resolved: a venv's python is a symlink to the base interpreter, which has no
+    # subrosa beside it.
+    beside = Path(sys.executable).absolute().parent
+    for name in ("subrosa", "subrosa.exe"):
+        if (beside / name).is_file():
+            return (str(beside / name),)
+    return (str(Path(sys.executable).absolute()), "-m", "subrosa")
+
+
+def install_source() -> str:
+    """Where this subrosa was installed from, in a form `uv tool install` takes: the
+    checkout it runs from, the path or git URL pip recorded (PEP 610's
+    direct_url.json), else the name on PyPI."""
+    checkout = source_checkout()
+    if checkout is not None:
+        return str(checkout)
+    from importlib import metadata
+
+    try:
+        recorded = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
+        origin = json.loads(recorded) if recorded else {}
+    except (metadata.PackageNotFoundError, ValueError):
+        origin = {}
+    url = origin.get("url") if isinstance(origin, dict) else None
+    if not isinstance(url, str):
+        return DISTRIBUTION
+    if isinstance(origin.get("vcs_info"), dict):
+        return f"{origin['vcs_info'].get('vcs', 'git')}+{url}"
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(url).path)
+    return url
+
+
+def install_hint() -> str:
+    """The command that puts this subrosa on the PATH."""
+    source = shlex.quote(install_source())
+    return f"uv tool install {source} (or: pipx install {source})"
+
+
+def this_runner() -> Runner:
+    """How hooks written by this `subrosa install` start subrosa: by name when it is
+    on the PATH, else by this install's absolute command."""
+    hint = install_hint()
+    if shutil.which("subrosa") is not None:
+        return Runner(None, shlex.quote(f"subrosa is not installed, hook skipped: {hint}"))
+    argv = running_subrosa()
+    return Runner(
+        argv,
+        shlex.quote(
+            f"subrosa is no longer at {argv[0]}, hook skipped: {hint}, then subrosa install"
+        ),
     )
 
 
-def hook_handler(name: str) -> dict[str, str]:
-    return {"type": "command", "command": hook_command(name)}
+def hook_handler(name: str, runner: Runner = PLUGIN) -> dict[str, str]:
+    return {"type": "command", "command": hook_command(name, runner)}
 
 
-def hooks_config() -> dict[str, list[dict[str, Any]]]:
+def hooks_config(runner: Runner = PLUGIN) -> dict[str, list[dict[str, Any]]]:
     """The `hooks` object: one matcher group (no matcher: every source/reason) per event."""
-    return {event: [{"hooks": [hook_handler(name)]}] for event, name in EVENTS.items()}
+    return {event: [{"hooks": [hook_handler(name, runner)]}] for event, name in EVENTS.items()}
 
 
 def plugin_hooks_json() -> str:
@@ -108,7 +202,8 @@ def target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> Target:
 def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its object; anything else is refused."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM from a Windows editor is fine
+        # A BOM from a Windows editor is fine; CRLF line ends are kept (render_settings).
+        text = path.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         return None, {}
     except UnicodeDecodeError:
@@ -130,8 +225,26 @@ def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     return text, data
 
 
-def render_settings(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def render_settings(data: dict[str, Any], like: str | None = None) -> str:
+    """`data` as JSON in the style of the text `like` (a team's settings.json is in git:
+    a compact or tab-indented file stays so, with or without its final newline);
+    two-space indentation for a new file."""
+    if like is None or '"' not in like:  # no file, or `{}`: no style to keep
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    body = like.strip()
+    newline = "\r\n" if "\r\n" in like else "\n"
+    end = newline if like.endswith("\n") else ""
+    if "\n" not in body:  # one line: compact, in its own spacing
+        skeleton = _STRING.sub('""', body)  # what strings hold is no style
+        tight = bool(re.search(r'":\S', skeleton)) and '": ' not in skeleton
+        tight_comma = ',"' in skeleton or (tight and "," not in skeleton)
+        comma = "," if tight_comma and ", " not in skeleton else ", "
+        colon = ":" if tight else ": "
+        return json.dumps(data, separators=(comma, colon), ensure_ascii=False) + end
+    step = re.search(r"\n([ \t]+)\S", body)
+    indent = step.group(1) if step else 2
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return text.replace("\n", newline) + end
 
 
 def _strip_ours(groups: list[Any]) -> tuple[list[Any], int]:
@@ -150,7 +263,7 @@ def _strip_ours(groups: list[Any]) -> tuple[list[Any], int]:
     return kept, removed
 
 
-def merge_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def merge_hooks(data: dict[str, Any], runner: Runner = PLUGIN) -> tuple[dict[str, Any], list[str]]:
     """`data` with exactly one subrosa handler per event; what changed, per event."""
     merged = copy.deepcopy(data)
     hooks = merged.setdefault("hooks", {})
@@ -164,11 +277,11 @@ def merge_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             for handler in group["hooks"]
             if is_ours(handler)
         ]
-        if mine == [hook_handler(name)]:
+        if mine == [hook_handler(name, runner)]:
             changes.append(f"= {event}: subrosa hook {name} (already there)")
             continue
         kept, _ = _strip_ours(groups)
-        hooks[event] = [*kept, {"hooks": [hook_handler(name)]}]
+        hooks[event] = [*kept, {"hooks": [hook_handler(name, runner)]}]
         verb = "~" if mine else "+"
         changes.append(f"{verb} {event}: subrosa hook {name}")
     return merged, changes
@@ -311,13 +424,13 @@ def _remove_empty_dirs(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
-def plan_install(target: Target) -> Plan:
+def plan_install(target: Target, runner: Runner = PLUGIN) -> Plan:
     plan = Plan(target)
     text, data = read_settings(target.settings_path)
-    merged, plan.settings_changes = merge_hooks(data)
+    merged, plan.settings_changes = merge_hooks(data, runner)
     if merged != data or text is None:
         plan.write_settings = True
-        plan.settings_text = render_settings(merged)
+        plan.settings_text = render_settings(merged, like=text)
         record = _read_record(target.settings_path)
         keep_original = record is not None and _parsed(record["installed"]) == _parsed(text)
         original = record.get("original") if record and keep_original else text
@@ -348,7 +461,7 @@ def plan_uninstall(target: Target) -> Plan:
             plan.settings_changes = ["- the subrosa hooks"]
     elif plan.settings_changes:
         plan.write_settings = True
-        plan.settings_text = render_settings(cleaned)
+        plan.settings_text = render_settings(cleaned, like=text)
     for _source, destination, name, same in _skill_copies(target.skills_path):
         if same:
             plan.removals.append(destination)

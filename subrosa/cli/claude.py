@@ -8,19 +8,19 @@ must not pay for SQLAlchemy.
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import click
 
 from subrosa.claude import checkpoint
 from subrosa.claude.install import (
-    INSTALL_HINT,
     SCOPES,
     Plan,
+    install_hint,
     plan_install,
     plan_uninstall,
     target_for,
+    this_runner,
 )
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.memory.marker import foreign_index
@@ -169,11 +169,15 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool) -> None
     before the first install when nobody changed it since, else only subrosa's
     entries go; skill files you edited stay.
 
+    When `subrosa` is not on the PATH (installed in a venv), the hooks name this
+    install's absolute path instead, so they run whatever PATH Claude Code has.
+
     Use either this or the plugin (the repository root is a Claude Code plugin),
     not both: the hooks would run twice.
     """
     target = target_for(scope)
-    plan = plan_uninstall(target) if uninstall else plan_install(target)
+    runner = this_runner()
+    plan = plan_uninstall(target) if uninstall else plan_install(target, runner)
     if not dry_run:
         plan.apply()
     _print_plan(plan, dry_run)
@@ -187,5 +191,14 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool) -> None
             f"{index} was not written by subrosa and is left untouched: run "
             "`subrosa adopt` to take it over before `subrosa generate`."
         )
-    if shutil.which("subrosa") is None:
-        warn(f"`subrosa` is not on your PATH, so the hooks will skip until it is: {INSTALL_HINT}.")
+    if runner.argv is not None:
+        say(
+            f"`subrosa` is not on your PATH, so the hooks run {runner.argv[0]} by its full "
+            f"path. To have the command in your shell too: {install_hint()}."
+        )
+        if scope == "project":
+            warn(
+                f"{target.settings_path} is shared through git, and now names a path on this "
+                "machine: use --scope local instead, or put subrosa on the PATH and run "
+                "`subrosa install` again."
+            )
