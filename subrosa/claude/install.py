@@ -213,7 +213,11 @@ def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise InvalidInput(f"{path}: not valid JSON ({exc}); nothing was changed.") from None
+        raise InvalidInput(
+            f"{path}: not valid JSON ({exc}); nothing was changed. Fix the file (Claude "
+            "Code's settings are strict JSON: no comments, no trailing commas) and run "
+            "`subrosa install` again."
+        ) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{path}: the top level is not a JSON object; nothing was changed.")
     hooks = data.get("hooks")
@@ -384,12 +388,15 @@ class Plan:
     copies: list[tuple[Path, Path]] = field(default_factory=list)
     removals: list[Path] = field(default_factory=list)
     skill_changes: list[str] = field(default_factory=list)
+    memory_dir: Path | None = None  # a memory dir to create (install, first time)
 
     @property
     def changed(self) -> bool:
-        return self.write_settings or bool(self.copies) or bool(self.removals)
+        return self.write_settings or bool(self.copies or self.removals or self.memory_dir)
 
     def apply(self) -> None:
+        if self.memory_dir is not None:
+            self.memory_dir.mkdir(parents=True, exist_ok=True)
         path = self.target.settings_path
         if self.write_settings:
             record_path = _record_path(path)
@@ -424,8 +431,12 @@ def _remove_empty_dirs(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
-def plan_install(target: Target, runner: Runner = PLUGIN) -> Plan:
-    plan = Plan(target)
+def plan_install(target: Target, runner: Runner = PLUGIN, memory_dir: Path | None = None) -> Plan:
+    """Install into `target`; create `memory_dir` when it does not exist yet, so the
+    first session has somewhere to keep its leaves."""
+    plan = Plan(
+        target, memory_dir=None if memory_dir is None or memory_dir.is_dir() else memory_dir
+    )
     text, data = read_settings(target.settings_path)
     merged, plan.settings_changes = merge_hooks(data, runner)
     if merged != data or text is None:

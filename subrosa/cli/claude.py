@@ -123,6 +123,8 @@ def checkpoint_list(app: AppContext, as_json: bool) -> None:
 
 def _print_plan(plan: Plan, dry_run: bool) -> None:
     target = plan.target
+    if plan.memory_dir is not None:
+        say(f"{'would create' if dry_run else 'created'} the memory dir {plan.memory_dir}")
     if plan.write_settings:
         verb = "would update" if dry_run else "updated"
         if plan.settings_text is None:
@@ -177,7 +179,11 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool) -> None
     """
     target = target_for(scope)
     runner = this_runner()
-    plan = plan_uninstall(target) if uninstall else plan_install(target, runner)
+    if uninstall:
+        plan = plan_uninstall(target)
+    else:  # the user scope serves every project: no memory dir of this one
+        memory_dir = None if scope == "user" else app.memory_dir
+        plan = plan_install(target, runner, memory_dir)
     if not dry_run:
         plan.apply()
     _print_plan(plan, dry_run)

@@ -107,16 +107,22 @@ def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
         candidate = memory_dir / candidate
     shown = candidate
     if candidate.suffix != ".md":
-        raise LeafError(shown, "is not a .md file")
+        raise LeafError(shown, "is not a .md file (name a leaf by its SLUG or as FILE.md)")
     root = memory_dir.resolve()
     try:
         real = candidate.resolve()
     except OSError as exc:
         raise LeafError(shown, f"cannot be resolved ({exc.strerror})") from None
     if real.parent != root or candidate.absolute().parent.resolve() != root:
-        raise LeafError(shown, f"is outside the memory dir {memory_dir}")
+        raise LeafError(
+            shown,
+            f"is outside the memory dir {memory_dir} (move it there, or point --memory-dir "
+            "at its folder)",
+        )
     if not real.exists():
-        raise LeafError(shown, "does not exist")
+        raise LeafError(
+            shown, f"does not exist (write the leaf first; `ls {memory_dir}` shows the leaves)"
+        )
     if not real.is_file():
         raise LeafError(shown, "is not a regular file")
     if real.name in INDEX_FILES:

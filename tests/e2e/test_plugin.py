@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -33,12 +35,63 @@ def test_the_repository_validates_as_a_plugin(cc: ClaudeProject, repo_root: Path
         assert part in done.stdout
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 14: plugin.json has no `author`, which --strict requires"
-)
 def test_the_repository_validates_strictly(cc: ClaudeProject, repo_root: Path) -> None:
     done = validate(cc, repo_root, "--strict")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def plugin_cli(cc: ClaudeProject, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [str(cc.claude.binary), "plugin", *args],
+        cwd=cwd,
+        env=cc.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, f"claude plugin {' '.join(args)}\n{done.stdout}{done.stderr}"
+    return done
+
+
+def clean_clone(repo_root: Path, target: Path) -> Path:
+    """The repository's files as a fresh clone has them (tracked and new, nothing
+    ignored: no .venv), so the test sees what a user's `git clone` gives Claude Code."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=repo_root,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = repo_root / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
+def test_the_marketplace_adds_and_installs_the_plugin_offline(
+    cc: ClaudeProject, api: FakeAnthropic, repo_root: Path
+) -> None:
+    clone = clean_clone(repo_root, cc.root / "subrosa")
+    memory = memory_project(cc)
+
+    # As the README says, from inside the clone (`.` alone is refused by Claude Code).
+    plugin_cli(cc, "marketplace", "add", "./", cwd=clone)
+    plugin_cli(cc, "install", "subrosa@subrosa", cwd=cc.project)
+    installed = json.loads(plugin_cli(cc, "list", "--json", cwd=cc.project).stdout)
+    [listed] = [plugin for plugin in installed if plugin["id"] == "subrosa@subrosa"]
+    assert listed["enabled"] is True and listed["version"] == "0.1.0"
+
+    run = cc.run("hello", env={"SUBROSA_NUDGE_EVERY": "1"})  # no --plugin-dir: installed
+
+    first, after_stop = api.agent_requests
+    [injected] = [t for t in first.texts() if t.startswith(SESSION_START_PREFIX)]
+    assert "ZEBRAFISH" in injected
+    assert run.session_id in stop_feedback(after_stop)[0]
+    queue = cc.subrosa_json("--memory-dir", str(memory), "checkpoint-list")
+    assert [q["session_id"] for q in queue] == [run.session_id]
 
 
 def memory_project(cc: ClaudeProject) -> Path:
