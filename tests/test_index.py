@@ -278,6 +278,7 @@ def test_check_never_opens_the_database(
     run("check")  # the default dir is the memory dir
 
 
+@pytest.mark.engines("sqlite")  # the witness never opens the database
 def test_check_as_a_command_loads_no_click_and_no_database(
     memory_dir: Path, tmp_path: Path, run: RunCli
 ) -> None:
