@@ -168,3 +168,20 @@ def test_errors_say_how_to_fix_them(run: RunCli, tmp_path: Path) -> None:
     assert "--dir DIR or SUBROSA_MEMORY_DIR" in run("check", "--dir", str(nowhere), expect=2).stderr
     shown = run("--memory-dir", str(tmp_path), "fact", "show", "nope", expect=2).stderr
     assert "`subrosa fact list --all` lists them" in shown
+
+
+def test_install_then_doctor_is_clean_on_a_fresh_machine(
+    run: RunCli, tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README, "Use it", step 2: in a new project on a machine subrosa never ran on."""
+    project = tmp_path / "your-project"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    installed = run("install").stdout
+    assert "created the memory dir" in installed
+    assert run("install").stdout.count("created") == 0  # once
+    report = json.loads(run("doctor", "--json").stdout)
+    assert report["ok"] is True, report
+    assert [c["name"] for c in report["checks"] if not c["ok"]] == []
+    data = isolated_env / ".local" / "share" / "subrosa"
+    assert data.stat().st_mode & 0o777 == 0o700  # made by install, private like the database

@@ -52,7 +52,10 @@ def record(
 ) -> Path:
     """Note that `transcript_path` should reach the archive."""
     directory = pending_dir(env)
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # The data dir too is private (it holds the database): `mode` applies to the last
+    # directory only, so it is made first when this is the first thing to need it.
+    directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    directory.mkdir(exist_ok=True, mode=0o700)
     path = directory / _entry_name(transcript_path)
     entry = {
         "transcript_path": transcript_path,

@@ -401,7 +401,10 @@ class Plan:
         if self.write_settings:
             record_path = _record_path(path)
             if self.record is not None:
-                record_path.parent.mkdir(parents=True, exist_ok=True)
+                # The data dir is private (it holds the database): made so here when
+                # install is the first to need it (`mode` is for the last level only).
+                record_path.parent.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                record_path.parent.mkdir(exist_ok=True, mode=0o700)
                 atomic_write_text(record_path, json.dumps(self.record) + "\n", mode=0o600)
             if self.settings_text is None:
                 path.unlink(missing_ok=True)
