@@ -358,3 +358,35 @@ def test_install_keeps_the_settings_file_style(project: Path, run: RunCli, origi
     after = path.read_bytes().decode()
     assert json.loads(after) == {"model": "opus", "env": {"A": "1", "B": "2"}}
     assert after == render_settings(json.loads(after), like=original)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "source"),
+    [
+        ({"url": "file:///home/me/src/sub%20rosa", "dir_info": {}}, "/home/me/src/sub rosa"),
+        (
+            {"url": "https://github.com/o/subrosa", "vcs_info": {"vcs": "git", "commit_id": "ab"}},
+            "git+https://github.com/o/subrosa",
+        ),
+        (
+            {
+                "url": "https://x.example/s.git",
+                "vcs_info": {"vcs": "git", "requested_revision": "v1"},
+            },
+            "git+https://x.example/s.git@v1",
+        ),
+        (
+            {"url": "https://x.example/s-0.1.tar.gz", "archive_info": {}},
+            "https://x.example/s-0.1.tar.gz",
+        ),
+        ({"nothing": 1}, None),
+        (None, None),
+    ],
+)
+def test_the_install_hint_installs_from_where_this_subrosa_came(
+    recorded: object, source: str | None
+) -> None:
+    """pip and uv record a direct install's origin (PEP 610); the hint installs from it."""
+    from subrosa.claude.install import source_of
+
+    assert source_of(recorded) == source

@@ -102,14 +102,22 @@ def install_source() -> str:
 
     try:
         recorded = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
-        origin = json.loads(recorded) if recorded else {}
+        origin = json.loads(recorded) if recorded else None
     except (metadata.PackageNotFoundError, ValueError):
-        origin = {}
+        origin = None
+    return source_of(origin) or DISTRIBUTION
+
+
+def source_of(origin: object) -> str | None:
+    """A direct_url.json document as what `uv tool install` takes: `git+URL@REV`, a
+    local path, an archive's URL; None when it names nothing."""
     url = origin.get("url") if isinstance(origin, dict) else None
-    if not isinstance(url, str):
-        return DISTRIBUTION
-    if isinstance(origin.get("vcs_info"), dict):
-        return f"{origin['vcs_info'].get('vcs', 'git')}+{url}"
+    if not isinstance(origin, dict) or not isinstance(url, str):
+        return None
+    vcs = origin.get("vcs_info")
+    if isinstance(vcs, dict):
+        revision = vcs.get("requested_revision")
+        return f"{vcs.get('vcs', 'git')}+{url}" + (f"@{revision}" if revision else "")
     if url.startswith("file://"):
         from urllib.parse import unquote, urlparse
 
