@@ -206,6 +206,7 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool) -> None
         if scope == "project":
             warn(
                 f"{target.settings_path} is shared through git, and now names a path on this "
-                "machine: use --scope local instead, or put subrosa on the PATH and run "
+                "machine: `subrosa install --uninstall` then `subrosa install --scope local` "
+                "keeps it to this machine; or put subrosa on the PATH and run "
                 "`subrosa install` again."
             )
