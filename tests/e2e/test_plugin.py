@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.claude_code import ClaudeProject, write_leaf
+from tests.e2e.claude_code import ClaudeCode, ClaudeProject, write_leaf
 from tests.e2e.fake_anthropic import FakeAnthropic
 from tests.e2e.test_session import SESSION_START_PREFIX, stop_feedback
 
@@ -92,6 +92,20 @@ def test_the_marketplace_adds_and_installs_the_plugin_offline(
     assert run.session_id in stop_feedback(after_stop)[0]
     queue = cc.subrosa_json("--memory-dir", str(memory), "checkpoint-list")
     assert [q["session_id"] for q in queue] == [run.session_id]
+
+
+def test_the_plugin_without_the_command_says_how_to_install_it(
+    claude_code: ClaudeCode, api: FakeAnthropic, repo_root: Path, tmp_path: Path
+) -> None:
+    """No `subrosa` on the PATH: the session runs anyway, and the debug log names the
+    command that installs it from the plugin's own folder."""
+    empty = tmp_path / "no-subrosa-bin"
+    empty.mkdir()
+    cc = ClaudeProject(claude_code, api, tmp_path / "e2e", empty)
+    debug = tmp_path / "debug.txt"
+    cc.run("hello", "--debug-file", str(debug), plugin_dirs=(repo_root,))
+    skipped = [line for line in debug.read_text().splitlines() if "hook skipped" in line]
+    assert skipped and f"uv tool install '{repo_root}'" in skipped[0]
 
 
 def memory_project(cc: ClaudeProject) -> Path:
