@@ -217,6 +217,8 @@ def parse_leaf(path: Path) -> Leaf:
         raise LeafError(path, f"has frontmatter that is not valid YAML ({detail})") from None
     except ValueError as exc:
         raise LeafError(path, f"has unreadable frontmatter ({exc})") from None
+    except TypeError:  # a key that is not text (`1: x`): python-frontmatter takes them as **kwargs
+        raise LeafError(path, "has a frontmatter key that is not text (keys are names)") from None
     meta: dict[str, Any] = dict(post.metadata)
     if not meta:
         raise LeafError(path, "has empty frontmatter (name, description and type are expected)")
@@ -299,7 +301,7 @@ def parse_leaf_lenient(path: Path) -> Leaf:
         try:
             post = frontmatter.loads(text, handler=_YAML)
             meta, body = dict(post.metadata), post.content
-        except (yaml.YAMLError, ValueError):
+        except (yaml.YAMLError, ValueError, TypeError):
             end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
             body = text[3 + end.end() :] if end else text
     slug = slug_for(path)
