@@ -76,7 +76,9 @@ def read_file(env: dict[str, str] | None = None) -> dict[str, object]:
         raise InvalidInput(f"{path}: not valid TOML (nested too deeply).") from None
     except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, a 5,000-digit number
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidInput(f"{path}: not valid TOML ({detail}).") from None
+        raise InvalidInput(
+            f"{path}: not valid TOML ({detail}); fix it (docs/settings.md lists every key)."
+        ) from None
 
 
 def text_setting(key: str, env: dict[str, str] | None = None) -> str | None:
@@ -117,7 +119,10 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         raise InvalidInput(f"{path}: type_weights must be a table.")
     for name, weight in raw_weights.items():
         if name not in FACT_TYPES:
-            raise InvalidInput(f"{path}: type_weights names an unknown type {name!r}.")
+            raise InvalidInput(
+                f"{path}: type_weights names an unknown type {name!r} (the types are "
+                f"{', '.join(FACT_TYPES)})."
+            )
         try:
             weights[name] = int(str(weight))
         except ValueError:

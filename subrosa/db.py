@@ -38,7 +38,13 @@ CONNECT_TIMEOUT_S = 10
 # pg_advisory_xact_lock's key for migrations: any constant will do; this one is the
 # bytes "subrosaM" read as a number, unlikely to be another application's.
 MIGRATION_LOCK_KEY = int.from_bytes(b"subrosaM", "big")
-INSTALL_DRIVER = "pip install 'subrosa[postgres]'"
+# psycopg goes into the environment subrosa runs in (the extra
+# `subrosa-memory[postgres]` once a release is published).
+INSTALL_DRIVER = (
+    "psycopg is not installed beside subrosa: pip install 'psycopg[binary]' in its venv, "
+    "pipx inject subrosa-memory 'psycopg[binary]', or uv tool install --with "
+    "'psycopg[binary]' followed by where you installed subrosa from"
+)
 
 _engines: dict[str, Engine] = {}
 

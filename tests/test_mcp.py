@@ -239,7 +239,8 @@ def test_bad_arguments_are_one_sentence_tool_errors(memory_dir: Path) -> None:
         "no_such_fact: no fact of this project and no archived message has this id; "
         "search() gives ids.",
         "#999999: no fact of this project and no archived message has this id; search() gives ids.",
-        "nope: no archived session has this id.",
+        "nope: no archived session has this id (`subrosa transcript list` shows them; "
+        "`subrosa ingest` archives the newest transcripts).",
         "tier: must be one of hot, cold, all.",
         "type: must be one of user, feedback, project, reference.",
         "body: required.",

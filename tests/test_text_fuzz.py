@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from subrosa.errors import LeafError
@@ -60,6 +60,7 @@ def test_truncate_bytes_stays_in_budget(text: str, budget: int) -> None:
 
 
 @given(st.binary(max_size=400) | TEXT.map(lambda t: ("---\n" + t + "\n---\nbody\n").encode()))
+@example(b"---\n1: x\n---\nbody\n")  # a key that is not text (found by this test)
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_leaf_parsers_never_crash(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "fuzz_leaf.md"

@@ -138,7 +138,10 @@ def test_every_command_works_under_a_weird_home(
     assert session in _cli("transcript", "list").stdout
     assert "quillwort" in _cli("transcript", "show", session).stdout
 
-    # Set-up.
+    # Set-up, with subrosa on the PATH as an installed command is (without, the hooks
+    # would name this venv's subrosa by its absolute path: tests/test_install.py).
+    bin_dir = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
     for scope in ("user", "project", "local"):
         _cli("install", "--scope", scope)
     settings = (project / ".claude" / "settings.json").read_text(encoding="utf-8")

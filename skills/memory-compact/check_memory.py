@@ -310,7 +310,11 @@ def main(argv: list[str] | None = None) -> int:
         print("Error: --max-lines and --max-bytes must be positive.", file=sys.stderr)
         return 2
     if not directory.is_dir():
-        print(f"Error: {directory}: no such memory directory.", file=sys.stderr)
+        print(
+            f"Error: {directory}: no such memory directory; point at yours with --dir DIR "
+            "or SUBROSA_MEMORY_DIR.",
+            file=sys.stderr,
+        )
         return 2
     for name in INDEX_FILES:
         # A repository may hold `MEMORY.md -> ~/.ssh/id_rsa`; whatever the witness reads

@@ -41,7 +41,10 @@ def archive_path(db_url: str) -> Path:
 
     path = sqlite_path(db_url)
     if path is None:
-        raise InvalidInput(f"{db_url}: the transcript archive needs an SQLite database file.")
+        raise InvalidInput(
+            f"{db_url}: the transcript archive needs an SQLite database file; give one with "
+            "--db PATH (docs/team.md says why)."
+        )
     return path
 
 

@@ -76,7 +76,10 @@ def show_session(
     if around is not None:
         at = next((i for i, r in enumerate(rows) if str(r[0]) == around or r[1] == around), None)
         if at is None:
-            raise NotFound(f"{around}: no message of session {session_id} has this number.")
+            raise NotFound(
+                f"{around}: no message of session {session_id} has this number "
+                "(`subrosa transcript show SESSION` numbers them)."
+            )
         rows = rows[max(0, at - context) : at + context + 1]
     messages = [
         {
@@ -103,9 +106,14 @@ def _find_session(conn: sqlite3.Connection, session: str) -> tuple[int, str]:
     if exact:
         return int(exact[0][0]), str(exact[0][1])
     if not rows:
-        raise NotFound(f"{session}: no archived session has this id.")
+        raise NotFound(
+            f"{session}: no archived session has this id (`subrosa transcript list` shows "
+            "them; `subrosa ingest` archives the newest transcripts)."
+        )
     if len(rows) > 1:
-        raise InvalidInput(f"{session}: more than one archived session starts with this.")
+        raise InvalidInput(
+            f"{session}: more than one archived session starts with this; give more of the id."
+        )
     return int(rows[0][0]), str(rows[0][1])
 
 

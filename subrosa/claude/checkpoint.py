@@ -285,7 +285,10 @@ def mark_session(memory_dir: Path, session_id: str | None = None) -> dict[str, A
     transcript = find_transcript(memory_dir, key, known)
     size = transcript_size(transcript)
     if transcript is None or size is None:
-        raise InvalidInput(f"no transcript found for session {key} under {claude_root()}.")
+        raise InvalidInput(
+            f"no transcript found for session {key} under {claude_root()}; check the id "
+            "(the memory-extraction skill passes ${CLAUDE_SESSION_ID})."
+        )
     marked_at = set_mark(memory_dir, key, transcript, size)
     return {"session_id": key, "transcript_path": transcript, "size": size,
             "marked_at": _iso(marked_at)}  # fmt: skip

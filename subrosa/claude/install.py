@@ -16,6 +16,9 @@ import hashlib
 import json
 import os
 import re
+import shlex
+import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,31 +35,130 @@ from subrosa.fsutil import (
 )
 from subrosa.paths import checkout_root as git_checkout_root
 from subrosa.paths import claude_root, data_dir
-from subrosa.resources import skills_dir
+from subrosa.resources import skills_dir, source_checkout
 
 SCOPES = ("project", "local", "user")
-INSTALL_HINT = "pipx install subrosa (or: uv tool install subrosa)"
+# The name on PyPI (`subrosa` there is an unrelated project). Until a release is
+# published, every hint installs from the repository, a path or a git URL.
+DISTRIBUTION = "subrosa-memory"
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-def hook_command(name: str) -> str:
+@dataclass(frozen=True)
+class Runner:
+    """How a hook command starts subrosa, and what it says when it cannot.
+
+    `argv` None: the `subrosa` the hook's PATH finds (the plugin; an install made
+    with subrosa on the PATH). Otherwise this absolute command, for an install whose
+    `subrosa` is not on the PATH (a venv): the hook then needs no PATH at all.
+    `missing` is the `echo` argument, already shell-quoted.
+    """
+
+    argv: tuple[str, ...] | None
+    missing: str
+
+
+# Claude Code runs a plugin's hooks with CLAUDE_PLUGIN_ROOT set to the plugin's folder,
+# a copy of the repository, which `uv tool install` and `pipx install` take as it is.
+# (An environment variable, not text Claude Code substitutes: hence the double quotes.)
+PLUGIN = Runner(
+    None,
+    "\"subrosa is not installed, hook skipped: uv tool install '$CLAUDE_PLUGIN_ROOT' "
+    "(or: pipx install '$CLAUDE_PLUGIN_ROOT')\"",
+)
+
+
+def hook_command(name: str, runner: Runner = PLUGIN) -> str:
     """The shell command Claude Code runs for hook `name` (`sh -c`, or Git Bash on Windows).
 
-    When `subrosa` is not on the PATH the hook still exits 0, with one line on
-    stderr saying how to install it; a hook must never break the agent.
+    When subrosa cannot be found the hook still exits 0, with one line on stderr
+    saying how to install it; a hook must never break the agent. Only shell builtins
+    run before subrosa, so the absolute form works with an empty PATH.
     """
-    return (
-        f"if command -v subrosa >/dev/null 2>&1; then subrosa hook {name}; "
-        f"else echo 'subrosa is not installed, hook skipped: {INSTALL_HINT}' >&2; fi; exit 0"
+    if runner.argv is None:
+        test, command = "command -v subrosa >/dev/null 2>&1", "subrosa"
+    else:
+        test, command = f"[ -x {shlex.quote(runner.argv[0])} ]", shlex.join(runner.argv)
+    return f"if {test}; then {command} hook {name}; else echo {runner.missing} >&2; fi; exit 0"
+
+
+def running_subrosa() -> tuple[str, ...]:
+    """The absolute command of the subrosa running now: its `subrosa` script (where the
+    console script was started from, else beside this Python), else `python -m subrosa`."""
+    started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if started is not None and started.stem == "subrosa" and started.is_file():
+        return (str(started.absolute()),)
+    # Not resolved: a venv's python is a symlink to the base interpreter, which has no
+    # subrosa beside it.
+    beside = Path(sys.executable).absolute().parent
+    for name in ("subrosa", "subrosa.exe"):
+        if (beside / name).is_file():
+            return (str(beside / name),)
+    return (str(Path(sys.executable).absolute()), "-m", "subrosa")
+
+
+def install_source() -> str:
+    """Where this subrosa was installed from, in a form `uv tool install` takes: the
+    checkout it runs from, the path or git URL pip recorded (PEP 610's
+    direct_url.json), else the name on PyPI."""
+    checkout = source_checkout()
+    if checkout is not None:
+        return str(checkout)
+    from importlib import metadata
+
+    try:
+        recorded = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
+        origin = json.loads(recorded) if recorded else None
+    except (metadata.PackageNotFoundError, ValueError):
+        origin = None
+    return source_of(origin) or DISTRIBUTION
+
+
+def source_of(origin: object) -> str | None:
+    """A direct_url.json document as what `uv tool install` takes: `git+URL@REV`, a
+    local path, an archive's URL; None when it names nothing."""
+    url = origin.get("url") if isinstance(origin, dict) else None
+    if not isinstance(origin, dict) or not isinstance(url, str):
+        return None
+    vcs = origin.get("vcs_info")
+    if isinstance(vcs, dict):
+        revision = vcs.get("requested_revision")
+        return f"{vcs.get('vcs', 'git')}+{url}" + (f"@{revision}" if revision else "")
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(url).path)
+    return url
+
+
+def install_hint() -> str:
+    """The command that puts this subrosa on the PATH."""
+    source = shlex.quote(install_source())
+    return f"uv tool install {source} (or: pipx install {source})"
+
+
+def this_runner() -> Runner:
+    """How hooks written by this `subrosa install` start subrosa: by name when it is
+    on the PATH, else by this install's absolute command."""
+    hint = install_hint()
+    if shutil.which("subrosa") is not None:
+        return Runner(None, shlex.quote(f"subrosa is not installed, hook skipped: {hint}"))
+    argv = running_subrosa()
+    return Runner(
+        argv,
+        shlex.quote(
+            f"subrosa is no longer at {argv[0]}, hook skipped: {hint}, then subrosa install"
+        ),
     )
 
 
-def hook_handler(name: str) -> dict[str, str]:
-    return {"type": "command", "command": hook_command(name)}
+def hook_handler(name: str, runner: Runner = PLUGIN) -> dict[str, str]:
+    return {"type": "command", "command": hook_command(name, runner)}
 
 
-def hooks_config() -> dict[str, list[dict[str, Any]]]:
+def hooks_config(runner: Runner = PLUGIN) -> dict[str, list[dict[str, Any]]]:
     """The `hooks` object: one matcher group (no matcher: every source/reason) per event."""
-    return {event: [{"hooks": [hook_handler(name)]}] for event, name in EVENTS.items()}
+    return {event: [{"hooks": [hook_handler(name, runner)]}] for event, name in EVENTS.items()}
 
 
 def plugin_hooks_json() -> str:
@@ -122,7 +224,8 @@ def plugin_advice(found: Registrations) -> str | None:
 def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its object; anything else is refused."""
     # Bounded, regular files only (one linked to /dev/zero is refused, not read until
-    # memory runs out); a link is followed, as Claude Code follows it.
+    # memory runs out); a link is followed, as Claude Code follows it. A BOM from a
+    # Windows editor is fine; CRLF line ends are kept (render_settings).
     raw = read_capped(path, JSON_CAP, follow_links=True)
     if raw is None:
         return None, {}
@@ -135,7 +238,11 @@ def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     try:
         data = loads_json(text)
     except ValueError as exc:
-        raise InvalidInput(f"{path}: not valid JSON ({exc}); nothing was changed.") from None
+        raise InvalidInput(
+            f"{path}: not valid JSON ({exc}); nothing was changed. Fix the file (Claude "
+            "Code's settings are strict JSON: no comments, no trailing commas) and run "
+            "`subrosa install` again."
+        ) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{path}: the top level is not a JSON object; nothing was changed.")
     hooks = data.get("hooks")
@@ -147,8 +254,26 @@ def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     return text, data
 
 
-def render_settings(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def render_settings(data: dict[str, Any], like: str | None = None) -> str:
+    """`data` as JSON in the style of the text `like` (a team's settings.json is in git:
+    a compact or tab-indented file stays so, with or without its final newline);
+    two-space indentation for a new file."""
+    if like is None or '"' not in like:  # no file, or `{}`: no style to keep
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    body = like.strip()
+    newline = "\r\n" if "\r\n" in like else "\n"
+    end = newline if like.endswith("\n") else ""
+    if "\n" not in body:  # one line: compact, in its own spacing
+        skeleton = _STRING.sub('""', body)  # what strings hold is no style
+        tight = bool(re.search(r'":\S', skeleton)) and '": ' not in skeleton
+        tight_comma = ',"' in skeleton or (tight and "," not in skeleton)
+        comma = "," if tight_comma and ", " not in skeleton else ", "
+        colon = ":" if tight else ": "
+        return json.dumps(data, separators=(comma, colon), ensure_ascii=False) + end
+    step = re.search(r"\n([ \t]+)\S", body)
+    indent = step.group(1) if step else 2
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return text.replace("\n", newline) + end
 
 
 def _strip_ours(groups: list[Any]) -> tuple[list[Any], int]:
@@ -167,7 +292,7 @@ def _strip_ours(groups: list[Any]) -> tuple[list[Any], int]:
     return kept, removed
 
 
-def merge_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def merge_hooks(data: dict[str, Any], runner: Runner = PLUGIN) -> tuple[dict[str, Any], list[str]]:
     """`data` with exactly one subrosa handler per event; what changed, per event."""
     merged = copy.deepcopy(data)
     hooks = merged.setdefault("hooks", {})
@@ -181,11 +306,11 @@ def merge_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             for handler in group["hooks"]
             if is_ours(handler)
         ]
-        if mine == [hook_handler(name)]:
+        if mine == [hook_handler(name, runner)]:
             changes.append(f"= {event}: subrosa hook {name} (already there)")
             continue
         kept, _ = _strip_ours(groups)
-        hooks[event] = [*kept, {"hooks": [hook_handler(name)]}]
+        hooks[event] = [*kept, {"hooks": [hook_handler(name, runner)]}]
         verb = "~" if mine else "+"
         changes.append(f"{verb} {event}: subrosa hook {name}")
     return merged, changes
@@ -287,12 +412,15 @@ class Plan:
     copies: list[tuple[Path, Path]] = field(default_factory=list)
     removals: list[Path] = field(default_factory=list)
     skill_changes: list[str] = field(default_factory=list)
+    memory_dir: Path | None = None  # a memory dir to create (install, first time)
 
     @property
     def changed(self) -> bool:
-        return self.write_settings or bool(self.copies) or bool(self.removals)
+        return self.write_settings or bool(self.copies or self.removals or self.memory_dir)
 
     def apply(self) -> None:
+        if self.memory_dir is not None:
+            self.memory_dir.mkdir(parents=True, exist_ok=True)
         path = self.target.settings_path
         if self.write_settings:
             record_path = _record_path(path)
@@ -328,13 +456,17 @@ def _remove_empty_dirs(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
-def plan_install(target: Target) -> Plan:
-    plan = Plan(target)
+def plan_install(target: Target, runner: Runner = PLUGIN, memory_dir: Path | None = None) -> Plan:
+    """Install into `target`; create `memory_dir` when it does not exist yet, so the
+    first session has somewhere to keep its leaves."""
+    plan = Plan(
+        target, memory_dir=None if memory_dir is None or memory_dir.is_dir() else memory_dir
+    )
     text, data = read_settings(target.settings_path)
-    merged, plan.settings_changes = merge_hooks(data)
+    merged, plan.settings_changes = merge_hooks(data, runner)
     if merged != data or text is None:
         plan.write_settings = True
-        plan.settings_text = render_settings(merged)
+        plan.settings_text = render_settings(merged, like=text)
         record = _read_record(target.settings_path)
         keep_original = record is not None and _parsed(record["installed"]) == _parsed(text)
         original = record.get("original") if record and keep_original else text
@@ -365,7 +497,7 @@ def plan_uninstall(target: Target) -> Plan:
             plan.settings_changes = ["- the subrosa hooks"]
     elif plan.settings_changes:
         plan.write_settings = True
-        plan.settings_text = render_settings(cleaned)
+        plan.settings_text = render_settings(cleaned, like=text)
     for _source, destination, name, same in _skill_copies(target.skills_path):
         if same:
             plan.removals.append(destination)

@@ -25,7 +25,8 @@ EVENTS = {"SessionStart": "session-start", "Stop": "stop", "SessionEnd": "sessio
 PLUGIN_NAME = "subrosa"
 # Claude Code's settings files are small; a larger one is not read for these checks.
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
-_OURS = re.compile(r"\bsubrosa\s+hook\s+(session-start|stop|session-end)\b")
+# `subrosa hook NAME`, also by a quoted absolute path (`'/venv/bin/subrosa' hook NAME`).
+_OURS = re.compile(r"\bsubrosa['\"]?\s+hook\s+(session-start|stop|session-end)\b")
 
 
 def is_ours(handler: object) -> bool:

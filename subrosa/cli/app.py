@@ -3,6 +3,7 @@ and every command pay only for what they need."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any
 
@@ -45,6 +46,36 @@ def _load(name: str) -> click.Command:
     return command
 
 
+_ROOT_NAMES = {option.name for option in ROOT_OPTIONS}
+
+
+def root_options_first(args: list[str]) -> list[str]:
+    """`fact list --memory-dir DIR` read as `--memory-dir DIR fact list`: the root
+    options are taken after the command name too (no command has options of the same
+    name), the last one given winning. Nothing after `--` moves."""
+    head = 0
+    while head < len(args) and args[head].partition("=")[0] in _ROOT_NAMES:
+        head += 1 if "=" in args[head] else 2
+    if head >= len(args) or args[head].startswith("-"):
+        return args
+    moved: list[str] = []
+    kept = [args[head]]
+    rest = iter(args[head + 1 :])
+    for arg in rest:
+        if arg == "--":
+            kept += [arg, *rest]
+            break
+        name, has_value, _ = arg.partition("=")
+        value = None if name not in _ROOT_NAMES or has_value else next(rest, None)
+        if name in _ROOT_NAMES and has_value:
+            moved.append(arg)
+        elif value is not None:
+            moved += [arg, value]
+        else:  # not ours, or ours without its value: click says what is wrong
+            kept.append(arg)
+    return args[:head] + moved + kept
+
+
 class SubrosaGroup(click.Group):
     """Lazy subcommands, and SubrosaError turned into one sentence and an exit code."""
 
@@ -59,6 +90,22 @@ class SubrosaGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         return _load(cmd_name)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, root_options_first(args))
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            # The commands load lazily, so click's own suggestion sees none of them.
+            close = difflib.get_close_matches(name, COMMANDS, n=3)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise click.UsageError(
+                f"No such command {name!r}.{hint} `subrosa --help` lists them all.", ctx
+            )
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

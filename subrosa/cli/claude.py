@@ -8,17 +8,16 @@ must not pay for SQLAlchemy.
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import click
 
 from subrosa.claude import checkpoint
 from subrosa.claude.install import (
-    INSTALL_HINT,
     SCOPES,
     McpPlan,
     Plan,
+    install_hint,
     mcp_target_for,
     plan_install,
     plan_mcp_install,
@@ -26,6 +25,7 @@ from subrosa.claude.install import (
     plan_uninstall,
     plugin_advice,
     target_for,
+    this_runner,
 )
 from subrosa.claude.settings import registrations
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
@@ -138,6 +138,8 @@ def checkpoint_list(app: AppContext, as_json: bool) -> None:
 
 def _print_plan(plan: Plan, dry_run: bool) -> None:
     target = plan.target
+    if plan.memory_dir is not None:
+        say(f"{'would create' if dry_run else 'created'} the memory dir {plan.memory_dir}")
     if plan.write_settings:
         verb = "would update" if dry_run else "updated"
         if plan.settings_text is None:
@@ -199,10 +201,11 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
 
     Merges SessionStart, Stop and SessionEnd hooks running `subrosa hook …` into the
     scope's settings.json, keeping every other key and hook as it was (running it
-    again changes nothing), and copies the memory-extraction and memory-compact
-    skills into the matching .claude/skills/. A settings.json that is not valid JSON
-    is refused and left untouched (exit 2). Lines start with + (added), ~ (updated),
-    = (already there) or - (removed).
+    again changes nothing; the file keeps its own formatting), copies the
+    memory-extraction and memory-compact skills into the matching .claude/skills/,
+    and creates the project's memory dir when there is none yet. A settings.json
+    that is not valid JSON is refused and left untouched (exit 2). Lines start with
+    + (added), ~ (updated), = (already there) or - (removed).
 
     --uninstall takes them out again: settings.json gets back its content from
     before the first install when nobody changed it since, else only subrosa's
@@ -211,12 +214,20 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
     --mcp also registers the MCP server (`subrosa mcp`: search, get, timeline, facts,
     remember as tools) in the scope's MCP settings; --uninstall takes it out too.
 
+    When `subrosa` is not on the PATH (installed in a venv), the hooks name this
+    install's absolute path instead, so they run whatever PATH Claude Code has.
+
     Use either this or the plugin (the repository root is a Claude Code plugin),
     not both: install says so when settings.json enables the subrosa plugin. (Each
     hook acts once per event even when registered twice.)
     """
     target = target_for(scope)
-    plan = plan_uninstall(target) if uninstall else plan_install(target)
+    runner = this_runner()
+    if uninstall:
+        plan = plan_uninstall(target)
+    else:  # the user scope serves every project: no memory dir of this one
+        memory_dir = None if scope == "user" else app.memory_dir
+        plan = plan_install(target, runner, memory_dir)
     mcp_plan = None
     if with_mcp or uninstall:
         try:
@@ -247,5 +258,15 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
     advice = plugin_advice(registrations())
     if advice is not None:
         warn(advice)
-    if shutil.which("subrosa") is None:
-        warn(f"`subrosa` is not on your PATH, so the hooks will skip until it is: {INSTALL_HINT}.")
+    if runner.argv is not None:
+        say(
+            f"`subrosa` is not on your PATH, so the hooks run {runner.argv[0]} by its full "
+            f"path. To have the command in your shell too: {install_hint()}."
+        )
+        if scope == "project":
+            warn(
+                f"{target.settings_path} is shared through git, and now names a path on this "
+                "machine: `subrosa install --uninstall` then `subrosa install --scope local` "
+                "keeps it to this machine; or put subrosa on the PATH and run "
+                "`subrosa install` again."
+            )

@@ -4,6 +4,9 @@ Adapters only: each command calls one use case of subrosa.memory.facts."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
@@ -11,13 +14,32 @@ from subrosa.config import FACT_TYPES
 from subrosa.errors import ProblemFound
 from subrosa.memory import facts
 
-leaf_option = click.option(
-    "--leaf",
-    "leaf_arg",
-    required=True,
-    metavar="FILE",
-    help="The leaf file, as given or relative to the memory dir.",
-)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fact_name(command: F) -> F:
+    """SLUG, the one way every fact command names a fact, or `--leaf FILE` (the older
+    spelling, kept for scripts): the use case gets the leaf's file either way."""
+    command = click.option(
+        "--leaf",
+        "leaf_arg",
+        metavar="FILE",
+        help="The leaf file, as given or relative to the memory dir (instead of SLUG).",
+    )(command)
+    return click.argument("slug", required=False)(command)
+
+
+def leaf_named(app: AppContext, slug: str | None, leaf_arg: str | None) -> str:
+    """The leaf file SLUG or --leaf names: SLUG is `<memory dir>/SLUG.md` (a name
+    ending in .md is a file, as --leaf takes it)."""
+    if (slug is None) == (leaf_arg is None):
+        raise click.UsageError(
+            "name the fact: its SLUG (the leaf's file name without .md), or --leaf FILE."
+        )
+    if leaf_arg is not None:
+        return leaf_arg
+    assert slug is not None
+    return slug if slug.endswith(".md") else str(app.memory_dir / f"{slug}.md")
 
 
 @click.group()
@@ -26,19 +48,27 @@ def fact() -> None:
 
 
 @fact.command()
-@leaf_option
+@fact_name
 @click.option("--hook", help="One line that tells a cold session why to open this leaf.")
 @click.option("--pin", is_flag=True, help="Always keep this fact in MEMORY.md.")
 @json_option
 @pass_app
-def upsert(app: AppContext, leaf_arg: str, hook: str | None, pin: bool, as_json: bool) -> None:
-    """Register a leaf as a fact, or refresh it after the leaf changed.
+def upsert(
+    app: AppContext,
+    slug: str | None,
+    leaf_arg: str | None,
+    hook: str | None,
+    pin: bool,
+    as_json: bool,
+) -> None:
+    """Register the leaf SLUG.md as a fact, or refresh it after the leaf changed.
 
     A new fact needs --hook and joins the end of the curated order. An update keeps
     its place, and its hook unless a new one is given. Upserting an archived fact
     restores it. Type, description and title come from the leaf's frontmatter.
     """
-    result = facts.upsert(app.db_url, app.project, leaf_arg, hook=hook, pin=pin)
+    leaf = leaf_named(app, slug, leaf_arg)
+    result = facts.upsert(app.db_url, app.project, leaf, hook=hook, pin=pin)
     for message in result.warnings:
         warn(message)
     if as_json:
@@ -48,37 +78,39 @@ def upsert(app: AppContext, leaf_arg: str, hook: str | None, pin: bool, as_json:
 
 
 @fact.command(name="archive")
-@leaf_option
+@fact_name
 @click.option("--reason", help="Why it is archived (shown in MEMORY_archive.md).")
 @pass_app
-def archive_cmd(app: AppContext, leaf_arg: str, reason: str | None) -> None:
+def archive_cmd(
+    app: AppContext, slug: str | None, leaf_arg: str | None, reason: str | None
+) -> None:
     """Archive a fact: it leaves MEMORY.md for MEMORY_archive.md; the leaf stays on disk.
 
-    `subrosa fact upsert --leaf FILE` brings it back.
+    `subrosa fact upsert SLUG` brings it back.
     """
-    row = facts.archive(app.db_url, app.project, leaf_arg, reason)
+    row = facts.archive(app.db_url, app.project, leaf_named(app, slug, leaf_arg), reason)
     say(f"archived {row['slug']}: {row['archive_reason']}")
 
 
-def _set_pin(app: AppContext, leaf_arg: str, pinned: bool) -> None:
-    row = facts.set_pinned(app.db_url, app.project, leaf_arg, pinned)
+def _set_pin(app: AppContext, slug: str | None, leaf_arg: str | None, pinned: bool) -> None:
+    row = facts.set_pinned(app.db_url, app.project, leaf_named(app, slug, leaf_arg), pinned)
     say(f"{'pinned' if pinned else 'unpinned'} {row['slug']}")
 
 
 @fact.command()
-@leaf_option
+@fact_name
 @pass_app
-def pin(app: AppContext, leaf_arg: str) -> None:
+def pin(app: AppContext, slug: str | None, leaf_arg: str | None) -> None:
     """Pin a fact: it is always selected for MEMORY.md, before any other."""
-    _set_pin(app, leaf_arg, True)
+    _set_pin(app, slug, leaf_arg, True)
 
 
 @fact.command()
-@leaf_option
+@fact_name
 @pass_app
-def unpin(app: AppContext, leaf_arg: str) -> None:
+def unpin(app: AppContext, slug: str | None, leaf_arg: str | None) -> None:
     """Unpin a fact: it competes for MEMORY.md by rank again."""
-    _set_pin(app, leaf_arg, False)
+    _set_pin(app, slug, leaf_arg, False)
 
 
 @fact.command()

@@ -135,7 +135,8 @@ def select(
     used_lines = INDEX_HEADER.count("\n")
     if used_bytes > budget or used_lines > max_lines:
         raise InvalidInput(
-            f"the budget must leave room for the {used_bytes}-byte, {used_lines}-line header."
+            f"the budget must leave room for the {used_bytes}-byte, {used_lines}-line header; "
+            "raise --budget or --max-lines."
         )
     taken: set[str] = set()
     paid: set[str | None] = set()

@@ -112,16 +112,22 @@ def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
         candidate = memory_dir / candidate
     shown = candidate
     if candidate.suffix != ".md":
-        raise LeafError(shown, "is not a .md file")
+        raise LeafError(shown, "is not a .md file (name a leaf by its SLUG or as FILE.md)")
     root = memory_dir.resolve()
     try:
         real = candidate.resolve()
     except OSError as exc:
         raise LeafError(shown, f"cannot be resolved ({exc.strerror})") from None
     if real.parent != root or candidate.absolute().parent.resolve() != root:
-        raise LeafError(shown, f"is outside the memory dir {memory_dir}")
+        raise LeafError(
+            shown,
+            f"is outside the memory dir {memory_dir} (move it there, or point --memory-dir "
+            "at its folder)",
+        )
     if not real.exists():
-        raise LeafError(shown, "does not exist")
+        raise LeafError(
+            shown, f"does not exist (write the leaf first; `ls {memory_dir}` shows the leaves)"
+        )
     if not real.is_file():
         raise LeafError(shown, "is not a regular file")
     if real.name in INDEX_FILES:
@@ -216,6 +222,8 @@ def parse_leaf(path: Path) -> Leaf:
         raise LeafError(path, f"has frontmatter that is not valid YAML ({detail})") from None
     except ValueError as exc:
         raise LeafError(path, f"has unreadable frontmatter ({exc})") from None
+    except TypeError:  # a key that is not text (`1: x`): python-frontmatter takes them as **kwargs
+        raise LeafError(path, "has a frontmatter key that is not text (keys are names)") from None
     meta: dict[str, Any] = dict(post.metadata)
     if not meta:
         raise LeafError(path, "has empty frontmatter (name, description and type are expected)")
@@ -298,7 +306,7 @@ def parse_leaf_lenient(path: Path) -> Leaf:
         try:
             post = frontmatter.loads(text, handler=_YAML)
             meta, body = dict(post.metadata), post.content
-        except (yaml.YAMLError, ValueError):
+        except (yaml.YAMLError, ValueError, TypeError):
             end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
             body = text[3 + end.end() :] if end else text
     slug = slug_for(path)

@@ -36,7 +36,11 @@ class Project:
     def require_dir(self) -> None:
         """Refuse a memory dir that does not exist (every use case that writes checks it)."""
         if not self.memory_dir.is_dir():
-            raise InvalidInput(f"{self.memory_dir}: no such memory directory.")
+            raise InvalidInput(
+                f"{self.memory_dir}: no such memory directory; create it (mkdir -p "
+                f"{self.memory_dir}) or point at yours with --memory-dir DIR or "
+                "SUBROSA_MEMORY_DIR (`subrosa doctor` shows which one is used)."
+            )
 
     @contextmanager
     def lock(self, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:

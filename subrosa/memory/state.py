@@ -91,7 +91,9 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
             return {}
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path}: cannot be read ({exc}).") from None
+        raise InvalidInput(
+            f"{path}: cannot be read ({exc}); restore it from git (git checkout -- FILE)."
+        ) from None
     rows: dict[str, dict[str, Any]] = {}
     # Split on "\n" only: rows are written with ensure_ascii=False, and a slug (a file
     # name) may hold U+2028 or \x85, which str.splitlines() would break a row at.
@@ -103,9 +105,15 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
         try:
             row = loads_json(line)  # `[[[[…` is refused like any bad line
         except ValueError:
-            raise InvalidInput(f"{path}: line {number} is not valid JSON.") from None
+            raise InvalidInput(
+                f"{path}: line {number} is not valid JSON; fix that line, or restore the file "
+                "from git (git checkout -- FILE)."
+            ) from None
         if not isinstance(row, dict) or not isinstance(row.get("slug"), str):
-            raise InvalidInput(f"{path}: line {number} has no slug.")
+            raise InvalidInput(
+                f"{path}: line {number} has no slug; fix that line, or restore the file from "
+                "git (git checkout -- FILE)."
+            )
         rows[row["slug"]] = row
     return rows
 

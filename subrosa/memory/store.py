@@ -70,7 +70,10 @@ def get_fact(session: Session, project: Project, slug: str) -> Fact | None:
 def require_fact(session: Session, project: Project, slug: str) -> Fact:
     fact = get_fact(session, project, slug)
     if fact is None:
-        raise NotFound(f"no fact named {slug!r} in {project.memory_dir}.")
+        raise NotFound(
+            f"no fact named {slug!r} in {project.memory_dir} (`subrosa fact list --all` "
+            "lists them; `subrosa fact upsert SLUG --hook TEXT` registers a leaf)."
+        )
     return fact
 
 
