@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from subrosa.archive import pending
-from subrosa.claude.install import EVENTS, hook_command
+from subrosa.claude.install import EVENTS, hook_command, this_runner
 from subrosa.cli.app import cli
 from subrosa.paths import auto_memory_dir, project_transcript_dir, sqlite_path
 from tests.conftest import write_leaf
@@ -152,7 +152,8 @@ def test_every_command_works_under_a_weird_home(
         for group in groups
         for handler in group["hooks"]
     ]
-    assert sorted(commands) == sorted(hook_command(name) for name in EVENTS.values())
+    runner = this_runner()
+    assert sorted(commands) == sorted(hook_command(name, runner) for name in EVENTS.values())
     checks = json.loads(_cli("doctor", "--json", ok=(0, 1)).stdout)["checks"]
     failed = {c["name"]: c["detail"] for c in checks if not c["ok"] and c["severity"] == "error"}
     assert failed == {}
