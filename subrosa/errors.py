@@ -50,6 +50,16 @@ class LeafError(InvalidInput):
         self.problem = problem
 
 
+class InvalidLeaf(LeafError):
+    """A leaf whose frontmatter parses as YAML but is not a mapping of text keys: refused
+    by `fact upsert`, skipped with a warning by generate and adopt."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        InvalidInput.__init__(self, f"invalid leaf: {path}: {problem}")
+        self.path = path
+        self.problem = f"invalid leaf: {problem}"
+
+
 class NotFound(InvalidInput):
     """A slug, session or file the user named does not exist."""
 

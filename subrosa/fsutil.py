@@ -100,15 +100,17 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def backup_beside(path: Path, suffix: str, limit: int = 1000) -> Path:
+def backup_beside(path: Path, suffix: str, limit: int = 1000, *, write: bool = True) -> Path:
     """Keep a copy of `path` beside it as `<name><suffix>`. An earlier copy is never
     overwritten: the next free `<name><suffix>.N` is used, unless a copy already holds
-    the same bytes (so running twice makes one copy). Returns the copy's path."""
+    the same bytes (so running twice makes one copy). Returns the copy's path (with
+    `write` False, the path it would have, and nothing is written)."""
     data = path.read_bytes()
     for n in range(1, limit):
         target = path.with_name(path.name + suffix + ("" if n == 1 else f".{n}"))
         if not target.exists():
-            atomic_write_bytes(target, data)
+            if write:
+                atomic_write_bytes(target, data)
             return target
         if target.read_bytes() == data:
             return target

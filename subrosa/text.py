@@ -24,9 +24,13 @@ kept readable:
   `﹤`: what NFKC maps to `<`) and the entities `&lt;`, `&#60;`, `&#x3c;` count too.
   So `Vec<String>` reads `Vec‹String›` and `git show <rev>:<path>` reads
   `git show ‹rev›:‹path›`, while `a < b`, `x<=y` and `i < 10` are left alone.
-- In one-line contexts (index lines): square brackets become parentheses (no
-  `[x](y)` link, no `[[wikilink]]`), code fences go, and a leading `System:` /
-  `Human:` role prefix goes.
+- In one-line contexts (index lines): the brackets stay, but where two would join
+  into a link (`](`, `][`, `[[`) a backslash goes between them (`[x]\\(y.md)`,
+  `[\\[w]]`), so no `[x](y)` link, reference link or `[[wikilink]]` forms, and
+  `players[pid]` or an Erlang list `[{Type, Value}, ...]` reads as written (issue 17:
+  the text is the user's; never substitute). Inside a link's text (a title) every
+  bracket is escaped. Code fences go, and a leading `System:` / `Human:` role prefix
+  goes.
 """
 
 from __future__ import annotations
@@ -66,7 +70,10 @@ CLOSE_MARK = "›"
 _FENCE = re.compile(r"`{3,}|~{3,}")
 _ROLE_PREFIX = re.compile(r"^\s*(?:system|assistant|human|user)\s*:\s*", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
-_SUSPECT = re.compile(rf"[\[\]{_LT}]|&(?i:lt|#)|```|~~~")
+# Where two brackets would join into a link: `](` (inline), `][` (reference), `[[`
+# (wikilink). The second character gets a backslash.
+_LINK_JOIN = re.compile(r"(?<=\])[(\[]|(?<=\[)\[")
+_SUSPECT = re.compile(rf"\][(\[]|\[\[|[{_LT}]|&(?i:lt|#)|```|~~~")
 
 
 def escape_tags(text: str) -> str:
@@ -109,9 +116,38 @@ def strip_invisible(text: str) -> str:
     return "".join(out)
 
 
-def neutralize_links(text: str) -> str:
-    """Square brackets become parentheses, so no `[x](y.md)` link or `[[wikilink]]` survives."""
-    return text.replace("[", "(").replace("]", ")")
+def escape_links(text: str) -> str:
+    """Every bracket kept, with a backslash where two would join into a link: `](` reads
+    `]\\(`, `][` reads `]\\[` and `[[` reads `[\\[`, so no `[x](y.md)` link, reference
+    link or `[[wikilink]]` survives (for CommonMark, and for the witness's grammar)."""
+    if "[" not in text and "]" not in text:
+        return text
+    return _LINK_JOIN.sub(lambda m: "\\" + m.group(0), text)
+
+
+def escape_link_text(text: str) -> str:
+    """`text` fit to stand inside a link's brackets (`[text](leaf.md)`): every bracket
+    and backtick not already escaped gets a backslash (a backtick in the title could
+    open a code span that swallows the link), and a backslash at the end is doubled (it
+    would escape the closing bracket)."""
+    if "[" not in text and "]" not in text and "`" not in text and not text.endswith("\\"):
+        return text
+    out: list[str] = []
+    escaped = False
+    for ch in text:
+        if escaped:
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            out.append(ch)
+            escaped = True
+        elif ch in "[]`":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    if escaped:
+        out.append("\\")
+    return "".join(out)
 
 
 def one_line(text: str) -> str:
@@ -152,13 +188,14 @@ def _sanitize_once(text: str, keep_links: bool) -> str:
     cleaned = escape_tags(strip_invisible(text))
     cleaned = _FENCE.sub(" ", cleaned)
     if not keep_links:
-        cleaned = neutralize_links(cleaned)
+        cleaned = escape_links(cleaned)
     cleaned = one_line(cleaned)
     return _ROLE_PREFIX.sub("", cleaned)
 
 
-# A link in an index line: `[text](target)`, the target a plain relative path.
-_INDEX_LINK = re.compile(r"\[([^\[\]\n]{0,512})\]\(([^\s()<>\[\]]{1,512})\)")
+# A link in an index line: `[text](target)`, the target a plain relative path; the
+# text may hold backslash escapes (`[players\\[pid\\]](x.md)`, as the generator writes).
+_INDEX_LINK = re.compile(r"\[((?:\\[^\n]|[^\[\]\\\n]){0,512})\]\(([^\s()<>\[\]]{1,512})\)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -203,7 +240,7 @@ def _sanitize_index_once(body: str) -> str:
 
 
 def _inert(fragment: str) -> str:
-    return neutralize_links(_FENCE.sub(" ", escape_tags(fragment)))
+    return escape_links(_FENCE.sub(" ", escape_tags(fragment)))
 
 
 def terminal_line(text: str, *, keep_spaces: bool = False) -> str:

@@ -10,6 +10,7 @@ import click
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.errors import ProblemFound
 from subrosa.memory.generate import Outcome, run_generate
+from subrosa.memory.marker import ARCHIVE, INDEX
 from subrosa.memory.takeover import Report
 
 
@@ -20,9 +21,14 @@ def _names(slugs: list[str], limit: int = 12) -> str:
 
 def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) -> None:
     plan, report = outcome.plan, outcome.report
-    verb = "would write" if dry_run else "wrote"
+    if dry_run:
+        verb = "would write MEMORY.md"
+    elif INDEX in outcome.changed:
+        verb = "wrote MEMORY.md"
+    else:
+        verb = "MEMORY.md unchanged" + (f" (wrote {ARCHIVE})" if outcome.changed else "")
     say(
-        f"{verb} MEMORY.md: {len(plan.included)} facts, {plan.bytes:,} / {budget:,} bytes, "
+        f"{verb}: {len(plan.included)} facts, {plan.bytes:,} / {budget:,} bytes, "
         f"{plan.lines} / {max_lines} lines"
     )
     groups = (
@@ -36,6 +42,8 @@ def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) 
     for label, slugs in groups:
         if slugs:
             say(f"{label} ({len(slugs)}): {_names(slugs)}")
+    for path in outcome.kept:
+        say(f"kept a copy of the lines not taken over: {path}")
 
 
 def report_problems(report: Report) -> None:
@@ -49,6 +57,8 @@ def report_problems(report: Report) -> None:
         warn(f"{filename}: {problem}; listed under 'Unreadable leaves' in MEMORY_archive.md.")
     for message in report.warnings:
         warn(message)
+    for item in report.unplaced:
+        warn(f"{item.describe()}.")
 
 
 @click.command()

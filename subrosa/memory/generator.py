@@ -16,7 +16,7 @@ from urllib.parse import quote
 from subrosa.errors import InvalidInput
 from subrosa.memory.leaf import humanize
 from subrosa.memory.marker import ARCHIVE, HEADER_TAG, INDEX
-from subrosa.text import sanitize_line
+from subrosa.text import escape_link_text, sanitize_line
 
 # The heading archived facts are listed under (the take-over reads it back).
 ARCHIVED_SECTION = "Archived"
@@ -89,8 +89,9 @@ def link_target(filename: str) -> str:
 
 
 def index_line(entry: Entry, suffix: str = "") -> str:
-    """`- [Title](file.md) — hook`: title and hook sanitized so they add no line or link."""
-    title = sanitize_line(entry.title) or humanize(entry.slug)
+    """`- [Title](file.md) — hook`: title and hook sanitized so they add no line or link
+    (brackets kept: escaped in the title, broken apart where they would link in the hook)."""
+    title = escape_link_text(sanitize_line(entry.title) or humanize(entry.slug))
     hook = sanitize_line(entry.hook + suffix)
     line = f"- [{title}]({link_target(entry.filename)})"
     return f"{line} — {hook}" if hook else line
@@ -194,7 +195,8 @@ def render_archive(
     if unreadable:
         parts.append("\n## Unreadable leaves\n")
         for filename, problem in unreadable:
-            parts.append(f"- [{sanitize_line(filename)}]({link_target(filename)}) — ")
+            shown = escape_link_text(sanitize_line(filename))
+            parts.append(f"- [{shown}]({link_target(filename)}) — ")
             parts.append(f"{sanitize_line(problem)}\n")
     return "".join(parts)
 
