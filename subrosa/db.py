@@ -14,6 +14,7 @@ are serialized by a file lock beside an SQLite file, by an advisory lock on a se
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,12 +25,12 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
-from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.errors import DatabaseUnreadable, SubrosaError, corruption, hide_passwords
 from subrosa.paths import sqlite_path
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
-from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS
+from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS, file_problem
 from subrosa.schema import SCHEMA_HEAD as SCHEMA_HEAD
 
 CONNECT_TIMEOUT_S = 10
@@ -46,12 +47,23 @@ class DatabaseError(SubrosaError):
 
 
 def _prepare_sqlite_file(path: Path) -> None:
-    """Create the database file readable by its owner only, before SQLite does."""
+    """Create the database file readable by its owner only, before SQLite does, and give
+    it SQLite's header at once (WAL set): an empty file is never one subrosa left, so
+    finding one means the database was lost (see schema.file_problem). A file already
+    there that cannot be a database is refused before SQLite opens it."""
     if path.exists():
+        problem = file_problem(path)
+        if problem is not None:
+            raise DatabaseUnreadable(path, problem)
         return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     os.close(fd)
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+    finally:
+        conn.close()
 
 
 def database_url(value: str) -> URL:
@@ -95,8 +107,11 @@ def get_engine(url: str) -> Engine:
     if path is not None:
         try:
             _prepare_sqlite_file(path)
-        except OSError as exc:
-            raise DatabaseError(f"{path}: cannot create the database ({exc.strerror}).") from None
+        except FileExistsError:
+            pass  # another process made it first
+        except (OSError, sqlite3.Error) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise DatabaseError(f"{path}: cannot create the database ({why}).") from None
         engine = create_engine(target, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
     else:
@@ -180,6 +195,9 @@ def current_revision(engine: Engine) -> str | None:
     except DBAPIError as exc:
         if _missing_table(exc):
             return None
+        damage = corruption(exc)
+        if damage is not None:
+            raise DatabaseUnreadable(shown(engine.url), damage) from None
         raise DatabaseError(
             f"{shown(engine.url)}: cannot read the database ({_reason(exc)})."
         ) from None
@@ -211,14 +229,30 @@ def upgrade(engine: Engine) -> None:
     if lock is not None:
         lock.acquire(timeout=60)
     try:
-        if current_revision(engine) == SCHEMA_HEAD:
+        revision = current_revision(engine)
+        if revision == SCHEMA_HEAD:
             return
+        if revision is None and path is not None and _has_tables(engine):
+            raise DatabaseUnreadable(
+                path, "it holds another program's tables and no subrosa schema"
+            )
         _run_alembic(engine)
     except DBAPIError as exc:
+        damage = corruption(exc)
+        if damage is not None:
+            raise DatabaseUnreadable(shown(engine.url), damage) from None
         raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
     finally:
         if lock is not None:
             lock.release()
+
+
+def _has_tables(engine: Engine) -> bool:
+    """Whether an SQLite file without subrosa's schema holds tables: someone else's
+    database, which migrating would fill with subrosa's."""
+    with engine.connect() as conn:
+        query = "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+        return bool(conn.execute(text(query)).scalar())
 
 
 def _run_alembic(engine: Engine) -> None:
@@ -261,7 +295,17 @@ def migrate(url: str) -> tuple[str | None, str | None]:
 
 def status(url: str) -> dict[str, Any]:
     """Where the database is (password hidden) and which schema revision it has, against
-    the newest (`subrosa db status`; the `--json` shape)."""
+    the newest (`subrosa db status`; the `--json` shape). Looking creates nothing: a
+    database file that does not exist yet is reported as such (`exists` false)."""
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return {
+            "url": database_url(url).render_as_string(hide_password=True),
+            "revision": None,
+            "head": SCHEMA_HEAD,
+            "current": False,
+            "exists": False,
+        }
     engine = get_engine(url)
     revision = current_revision(engine)
     return {
@@ -269,4 +313,5 @@ def status(url: str) -> dict[str, Any]:
         "revision": revision,
         "head": SCHEMA_HEAD,
         "current": revision == SCHEMA_HEAD,
+        "exists": True,
     }

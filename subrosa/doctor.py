@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from subrosa.errors import hide_passwords
-from subrosa.memory.leaf import list_leaf_files
+from subrosa.memory.leaf import list_leaf_files, subfolder_note
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
 from subrosa.paths import claude_root, project_root, sqlite_path
 
@@ -217,6 +217,13 @@ def check_leaves_registered(subject: Subject) -> Check:
             registered = store.registered_slugs(session, store.Project(subject.memory_dir))
     except Exception as exc:  # noqa: BLE001 - the database check reports the cause
         return Check("leaves", False, f"cannot read facts: {exc}", "see the database check")
+    # Notes in subfolders are registered through the index links (`notes/x`).
+    root = subject.memory_dir.resolve()
+    on_disk |= {
+        slug
+        for slug in registered
+        if "/" in slug and subfolder_note(subject.memory_dir, slug + ".md", root) is not None
+    }
     unregistered = sorted(on_disk - registered)
     gone = sorted(registered - on_disk)
     if unregistered or gone:
@@ -255,16 +262,20 @@ def check_permissions(subject: Subject) -> Check:
     problems: list[str] = []
     db = sqlite_path(subject.db_url)
     if db is not None and db.exists():
-        if _mode(db) & 0o077:
-            problems.append(f"{db} is readable by others (mode {_mode(db):o})")
-        if _mode(db.parent) & 0o077:
-            problems.append(f"{db.parent} is open to others (mode {_mode(db.parent):o})")
+        # The files hold the data (SQLite gives -wal and -shm the database's mode); an
+        # ordinary 755 folder only lets others see their names. A folder others may
+        # write to is a problem: they could swap the database.
+        for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+            if path.exists() and _mode(path) & 0o077:
+                problems.append(f"{path} is readable by others (mode {_mode(path):o})")
+        if _mode(db.parent) & 0o022:
+            problems.append(f"{db.parent} is writable by others (mode {_mode(db.parent):o})")
     for name in INDEX_FILES:
         path = subject.memory_dir / name
         if path.exists() and not os.access(path, os.W_OK):
             problems.append(f"{path} is not writable")
     if problems:
-        fix = f"chmod 600 '{db}'; chmod 700 '{db.parent}'" if db is not None else "chmod u+w"
+        fix = f"chmod 600 '{db}'*; chmod go-w '{db.parent}'" if db is not None else "chmod u+w"
         return Check("permissions", False, "; ".join(problems) + ".", fix)
     return Check("permissions", True, "database private to you; index files writable")
 

@@ -54,7 +54,12 @@ def report_problems(report: Report) -> None:
             "(restore the leaf, or run `subrosa rebuild` to forget the fact)."
         )
     for filename, problem in report.unreadable:
-        warn(f"{filename}: {problem}; listed under 'Unreadable leaves' in MEMORY_archive.md.")
+        where = "listed under 'Unreadable leaves' in MEMORY_archive.md"
+        if problem.startswith("invalid leaf: "):
+            why = problem.removeprefix("invalid leaf: ")
+            warn(f"invalid leaf: {filename}: {why}; skipped ({where}).")
+        else:
+            warn(f"{filename}: {problem}; {where}.")
     for message in report.warnings:
         warn(message)
     for item in report.unplaced:
