@@ -30,7 +30,8 @@ kept readable:
   `players[pid]` or an Erlang list `[{Type, Value}, ...]` reads as written (issue 17:
   the text is the user's; never substitute). Inside a link's text (a title) every
   bracket is escaped. Code fences go, and a leading `System:` / `Human:` role prefix
-  goes.
+  goes; in a field of a line subrosa writes (sanitize_field: an index line's title or
+  hook, a heading) both stay, as no such field starts a line.
 """
 
 from __future__ import annotations
@@ -184,13 +185,29 @@ def sanitize_line(text: str, *, keep_links: bool = False) -> str:
     return cleaned
 
 
-def _sanitize_once(text: str, keep_links: bool) -> str:
+def _sanitize_once(text: str, keep_links: bool, field: bool = False) -> str:
     cleaned = escape_tags(strip_invisible(text))
-    cleaned = _FENCE.sub(" ", cleaned)
+    if not field:
+        cleaned = _FENCE.sub(" ", cleaned)
     if not keep_links:
         cleaned = escape_links(cleaned)
     cleaned = one_line(cleaned)
-    return _ROLE_PREFIX.sub("", cleaned)
+    return cleaned if field else _ROLE_PREFIX.sub("", cleaned)
+
+
+def sanitize_field(text: str) -> str:
+    """Untrusted text as a field of a line subrosa writes: the title or hook of an index
+    line (`- [Title](leaf.md) — hook`), a section heading, a description, an archive
+    reason. As sanitize_line (one line, no control character, tag or link), but a code
+    fence and a leading role prefix (`User: prefers tabs`) stay: placed after `- [`,
+    ` — ` or `## `, neither can open a block or frame a turn, and they are the user's
+    words (issue 17)."""
+    previous = None
+    cleaned = text
+    while previous != cleaned:
+        previous = cleaned
+        cleaned = _sanitize_once(cleaned, False, field=True)
+    return cleaned
 
 
 # A link in an index line: `[text](target)`, the target a plain relative path; the
@@ -224,8 +241,12 @@ def sanitize_index_line(line: str) -> str:
     return indent + body if body else ""
 
 
+# A fence opens a block only at the start of a line; inside one it is text.
+_LEADING_FENCE = re.compile(r"^(?:`{3,}|~{3,})")
+
+
 def _sanitize_index_once(body: str) -> str:
-    body = one_line(strip_invisible(body))
+    body = _LEADING_FENCE.sub("", one_line(strip_invisible(body))).lstrip()
     out: list[str] = []
     last = 0
     for link in _INDEX_LINK.finditer(body):
@@ -240,7 +261,7 @@ def _sanitize_index_once(body: str) -> str:
 
 
 def _inert(fragment: str) -> str:
-    return escape_links(_FENCE.sub(" ", escape_tags(fragment)))
+    return escape_links(escape_tags(fragment))
 
 
 def terminal_line(text: str, *, keep_spaces: bool = False) -> str:

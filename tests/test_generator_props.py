@@ -132,7 +132,7 @@ def test_the_take_over_parser_reads_back_what_was_rendered(items: list[Entry]) -
     for entry in active:
         line = by_file[entry.filename]
         assert line.lead == entry.filename
-        assert line.hook == generator.sanitize_line(entry.hook)
+        assert line.hook == generator.sanitize_field(entry.hook)
         assert line.section == generator.section_name(entry)
         # The title read back renders the same line (brackets and all: issue 17).
         again = dataclasses.replace(entry, title=line.title or "")

@@ -62,9 +62,10 @@ STEM = st.text(NAME_CHARS, min_size=1, max_size=10).filter(
     lambda s: not s.startswith(".") and s not in ("MEMORY", "MEMORY_archive")
 )
 
-# Brackets are the user's and stay (issue 17); what must not appear is a link they form
-# (tests.markdown.forms_link), a comment, a fence or a framing tag.
-FORBIDDEN = re.compile(r"<!--|```|~~~|</?\s*system", re.IGNORECASE)
+# Brackets, an inline ``` and a `User:` are the user's and stay (issue 17: a field never
+# starts a line, so they open no block and frame no turn); what must not appear is a
+# link they form (tests.markdown.forms_link), a comment or a framing tag.
+FORBIDDEN = re.compile(r"<!--|</?\s*system", re.IGNORECASE)
 _COUNTER = itertools.count()
 
 

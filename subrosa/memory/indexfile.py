@@ -28,7 +28,7 @@ from pathlib import Path
 from subrosa.memory.generator import ARCHIVE_HEADER, INDEX_HEADER
 from subrosa.memory.marker import INDEX_FILES
 from subrosa.memory.witness import load as load_witness
-from subrosa.text import sanitize_line
+from subrosa.text import sanitize_field
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 # A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".
@@ -99,7 +99,7 @@ def parse_item(number: int, lines: list[str], section: str | None) -> IndexLine 
     linked = witness.md_targets(item)
     targets = tuple(t for t in linked if t not in INDEX_FILES)
     if not targets and (not bullet or linked):
-        hook = sanitize_line(item)
+        hook = sanitize_field(item)
         if not hook:
             return None
         return IndexLine(number, raw, section, (), None, hook, bool(bullet), prose=True, whole=hook)
@@ -112,15 +112,15 @@ def parse_item(number: int, lines: list[str], section: str | None) -> IndexLine 
     lead_targets = witness.md_targets(leading.group(0)) if leading else []
     if leading is not None and lead_targets and lead_targets[0] in targets:
         lead = lead_targets[0]
-        title = sanitize_line(_link_text(leading).strip("*_ ")) or None
+        title = sanitize_field(_link_text(leading).strip("*_ ")) or None
         end = leading.end()
         if wrapper and item.startswith(wrapper, end):
             end += len(wrapper)  # **[Title](file.md)**
         rest = _SEPARATOR.sub("", item[end:], count=1)
-    hook = sanitize_line(rest)
+    hook = sanitize_field(rest)
     if not hook and not targets:
         return None  # an empty bullet
-    whole = sanitize_line(item)
+    whole = sanitize_field(item)
     return IndexLine(number, raw, section, targets, title, hook, bool(bullet), lead, whole=whole)
 
 
@@ -181,7 +181,7 @@ def parse_index(text: str) -> list[IndexLine]:
         if heading:
             flush()
             if len(heading.group(1)) >= 2 or seen_text:
-                section = sanitize_line(heading.group(2)) or None
+                section = sanitize_field(heading.group(2)) or None
             seen_text = True
             continue
         seen_text = True

@@ -28,7 +28,7 @@ from subrosa.config import FACT_TYPES
 from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.memory.marker import INDEX_FILES
-from subrosa.text import sanitize_line
+from subrosa.text import sanitize_field
 
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -134,7 +134,7 @@ def humanize(stem: str) -> str:
     """
     words = re.split(r"[_\-\s]+", _TYPE_PREFIX.sub("", stem) or stem)
     # Sanitized: a file name is untrusted text too, and this lands in the index.
-    return sanitize_line(" ".join(w[:1].upper() + w[1:] for w in words if w)) or "Untitled"
+    return sanitize_field(" ".join(w[:1].upper() + w[1:] for w in words if w)) or "Untitled"
 
 
 def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
@@ -336,7 +336,7 @@ def parse_leaf(path: Path, given: bytes | None = None) -> Leaf:
         path=path,
         slug=slug,
         name=name,
-        title=sanitize_line(title) or humanize(slug),
+        title=sanitize_field(title) or humanize(slug),
         type=fact_type,
         description=description,
         body=post.content,
@@ -406,9 +406,9 @@ def parse_leaf_lenient(path: Path, given: bytes | None = None) -> Leaf:
         path=path,
         slug=slug,
         name=str(meta.get("name") or slug.replace("_", "-")),
-        title=sanitize_line(title) or humanize(slug),
+        title=sanitize_field(title) or humanize(slug),
         type=fact_type,
-        description=sanitize_line(description),
+        description=sanitize_field(description),
         body=body,
         content_hash=content_hash(raw),
         mtime=_mtime(path, given is not None),

@@ -45,7 +45,7 @@ from subrosa.memory.leaf import (
 )
 from subrosa.memory.state import load_state, sidecar_matches
 from subrosa.models import Fact
-from subrosa.text import sanitize_line
+from subrosa.text import sanitize_field
 
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
 
@@ -81,7 +81,7 @@ def _plain(line: IndexLine) -> str:
     a leaf made from it is named and titled after (its hook keeps the links)."""
     if line.title or not line.targets:
         return line.title or line.hook
-    return sanitize_line(plain_text(line.text))
+    return sanitize_field(plain_text(line.text))
 
 
 def _leaf_names_for(line: IndexLine, target: str | None) -> Iterator[str]:
