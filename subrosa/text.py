@@ -25,8 +25,9 @@ kept readable:
   So `Vec<String>` reads `Vec‹String›` and `git show <rev>:<path>` reads
   `git show ‹rev›:‹path›`, while `a < b`, `x<=y` and `i < 10` are left alone.
 - In one-line contexts (index lines): the brackets stay, but where two would join
-  into a link (`](`, `][`, `[[`) a backslash goes between them (`[x]\\(y.md)`,
-  `[\\[w]]`), so no `[x](y)` link, reference link or `[[wikilink]]` forms, and
+  into a link (`](`, `[[`) a backslash goes between them (`[x]\\(y.md)`,
+  `[\\[w]]`), so no `[x](y)` link or `[[wikilink]]` forms (and a hand-written
+  index line that is a link definition, `[y]: url`, reads `[y]\\: url`), and
   `players[pid]` or an Erlang list `[{Type, Value}, ...]` reads as written (issue 17:
   the text is the user's; never substitute). Inside a link's text (a title) every
   bracket is escaped. Code fences go, and a leading `System:` / `Human:` role prefix
@@ -71,10 +72,12 @@ CLOSE_MARK = "›"
 _FENCE = re.compile(r"`{3,}|~{3,}")
 _ROLE_PREFIX = re.compile(r"^\s*(?:system|assistant|human|user)\s*:\s*", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
-# Where two brackets would join into a link: `](` (inline), `][` (reference), `[[`
-# (wikilink). The second character gets a backslash.
-_LINK_JOIN = re.compile(r"(?<=\])[(\[]|(?<=\[)\[")
-_SUSPECT = re.compile(rf"\][(\[]|\[\[|[{_LT}]|&(?i:lt|#)|```|~~~")
+# Where two brackets would join into a link: `](` (inline) or `[[` (wikilink). The
+# second character gets a backslash. (`a[i][j]` stays: a reference link `[x][y]` needs
+# a definition line `[y]: url`, which no line subrosa writes can be, and which
+# sanitize_index_line breaks in a hand-written index.)
+_LINK_JOIN = re.compile(r"(?<=\])\(|(?<=\[)\[")
+_SUSPECT = re.compile(rf"\]\(|\[\[|[{_LT}]|&(?i:lt|#)|```|~~~")
 
 
 def escape_tags(text: str) -> str:
@@ -119,8 +122,8 @@ def strip_invisible(text: str) -> str:
 
 def escape_links(text: str) -> str:
     """Every bracket kept, with a backslash where two would join into a link: `](` reads
-    `]\\(`, `][` reads `]\\[` and `[[` reads `[\\[`, so no `[x](y.md)` link, reference
-    link or `[[wikilink]]` survives (for CommonMark, and for the witness's grammar)."""
+    `]\\(` and `[[` reads `[\\[`, so no `[x](y.md)` link or `[[wikilink]]` survives
+    (for CommonMark, and for the witness's grammar)."""
     if "[" not in text and "]" not in text:
         return text
     return _LINK_JOIN.sub(lambda m: "\\" + m.group(0), text)
@@ -243,10 +246,13 @@ def sanitize_index_line(line: str) -> str:
 
 # A fence opens a block only at the start of a line; inside one it is text.
 _LEADING_FENCE = re.compile(r"^(?:`{3,}|~{3,})")
+# A link reference definition (`[label]: url`), which would make `[x][label]` a link.
+_DEFINITION = re.compile(r"^(\[(?:\\.|[^\[\]\\]){0,999}\]):")
 
 
 def _sanitize_index_once(body: str) -> str:
     body = _LEADING_FENCE.sub("", one_line(strip_invisible(body))).lstrip()
+    body = _DEFINITION.sub(r"\1\\:", body)
     out: list[str] = []
     last = 0
     for link in _INDEX_LINK.finditer(body):

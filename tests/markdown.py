@@ -15,8 +15,10 @@ from markdown_it import MarkdownIt
 from subrosa.memory.witness import load
 
 _MD = MarkdownIt("commonmark")
-# Two brackets that would join into a link: inline `](`, reference `][`, wikilink `[[`.
-_JOIN = re.compile(r"(?<!\\)\]\(|(?<!\\)\]\[|(?<!\\)\[\[")
+# Two brackets that would join into a link: inline `](`, wikilink `[[`.
+_JOIN = re.compile(r"(?<!\\)\]\(|(?<!\\)\[\[")
+# A link definition (`[y]: url`), without which `[x][y]` is no link: only a whole line.
+_DEFINITION = re.compile(r"^\s{0,3}\[(?:\\.|[^\[\]\\])*\]:")
 # An item as the generator renders it; the title may hold backslash escapes.
 ITEM = re.compile(r"^- \[((?:\\.|[^\[\]\\])*)\]\(([^\s()<>]+)\)(?: — (.*))?$")
 # A link to a leaf file beside the index (what SessionStart keeps of a foreign index).
@@ -33,12 +35,14 @@ def links(text: str) -> list[str]:
     return found
 
 
-def forms_link(text: str) -> bool:
-    """True when `text` holds a link for CommonMark, the witness, or a wikilink reader."""
+def forms_link(text: str, *, whole_line: bool = False) -> bool:
+    """True when `text` holds a link for CommonMark, the witness, or a wikilink reader
+    (or, when it is a `whole_line`, is a link definition)."""
     witness = load()
     return bool(
         links(text)
         or witness.LINK.search(text)
         or witness.WIKILINK.search(text)
         or _JOIN.search(text)
+        or (whole_line and _DEFINITION.match(text))
     )
