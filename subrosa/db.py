@@ -47,23 +47,32 @@ class DatabaseError(SubrosaError):
 
 
 def _prepare_sqlite_file(path: Path) -> None:
-    """Create the database file readable by its owner only, before SQLite does, and give
-    it SQLite's header at once (WAL set): an empty file is never one subrosa left, so
-    finding one means the database was lost (see schema.file_problem). A file already
-    there that cannot be a database is refused before SQLite opens it."""
+    """Create the database file readable by its owner only, before SQLite does, already
+    holding SQLite's header (WAL set): it is made under a temporary name and linked into
+    place, so no process ever sees it empty, and an empty file always means a lost
+    database (schema.file_problem). A file already there that cannot be a subrosa
+    database is refused before anything opens it."""
     if path.exists():
         problem = file_problem(path)
         if problem is not None:
             raise DatabaseUnreadable(path, problem)
         return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    temp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.new")
+    fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     os.close(fd)
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
     try:
-        conn.execute("PRAGMA journal_mode = WAL")
+        conn = sqlite3.connect(str(temp), timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        os.link(temp, path)  # fails if another process made it first: theirs is as good
+    except FileExistsError:
+        pass
     finally:
-        conn.close()
+        for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 def database_url(value: str) -> URL:
@@ -107,8 +116,6 @@ def get_engine(url: str) -> Engine:
     if path is not None:
         try:
             _prepare_sqlite_file(path)
-        except FileExistsError:
-            pass  # another process made it first
         except (OSError, sqlite3.Error) as exc:
             why = exc.strerror if isinstance(exc, OSError) else str(exc)
             raise DatabaseError(f"{path}: cannot create the database ({why}).") from None
@@ -229,13 +236,8 @@ def upgrade(engine: Engine) -> None:
     if lock is not None:
         lock.acquire(timeout=60)
     try:
-        revision = current_revision(engine)
-        if revision == SCHEMA_HEAD:
+        if current_revision(engine) == SCHEMA_HEAD:
             return
-        if revision is None and path is not None and _has_tables(engine):
-            raise DatabaseUnreadable(
-                path, "it holds another program's tables and no subrosa schema"
-            )
         _run_alembic(engine)
     except DBAPIError as exc:
         damage = corruption(exc)
@@ -245,14 +247,6 @@ def upgrade(engine: Engine) -> None:
     finally:
         if lock is not None:
             lock.release()
-
-
-def _has_tables(engine: Engine) -> bool:
-    """Whether an SQLite file without subrosa's schema holds tables: someone else's
-    database, which migrating would fill with subrosa's."""
-    with engine.connect() as conn:
-        query = "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
-        return bool(conn.execute(text(query)).scalar())
 
 
 def _run_alembic(engine: Engine) -> None:

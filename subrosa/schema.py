@@ -52,6 +52,27 @@ def file_problem(path: Path) -> str | None:
         return "it is not an SQLite database"
     if len(head) < 100:
         return "it is cut short"
+    return _tables_problem(path)
+
+
+def _tables_problem(path: Path) -> str | None:
+    """Another program's database (tables, but no subrosa schema revision), which a
+    migration would fill with subrosa's tables; or damage SQLite sees in its schema.
+    A plain connection, no pragma: looking changes nothing in the file."""
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            names = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return None  # locked, or unreadable for a reason opening it will name
+    except sqlite3.DatabaseError as exc:
+        return str(exc) or "damaged"
+    if names and "alembic_version" not in names:
+        return "it holds another program's tables and no subrosa schema"
     return None
 
 
