@@ -231,11 +231,11 @@ def classify(
             return "identical", name
     lead = _LEAD.match(bullet.item)
     if lead is None:
-        return "lost", None
+        return _anywhere(bullet.item, flat)
     title, target, rest = lead.group(1), _target(lead.group(2)), lead.group(3)
     found = lines.get(target)
     if found is None:
-        return "lost", None
+        return _anywhere(bullet.item, flat)
     shown_title, hook = found
     named = title in (target, Path(target).name, Path(target).stem)
     if (named or shown_title == title) and norm(hook) == norm(rest):
@@ -243,7 +243,21 @@ def classify(
     same_title = named or unescape(shown_title) == unescape(title)
     if same_title and norm(unescape(hook)) == norm(unescape(rest)):
         return "escaped", target
-    return "changed", target
+    kind, where = _anywhere(bullet.item, flat)
+    return ("changed", target) if kind == "lost" else (kind, where)
+
+
+def _anywhere(item: str, flat: dict[str, str]) -> tuple[str, str | None]:
+    """The bullet's text (without its marker) anywhere, e.g. whole in the hook of a file
+    it only mentions: identical, or escaped; else lost."""
+    whole = norm(item)
+    for name, text in flat.items():
+        if whole in text:
+            return "identical", name
+    for name, text in flat.items():
+        if norm(unescape(whole)) in unescape(text):
+            return "escaped", name
+    return "lost", None
 
 
 def _facts(cli: Cli, directory: Path) -> list[dict[str, Any]]:
@@ -509,10 +523,11 @@ def run_dir(cli: Cli, source: Path, work: Path) -> Result:
     text = index.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     items = [i for i, line in enumerate(lines) if line.startswith("- [")]
-    if len(items) >= 2:
-        lines.insert(items[1], INSERTED)
+    inserted_text = INSERTED if len(items) >= 2 else ""
+    if inserted_text:
+        lines.insert(items[1], inserted_text)
     index.write_text("".join(lines) + APPENDED, encoding="utf-8")
-    added = read_index(INSERTED + APPENDED)
+    added = read_index(inserted_text + APPENDED)
     generated = cli("--memory-dir", str(directory), "generate")
     if generated.returncode != 0:
         result.notes.append(f"generate exit {generated.returncode}: {generated.stderr[:200]}")
@@ -525,14 +540,20 @@ def run_dir(cli: Cli, source: Path, work: Path) -> Result:
     result.lost += [f"(appended) {c}" for c in after.lost]
     result.prose_lost += [f"(appended) {c}" for c in after.prose_lost]
     result.check_ok = result.check_ok and after.check_ok
-    facts = _facts(cli, directory)
-    order = [f["slug"] for f in facts]
-    inserted = next((s for s in order if s.startswith("a_bullet_put_between")), None)
-    if len(items) >= 2 and (inserted is None or order.index(inserted) != 1):
-        result.order_ok = False
-        result.notes.append(
-            f"the inserted bullet is at {order.index(inserted) if inserted else None}"
+    if inserted_text:
+        # It keeps its place: right after the fact whose line was above it.
+        above = next(
+            (m for m in (_ITEM.match(x.rstrip("\n")) for x in reversed(lines[: items[1]])) if m),
+            None,
         )
+        facts = _facts(cli, directory)
+        order = [f["path"].split(str(directory) + os.sep, 1)[-1] for f in facts]
+        made = next((p for p in order if p.startswith("a_bullet_put_between")), None)
+        want = order.index(unquote(above.group(2))) + 1 if above else 0
+        if made is None or order.index(made) != want:
+            result.order_ok = False
+            where = order.index(made) if made else None
+            result.notes.append(f"the inserted bullet is at {where}, not {want}")
     return result
 
 

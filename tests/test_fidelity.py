@@ -7,6 +7,7 @@ dirs through real processes); here the same diff runs in-process on each pattern
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -15,6 +16,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import REPO, RunCli, write_leaf
 
@@ -239,3 +242,69 @@ def test_generate_says_when_nothing_changed(memory_dir: Path, run: RunCli) -> No
     again = run("generate")
     assert again.stdout.startswith("MEMORY.md unchanged")
     assert json.loads(run("generate", "--json").stdout)["written"] is False
+
+
+# ---------------------------------------------------------------- the round trip, as a property
+
+# Text a user may write in an index: brackets, code spans, CJK, fullwidth forms,
+# punctuation. (Not `<` or `&`: a tag is shown as ‹tag› by design, docs/security.md; not
+# `\`, whose escapes would make "the same text" ambiguous; not `*` or `_`, which the
+# reader takes as emphasis around a link.)
+_CHARS = "abcdefxyzABC 0123[]()`{}.,;:!?'\"/=+@%$|中文字日本語한국어［］（）éß"
+_WORD = st.text(alphabet="abcdefghxyz中文字한국", min_size=1, max_size=6)
+_TEXT = st.builds(
+    lambda head, rest: f"{head} {rest}".strip(),
+    _WORD,
+    st.text(alphabet=_CHARS, max_size=40),
+)
+
+
+@st.composite
+def _index(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
+    """A hand-kept MEMORY.md (blocks apart by blank lines) and the files it links."""
+    files: dict[str, str] = {}
+    blocks: list[str] = []
+    for n in range(draw(st.integers(min_value=1, max_value=7))):
+        kind = draw(st.sampled_from(["leaf", "note", "missing", "bare", "prose", "section"]))
+        title = draw(_WORD) + draw(st.text(alphabet=_CHARS, max_size=12)).rstrip()
+        hook = draw(_TEXT)
+        wrapped = [f"  {line}" for line in draw(st.lists(_TEXT, max_size=2))]
+        if kind == "leaf":
+            files[f"leaf_{n}.md"] = (
+                f"---\nname: leaf-{n}\ndescription: d\nmetadata:\n  type: project\n---\n\nBody.\n"
+            )
+            blocks.append("\n".join([f"- [{title}](leaf_{n}.md) — {hook}", *wrapped]))
+        elif kind == "note":
+            files[f"notes/n_{n}.md"] = f"# Note {n}\n\nA note.\n"
+            blocks.append("\n".join([f"- [{title}](notes/n_{n}.md) — {hook}", *wrapped]))
+        elif kind == "missing":
+            blocks.append("\n".join([f"- [{title}](gone_{n}.md) — {hook}", *wrapped]))
+        elif kind == "bare":
+            blocks.append("\n".join([f"- {hook}", *wrapped]))
+        elif kind == "prose":
+            blocks.append("\n".join(draw(st.lists(_TEXT, min_size=1, max_size=3))))
+        else:
+            blocks.append(f"## {draw(_WORD)} {draw(_WORD)}")
+    return "# Memory\n\n" + "\n\n".join(blocks) + "\n", files
+
+
+_ROUND_TRIPS = itertools.count()
+
+
+@given(index=_index())
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_adopt_and_generate_keep_every_character_and_the_order(
+    tmp_path: Path, memory_dir: Path, run: RunCli, index: tuple[str, dict[str, str]]
+) -> None:
+    text, files = index
+    source = tmp_path / "sources" / f"dir{next(_ROUND_TRIPS)}"
+    for rel, content in {"MEMORY.md": text, **files}.items():
+        (source / rel).parent.mkdir(parents=True, exist_ok=True)
+        (source / rel).write_text(content, encoding="utf-8")
+    result = fidelity.run_dir(InProcess(run), source, tmp_path / "runs")
+    assert result.changed == [] and result.lost == [] and result.prose_lost == [], text
+    assert result.order_ok and result.sections_ok and result.check_ok, (result.notes, text)
