@@ -233,8 +233,9 @@ def _leaf_target(target: str) -> bool:
 def sanitize_index_line(line: str) -> str:
     """A line of a MEMORY.md that subrosa may not have written, as SessionStart injects
     it: the indentation and the links to leaf files beside it are kept, everything
-    else is made inert as sanitize_line does (a link elsewhere loses its brackets).
-    A line subrosa generated comes back unchanged."""
+    else is made inert as sanitize_line does (a link elsewhere is broken by a
+    backslash, a code fence goes). A line subrosa generated comes back unchanged
+    unless a hook holds a code fence (the file keeps it; the injected view does not)."""
     body = line.lstrip(" ")
     indent = line[: len(line) - len(body)]
     previous = None
@@ -244,15 +245,12 @@ def sanitize_index_line(line: str) -> str:
     return indent + body if body else ""
 
 
-# A fence opens a block only at the start of a line; inside one it is text.
-_LEADING_FENCE = re.compile(r"^(?:`{3,}|~{3,})")
 # A link reference definition (`[label]: url`), which would make `[x][label]` a link.
 _DEFINITION = re.compile(r"^(\[(?:\\.|[^\[\]\\]){0,999}\]):")
 
 
 def _sanitize_index_once(body: str) -> str:
-    body = _LEADING_FENCE.sub("", one_line(strip_invisible(body))).lstrip()
-    body = _DEFINITION.sub(r"\1\\:", body)
+    body = _DEFINITION.sub(r"\1\\:", one_line(strip_invisible(body)))
     out: list[str] = []
     last = 0
     for link in _INDEX_LINK.finditer(body):
@@ -267,7 +265,7 @@ def _sanitize_index_once(body: str) -> str:
 
 
 def _inert(fragment: str) -> str:
-    return escape_links(escape_tags(fragment))
+    return escape_links(_FENCE.sub(" ", escape_tags(fragment)))
 
 
 def terminal_line(text: str, *, keep_spaces: bool = False) -> str:
