@@ -308,3 +308,23 @@ def test_adopt_and_generate_keep_every_character_and_the_order(
     result = fidelity.run_dir(InProcess(run), source, tmp_path / "runs")
     assert result.changed == [] and result.lost == [] and result.prose_lost == [], text
     assert result.order_ok and result.sections_ok and result.check_ok, (result.notes, text)
+
+
+def test_a_line_added_that_mentions_listed_facts_leaves_their_hooks(
+    memory_dir: Path, run: RunCli
+) -> None:
+    for name in ("alpha", "beta"):
+        write_leaf(memory_dir, f"{name}.md")
+        run("fact", "upsert", "--leaf", f"{name}.md", "--hook", f"hook {name}")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    index.write_text(index.read_text() + "- Compare [Alpha](alpha.md) with [Beta](beta.md)\n")
+    result = json.loads(run("generate", "--json").stdout)
+    assert result["hooks_taken"] == []
+    assert result["materialized"] == ["compare_alpha_with_beta.md"]
+    facts = _facts(run, memory_dir)
+    assert (facts["alpha"]["hook"], facts["beta"]["hook"]) == ("hook alpha", "hook beta")
+    assert (
+        "- Compare [Alpha](alpha.md) with [Beta](beta.md)\n"
+        in (memory_dir / "compare_alpha_with_beta.md").read_text()
+    )

@@ -260,13 +260,18 @@ def files_on_disk(
 
 def _first_lines(sources: list[Source], on_disk: set[str]) -> dict[str, tuple[Source, IndexLine]]:
     """For each file on disk that a taken line links, the line that speaks for it: its own
-    line (`- [Title](file.md) — hook`) wherever it is, else the first that mentions it."""
+    line (`- [Title](file.md) — hook`) wherever it is, else the first that mentions it,
+    when it has no line of its own at all (a line someone adds that mentions facts listed
+    already never overwrites their hooks: it becomes a leaf of its own)."""
+    own = {line.lead for source in sources for line in source.lines if line.lead}
     first: dict[str, tuple[Source, IndexLine]] = {}
     for dedicated in (True, False):
         for source in sources:
             for line in source.taken_lines():
                 for target in line.targets:
-                    if target in on_disk and (not dedicated or target == line.lead):
+                    if target not in on_disk:
+                        continue
+                    if target == line.lead if dedicated else target not in own:
                         first.setdefault(target, (source, line))
     return first
 
@@ -280,7 +285,9 @@ def find_loose(sources: list[Source], on_disk: set[str]) -> list[Loose]:
     for source in sources:
         for line in source.taken_lines():
             missing = [t for t in line.targets if t not in on_disk]
-            spoken_for = not missing and all(first[t][1] is not line for t in line.targets)
+            spoken_for = not missing and all(
+                t not in first or first[t][1] is not line for t in line.targets
+            )
             if not line.targets or spoken_for:
                 loose.append(Loose(source.origin, line, None))
             loose.extend(Loose(source.origin, line, t) for t in missing)
