@@ -461,7 +461,8 @@ def _long_index() -> dict[str, str]:
     for n in range(164):
         lines.append(
             f"- [Fact {n:03d}](fact-{n:03d}.md) — a remembered rule number {n}, kept as "
-            f"arr[{n}] with a list [{n}, {n + 1}] and enough words to cost real bytes"
+            f"arr[{n}] with a list [{n}, {n + 1}] and enough words to cost real bytes, so "
+            "that the index is over its budget"
         )
     return {"MEMORY.md": "\n".join(lines) + "\n"}
 

@@ -328,3 +328,20 @@ def test_a_line_added_that_mentions_listed_facts_leaves_their_hooks(
         "- Compare [Alpha](alpha.md) with [Beta](beta.md)\n"
         in (memory_dir / "compare_alpha_with_beta.md").read_text()
     )
+
+
+def test_a_note_in_a_subfolder_is_pinned_and_archived_by_its_path(
+    memory_dir: Path, run: RunCli
+) -> None:
+    (memory_dir / "notes").mkdir()
+    (memory_dir / "notes" / "design.md").write_text("# Design\n\nThe design.\n")
+    (memory_dir / "MEMORY.md").write_text("- [Design](notes/design.md) — how it is built\n")
+    run("adopt", str(memory_dir))
+    run("fact", "pin", "--leaf", "notes/design.md")
+    assert _facts(run, memory_dir)["notes/design"]["pinned"] is True
+    run("fact", "archive", "--leaf", "notes/design.md", "--reason", "done")
+    assert _facts(run, memory_dir)["notes/design"]["status"] == "archived"
+    refused = run("fact", "upsert", "--leaf", "notes/design.md", "--hook", "h", expect=2)
+    assert "registered through the MEMORY.md line" in refused.stderr
+    run("generate")
+    run("check")

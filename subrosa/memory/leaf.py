@@ -152,6 +152,12 @@ def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
     except OSError as exc:
         raise LeafError(shown, f"cannot be resolved ({exc.strerror})") from None
     if real.parent != root or candidate.absolute().parent.resolve() != root:
+        if real.is_relative_to(root) and candidate.absolute().parent.resolve() != root:
+            raise LeafError(
+                shown,
+                "is in a subfolder of the memory dir: such a note is registered through "
+                "the MEMORY.md line that links it (`subrosa generate`)",
+            )
         raise LeafError(shown, f"is outside the memory dir {memory_dir}")
     if not real.exists():
         raise LeafError(shown, "does not exist")
