@@ -435,7 +435,9 @@ def _materialize_loose(
         report.loose.extend(loose_items)
         return made
     taken_names = set(on_disk) | {p.name for p in memory_dir.iterdir()}
-    base = _place_time(memory_dir, on_disk, sources[0].origin) if loose_items else 0.0
+    base = (
+        _place_time(memory_dir, on_disk, sources[0].origin) if place_times and loose_items else 0.0
+    )
     for loose in loose_items:
         source = next(s for s in sources if s.origin == loose.origin)
         filename, text = materialize(
