@@ -13,8 +13,8 @@ are serialized by a file lock beside an SQLite file, by an advisory lock on a se
 
 from __future__ import annotations
 
-import contextlib
 import os
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,13 +25,13 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
-from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.errors import DatabaseUnreadable, SubrosaError, corruption, hide_passwords
 from subrosa.fsutil import make_private_dir
 from subrosa.paths import sqlite_path
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
-from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS
+from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS, file_problem
 from subrosa.schema import SCHEMA_HEAD as SCHEMA_HEAD
 
 CONNECT_TIMEOUT_S = 10
@@ -54,15 +54,34 @@ class DatabaseError(SubrosaError):
 
 
 def _prepare_sqlite_file(path: Path) -> None:
-    """Create the database file readable by its owner only, before SQLite does."""
+    """Create the database file readable by its owner only, before SQLite does, already
+    holding SQLite's header (WAL set): it is made under a temporary name and linked into
+    place, so no process ever sees it empty, and an empty file always means a lost
+    database (schema.file_problem). A file already there that cannot be a subrosa
+    database is refused before anything opens it."""
     if path.exists():
+        problem = file_problem(path)
+        if problem is not None:
+            raise DatabaseUnreadable(path, problem)
         return
     if os.path.islink(path):  # planted where the file will be (a database in /tmp)
         raise DatabaseError(f"{path}: is a link to nothing; subrosa will not create it there.")
     make_private_dir(path.parent)
-    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
-    with contextlib.suppress(FileExistsError):  # another process was first: that is fine
-        os.close(os.open(path, flags, 0o600))
+    temp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.new")
+    fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(str(temp), timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        os.link(temp, path)  # fails if another process made it first: theirs is as good
+    except FileExistsError:
+        pass
+    finally:
+        for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 def database_url(value: str) -> URL:
@@ -106,8 +125,9 @@ def get_engine(url: str) -> Engine:
     if path is not None:
         try:
             _prepare_sqlite_file(path)
-        except OSError as exc:
-            raise DatabaseError(f"{path}: cannot create the database ({exc.strerror}).") from None
+        except (OSError, sqlite3.Error) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise DatabaseError(f"{path}: cannot create the database ({why}).") from None
         engine = create_engine(target, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
     else:
@@ -191,6 +211,9 @@ def current_revision(engine: Engine) -> str | None:
     except DBAPIError as exc:
         if _missing_table(exc):
             return None
+        damage = corruption(exc)
+        if damage is not None:
+            raise DatabaseUnreadable(shown(engine.url), damage) from None
         raise DatabaseError(
             f"{shown(engine.url)}: cannot read the database ({_reason(exc)})."
         ) from None
@@ -226,6 +249,9 @@ def upgrade(engine: Engine) -> None:
             return
         _run_alembic(engine)
     except DBAPIError as exc:
+        damage = corruption(exc)
+        if damage is not None:
+            raise DatabaseUnreadable(shown(engine.url), damage) from None
         raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
     finally:
         if lock is not None:
@@ -272,7 +298,17 @@ def migrate(url: str) -> tuple[str | None, str | None]:
 
 def status(url: str) -> dict[str, Any]:
     """Where the database is (password hidden) and which schema revision it has, against
-    the newest (`subrosa db status`; the `--json` shape)."""
+    the newest (`subrosa db status`; the `--json` shape). Looking creates nothing: a
+    database file that does not exist yet is reported as such (`exists` false)."""
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return {
+            "url": database_url(url).render_as_string(hide_password=True),
+            "revision": None,
+            "head": SCHEMA_HEAD,
+            "current": False,
+            "exists": False,
+        }
     engine = get_engine(url)
     revision = current_revision(engine)
     return {
@@ -280,4 +316,5 @@ def status(url: str) -> dict[str, Any]:
         "revision": revision,
         "head": SCHEMA_HEAD,
         "current": revision == SCHEMA_HEAD,
+        "exists": True,
     }

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from subrosa.errors import hide_passwords
 from subrosa.fsutil import is_link
-from subrosa.memory.leaf import list_leaf_files
+from subrosa.memory.leaf import list_leaf_files, subfolder_note
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
 from subrosa.paths import sqlite_path
 
@@ -263,6 +263,13 @@ def check_leaves_registered(subject: Subject) -> Check:
             registered = store.registered_slugs(session, store.Project(subject.memory_dir))
     except Exception as exc:  # noqa: BLE001 - the database check reports the cause
         return Check("leaves", False, f"cannot read facts: {exc}", "see the database check")
+    # Notes in subfolders are registered through the index links (`notes/x`).
+    root = subject.memory_dir.resolve()
+    on_disk |= {
+        slug
+        for slug in registered
+        if "/" in slug and subfolder_note(subject.memory_dir, slug + ".md", root) is not None
+    }
     unregistered = sorted(on_disk - registered)
     gone = sorted(registered - on_disk)
     if unregistered or gone:
@@ -308,21 +315,25 @@ def _shared(directory: Path) -> bool:
 
 
 def _permission_fix(db: Path | None) -> str:
-    """The commands that make the database private, for its folder only when the folder
-    is the user's own: a database in /tmp moves out rather than /tmp changing."""
+    """The commands that make the database private: its files readable by the user only,
+    its folder writable by the user only, and that only when the folder is the user's
+    own (a database in /tmp moves out rather than /tmp changing)."""
     if db is None or not db.exists():
         return "chmod u+w on the index files"
-    fixes = []
-    if _mode(db) & 0o077:
-        fixes.append(f"chmod 600 {shlex.quote(str(db))}")
-    if _mode(db.parent) & 0o077:
+    files = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+    fixes = [
+        f"chmod 600 {shlex.quote(str(path))}"
+        for path in files
+        if path.exists() and _mode(path) & 0o077
+    ]
+    if _mode(db.parent) & 0o022:
         if _shared(db.parent):
             fixes = [
                 f"move the database out of the shared folder {db.parent} into a folder of "
                 "your own (unset SUBROSA_DB / --db to use the default, private one)"
             ]
         else:
-            fixes.append(f"chmod 700 {shlex.quote(str(db.parent))}")
+            fixes.append(f"chmod go-w {shlex.quote(str(db.parent))}")
     return "; ".join(fixes) or "chmod u+w on the index files"
 
 
@@ -330,10 +341,14 @@ def check_permissions(subject: Subject) -> Check:
     problems: list[str] = []
     db = sqlite_path(subject.db_url)
     if db is not None and db.exists():
-        if _mode(db) & 0o077:
-            problems.append(f"{db} is readable by others (mode {_mode(db):o})")
-        if _mode(db.parent) & 0o077:
-            problems.append(f"{db.parent} is open to others (mode {_mode(db.parent):o})")
+        # The files hold the data (SQLite gives -wal and -shm the database's mode); an
+        # ordinary 755 folder only lets others see their names. A folder others may
+        # write to is a problem: they could swap the database.
+        for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+            if path.exists() and _mode(path) & 0o077:
+                problems.append(f"{path} is readable by others (mode {_mode(path):o})")
+        if _mode(db.parent) & 0o022:
+            problems.append(f"{db.parent} is writable by others (mode {_mode(db.parent):o})")
     for name in INDEX_FILES:
         path = subject.memory_dir / name
         if path.exists() and not os.access(path, os.W_OK):

@@ -224,10 +224,11 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def backup_beside(path: Path, suffix: str, limit: int = 1000) -> Path:
+def backup_beside(path: Path, suffix: str, limit: int = 1000, *, write: bool = True) -> Path:
     """Keep a copy of `path` beside it as `<name><suffix>`. An earlier copy is never
     overwritten: the next free `<name><suffix>.N` is used, unless a copy already holds
-    the same bytes (so running twice makes one copy). Returns the copy's path.
+    the same bytes (so running twice makes one copy). Returns the copy's path (with
+    `write` False, the path it would have, and nothing is written).
 
     The copy has the source's mode (narrowed by the umask): a 0600 file never becomes a
     0644 backup. Neither `path` nor a copy is read through a symbolic link."""
@@ -238,7 +239,8 @@ def backup_beside(path: Path, suffix: str, limit: int = 1000) -> Path:
     for n in range(1, limit):
         target = path.with_name(path.name + suffix + ("" if n == 1 else f".{n}"))
         if not os.path.lexists(target):
-            atomic_write_bytes(target, data, mode=mode if mode is not None else 0o600)
+            if write:
+                atomic_write_bytes(target, data, mode=mode if mode is not None else 0o600)
             return target
         if not is_link(target) and read_capped(target) == data:
             return target

@@ -33,6 +33,53 @@ def is_current(path: Path) -> bool:
     return row is not None and row[0] == SCHEMA_HEAD
 
 
+# The first 16 bytes of every SQLite database file.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def file_problem(path: Path) -> str | None:
+    """Why the file at `path` cannot be a subrosa database, in a few words; None when it
+    does not exist yet (it will be made) or starts as an SQLite database does (damage
+    further in shows when it is read: see subrosa.errors.corruption)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(100)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return "it is a directory"
+    except OSError:
+        return None  # unreadable for another reason: opening it says which
+    if not head:
+        return "it is empty, 0 bytes"
+    if not head.startswith(SQLITE_MAGIC):
+        return "it is not an SQLite database"
+    if len(head) < 100:
+        return "it is cut short"
+    return _tables_problem(path)
+
+
+def _tables_problem(path: Path) -> str | None:
+    """Another program's database (tables, but no subrosa schema revision), which a
+    migration would fill with subrosa's tables; or damage SQLite sees in its schema.
+    A plain connection, no pragma: looking changes nothing in the file."""
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            names = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return None  # locked, or unreadable for a reason opening it will name
+    except sqlite3.DatabaseError as exc:
+        return str(exc) or "damaged"
+    if names and "alembic_version" not in names:
+        return "it holds another program's tables and no subrosa schema"
+    return None
+
+
 BUSY_TIMEOUT_MS = 30_000
 # Every connection to the SQLite file, SQLAlchemy's (subrosa.db) and the archive's
 # DB-API one (subrosa.archive.connection), starts with these: WAL so readers never

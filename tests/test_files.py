@@ -470,13 +470,15 @@ def test_doctor_never_suggests_changing_a_shared_folder(
     assert not checks["permissions"]["ok"]
     assert "chmod" not in fix and "move the database" in fix, fix
 
+    # An ordinary 755 folder is fine (others only see the names); one others may write
+    # to is not (they could swap the database), and there the chmod is right, quoted.
     own = tmp_path / "it's mine"
     own.mkdir()
-    own.chmod(0o755)
+    own.chmod(0o775)
     monkeypatch.setenv("SUBROSA_DB", str(own / "subrosa.db"))
     run("fact", "list")
     checks = _checks(run("doctor", "--json", expect=1).stdout)
-    assert checks["permissions"]["fix"] == f"chmod 700 '{tmp_path}/it'\"'\"'s mine'"
+    assert checks["permissions"]["fix"] == f"chmod go-w '{tmp_path}/it'\"'\"'s mine'"
 
 
 def test_is_current_reads_the_file_named_whatever_its_name(tmp_path: Path, run: RunCli) -> None:

@@ -43,9 +43,11 @@ MAX_LINES = 200
 MAX_BYTES = 25_000
 
 # An inline Markdown link: [text](target "optional title"). Text may nest one level of
-# brackets; the target has no spaces (subrosa percent-encodes them) or is <angled>.
+# brackets and hold backslash escapes (`[players\\[pid\\]](x.md)`: a `\\]` closes
+# nothing, as in CommonMark); the target has no spaces (subrosa percent-encodes them)
+# or is <angled>.
 LINK = re.compile(
-    r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]"
+    r"\[(?:\\[^\n]|[^\[\]\\\n]|\[(?:\\[^\n]|[^\[\]\\\n])*\])*\]"
     r"\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)(?:\s+\"[^\"\n]*\")?\s*\)"
 )
 WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:[#|][^\]\n]*)?\]\]")

@@ -68,6 +68,8 @@ class IngestReport:
     duplicate_messages: int = 0
     sessions: set[str] = field(default_factory=set)
     skipped: Counter[str] = field(default_factory=Counter)
+    # Lines read in spite of a flaw (bad UTF-8 bytes replaced), by kind.
+    repaired: Counter[str] = field(default_factory=Counter)
     redacted: Counter[str] = field(default_factory=Counter)
     missing: list[str] = field(default_factory=list)
 
@@ -81,6 +83,7 @@ class IngestReport:
             "duplicate_messages": self.duplicate_messages,
             "sessions": len(self.sessions),
             "skipped": dict(sorted(self.skipped.items())),
+            "repaired": dict(sorted(self.repaired.items())),
             "redacted": sum(self.redacted.values()),
             "redacted_by_kind": dict(sorted(self.redacted.items())),
             "missing": self.missing,
@@ -122,34 +125,26 @@ def project_of(path: str | Path, default: str, env: dict[str, str] | None = None
     return parts[0] if len(parts) > 1 else default
 
 
-def transcripts_in(directory: Path) -> list[str]:
-    """A project folder's transcripts: `*.jsonl` and `<session>/subagents/*.jsonl`."""
+def transcripts_under(directory: Path) -> list[str]:
+    """Every `*.jsonl` file under `directory`, at any depth (a project folder, a folder
+    of project folders, a copy of `projects/`), in a stable order. Symlinked folders are
+    not followed (no loops), nor hidden ones (`.subrosa/facts.jsonl` is no transcript)."""
     found: list[str] = []
-    try:
-        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-    except OSError:
-        return []
-    for entry in entries:
-        if entry.name.endswith(".jsonl") and entry.is_file():
-            found.append(entry.path)
-        elif entry.is_dir(follow_symlinks=False):
-            subagents = os.path.join(entry.path, "subagents")
-            try:
-                names = sorted(os.listdir(subagents))
-            except OSError:
-                continue
-            found += [os.path.join(subagents, n) for n in names if n.endswith(".jsonl")]
+    for root, dirs, files in os.walk(directory, onerror=None, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".jsonl")]
     return found
 
 
 def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
-    """The transcripts named by `paths` (files, or folders searched as project folders)."""
+    """The transcripts named by `paths`: files, or folders searched at every depth as
+    `--all-projects` searches `<claude root>/projects/`. A transcript under that root
+    belongs to its project folder's project; one elsewhere to the folder's (the default)."""
     sources: list[Source] = []
     for path in paths:
         if path.is_dir():
-            # Every transcript of a folder belongs to the folder's project.
             project = project_of(path / "x.jsonl", default_project)
-            sources += [Source(file, project) for file in transcripts_in(path)]
+            sources += [Source(file, project_of(file, project)) for file in transcripts_under(path)]
         else:
             sources.append(Source(str(path), project_of(path, default_project)))
     return sources
@@ -387,6 +382,7 @@ class Ingester:
     def _store(self, source: Source, parsed: Parsed) -> None:
         """Store one batch (inside the caller's transaction, with the new offset)."""
         self.report.skipped.update(parsed.skipped)
+        self.report.repaired.update(parsed.repaired)
         by_session: dict[str, list[Message]] = {}
         for message in parsed.messages:
             by_session.setdefault(message.session_id, []).append(message)

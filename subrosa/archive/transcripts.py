@@ -62,6 +62,8 @@ class Parsed:
     messages: list[Message] = field(default_factory=list)
     sessions: dict[str, SessionInfo] = field(default_factory=dict)
     skipped: Counter[str] = field(default_factory=Counter)
+    # Lines read in spite of a flaw (bad UTF-8 bytes replaced), by kind.
+    repaired: Counter[str] = field(default_factory=Counter)
 
 
 def normalize_time(value: object) -> str | None:
@@ -346,42 +348,68 @@ def parse_lines(
             parsed.skipped["line too long"] += 1
             continue
         try:
-            struct = _DECODER.decode(line)
-        except msgspec.ValidationError:  # fields of unexpected types: the generic path
-            try:
-                generic = msgspec.json.decode(line)
-            except (msgspec.DecodeError, RecursionError):
-                parsed.skipped["not json"] += 1
-                continue
-            parse_record(generic, default_session, tool_result_chars, parsed, clean)
-            continue
-        except (msgspec.DecodeError, RecursionError):  # RecursionError: `[[[[…` too deep
-            parsed.skipped["not json"] += 1
-            continue
-        session = struct.sessionId
-        if (
-            struct.type in ROLES
-            and not struct.isMeta
-            and struct.message is not None
-            and isinstance(session, str)
-            and session
-        ):
-            # The common case, without building a dict first.
-            message = struct.message
-            _add_message(
-                parsed,
-                session,
-                struct.type,
-                message.role,
-                message.content,
-                (struct.cwd, struct.gitBranch, struct.timestamp, struct.uuid),
-                tool_result_chars,
-                clean,
-            )
-        else:
-            parse_record(_as_dict(struct), default_session, tool_result_chars, parsed, clean)
+            _parse_line(line, default_session, tool_result_chars, parsed, clean)
+        except RecursionError:
+            # JSON nested thousands deep: no message of Claude Code's looks like it, and
+            # one such line must not stop the run (nor the good lines around it).
+            parsed.skipped["nested too deeply"] += 1
     _adopt_orphan_titles(parsed, default_session)
     return parsed
+
+
+def _parse_line(
+    line: bytes, default_session: str, tool_result_chars: int, parsed: Parsed, clean: Clean
+) -> None:
+    """Add what one JSONL line holds to `parsed` (RecursionError for JSON nested too deep)."""
+    try:
+        struct = _DECODER.decode(line)
+    except msgspec.ValidationError:  # fields of unexpected types: the generic path
+        try:
+            generic = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            parsed.skipped["not json"] += 1
+            return
+        parse_record(generic, default_session, tool_result_chars, parsed, clean)
+        return
+    except msgspec.DecodeError:
+        if _is_utf8(line):
+            parsed.skipped["not json"] += 1
+            return
+        # Keep what the line says; only its bad bytes become U+FFFD (and it is counted).
+        parsed.repaired["invalid UTF-8, read with U+FFFD"] += 1
+        repaired = line.decode("utf-8", errors="replace").encode("utf-8")
+        _parse_line(repaired, default_session, tool_result_chars, parsed, clean)
+        return
+    session = struct.sessionId
+    if (
+        struct.type in ROLES
+        and not struct.isMeta
+        and struct.message is not None
+        and isinstance(session, str)
+        and session
+    ):
+        # The common case, without building a dict first.
+        message = struct.message
+        _add_message(
+            parsed,
+            session,
+            struct.type,
+            message.role,
+            message.content,
+            (struct.cwd, struct.gitBranch, struct.timestamp, struct.uuid),
+            tool_result_chars,
+            clean,
+        )
+    else:
+        parse_record(_as_dict(struct), default_session, tool_result_chars, parsed, clean)
+
+
+def _is_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _adopt_orphan_titles(parsed: Parsed, default_session: str) -> None:

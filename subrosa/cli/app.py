@@ -12,7 +12,8 @@ import click
 from subrosa import __version__
 from subrosa.cli.common import AppContext, CliError, CliInputError, cli_error, click_options
 from subrosa.cli.fastsearch import ROOT_OPTIONS
-from subrosa.errors import SubrosaError
+from subrosa.errors import DatabaseUnreadable, SubrosaError, corruption
+from subrosa.paths import sqlite_path
 
 # name -> (module, attribute, one-line help). The help is here so that `subrosa
 # --help` lists every command without importing any of them.
@@ -120,6 +121,14 @@ class SubrosaGroup(click.Group):
             # (Python carries them as surrogates, which no file or database takes).
             shown = exc.object if isinstance(exc.object, str) else repr(exc.object)
             raise CliInputError(f"{shown[:200]}: is not valid UTF-8 text.") from None
+        except Exception as exc:
+            # A database damaged in the middle (SQLite finds it only when it reads that
+            # page): the same sentence as a file refused on opening, never a traceback.
+            damage = corruption(exc)
+            if damage is None or not isinstance(ctx.obj, AppContext):
+                raise
+            database = sqlite_path(ctx.obj.db_url) or ctx.obj.db_url
+            raise CliInputError(str(DatabaseUnreadable(database, damage))) from None
 
 
 @click.group(cls=SubrosaGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -33,5 +33,8 @@ def status_cmd(app: AppContext, as_json: bool) -> None:
     if as_json:
         print_json(data)
     else:
+        if not data["exists"]:
+            say(f"{data['url']}: does not exist yet (the first command that needs it makes it)")
+            return
         state = "current" if data["current"] else "needs `subrosa db upgrade`"
         say(f"{data['url']}: revision {data['revision'] or 'none'} (head {data['head']}, {state})")

@@ -11,6 +11,7 @@ from subrosa.cli.common import AppContext, json_option, pass_app, print_json, sa
 from subrosa.config import BYTE_CAP, LINE_CAP
 from subrosa.errors import ProblemFound
 from subrosa.memory.generate import Outcome, run_generate
+from subrosa.memory.marker import ARCHIVE, INDEX
 from subrosa.memory.takeover import Report
 
 
@@ -21,9 +22,14 @@ def _names(slugs: list[str], limit: int = 12) -> str:
 
 def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) -> None:
     plan, report = outcome.plan, outcome.report
-    verb = "would write" if dry_run else "wrote"
+    if dry_run:
+        verb = "would write MEMORY.md"
+    elif INDEX in outcome.changed:
+        verb = "wrote MEMORY.md"
+    else:
+        verb = "MEMORY.md unchanged" + (f" (wrote {ARCHIVE})" if outcome.changed else "")
     say(
-        f"{verb} MEMORY.md: {len(plan.included)} facts, {plan.bytes:,} / {budget:,} bytes, "
+        f"{verb}: {len(plan.included)} facts, {plan.bytes:,} / {budget:,} bytes, "
         f"{plan.lines} / {max_lines} lines"
     )
     groups = (
@@ -39,6 +45,8 @@ def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) 
             say(f"{label} ({len(slugs)}): {_names(slugs)}")
     if outcome.replaced_claude_index:
         say("replaced the MEMORY.md Claude Code had written from the leaves (nothing else in it)")
+    for path in outcome.kept:
+        say(f"kept a copy of the lines not taken over: {path}")
 
 
 def report_problems(report: Report) -> None:
@@ -49,9 +57,16 @@ def report_problems(report: Report) -> None:
             f"(restore the leaf, or forget the fact: `subrosa fact forget {slug}`)."
         )
     for filename, problem in report.unreadable:
-        warn(f"{filename}: {problem}; listed under 'Unreadable leaves' in MEMORY_archive.md.")
+        where = "listed under 'Unreadable leaves' in MEMORY_archive.md"
+        if problem.startswith("invalid leaf: "):
+            why = problem.removeprefix("invalid leaf: ")
+            warn(f"invalid leaf: {filename}: {why}; skipped ({where}).")
+        else:
+            warn(f"{filename}: {problem}; {where}.")
     for message in report.warnings:
         warn(message)
+    for item in report.unplaced:
+        warn(f"{item.describe()}.")
 
 
 @click.command()

@@ -45,6 +45,10 @@ def _describe(report: Any) -> str:
     if skipped:
         kinds = ", ".join(f"{k} {v}" for k, v in data["skipped"].items())
         line += f"; {skipped} records skipped ({kinds})"
+    repaired = sum(data["repaired"].values())
+    if repaired:
+        kinds = ", ".join(f"{k} {v}" for k, v in data["repaired"].items())
+        line += f"; {repaired} records read in spite of a flaw ({kinds})"
     return line
 
 

@@ -63,11 +63,17 @@ def _refuse_secrets(path: Path, hook: str | None, description: str) -> None:
             )
 
 
-def slug_for_leaf(leaf_arg: str) -> str:
+def slug_for_leaf(leaf_arg: str, registered: set[str] | None = None) -> str:
     """Archive, pin and unpin name a leaf that may be malformed or gone: only its name
-    matters (`x.md` and `x` both name the fact `x`)."""
+    matters (`x.md` and `x` both name the fact `x`); a note in a subfolder is named by its
+    path (`notes/x.md` names the fact `notes/x`, when there is one)."""
     given = Path(leaf_arg)
-    return given.stem if given.suffix == ".md" else leaf_arg
+    if given.suffix != ".md":
+        return leaf_arg
+    note = given.as_posix().removeprefix("./")[: -len(".md")]
+    if registered and "/" in note and note in registered:
+        return note
+    return given.stem
 
 
 def archive(
@@ -75,7 +81,8 @@ def archive(
 ) -> dict[str, Any]:
     """Archive the fact of leaf `leaf_arg`: it leaves MEMORY.md; the leaf stays on disk."""
     with store.mutation(open_database(db_url), project) as session:
-        row = store.archive(session, project, slug_for_leaf(leaf_arg), reason)
+        slug = slug_for_leaf(leaf_arg, store.registered_slugs(session, project))
+        row = store.archive(session, project, slug, reason)
         return store.fact_to_dict(row, project.memory_dir)
 
 
@@ -109,7 +116,8 @@ def forget(
 def set_pinned(db_url: str, project: store.Project, leaf_arg: str, pinned: bool) -> dict[str, Any]:
     """Pin or unpin the fact of leaf `leaf_arg`."""
     with store.mutation(open_database(db_url), project) as session:
-        row = store.set_pinned(session, project, slug_for_leaf(leaf_arg), pinned)
+        slug = slug_for_leaf(leaf_arg, store.registered_slugs(session, project))
+        row = store.set_pinned(session, project, slug, pinned)
         return store.fact_to_dict(row, project.memory_dir)
 
 

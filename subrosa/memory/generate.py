@@ -15,7 +15,7 @@ import re
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from subrosa.db import open_database, session_scope
 from subrosa.errors import NotOwned, SubrosaError
-from subrosa.fsutil import read_text_if_exists, sweep_temp_files, write_if_changed
+from subrosa.fsutil import backup_beside, read_text_if_exists, sweep_temp_files, write_if_changed
 from subrosa.memory import generator, store, takeover
 from subrosa.memory.indexfile import IndexLine, foreign_lines, parse_index
 from subrosa.memory.leaf import parse_leaf
@@ -33,6 +33,9 @@ from subrosa.memory.state import read_last_index, save_last_index, save_ranking
 from subrosa.models import Fact
 from subrosa.paths import state_dir
 
+# Beside an index file, a copy of it as it was when it held lines no fact could take.
+UNPLACED_SUFFIX = ".unplaced"
+
 
 @dataclass
 class Outcome:
@@ -40,9 +43,15 @@ class Outcome:
 
     report: takeover.Report
     plan: generator.Plan
+    # True when an index file changed (a run that finds both files as they should be
+    # writes nothing, and says so).
     written: bool
     # MEMORY.md was the one Claude Code writes from the leaves (written_by_claude_code).
     replaced_claude_index: bool = False
+    # The index files whose bytes changed.
+    changed: list[str] = field(default_factory=list)
+    # Copies kept of index files holding lines the take-over could not place.
+    kept: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` shape (the issue's keys, plus a few more)."""
@@ -60,6 +69,8 @@ class Outcome:
             "synced": sorted(report.synced),
             "materialized": report.materialized,
             "unreadable": [name for name, _ in report.unreadable],
+            "unplaced": [item.to_dict() for item in report.unplaced],
+            "kept": self.kept,
             "written": self.written,
             "replaced_claude_index": self.replaced_claude_index,
         }
@@ -154,12 +165,25 @@ def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[takeove
         lines = parse_index(text)
         numbers = set(foreign_lines(text, last, registered_files))
         cold = name == ARCHIVE
+        unplaced: list[IndexLine] = []
         if cold:
-            numbers = _cold_additions(lines, numbers, registered_files)
-        if numbers:
+            additions = _cold_additions(lines, numbers, registered_files)
+            unplaced = [
+                line
+                for line in lines
+                if any(n in numbers for n in line.numbers)
+                and not any(n in additions for n in line.numbers)
+            ]
+            numbers = additions
+        if numbers or unplaced:
             sources.append(
                 takeover.Source(
-                    name, lines, cold=cold, foreign=numbers, by_section=cold and last is None
+                    name,
+                    lines,
+                    cold=cold,
+                    foreign=numbers,
+                    by_section=cold and last is None,
+                    unplaced=unplaced,
                 )
             )
     return sources
@@ -204,16 +228,30 @@ def _reconcile(
     return report, [entry_for(f) for f in report.facts]
 
 
-def _write(memory_dir: Path, plan: generator.Plan) -> None:
-    """Both index files and the record of what was written, each only if it changed."""
+def keep_unplaced(memory_dir: Path, report: takeover.Report) -> list[str]:
+    """A copy of each index file holding lines the take-over could not place, beside it
+    as `NAME.unplaced` (not `.md`: no leaf, nothing the witness counts), before it is
+    rewritten. Returns the copies."""
+    kept = []
+    for origin in sorted({item.origin for item in report.unplaced}):
+        path = memory_dir / origin
+        if path.is_file():
+            kept.append(str(backup_beside(path, UNPLACED_SUFFIX)))
+    return kept
+
+
+def _write(memory_dir: Path, plan: generator.Plan) -> list[str]:
+    """Both index files and the record of what was written, each only if it changed;
+    returns the index files that changed."""
     # A writer killed mid-write leaves its temp file behind; tidy up under the lock.
     for directory in (memory_dir, state_dir(memory_dir)):
         sweep_temp_files(directory)
-    write_if_changed(memory_dir / ARCHIVE, plan.archive_md)
-    write_if_changed(memory_dir / INDEX, plan.memory_md)
+    archive = write_if_changed(memory_dir / ARCHIVE, plan.archive_md)
+    index = write_if_changed(memory_dir / INDEX, plan.memory_md)
     save_last_index(memory_dir, INDEX, plan.memory_md)
     save_last_index(memory_dir, ARCHIVE, plan.archive_md)
     save_ranking(memory_dir, [generator.link_target(e.filename) for e in plan.ranked])
+    return [name for name, changed in ((INDEX, index), (ARCHIVE, archive)) if changed]
 
 
 def run_generate(
@@ -249,5 +287,13 @@ def run_generate(
         )
         if dry_run:
             return Outcome(report, plan, written=False, replaced_claude_index=replaced)
-        _write(project.memory_dir, plan)
-    return Outcome(report, plan, written=True, replaced_claude_index=replaced)
+        kept = keep_unplaced(project.memory_dir, report)
+        changed = _write(project.memory_dir, plan)
+    return Outcome(
+        report,
+        plan,
+        written=bool(changed),
+        replaced_claude_index=replaced,
+        changed=changed,
+        kept=kept,
+    )

@@ -15,7 +15,7 @@ import hashlib
 import os
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,10 +25,10 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from subrosa.config import FACT_TYPES
-from subrosa.errors import LeafError
+from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.memory.marker import INDEX_FILES
-from subrosa.text import sanitize_line
+from subrosa.text import sanitize_field
 
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -56,9 +56,44 @@ class _LeafYAMLHandler(YAMLHandler):
                     raise yaml.YAMLError(
                         f"line {line}: YAML aliases (*name) are not allowed in a leaf"
                     )
-            return yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
+            data = yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
         except RecursionError:  # `[[[[…` in the pure-Python loader (libyaml has a limit)
             raise yaml.YAMLError("nested too deeply") from None
+        _check_shape(data)
+        return data
+
+
+class _NotAMapping(Exception):
+    """Frontmatter that is valid YAML but not `key: value` lines with text keys."""
+
+
+_KINDS = {bool: "true/false", int: "a number", float: "a number", list: "a list", dict: "a mapping"}
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, datetime):
+        return "a date and time"
+    if type(value).__name__ == "date":
+        return "a date"
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _check_shape(data: object) -> None:
+    """Refuse frontmatter that parses but is no mapping of text keys (python-frontmatter
+    would drop a list silently and fail on a key like `2026-01-05:` or `0:`)."""
+    if data is None:
+        return  # `---` then `---`: empty, reported as such
+    if isinstance(data, str):
+        raise _NotAMapping("its frontmatter is a line of text, not `key: value` lines")
+    if not isinstance(data, dict):
+        raise _NotAMapping(f"its frontmatter is {_kind(data)}, not `key: value` lines")
+    for key in data:
+        if key is None:
+            raise _NotAMapping("its frontmatter has an empty key (`: value`)")
+        if not isinstance(key, str):
+            raise _NotAMapping(
+                f"its frontmatter key {str(key)!r} is {_kind(key)}, not text (quote it: '{key}': …)"
+            )
 
 
 _YAML = _LeafYAMLHandler()
@@ -82,10 +117,13 @@ class Leaf:
     # True when the leaf names its title (a `title:` key or a `# heading`), so an
     # update refreshes the title; otherwise the registered title is kept.
     explicit_title: bool = False
+    # A note in a subfolder that the index links (`notes/x.md`): its path from the
+    # memory dir, which is also its slug without `.md`.
+    rel: str | None = None
 
     @property
     def filename(self) -> str:
-        return self.path.name
+        return self.rel or self.path.name
 
 
 def slug_for(path: Path) -> str:
@@ -101,7 +139,7 @@ def humanize(stem: str) -> str:
     """
     words = re.split(r"[_\-\s]+", _TYPE_PREFIX.sub("", stem) or stem)
     # Sanitized: a file name is untrusted text too, and this lands in the index.
-    return sanitize_line(" ".join(w[:1].upper() + w[1:] for w in words if w)) or "Untitled"
+    return sanitize_field(" ".join(w[:1].upper() + w[1:] for w in words if w)) or "Untitled"
 
 
 def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
@@ -119,6 +157,12 @@ def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
     except OSError as exc:
         raise LeafError(shown, f"cannot be resolved ({exc.strerror})") from None
     if real.parent != root or candidate.absolute().parent.resolve() != root:
+        if real.is_relative_to(root) and candidate.absolute().parent.resolve() != root:
+            raise LeafError(
+                shown,
+                "is in a subfolder of the memory dir: such a note is registered through "
+                "the MEMORY.md line that links it (`subrosa generate`)",
+            )
         raise LeafError(
             shown,
             f"is outside the memory dir {memory_dir} (move it there, or point --memory-dir "
@@ -172,10 +216,17 @@ def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) ->
     """The leaf as it is on disk now, at most MAX_LEAF_BYTES (+1) of it, bad bytes replaced;
     None when it is gone, not a regular file, unreadable, or a symlink that leads out of
     the memory dir (never read a file outside it). `root` is the resolved memory dir, for
-    callers reading many leaves."""
-    path = memory_dir / Path(filename).name
+    callers reading many leaves. A `notes/x.md` filename is a note in a subfolder."""
+    root = root or memory_dir.resolve()
+    if "/" in filename:
+        note = subfolder_note(memory_dir, filename, root)
+        if note is None:
+            return None
+        path = note
+    else:
+        path = memory_dir / Path(filename).name
     try:
-        if path.is_symlink() and path.resolve().parent != (root or memory_dir.resolve()):
+        if "/" not in filename and path.is_symlink() and path.resolve().parent != root:
             return None
         if not path.is_file():
             return None
@@ -186,14 +237,44 @@ def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) ->
     return raw.decode("utf-8", errors="replace")
 
 
-def _read_text(path: Path) -> tuple[bytes, str]:
+def subfolder_note(memory_dir: Path, rel: str, root: Path | None = None) -> Path | None:
+    """The note an index line links in a subfolder of the memory dir (`notes/x.md`), or
+    None when it is not one subrosa may read: a regular `.md` file inside the memory dir
+    once symlinks are resolved, reached through no `..` and no hidden folder (`.subrosa/`,
+    `.git/`), its name free of what filename_problem refuses."""
+    parts = rel.split("/")
+    if (
+        len(parts) < 2
+        or not rel.lower().endswith(".md")
+        or "\\" in rel
+        or any(not part or part.startswith(".") for part in parts)
+        or filename_problem(rel) is not None
+    ):
+        return None
+    path = memory_dir.joinpath(*parts)
     try:
-        size = path.stat().st_size
-        if size > MAX_LEAF_BYTES:
-            raise LeafError(path, f"is {size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LeafError(path, f"cannot be read ({exc.strerror})") from None
+        real = path.resolve()
+        if not real.is_relative_to(root or memory_dir.resolve()) or not real.is_file():
+            return None
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        return None
+    return path
+
+
+def parse_note(memory_dir: Path, rel: str, given: bytes | None = None) -> Leaf:
+    """Leniently parse the note `rel` in a subfolder (see subfolder_note): a fact whose
+    slug is its path without `.md` (`notes/x`), so it never collides with a leaf."""
+    leaf = parse_leaf_lenient(memory_dir.joinpath(*rel.split("/")), given)
+    slug = rel[: -len(".md")]
+    name = slug.replace("_", "-")
+    title = leaf.title if leaf.explicit_title else humanize(Path(rel).stem)
+    # The strict reader's complaint that `name:` is not the filename means nothing here.
+    warnings = [w for w in leaf.warnings if "is not the filename" not in w]
+    return replace(leaf, slug=slug, name=name, title=title, rel=rel, warnings=warnings)
+
+
+def _read_text(path: Path, given: bytes | None = None) -> tuple[bytes, str]:
+    raw = given if given is not None else _read_bytes(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -201,7 +282,20 @@ def _read_text(path: Path) -> tuple[bytes, str]:
     return raw, text.removeprefix("\ufeff")
 
 
-def _mtime(path: Path) -> datetime:
+def _read_bytes(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > MAX_LEAF_BYTES:
+            raise LeafError(path, f"is {size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LeafError(path, f"cannot be read ({exc.strerror})") from None
+    return raw
+
+
+def _mtime(path: Path, virtual: bool = False) -> datetime:
+    if virtual:  # a leaf a dry run would write: it would be new now
+        return datetime.now(UTC).replace(microsecond=0)
     return datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0)
 
 
@@ -210,13 +304,16 @@ def _first_heading(body: str) -> str | None:
     return match.group(1) if match else None
 
 
-def parse_leaf(path: Path) -> Leaf:
-    """Strictly parse the leaf at `path` (already resolved); raise LeafError naming the file."""
-    raw, text = _read_text(path)
+def parse_leaf(path: Path, given: bytes | None = None) -> Leaf:
+    """Strictly parse the leaf at `path` (already resolved); raise LeafError naming the file.
+    `given` is the leaf's bytes when it is not on disk yet (what a dry run would write)."""
+    raw, text = _read_text(path, given)
     if not _FRONTMATTER_START.match(text):
         raise LeafError(path, "has no YAML frontmatter (it must start with a '---' line)")
     try:
         post = frontmatter.loads(text, handler=_YAML)
+    except _NotAMapping as exc:
+        raise InvalidLeaf(path, str(exc)) from None
     except yaml.YAMLError as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LeafError(path, f"has frontmatter that is not valid YAML ({detail})") from None
@@ -258,12 +355,12 @@ def parse_leaf(path: Path) -> Leaf:
         path=path,
         slug=slug,
         name=name,
-        title=sanitize_line(title) or humanize(slug),
+        title=sanitize_field(title) or humanize(slug),
         type=fact_type,
         description=description,
         body=post.content,
         content_hash=content_hash(raw),
-        mtime=_mtime(path),
+        mtime=_mtime(path, given is not None),
         extra=extra,
         warnings=warnings,
         explicit_title=bool(title_value or heading),
@@ -286,19 +383,22 @@ def _leaf_type(path: Path, meta: dict[str, Any], warnings: list[str]) -> str:
     return str(value)
 
 
-def parse_leaf_lenient(path: Path) -> Leaf:
+def parse_leaf_lenient(path: Path, given: bytes | None = None) -> Leaf:
     """Parse a leaf users already have, never refusing one that is readable text.
 
     A leaf the strict reader refuses (no frontmatter, YAML that does not parse, no
     description or type) is still the user's memory: title from the first heading or
     the filename, description from the first line of text, type from a filename
     prefix such as `feedback_`, else `reference`. The reason lands in `warnings`.
-    Unreadable files (not UTF-8, too large) still raise LeafError.
+    Unreadable files (not UTF-8, too large) and invalid ones (frontmatter that is YAML
+    but no mapping of text keys) still raise LeafError.
     """
     try:
-        return parse_leaf(path)
+        return parse_leaf(path, given)
+    except InvalidLeaf:
+        raise
     except LeafError as strict_error:
-        raw, text = _read_text(path)
+        raw, text = _read_text(path, given)
         reason = strict_error.problem
     body = text
     meta: dict[str, Any] = {}
@@ -325,12 +425,12 @@ def parse_leaf_lenient(path: Path) -> Leaf:
         path=path,
         slug=slug,
         name=str(meta.get("name") or slug.replace("_", "-")),
-        title=sanitize_line(title) or humanize(slug),
+        title=sanitize_field(title) or humanize(slug),
         type=fact_type,
-        description=sanitize_line(description),
+        description=sanitize_field(description),
         body=body,
         content_hash=content_hash(raw),
-        mtime=_mtime(path),
+        mtime=_mtime(path, given is not None),
         extra={},
         warnings=[reason],
     )

@@ -24,7 +24,7 @@ from subrosa.memory.leaf import Leaf
 from subrosa.memory.project import Project as Project  # re-exported: store.Project
 from subrosa.memory.state import STATE_KEYS, load_state, save_state, state_path
 from subrosa.models import Fact
-from subrosa.text import sanitize_line, truncate_bytes
+from subrosa.text import sanitize_field, truncate_bytes
 
 HOOK_WARN_CHARS = 150
 HOOK_MAX_CHARS = 300
@@ -38,7 +38,7 @@ def utcnow() -> datetime:
 def clean_hook(raw: str, *, strict: bool = True) -> tuple[str, list[str]]:
     """Make a hook one safe line. New input (strict) warns past 150 characters and is
     refused past 300; hooks users already wrote (adopt) are kept whole."""
-    hook = sanitize_line(raw)
+    hook = sanitize_field(raw)
     warnings: list[str] = []
     if not hook:
         raise InvalidInput("the hook is empty once control characters and markup are removed.")
@@ -54,7 +54,7 @@ def clean_hook(raw: str, *, strict: bool = True) -> tuple[str, list[str]]:
 
 def hook_from_description(description: str) -> str:
     """The hook a fact gets when it arrives without one: its description, trimmed."""
-    hook = sanitize_line(description)
+    hook = sanitize_field(description)
     if len(hook) > HOOK_WARN_CHARS:
         hook = hook[: HOOK_WARN_CHARS - 1].rstrip() + "…"
     return truncate_bytes(hook, 600)
@@ -206,7 +206,7 @@ def renumber(session: Session, project: Project, ordered: list[Fact] | None = No
 def _apply_leaf(fact: Fact, leaf: Leaf, *, keep_title: bool) -> None:
     fact.path = leaf.filename
     fact.type = leaf.type
-    fact.description = sanitize_line(leaf.description)
+    fact.description = sanitize_field(leaf.description)
     # PostgreSQL's text cannot hold NUL (SQLite's can): the cached copy gets U+FFFD for
     # it on both engines, so both hold the same. The leaf on disk keeps its bytes.
     fact.body = leaf.body.replace("\x00", "\ufffd")
@@ -328,17 +328,17 @@ def _state_values(state: dict[str, Any]) -> dict[str, Any]:
     """A sidecar row as Fact attributes; keys it does not give usable values for are left out."""
     values: dict[str, Any] = {}
     for key in ("title", "hook"):
-        text = sanitize_line(str(state.get(key) or ""))
+        text = sanitize_field(str(state.get(key) or ""))
         if text:
             values[key] = text
     if "section" in state:
-        values["section"] = sanitize_line(str(state["section"] or "")) or None
+        values["section"] = sanitize_field(str(state["section"] or "")) or None
     if "pinned" in state:
         values["pinned"] = bool(state["pinned"])
     if "status" in state:
         archived = state["status"] == "archived"
         values["status"] = "archived" if archived else "active"
-        reason = sanitize_line(str(state.get("archive_reason") or "")) or None
+        reason = sanitize_field(str(state.get("archive_reason") or "")) or None
         values["archive_reason"] = reason if archived else None
         values["archived_at"] = _parse_time(state.get("archived_at")) if archived else None
     if isinstance(state.get("position"), int):
@@ -382,7 +382,7 @@ def archive(
     """Soft-delete: the fact leaves the index for the cold tier; the leaf stays on disk."""
     fact = require_fact(session, project, slug)
     fact.status = "archived"
-    fact.archive_reason = sanitize_line(reason) if reason else "archived by hand"
+    fact.archive_reason = sanitize_field(reason) if reason else "archived by hand"
     fact.archived_at = now or utcnow()
     return fact
 
@@ -414,7 +414,7 @@ def move(
     fact = require_fact(session, project, slug)
     ordered = [f for f in list_facts(session, project, status=None) if f.slug != slug]
     if section is not None:
-        fact.section = sanitize_line(section) or None
+        fact.section = sanitize_field(section) or None
     anchor_slug = before or after
     if anchor_slug is not None:
         if anchor_slug == slug:
