@@ -21,6 +21,7 @@ from subrosa.cli.common import (
     note,
     pass_app,
     print_json,
+    reindex_bar,
     say,
 )
 from subrosa.cli.fastsearch import SEARCH_OPTIONS
@@ -211,17 +212,24 @@ def search(
     role: str | None,
     facts_only: bool,
     transcripts_only: bool,
+    sessions: bool,
     as_json: bool,
 ) -> None:
     """Search facts (title, description, hook, body) and archived messages, best first.
 
-    Words must all appear (in any order); "a phrase" in quotes must appear as written; a
-    word ending in * matches as a prefix (dep* finds deploy and dependency). Anything else
-    is searched as plain text, never as syntax. Chinese, Japanese and Korean text is found
-    by any part of it. Each result shows its kind, score, where it is (a fact's slug, or a
-    message's session, time and number for `transcript show --around`) and a snippet with
-    the match in **bold**. Every fact found counts a hit. Sessions that ended since the
-    last ingest are ingested first.
+    What holds every word comes first (in any order; stopwords like "how" or "the" are
+    never required), then, when that is fewer than --limit, what holds some of them,
+    best first, marked "(some words)". A word also finds its other English forms (costs,
+    costing for cost) and identifiers made of it: isSyncingBackfill by "syncing",
+    pre-commit by "precommit". "A phrase" in quotes must appear as written; a word
+    ending in * matches as a prefix (dep* finds deploy and dependency). Anything else is
+    searched as plain text, never as syntax. Chinese, Japanese and Korean text is found
+    by any part of it. Copies of one text (an error pasted many times) are one result
+    that says how many there are. Each result shows its kind, score, where it is (a
+    fact's slug, or a message's session, time and number for `transcript show
+    --around`; --json adds the message's uuid) and a snippet with the match in **bold**.
+    Every fact holding every word counts a hit. Sessions that ended since the last
+    ingest are ingested first.
     """
     from subrosa import recall
     from subrosa.cli.fastsearch import emit
@@ -233,13 +241,16 @@ def search(
         )
     except QueryError as exc:
         raise InvalidInput(str(exc)) from None
-    results = recall.search_database(
-        app.db_url,
-        " ".join(query),
-        filters,
-        limit,
-        facts_only=facts_only,
-        transcripts_only=transcripts_only,
-        tool_result_chars=app.settings.tool_result_chars,
-    )
+    with reindex_bar(enabled=is_terminal() and not as_json) as progress:
+        results = recall.search_database(
+            app.db_url,
+            " ".join(query),
+            filters,
+            limit,
+            facts_only=facts_only,
+            transcripts_only=transcripts_only,
+            sessions=sessions,
+            tool_result_chars=app.settings.tool_result_chars,
+            reindex_progress=progress,
+        )
     emit(results, as_json)
