@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from subrosa.archive.search import search_messages, search_sessions, unit_stats
+from subrosa.archive.search import Cache, search_messages, search_sessions, unit_stats
 from subrosa.memory.recall import record_hits, search_facts
 from subrosa.query import Filters, Unit, parse_query, parse_since, query_units
 
@@ -40,16 +40,19 @@ def filters_for(
     )
 
 
-def _archive_idf(conn: sqlite3.Connection) -> Callable[[Unit], float | None]:
+def _archive_idf(conn: sqlite3.Connection, cache: Cache) -> Callable[[Unit], float | None]:
     """A unit's idf over the archived messages (None when the archive is empty), so
     that facts are scored on the messages' scale."""
-    known: dict[Unit, float | None] = {}
+    has_messages: list[bool] = []
 
     def idf(unit: Unit) -> float | None:
-        if unit not in known:
-            stats = unit_stats(conn, [unit])[0]
-            known[unit] = stats.idf if stats.df or _has_messages(conn) else None
-        return known[unit]
+        stats = unit_stats(conn, [unit], cache)[0]
+        if not stats.df:
+            if not has_messages:
+                has_messages.append(_has_messages(conn))
+            if not has_messages[0]:
+                return None
+        return stats.idf
 
     return idf
 
@@ -76,14 +79,15 @@ def search(
     units = query_units(parse_query(query))
     if not units:
         return []
+    cache: Cache = {}  # what the archive said about each unit, asked once
     if sessions:
-        return search_sessions(conn, units, filters, limit)
+        return search_sessions(conn, units, filters, limit, cache)
     facts: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
     if facts_only or not transcripts_only:
-        facts = search_facts(conn, units, filters, limit, _archive_idf(conn))
+        facts = search_facts(conn, units, filters, limit, _archive_idf(conn, cache))
     if transcripts_only or not facts_only:
-        messages = search_messages(conn, units, filters, limit)
+        messages = search_messages(conn, units, filters, limit, cache)
     found = [r for r in facts + messages if r["match"] == "all"]
     found += sorted(
         (r for r in facts + messages if r["match"] != "all"), key=lambda r: -float(r["score"])

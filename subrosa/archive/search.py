@@ -33,6 +33,12 @@ from subrosa.query import (
 # messages) and score every match: the newest RERANK matches are ranked here instead.
 SELECTIVE = 4000
 RERANK = 1000
+# When every unit is selective, FTS5's bm25 picks this many of all matches, to be ranked
+# here (forms, tool output, copies).
+RERANK_BEST = 200
+# The second tier ranks this many of the messages holding some units, those holding the
+# rarest (by the sum of the idf of the units each holds; ties: the newest).
+RERANK_SOME = 300
 BM25_K1, BM25_B = 1.2, 0.75
 # A match by another form than the one typed ("costs" for "cost", "pre commit" for
 # "precommit") counts this much of an exact one: the exact form ranks first.
@@ -40,10 +46,13 @@ VARIANT = 0.6
 # A word typed as one is also looked for cut in two ("precommit": "pre commit") when
 # it is in fewer messages than this: cuts of a common word are mostly noise.
 SPLIT_BELOW = 10
-# Messages whose first DUP_PREFIX characters are the same (lowercase, spaces and
-# digits folded) are copies of one text: one result says how many and where.
+# Messages whose first DUP_PREFIX characters are the same (lowercase, runs of spaces
+# and digits folded: line numbers, times, counts) are copies of one text: one result
+# says how many and where, counted among the best DUP_WINDOW matches (a key costs
+# microseconds, and a common word has thousands of matches).
 DUP_PREFIX = 200
-_DIGITS = re.compile(r"\d+")
+DUP_WINDOW = 300
+_SPACES_DIGITS = re.compile(rb"[\d\s]+")
 # A tool call or a tool's output ranks below what was said, by this much: people look
 # for the conversation (what was explained, decided, reported); tool output is most of
 # an archive, long and repetitive, and still found, only after the words around it.
@@ -123,18 +132,42 @@ def _newest_id(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
-def unit_stats(conn: sqlite3.Connection, units: Iterable[Unit]) -> list[Stats]:
+def _existing(conn: sqlite3.Connection, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
+    """The alternatives the index holds (one statement: a lookup each)."""
+    if not alts:
+        return ()
+    probe = "(SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1)"
+    row = conn.execute(
+        f"SELECT {', '.join([probe] * len(alts))}", [alt.expr("terms") for alt in alts]
+    ).fetchone()
+    return tuple(alt for alt, found in zip(alts, row, strict=True) if found)
+
+
+Cache = dict[Unit, Stats]
+
+
+def unit_stats(
+    conn: sqlite3.Connection, units: Iterable[Unit], cache: Cache | None = None
+) -> list[Stats]:
     """Each unit with the alternatives the index holds and its document frequency:
     counted when selective, else estimated from how far back its SELECTIVE newest
     matches reach. Alternatives that are nowhere (most generated forms) are dropped
-    here, so the queries that follow look up only real terms."""
-    total = _newest_id(conn)
+    here, so the queries that follow look up only real terms. `cache` keeps what one
+    search already asked."""
+    cache = {} if cache is None else cache
+    total = -1
     out = []
     for unit in units:
-        alts = tuple(alt for alt in unit.alts if _count_upto(conn, alt.expr("terms"), 1))
-        seen = _count_upto(conn, unit.expr("terms", alts), SPLIT_BELOW) if alts else 0
-        if unit.splits and seen < SPLIT_BELOW:
-            alts += tuple(alt for alt in unit.splits if _count_upto(conn, alt.expr("terms"), 1))
+        if unit in cache:
+            out.append(cache[unit])
+            continue
+        if total < 0:
+            total = _newest_id(conn)
+        alts = _existing(conn, unit.alts)
+        if unit.splits and not (
+            alts and _count_upto(conn, unit.expr("terms", alts), SPLIT_BELOW) >= SPLIT_BELOW
+        ):
+            alts += _existing(conn, unit.splits)
         expr = unit.expr("terms", alts) if alts else ""
         kth = _probe(conn, expr) if expr else None
         if not expr:
@@ -144,7 +177,8 @@ def unit_stats(conn: sqlite3.Connection, units: Iterable[Unit]) -> list[Stats]:
         else:
             df = min(float(total), SELECTIVE * total / max(1, total - kth + 1))
         idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
-        out.append(Stats(unit, expr, alts, kth, df, idf))
+        cache[unit] = Stats(unit, expr, alts, kth, df, idf)
+        out.append(cache[unit])
     return out
 
 
@@ -196,65 +230,73 @@ def is_tool_io(role: str, text: str) -> bool:
     return text.startswith(_TOOL_OUTPUT)
 
 
-def _needles(stats: Stats) -> list[tuple[tuple[str, ...], bool, bool]]:
-    """What to count in a text for a unit: each alternative's tokens, whether it is the
-    form typed, whether it is CJK (counted in the original text)."""
-    return [(alt.tokens, alt.exact, alt.cjk) for alt in stats.alts]
+class Held(NamedTuple):
+    """Which candidates hold a unit: all of them (`ids` None: a unit the query required),
+    those listed, or (when the list was cut at the newest matches) also those whose
+    text shows it."""
+
+    ids: set[int] | None
+    complete: bool = True
 
 
-def _frequency(lowered: str, text: str, needles: list[tuple[tuple[str, ...], bool, bool]]) -> float:
-    """A unit's term frequency in a text, roughly and at C speed (substring counts: a
-    Python tokenizer over a thousand messages would cost more than the whole query):
-    exact occurrences count 1, other forms VARIANT."""
-    exact = variant = 0
-    counts: list[tuple[str, bool, int]] = []
-    for tokens, is_exact, cjk in needles:
-        if cjk:
-            count = text.count("".join(tokens))
-        elif len(tokens) == 1:
-            count = lowered.count(tokens[0])
+ALL = Held(None)
+SHOWN = Held(set(), complete=False)  # as the text shows (a stopword in the first tier)
+
+
+def _frequencies(stats: Stats, lowered: list[str], texts: list[str]) -> list[float]:
+    """A unit's term frequency in each text, roughly and at C speed (substring counts:
+    a Python tokenizer over a thousand messages would cost more than the whole query):
+    the form typed counts 1, other forms VARIANT (a form that contains the one typed,
+    "costs" for "cost", is counted inside it too, and taken back out)."""
+    typed = next((alt.tokens[0] for alt in stats.alts if alt.exact and not alt.cjk), None)
+    total = [0.0] * len(lowered)
+    for alt in stats.alts:
+        if alt.cjk:
+            run = "".join(alt.tokens)
+            counts = [text.count(run) for text in texts]
+        elif len(alt.tokens) == 1:
+            word = alt.tokens[0]
+            counts = [low.count(word) for low in lowered]
         else:
-            count = lowered.count(" ".join(tokens)) or min(lowered.count(t) for t in tokens)
-        counts.append((tokens[0], is_exact, count))
-    typed = next((first for first, is_exact, _ in counts if is_exact), None)
-    for first, is_exact, count in counts:
-        if is_exact:
-            exact += count
+            phrase, tokens = " ".join(alt.tokens), alt.tokens
+            counts = [low.count(phrase) or min(low.count(t) for t in tokens) for low in lowered]
+        if alt.exact:
+            weight = 1.0
+        elif typed is not None and alt.tokens[0].startswith(typed):
+            weight = VARIANT - 1.0
         else:
-            variant += count
-            if typed is not None and first.startswith(typed) and first != typed:
-                exact -= count  # "cost" also counted inside "costs"
-    return max(0, exact) + VARIANT * variant
+            weight = VARIANT
+        total = [t + weight * c for t, c in zip(total, counts, strict=True)]
+    return [max(0.0, t) for t in total]
 
 
-def _rank(
-    stats: list[Stats],
-    candidates: list[Row],
-    matched: Callable[[int, int, float], bool],
-    tier: int,
-) -> list[Hit]:
+def _rank(stats: list[Stats], candidates: list[Row], held: list[Held], tier: int) -> list[Hit]:
     """bm25 (Okapi, with Lucene's always-positive idf) over the candidates, computed
     here from their text: FTS5's bm25() would first count documents over the whole
-    doclist of every unit, then score every match. `matched(rowid, i, tf)` says
-    whether candidate `rowid` holds unit i."""
-    needles = [_needles(s) for s in stats]
-    documents = []
-    for rowid, text, terms, role in candidates:
-        lowered = text.lower()
-        length = lowered.count(" ") + lowered.count("\n") + 1 + len(terms or "") // 2
-        tfs = []
-        for i, unit_needles in enumerate(needles):
-            tf = _frequency(lowered, text, unit_needles) if unit_needles else 0.0
-            tfs.append(max(VARIANT, tf) if matched(rowid, i, tf) else 0.0)
-        documents.append((rowid, tfs, length, TOOL_IO if is_tool_io(role, text) else 1.0))
-    average = sum(d[2] for d in documents) / max(1, len(documents)) or 1.0
-    hits = []
-    for rowid, tfs, length, prior in documents:
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
-        score = prior * sum(
-            s.idf * tf * (BM25_K1 + 1) / (tf + norm) for s, tf in zip(stats, tfs, strict=True) if tf
-        )
-        hits.append(Hit(rowid, score, tier))
+    doclist of every unit, then score every match. A tool call or a tool's output
+    counts TOOL_IO of its score."""
+    if not candidates:
+        return []
+    texts = [row[1] for row in candidates]
+    lowered = [text.lower() for text in texts]
+    lengths = [
+        low.count(" ") + low.count("\n") + 1 + len(row[2] or "") // 2
+        for low, row in zip(lowered, candidates, strict=True)
+    ]
+    average = sum(lengths) / len(lengths) or 1.0
+    norms = [BM25_K1 * (1 - BM25_B + BM25_B * length / average) for length in lengths]
+    scores = [0.0] * len(candidates)
+    for s, holds in zip(stats, held, strict=True):
+        gain = s.idf * (BM25_K1 + 1)
+        for i, tf in enumerate(_frequencies(s, lowered, texts)):
+            rowid = candidates[i][0]
+            if holds.ids is None or rowid in holds.ids or (not holds.complete and tf > 0):
+                tf = max(VARIANT, tf)
+                scores[i] += gain * tf / (tf + norms[i])
+    hits = [
+        Hit(row[0], score * (TOOL_IO if is_tool_io(row[3], row[1]) else 1.0), tier)
+        for row, score in zip(candidates, scores, strict=True)
+    ]
     hits.sort(key=lambda hit: (-hit.score, -hit.rowid))
     return hits
 
@@ -268,70 +310,67 @@ def _first_tier(
     if not required or any(not s.expr for s in required):
         return [], {}
     match = " AND ".join(s.expr for s in required)
-    candidates = _candidates(conn, match, filters, RERANK)
-    if len(candidates) == RERANK and all(s.kth is None for s in required):
+    if (
+        all(s.kth is None for s in required)
+        and len(_rowids(conn, match, filters, RERANK + 1)) > RERANK
+    ):
         # More matches than RERANK, but every unit's doclist is short: FTS5's bm25
-        # picks the best RERANK of them all, exactly and cheaply; they are ranked here.
+        # picks the best RERANK_BEST of them all, exactly and cheaply, to rank here.
         joins, where, params = _message_filters(filters)
         best = [
             int(row[0])
             for row in conn.execute(
                 f"SELECT f.rowid FROM messages_fts f{joins} WHERE messages_fts MATCH ?{where}"
                 " ORDER BY bm25(messages_fts) LIMIT ?",
-                [match, *params, RERANK],
+                [match, *params, RERANK_BEST],
             )
         ]
         candidates = _texts(conn, best)
+    else:
+        candidates = _candidates(conn, match, filters, RERANK)
     present = [s for s in stats if s.expr]
-    required_ids = {id(s) for s in required}
-
-    def matched(_rowid: int, i: int, tf: float) -> bool:
-        return id(present[i]) in required_ids or tf > 0
-
+    held = [SHOWN if s.unit.stop else ALL for s in present]
     texts = {row[0]: row for row in candidates}
-    return _rank(present, candidates, matched, 1), texts
+    return _rank(present, candidates, held, 1), texts
 
 
 def _second_tier(
-    conn: sqlite3.Connection, stats: list[Stats], filters: Filters, exclude: set[int]
+    conn: sqlite3.Connection,
+    stats: list[Stats],
+    filters: Filters,
+    exclude: set[int],
+    cache: Cache,
 ) -> tuple[list[Hit], dict[int, Row], list[Stats]]:
     """The messages holding some of the units, by bm25 (any word may match): the
     candidates are every match of each selective unit and the newest RERANK of each
-    common one, and the RERANK of them holding the rarest units are ranked."""
+    common one, and the RERANK_SOME of them holding the rarest units are ranked."""
     wide = list(dict.fromkeys(piece for s in stats for piece in pieces(s.unit)))
     units = [p for p in wide if not p.stop] or wide
     known = {s.unit: s for s in stats}
-    fresh = unit_stats(conn, [u for u in units if u not in known])
+    fresh = unit_stats(conn, [u for u in units if u not in known], cache)
     by_unit = {**known, **{s.unit: s for s in fresh}}
     present = [by_unit[u] for u in units if by_unit[u].expr]
-    holders: list[set[int]] = []
-    complete: list[bool] = []
+    held: list[Held] = []
     weight: dict[int, float] = {}
     for s in present:
         cap = SELECTIVE if s.kth is None else RERANK
         ids = _rowids(conn, s.expr, filters, cap)
-        holders.append(set(ids))
-        complete.append(len(ids) < cap)
+        held.append(Held(set(ids), complete=len(ids) < cap))
         for rowid in ids:
             if rowid not in exclude:
                 weight[rowid] = weight.get(rowid, 0.0) + s.idf
-    chosen = sorted(weight, key=lambda rowid: (-weight[rowid], -rowid))[:RERANK]
+    chosen = sorted(weight, key=lambda rowid: (-weight[rowid], -rowid))[:RERANK_SOME]
     candidates = _texts(conn, chosen)
-
-    def matched(rowid: int, i: int, tf: float) -> bool:
-        return rowid in holders[i] or (not complete[i] and tf > 0)
-
     texts = {row[0]: row for row in candidates}
-    return _rank(present, candidates, matched, 2), texts, present
+    return _rank(present, candidates, held, 2), texts, present
 
 
 # ---------------------------------------------------------------- results
 
 
-def _dup_key(text: str) -> str:
+def dup_key(text: str) -> bytes:
     """Messages with the same key are copies of one text (see DUP_PREFIX)."""
-    folded = " ".join(text[: DUP_PREFIX * 3].lower().split())
-    return _DIGITS.sub("0", folded)[:DUP_PREFIX]
+    return _SPACES_DIGITS.sub(b" ", text[:DUP_PREFIX].encode()).lower()
 
 
 class Group(NamedTuple):
@@ -341,12 +380,17 @@ class Group(NamedTuple):
     copies: list[int]
 
 
-def collapse(hits: list[Hit], texts: dict[int, Row], limit: int) -> list[Group]:
+def collapse(
+    hits: list[Hit], texts: dict[int, Row], limit: int, *, count_all: bool = True
+) -> list[Group]:
     """The hits with copies of one text folded into the best of them (`limit` groups
-    at most; the copies are counted among all hits)."""
-    groups: dict[str, Group] = {}
-    for hit in hits:
-        key = _dup_key(texts[hit.rowid][1])
+    at most; the copies are counted among the best DUP_WINDOW hits, or not at all
+    unless `count_all`)."""
+    groups: dict[bytes, Group] = {}
+    for i, hit in enumerate(hits):
+        if len(groups) >= limit and (i >= DUP_WINDOW or not count_all):
+            break
+        key = dup_key(texts[hit.rowid][1])
         group = groups.get(key)
         if group is None:
             groups[key] = Group(hit, [hit.rowid])
@@ -378,13 +422,15 @@ def _ranked(
     units: list[Unit],
     filters: Filters,
     enough: Callable[[list[Hit], dict[int, Row]], bool],
+    cache: Cache | None,
 ) -> tuple[list[Hit], dict[int, Row], list[Stats]]:
     """The first tier, then (unless `enough` of it) the second, best first in each."""
-    stats = unit_stats(conn, units)
+    cache = {} if cache is None else cache
+    stats = unit_stats(conn, units, cache)
     hits, texts = _first_tier(conn, stats, filters)
     shown = [s for s in stats if s.expr]
     if not enough(hits, texts) and any(s.expr for s in stats):
-        more, more_texts, used = _second_tier(conn, stats, filters, {h.rowid for h in hits})
+        more, more_texts, used = _second_tier(conn, stats, filters, {h.rowid for h in hits}, cache)
         hits += more
         texts.update(more_texts)
         shown += [s for s in used if s not in shown]
@@ -392,7 +438,11 @@ def _ranked(
 
 
 def search_messages(
-    conn: sqlite3.Connection, units: list[Unit], filters: Filters, limit: int
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    filters: Filters,
+    limit: int,
+    cache: Cache | None = None,
 ) -> list[dict[str, Any]]:
     """The best `limit` messages for the query's units (docs/search.md): those holding
     every required unit first, then, when they are fewer than `limit`, those holding
@@ -401,9 +451,9 @@ def search_messages(
         return []
 
     def enough(hits: list[Hit], texts: dict[int, Row]) -> bool:
-        return len(collapse(hits, texts, limit)) >= limit
+        return len(collapse(hits, texts, limit, count_all=False)) >= limit
 
-    hits, texts, shown = _ranked(conn, units, filters, enough)
+    hits, texts, shown = _ranked(conn, units, filters, enough, cache)
     groups = collapse(hits, texts, limit)
     details = _details(conn, [rowid for group in groups for rowid in group.copies])
     pattern = _pattern(shown)
@@ -431,7 +481,11 @@ def search_messages(
 
 
 def search_sessions(
-    conn: sqlite3.Connection, units: list[Unit], filters: Filters, limit: int
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    filters: Filters,
+    limit: int,
+    cache: Cache | None = None,
 ) -> list[dict[str, Any]]:
     """The best `limit` sessions for the query's units: the messages ranked as by
     search_messages, each session placed by its best message, with that message's
@@ -442,7 +496,7 @@ def search_sessions(
     def enough(hits: list[Hit], _texts: dict[int, Row]) -> bool:
         return len(_by_session(conn, hits)) >= limit
 
-    hits, texts, shown = _ranked(conn, units, filters, enough)
+    hits, texts, shown = _ranked(conn, units, filters, enough, cache)
     sessions = _by_session(conn, hits)[:limit]
     details = _details(conn, [group.hit.rowid for group in sessions])
     pattern = _pattern(shown)
