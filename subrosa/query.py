@@ -122,10 +122,11 @@ def _word_unit(text: str, tokens: list[str]) -> Unit:
     label = " ".join(tokens)
     if len(tokens) == 1:
         word = tokens[0]
-        alts = [Alt((form,), form == word) for form in word_forms(word)]
         parts = camel_parts(text) if len(text) <= MAX_IDENTIFIER else []
-        if len(parts) > 1:
-            alts.append(Alt(tuple(parts), False))
+        if len(parts) > 1:  # an identifier has no English forms; its parts are one
+            alts = [Alt((word,), True), Alt(tuple(parts), False)]
+        else:
+            alts = [Alt((form,), form == word) for form in word_forms(word)]
         splits = tuple(
             alt for alt in (Alt(cut, False) for cut in joined_splits(word)) if alt not in alts
         )

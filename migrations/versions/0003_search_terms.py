@@ -76,6 +76,17 @@ def _drop_fts() -> None:
     op.execute("DROP TABLE IF EXISTS messages_fts")
 
 
+def _cjk_only() -> None:
+    """The old column held each message's CJK characters only (0002's rule)."""
+    from subrosa.cjk import cjk_index_text
+
+    bind = op.get_bind()
+    rows = bind.execute(sa.text("SELECT id, text FROM messages WHERE cjk IS NOT NULL")).all()
+    values = [{"id": rowid, "cjk": cjk_index_text(text)} for rowid, text in rows]
+    if values:
+        bind.execute(sa.text("UPDATE messages SET cjk = :cjk WHERE id = :id"), values)
+
+
 def upgrade() -> None:
     sqlite = op.get_bind().dialect.name == "sqlite"
     if sqlite:
@@ -104,8 +115,7 @@ def downgrade() -> None:
     op.drop_table("archive_reindex")
     op.alter_column("messages", "terms", new_column_name="cjk")
     if sqlite:
-        # The old column held CJK characters only; identifier parts would be noise there.
-        op.execute("UPDATE messages SET cjk = NULL WHERE cjk NOT GLOB '*[^ -~]*'")
+        _cjk_only()
         for statement in OLD_FTS_SQL:
             op.execute(statement)
     else:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from subrosa.archive.transcripts import message_terms
+from subrosa.terms import index_terms
 
 # Messages read per batch, and the text per write transaction (as ingest's COMMIT_BYTES:
 # FTS5 writes a segment per transaction and merges them later).
@@ -105,7 +105,7 @@ def _index_batch(conn: sqlite3.Connection, batch: list[tuple[int, str, str | Non
     rows = []
     changed = []
     for rowid, text, terms in batch:
-        fresh = message_terms(text)
+        fresh = index_terms(text)
         if fresh != terms:
             changed.append((fresh, rowid))
         rows.append((rowid, text, fresh))

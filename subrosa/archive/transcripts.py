@@ -16,14 +16,12 @@ JSON, so an escaped quote cannot hide a secret.
 from __future__ import annotations
 
 import hashlib
-import string
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-import ahocorasick_rs
 import msgspec
 
 from subrosa.archive.redact import Redactor, may_hold_secret
@@ -31,21 +29,6 @@ from subrosa.secrets import key_kind
 from subrosa.terms import index_terms
 
 ROLES = ("user", "assistant")
-# Every lowercase letter or digit followed by a capital: a text without one holds no
-# camelCase identifier. One pass of this automaton (a DFA) is four times faster than
-# the regular expression subrosa.terms would otherwise run over every message.
-_CAMEL_BOUNDARIES = ahocorasick_rs.AhoCorasick(
-    [a + b for a in string.ascii_lowercase + string.digits for b in string.ascii_uppercase],
-    implementation=ahocorasick_rs.Implementation.DFA,
-)
-
-
-def message_terms(text: str) -> str | None:
-    """The terms column of a message (subrosa.terms.index_terms), found faster."""
-    camel = bool(_CAMEL_BOUNDARIES.find_matches_as_indexes(text))
-    if not camel and text.isascii():
-        return None
-    return index_terms(text, camel)
 
 
 class Message(NamedTuple):
@@ -299,7 +282,7 @@ def _add_message(
     timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
         uuid = message_key(session_id, timestamp, str(role), text)
-    terms = message_terms(text)
+    terms = index_terms(text)
     parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
 
 
