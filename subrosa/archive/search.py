@@ -46,13 +46,13 @@ VARIANT = 0.6
 # A word typed as one is also looked for cut in two ("precommit": "pre commit") when
 # it is in fewer messages than this: cuts of a common word are mostly noise.
 SPLIT_BELOW = 10
-# Messages whose first DUP_PREFIX characters are the same (lowercase, runs of spaces
-# and digits folded: line numbers, times, counts) are copies of one text: one result
-# says how many and where, counted among the best DUP_WINDOW matches (a key costs
-# microseconds, and a common word has thousands of matches).
+# Messages whose first DUP_PREFIX characters are the same (lowercase, spaces and digits
+# left out: line numbers, times, counts) are copies of one text: one result says how
+# many and where, counted among the best DUP_WINDOW matches (a common word has
+# thousands of matches).
 DUP_PREFIX = 200
 DUP_WINDOW = 300
-_SPACES_DIGITS = re.compile(rb"[\d\s]+")
+_SPACES_DIGITS = b"0123456789 \t\n\r\f\v"
 # A tool call or a tool's output ranks below what was said, by this much: people look
 # for the conversation (what was explained, decided, reported); tool output is most of
 # an archive, long and repetitive, and still found, only after the words around it.
@@ -225,6 +225,8 @@ def is_tool_io(role: str, text: str) -> bool:
     """Whether a message is a tool call (an assistant message that starts with one) or
     a tool's output (subrosa.archive.transcripts writes them `[Name] …`, `[tool result]
     …`)."""
+    if not text.startswith("["):
+        return False
     if role == "assistant":
         return _TOOL_CALL.match(text) is not None
     return text.startswith(_TOOL_OUTPUT)
@@ -248,6 +250,10 @@ def _frequencies(stats: Stats, lowered: list[str], texts: list[str]) -> list[flo
     a Python tokenizer over a thousand messages would cost more than the whole query):
     the form typed counts 1, other forms VARIANT (a form that contains the one typed,
     "costs" for "cost", is counted inside it too, and taken back out)."""
+    if len(stats.alts) == 1 and len(stats.alts[0].tokens) == 1 and not stats.alts[0].cjk:
+        word = stats.alts[0].tokens[0]
+        weight = 1.0 if stats.alts[0].exact else VARIANT
+        return [weight * low.count(word) for low in lowered]
     typed = next((alt.tokens[0] for alt in stats.alts if alt.exact and not alt.cjk), None)
     total = [0.0] * len(lowered)
     for alt in stats.alts:
@@ -279,20 +285,31 @@ def _rank(stats: list[Stats], candidates: list[Row], held: list[Held], tier: int
         return []
     texts = [row[1] for row in candidates]
     lowered = [text.lower() for text in texts]
-    lengths = [
-        low.count(" ") + low.count("\n") + 1 + len(row[2] or "") // 2
-        for low, row in zip(lowered, candidates, strict=True)
-    ]
+    # Lengths in characters (a CJK character counts about as much as a word: its terms
+    # count it again, twice): bm25 only compares them, and counting words costs more.
+    lengths = [len(row[1]) + len(row[2] or "") for row in candidates]
     average = sum(lengths) / len(lengths) or 1.0
     norms = [BM25_K1 * (1 - BM25_B + BM25_B * length / average) for length in lengths]
     scores = [0.0] * len(candidates)
     for s, holds in zip(stats, held, strict=True):
         gain = s.idf * (BM25_K1 + 1)
-        for i, tf in enumerate(_frequencies(s, lowered, texts)):
-            rowid = candidates[i][0]
-            if holds.ids is None or rowid in holds.ids or (not holds.complete and tf > 0):
-                tf = max(VARIANT, tf)
-                scores[i] += gain * tf / (tf + norms[i])
+        tfs = _frequencies(s, lowered, texts)
+        if holds.ids is not None:
+            ids, complete = holds.ids, holds.complete
+            tfs = [
+                tf if row[0] in ids or (not complete and tf > 0) else 0.0
+                for tf, row in zip(tfs, candidates, strict=True)
+            ]
+            held_tfs = [
+                max(VARIANT, tf) if tf or row[0] in ids else 0.0
+                for tf, row in zip(tfs, candidates, strict=True)
+            ]
+        else:
+            held_tfs = [max(VARIANT, tf) for tf in tfs]
+        scores = [
+            score + gain * tf / (tf + norm) if tf else score
+            for score, tf, norm in zip(scores, held_tfs, norms, strict=True)
+        ]
     hits = [
         Hit(row[0], score * (TOOL_IO if is_tool_io(row[3], row[1]) else 1.0), tier)
         for row, score in zip(candidates, scores, strict=True)
@@ -370,7 +387,7 @@ def _second_tier(
 
 def dup_key(text: str) -> bytes:
     """Messages with the same key are copies of one text (see DUP_PREFIX)."""
-    return _SPACES_DIGITS.sub(b" ", text[:DUP_PREFIX].encode()).lower()
+    return text[:DUP_PREFIX].encode().translate(None, _SPACES_DIGITS).lower()
 
 
 class Group(NamedTuple):
@@ -381,16 +398,24 @@ class Group(NamedTuple):
 
 
 def collapse(
-    hits: list[Hit], texts: dict[int, Row], limit: int, *, count_all: bool = True
+    hits: list[Hit],
+    texts: dict[int, Row],
+    limit: int,
+    *,
+    count_all: bool = True,
+    keys: dict[int, bytes] | None = None,
 ) -> list[Group]:
     """The hits with copies of one text folded into the best of them (`limit` groups
     at most; the copies are counted among the best DUP_WINDOW hits, or not at all
-    unless `count_all`)."""
+    unless `count_all`). `keys` keeps the keys computed, for the next call."""
+    keys = {} if keys is None else keys
     groups: dict[bytes, Group] = {}
     for i, hit in enumerate(hits):
         if len(groups) >= limit and (i >= DUP_WINDOW or not count_all):
             break
-        key = dup_key(texts[hit.rowid][1])
+        key = keys.get(hit.rowid)
+        if key is None:
+            key = keys[hit.rowid] = dup_key(texts[hit.rowid][1])
         group = groups.get(key)
         if group is None:
             groups[key] = Group(hit, [hit.rowid])
@@ -449,12 +474,13 @@ def search_messages(
     some; copies of one text are one result."""
     if not units or limit <= 0:
         return []
+    keys: dict[int, bytes] = {}
 
     def enough(hits: list[Hit], texts: dict[int, Row]) -> bool:
-        return len(collapse(hits, texts, limit, count_all=False)) >= limit
+        return len(collapse(hits, texts, limit, count_all=False, keys=keys)) >= limit
 
     hits, texts, shown = _ranked(conn, units, filters, enough, cache)
-    groups = collapse(hits, texts, limit)
+    groups = collapse(hits, texts, limit, keys=keys)
     details = _details(conn, [rowid for group in groups for rowid in group.copies])
     pattern = _pattern(shown)
     results = []
