@@ -105,6 +105,8 @@ class Unit(NamedTuple):
     # The words of an identifier or a path (`husky.sh`, `isSyncingBackfill`): in the
     # second tier, a text holding one of them counts too.
     words: tuple[str, ...] = ()
+    # How much the unit counts in a score: the words of one identifier share one.
+    weight: float = 1.0
 
     def expr(self, cjk_column: str | None, alts: tuple[Alt, ...] | None = None) -> str:
         """The FTS5 expression matching any of `alts` (default: this unit's own);
@@ -178,7 +180,8 @@ def pieces(unit: Unit) -> list[Unit]:
     characters and its characters (the classic units of CJK retrieval, bm25 weighing
     each), so that a text holding part of a run ("一日ずれ" for "一日ずれる", "不对应"
     for "对不上") still counts; an identifier or a path as a whole and each of its
-    words (`husky.sh`: also "husky"). Anything else as it is."""
+    words (`husky.sh`: also "husky"), the words sharing one unit's weight. Anything
+    else as it is."""
     if unit.cjk:
         run = unit.label
         if len(run) == 1:
@@ -186,9 +189,11 @@ def pieces(unit: Unit) -> list[Unit]:
         grams = dict.fromkeys([run[i : i + 2] for i in range(len(run) - 1)] + list(run))
         return [Unit(gram, (Alt(tuple(gram), True, cjk=True),), cjk=True) for gram in grams]
     out = [unit]
-    for word in unit.words:
-        if len(word) >= 2 and not is_stopword(word) and not word.isdigit():
-            out.append(Unit(word, tuple(Alt((form,), form == word) for form in word_forms(word))))
+    words = [w for w in unit.words if len(w) >= 2 and not is_stopword(w) and not w.isdigit()]
+    for word in words:
+        alts = tuple(Alt((form,), form == word) for form in word_forms(word))
+        # Together they count as much as the whole: one name, not several words.
+        out.append(Unit(word, alts, weight=1.0 / len(words)))
     return out
 
 

@@ -46,10 +46,10 @@ VARIANT = 0.6
 # A word typed as one is also looked for cut in two ("precommit": "pre commit") when
 # it is in fewer messages than this: cuts of a common word are mostly noise.
 SPLIT_BELOW = 10
-# Messages whose first DUP_PREFIX characters are the same (lowercase, spaces and digits
-# left out: line numbers, times, counts) are copies of one text: one result says how
-# many and where, counted among the best DUP_WINDOW matches (a common word has
-# thousands of matches).
+# Messages whose first or last DUP_PREFIX characters are the same (lowercase, spaces
+# and digits left out: line numbers, times, counts) are copies of one text: one result
+# says how many and where, counted among the best DUP_WINDOW matches (a common word
+# has thousands of matches).
 DUP_PREFIX = 200
 DUP_WINDOW = 300
 _SPACES_DIGITS = b"0123456789 \t\n\r\f\v"
@@ -292,7 +292,7 @@ def _rank(stats: list[Stats], candidates: list[Row], held: list[Held], tier: int
     norms = [BM25_K1 * (1 - BM25_B + BM25_B * length / average) for length in lengths]
     scores = [0.0] * len(candidates)
     for s, holds in zip(stats, held, strict=True):
-        gain = s.idf * (BM25_K1 + 1)
+        gain = s.idf * s.unit.weight * (BM25_K1 + 1)
         tfs = _frequencies(s, lowered, texts)
         if holds.ids is not None:
             ids, complete = holds.ids, holds.complete
@@ -375,7 +375,7 @@ def _second_tier(
         held.append(Held(set(ids), complete=len(ids) < cap))
         for rowid in ids:
             if rowid not in exclude:
-                weight[rowid] = weight.get(rowid, 0.0) + s.idf
+                weight[rowid] = weight.get(rowid, 0.0) + s.idf * s.unit.weight
     chosen = sorted(weight, key=lambda rowid: (-weight[rowid], -rowid))[:RERANK_SOME]
     candidates = _texts(conn, chosen)
     texts = {row[0]: row for row in candidates}
@@ -385,9 +385,13 @@ def _second_tier(
 # ---------------------------------------------------------------- results
 
 
-def dup_key(text: str) -> bytes:
-    """Messages with the same key are copies of one text (see DUP_PREFIX)."""
-    return text[:DUP_PREFIX].encode().translate(None, _SPACES_DIGITS).lower()
+def dup_keys(text: str) -> tuple[bytes, bytes]:
+    """A message is a copy of another when their first or last DUP_PREFIX characters
+    are the same (see DUP_PREFIX): the same error under a different banner, the same
+    question after an editor's note of the open file."""
+    head = text[:DUP_PREFIX].encode().translate(None, _SPACES_DIGITS).lower()
+    tail = text[-DUP_PREFIX:].encode().translate(None, _SPACES_DIGITS).lower()
+    return b"<" + head, b">" + tail
 
 
 class Group(NamedTuple):
@@ -403,25 +407,30 @@ def collapse(
     limit: int,
     *,
     count_all: bool = True,
-    keys: dict[int, bytes] | None = None,
+    keys: dict[int, tuple[bytes, bytes]] | None = None,
 ) -> list[Group]:
     """The hits with copies of one text folded into the best of them (`limit` groups
     at most; the copies are counted among the best DUP_WINDOW hits, or not at all
     unless `count_all`). `keys` keeps the keys computed, for the next call."""
     keys = {} if keys is None else keys
-    groups: dict[bytes, Group] = {}
+    by_key: dict[bytes, Group] = {}
+    groups: list[Group] = []
     for i, hit in enumerate(hits):
         if len(groups) >= limit and (i >= DUP_WINDOW or not count_all):
             break
-        key = keys.get(hit.rowid)
-        if key is None:
-            key = keys[hit.rowid] = dup_key(texts[hit.rowid][1])
-        group = groups.get(key)
+        pair = keys.get(hit.rowid)
+        if pair is None:
+            pair = keys[hit.rowid] = dup_keys(texts[hit.rowid][1])
+        head, tail = pair
+        group = by_key.get(head) or by_key.get(tail)
         if group is None:
-            groups[key] = Group(hit, [hit.rowid])
+            group = Group(hit, [hit.rowid])
+            groups.append(group)
         else:
             group.copies.append(hit.rowid)
-    return list(groups.values())[:limit]
+        by_key.setdefault(head, group)
+        by_key.setdefault(tail, group)
+    return groups[:limit]
 
 
 def _pattern(stats: list[Stats]) -> re.Pattern[str] | None:
@@ -474,7 +483,7 @@ def search_messages(
     some; copies of one text are one result."""
     if not units or limit <= 0:
         return []
-    keys: dict[int, bytes] = {}
+    keys: dict[int, tuple[bytes, bytes]] = {}
 
     def enough(hits: list[Hit], texts: dict[int, Row]) -> bool:
         return len(collapse(hits, texts, limit, count_all=False, keys=keys)) >= limit

@@ -206,7 +206,7 @@ def _score(
                 else sum(1 for i in ids if any(unit.label in f for f in rows[i][5:]))
             )
             archive_idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
-        weights[unit] = archive_idf
+        weights[unit] = archive_idf * unit.weight
     required = [unit for unit in units if not unit.stop]
     scored = []
     for fact_id in ids:
