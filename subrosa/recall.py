@@ -91,7 +91,7 @@ def search(
     found = [r for r in facts + messages if r["match"] == "all"]
     found += sorted(
         (r for r in facts + messages if r["match"] != "all"), key=lambda r: -float(r["score"])
-    )
+    )  # "some" words and "reply" (subrosa.archive.search): one bm25 scale
     found = found[:limit]
     hits = [r for r in found if r["kind"] == "fact" and r["match"] == "all"]
     record_hits(conn, [(r["fact_id"], r["project"]) for r in hits])

@@ -120,6 +120,34 @@ def test_copies_are_one_result(memory_dir: Path, run: RunCli) -> None:
     assert "30 copies in 3 sessions" in run("search", "ENOSPC").stdout
 
 
+def test_the_reply_to_a_pasted_error_follows_it(memory_dir: Path, run: RunCli) -> None:
+    _transcript(
+        "s-1.jsonl",
+        _record("paste", "ENOSPC writing the docker overlay?", timestamp="2026-03-01T10:00:00Z"),
+        _record(
+            "call",
+            "[Bash] df -h",
+            role="assistant",
+            timestamp="2026-03-01T10:00:10Z",
+        ),
+        _record(
+            "why",
+            "The disk is full: prune the images and the build cache.",
+            role="assistant",
+            timestamp="2026-03-01T10:00:20Z",
+        ),
+        *[
+            _record(f"other-{i}", f"docker compose file {i}", timestamp="2026-03-01T11:00:00Z")
+            for i in range(5)
+        ],
+    )
+    _ingest(run)
+    found = _search(run, "ENOSPC", "docker", "overlay", "--limit", "4")
+    assert _uuids(found)[:2] == ["paste", "why"]
+    assert [r["match"] for r in found[:2]] == ["all", "reply"]
+    assert "(the reply to a match)" in run("search", "ENOSPC", "docker", "overlay").stdout
+
+
 def test_tool_output_ranks_below_what_was_said(memory_dir: Path, run: RunCli) -> None:
     _transcript(
         "s-1.jsonl",

@@ -53,6 +53,12 @@ SPLIT_BELOW = 10
 DUP_PREFIX = 200
 DUP_WINDOW = 300
 _SPACES_DIGITS = b"0123456789 \t\n\r\f\v"
+# The assistant's reply to one of the REPLY_PARENTS best messages holding every word
+# (found within REPLY_REACH messages after it) gains REPLY of its score in the second
+# tier: the explanation of an error rarely repeats the error.
+REPLY = 0.5
+REPLY_PARENTS = 20
+REPLY_REACH = 3
 # A tool call or a tool's output ranks below what was said, by this much: people look
 # for the conversation (what was explained, decided, reported); tool output is most of
 # an archive, long and repetitive, and still found, only after the words around it.
@@ -77,11 +83,13 @@ Row = tuple[int, str, "str | None", str]  # a candidate: row id, text, terms, ro
 
 
 class Hit(NamedTuple):
-    """A ranked message: its row id, score, tier (1: every required unit, 2: some)."""
+    """A ranked message: its row id, score, tier (1: every required unit, 2: some, or
+    none but it replies to a first-tier message: `reply`)."""
 
     rowid: int
     score: float
     tier: int
+    reply: bool = False
 
 
 # ---------------------------------------------------------------- SQL
@@ -437,6 +445,11 @@ def _pattern(stats: list[Stats]) -> re.Pattern[str] | None:
     return snippet_pattern([alt for s in stats for alt in s.alts])
 
 
+def _match(hit: Hit) -> str:
+    """How a result matched: "all" the words, "some", or none but as a "reply"."""
+    return "all" if hit.tier == 1 else "reply" if hit.reply else "some"
+
+
 def _details(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
     found: dict[int, tuple[Any, ...]] = {}
     for start in range(0, len(rowids), 500):
@@ -465,10 +478,53 @@ def _ranked(
     shown = [s for s in stats if s.expr]
     if not enough(hits, texts) and any(s.expr for s in stats):
         more, more_texts, used = _second_tier(conn, stats, filters, {h.rowid for h in hits}, cache)
-        hits += more
         texts.update(more_texts)
+        more = _with_replies(conn, hits, more, texts, filters)
+        hits += more
         shown += [s for s in used if s not in shown]
     return hits, texts, shown
+
+
+def _with_replies(
+    conn: sqlite3.Connection,
+    first: list[Hit],
+    second: list[Hit],
+    texts: dict[int, Row],
+    filters: Filters,
+) -> list[Hit]:
+    """The second tier, where the assistant's reply to one of the best first-tier
+    messages (its next words in the session, after any tool calls) gains REPLY of
+    that message's score: an error pasted or printed holds the words of the query, the
+    explanation and the fix that follow it often do not."""
+    if filters.role == "user" or not first:
+        return second
+    parents = first[:REPLY_PARENTS]
+    ids = {h.rowid + step for h in parents for step in range(REPLY_REACH + 1)}
+    rows: dict[int, Row] = {}
+    sessions: dict[int, int] = {}
+    marks = ",".join("?" * len(ids))
+    for rowid, session_pk, text, terms, role in conn.execute(
+        f"SELECT id, session_pk, text, terms, role FROM messages WHERE id IN ({marks})", list(ids)
+    ):
+        rows[rowid] = (rowid, text, terms, role)
+        sessions[rowid] = session_pk
+    bonus: dict[int, float] = {}
+    for hit in parents:
+        for step in range(1, REPLY_REACH + 1):
+            row = rows.get(hit.rowid + step)
+            if row is None or sessions.get(row[0]) != sessions.get(hit.rowid):
+                break
+            if row[3] == "assistant" and not is_tool_io(row[3], row[1]):
+                bonus[row[0]] = max(bonus.get(row[0], 0.0), REPLY * hit.score)
+                break
+    in_first = {h.rowid for h in first}
+    out = [h._replace(score=h.score + bonus.pop(h.rowid, 0.0)) for h in second]
+    for rowid, extra in bonus.items():
+        if rowid not in in_first:
+            texts[rowid] = rows[rowid]
+            out.append(Hit(rowid, extra, 2, reply=True))
+    out.sort(key=lambda hit: (-hit.score, -hit.rowid))
+    return out
 
 
 def search_messages(
@@ -499,7 +555,7 @@ def search_messages(
         result: dict[str, Any] = {
             "kind": "message",
             "score": significant(group.hit.score),
-            "match": "all" if group.hit.tier == 1 else "some",
+            "match": _match(group.hit),
             "snippet": one_line(text_snippet(texts[rowid][1], pattern)),
             "session_id": session_id,
             "timestamp": timestamp,
@@ -543,7 +599,7 @@ def search_sessions(
             {
                 "kind": "session",
                 "score": significant(group.hit.score),
-                "match": "all" if group.hit.tier == 1 else "some",
+                "match": _match(group.hit),
                 "snippet": one_line(text_snippet(texts[rowid][1], pattern)),
                 "session_id": session_id,
                 "project": project,

@@ -102,6 +102,8 @@ def _head(result: dict[str, Any]) -> str:
     head += f"  score {result['score']:.3g}"
     if result.get("match") == "some":
         head += "  (some words)"
+    elif result.get("match") == "reply":
+        head += "  (the reply to a match)"
     if result.get("copies"):
         sessions = len(result.get("copy_sessions", []))
         head += f"  ({result['copies']} copies in {sessions} session{'s' * (sessions != 1)})"
