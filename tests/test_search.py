@@ -18,10 +18,10 @@ def _uuids(results: list[dict[str, Any]]) -> list[str]:
 def test_every_word_first_then_some_never_empty(memory_dir: Path, run: RunCli) -> None:
     _transcript(
         "s-1.jsonl",
-        _record("both", "the cache invalidation bug is back"),
-        _record("cache", "we cleared the cache twice", role="assistant"),
-        _record("bug", "found a bug in the parser", role="assistant"),
-        _record("none", "nothing to see here"),
+        _record("both", "the cache invalidation bug is back", session="s-1"),
+        _record("cache", "we cleared the cache twice", role="assistant", session="s-2"),
+        _record("bug", "found a bug in the parser", role="assistant", session="s-3"),
+        _record("none", "nothing to see here", session="s-4"),
     )
     _ingest(run)
     found = _search(run, "cache bug")
@@ -132,7 +132,7 @@ def test_the_reply_to_a_pasted_error_follows_it(memory_dir: Path, run: RunCli) -
         ),
         _record(
             "why",
-            "The disk is full: prune the images and the build cache.",
+            "The disk is full: prune the docker images and the build cache.",
             role="assistant",
             timestamp="2026-03-01T10:00:20Z",
         ),

@@ -83,8 +83,8 @@ Row = tuple[int, str, "str | None", str]  # a candidate: row id, text, terms, ro
 
 
 class Hit(NamedTuple):
-    """A ranked message: its row id, score, tier (1: every required unit, 2: some, or
-    none but it replies to a first-tier message: `reply`)."""
+    """A ranked message: its row id, score, tier (1: every required unit, 2: some), and
+    whether it gained as the reply to a first-tier message."""
 
     rowid: int
     score: float
@@ -446,7 +446,8 @@ def _pattern(stats: list[Stats]) -> re.Pattern[str] | None:
 
 
 def _match(hit: Hit) -> str:
-    """How a result matched: "all" the words, "some", or none but as a "reply"."""
+    """How a result matched: "all" the words, "some", or some as the "reply" to a
+    message holding all."""
     return "all" if hit.tier == 1 else "reply" if hit.reply else "some"
 
 
@@ -494,8 +495,8 @@ def _with_replies(
 ) -> list[Hit]:
     """The second tier, where the assistant's reply to one of the best first-tier
     messages (its next words in the session, after any tool calls) gains REPLY of
-    that message's score: an error pasted or printed holds the words of the query, the
-    explanation and the fix that follow it often do not."""
+    that message's score: an error pasted or printed holds every word of the query,
+    the explanation and the fix that follow it often only some."""
     if filters.role == "user" or not first:
         return second
     parents = first[:REPLY_PARENTS]
@@ -514,15 +515,13 @@ def _with_replies(
             row = rows.get(hit.rowid + step)
             if row is None or sessions.get(row[0]) != sessions.get(hit.rowid):
                 break
-            if row[3] == "assistant" and not is_tool_io(row[3], row[1]):
+            if row[3] == "assistant" and not is_tool_io(row[3], row[1]) and row[0] in texts:
                 bonus[row[0]] = max(bonus.get(row[0], 0.0), REPLY * hit.score)
                 break
-    in_first = {h.rowid for h in first}
-    out = [h._replace(score=h.score + bonus.pop(h.rowid, 0.0)) for h in second]
-    for rowid, extra in bonus.items():
-        if rowid not in in_first:
-            texts[rowid] = rows[rowid]
-            out.append(Hit(rowid, extra, 2, reply=True))
+    out = [
+        h._replace(score=h.score + bonus[h.rowid], reply=True) if h.rowid in bonus else h
+        for h in second
+    ]
     out.sort(key=lambda hit: (-hit.score, -hit.rowid))
     return out
 
