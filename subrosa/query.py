@@ -24,6 +24,7 @@ from subrosa.terms import (
 )
 
 MARK = ("**", "**")  # around a match in a snippet
+MAX_UNITS = 32  # words of a query looked for (see query_units)
 _TERM = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _WORD = WORD  # words as unicode61 cuts them (subrosa.terms)
@@ -161,7 +162,9 @@ def query_units(terms: list[Term]) -> list[Unit]:
     if units and all(unit.stop for unit in units):
         # A query of stopwords only ("to be or not"): each is required after all.
         units = [unit._replace(stop=False) for unit in units]
-    return _unique(units)
+    # Each unit costs a few index lookups: a pasted page of text is searched by its
+    # first MAX_UNITS words.
+    return _unique(units)[:MAX_UNITS]
 
 
 def _unique(units: list[Unit]) -> list[Unit]:

@@ -31,10 +31,25 @@ def test_every_word_first_then_some_never_empty(memory_dir: Path, run: RunCli) -
     apart = _search(run, "cleared parser")
     assert set(_uuids(apart)) == {"cache", "bug"} and {r["match"] for r in apart} == {"some"}
     assert _search(run, "zanzibarite") == []  # no word of it archived: nothing
+    # A word that is not there whole, with parts that are: found by its parts.
+    assert set(_uuids(_search(run, "invalidation-parser"))) == {"both", "bug"}
     text = run("search", "cleared", "parser").stdout
     assert "(some words)" in text
     # The second tier only fills up to --limit.
     assert _uuids(_search(run, "cache bug", "--limit", "1")) == ["both"]
+
+
+def test_cjk_by_its_pairs_and_characters(memory_dir: Path, run: RunCli) -> None:
+    _transcript(
+        "s-1.jsonl",
+        _record("toc", "目录中的页码不对应实际页面", session="s-1"),
+        _record("other", "页面加载太慢", session="s-2"),
+    )
+    _ingest(run)
+    found = _search(run, "目录", "页码", "对不上")  # 对不上 is nowhere as typed
+    assert _uuids(found)[0] == "toc" and found[0]["match"] == "some"
+    assert _uuids(_search(run, "目录页码对不上"))[0] == "toc"  # one run, absent whole
+    assert _search(run, "塔") == []
 
 
 def test_stopwords_never_empty_a_result(memory_dir: Path, run: RunCli) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from subrosa.query import (
+    MAX_UNITS,
     Alt,
     Filters,
     Unit,
@@ -370,7 +371,7 @@ def _second_tier(
     candidates are every match of each selective unit and the newest RERANK of each
     common one, and the RERANK_SOME of them holding the rarest units are ranked."""
     wide = list(dict.fromkeys(piece for s in stats for piece in pieces(s.unit)))
-    units = [p for p in wide if not p.stop] or wide
+    units = ([p for p in wide if not p.stop] or wide)[: 2 * MAX_UNITS]
     known = {s.unit: s for s in stats}
     fresh = unit_stats(conn, [u for u in units if u not in known], cache)
     by_unit = {**known, **{s.unit: s for s in fresh}}
@@ -477,7 +478,7 @@ def _ranked(
     stats = unit_stats(conn, units, cache)
     hits, texts = _first_tier(conn, stats, filters)
     shown = [s for s in stats if s.expr]
-    if not enough(hits, texts) and any(s.expr for s in stats):
+    if not enough(hits, texts):  # the pieces of a unit may be there when it is not
         more, more_texts, used = _second_tier(conn, stats, filters, {h.rowid for h in hits}, cache)
         texts.update(more_texts)
         more = _with_replies(conn, hits, more, texts, filters)
