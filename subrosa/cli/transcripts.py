@@ -224,10 +224,13 @@ def search(
     pre-commit by "precommit". "A phrase" in quotes must appear as written; a word
     ending in * matches as a prefix (dep* finds deploy and dependency). Anything else is
     searched as plain text, never as syntax. Chinese, Japanese and Korean text is found
-    by any part of it. Copies of one text (an error pasted many times) are one result
-    that says how many there are. Each result shows its kind, score, where it is (a
-    fact's slug, or a message's session, time and number for `transcript show
-    --around`; --json adds the message's uuid) and a snippet with the match in **bold**.
+    by any part of it. A tool call or a tool's output ranks below what was said; the
+    assistant's reply to a message holding every word ranks higher in the second tier.
+    Copies of one text (an error pasted many times) are one result that says how many
+    there are. --sessions lists the sessions instead, each once, best first. Each
+    result shows its kind, score, where it is (a fact's slug, or a message's session,
+    time and number for `transcript show --around`; --json adds the message's uuid)
+    and a snippet with the match in **bold**.
     Every fact holding every word counts a hit. Sessions that ended since the last
     ingest are ingested first.
     """
