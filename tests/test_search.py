@@ -66,6 +66,8 @@ def test_stopwords_never_empty_a_result(memory_dir: Path, run: RunCli) -> None:
     assert _search(run, "docker", "vs", "podman")[0]["match"] == "all"
     # A query of stopwords alone requires them.
     assert [r["match"] for r in _search(run, "to", "be", "or", "not")] == ["all"]
+    # A stopword is a word too: when nothing else of the query is there, it is found.
+    assert _uuids(_search(run, "to", "zanzibarite")) == ["m2"]
 
 
 def test_english_forms_and_the_exact_one_first(memory_dir: Path, run: RunCli) -> None:

@@ -370,12 +370,13 @@ def _second_tier(
     """The messages holding some of the units, by bm25 (any word may match): the
     candidates are every match of each selective unit and the newest RERANK of each
     common one, and the RERANK_SOME of them holding the rarest units are ranked."""
-    wide = list(dict.fromkeys(piece for s in stats for piece in pieces(s.unit)))
-    units = ([p for p in wide if not p.stop] or wide)[: 2 * MAX_UNITS]
+    wide = list(dict.fromkeys(piece for s in stats for piece in pieces(s.unit)))[: 2 * MAX_UNITS]
     known = {s.unit: s for s in stats}
-    fresh = unit_stats(conn, [u for u in units if u not in known], cache)
+    fresh = unit_stats(conn, [u for u in wide if u not in known], cache)
     by_unit = {**known, **{s.unit: s for s in fresh}}
-    present = [by_unit[u] for u in units if by_unit[u].expr]
+    # Stopwords look for candidates only when no other word of the query is anywhere.
+    present = [by_unit[u] for u in wide if by_unit[u].expr and not u.stop]
+    present = present or [by_unit[u] for u in wide if by_unit[u].expr]
     held: list[Held] = []
     weight: dict[int, float] = {}
     for s in present:

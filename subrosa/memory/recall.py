@@ -148,7 +148,9 @@ def search_facts(
     if limit <= 0 or filters.role in ("user", "assistant") or not units:
         return []
     wide = list(dict.fromkeys(piece for unit in units for piece in pieces(unit)))
-    rows = _candidates(conn, wide, filters)
+    # Stopwords look for candidates only when nothing else is found.
+    rows = _candidates(conn, [u for u in wide if not u.stop], filters)
+    rows = rows or _candidates(conn, [u for u in wide if u.stop], filters)
     if not rows:
         return []
     ids = list(rows)
