@@ -121,7 +121,8 @@ def is_terminal() -> bool:
 def reindex_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar on stderr for the archive's re-index after a migration (it takes
     about as long as ingesting the archive afresh), advanced by (messages just indexed,
-    messages in all); shown only once the re-index reports."""
+    messages in all); shown from the re-index's first report to its last (so that the
+    command's own bar can follow: a terminal shows one at a time)."""
     if not enabled:
         yield None
         return
@@ -130,14 +131,18 @@ def reindex_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     bar = Progress(*columns, console=err_console(), transient=True)
     task = None
+    indexed = 0
 
     def advance(done: int, total: int) -> None:
-        nonlocal task
+        nonlocal task, indexed
         if task is None:
             note("re-indexing the archive for search (once, after an upgrade)")
             bar.start()
             task = bar.add_task("re-index", total=total)
+        indexed += done
         bar.update(task, advance=done)
+        if indexed >= total:
+            bar.stop()
 
     try:
         yield advance

@@ -76,7 +76,8 @@ def ingest(
     from subrosa.archive.ingest import ingest_transcripts
     from subrosa.paths import project_transcript_dir
 
-    with _progress_bar(enabled=is_terminal() and not as_json and not pending_only) as progress:
+    bars = is_terminal() and not as_json and not pending_only
+    with _progress_bar(enabled=bars) as progress, reindex_bar(enabled=bars) as reindexing:
         done = ingest_transcripts(
             app.db_url,
             list(paths),
@@ -84,6 +85,7 @@ def ingest(
             pending_only=pending_only,
             tool_result_chars=app.settings.tool_result_chars,
             progress=progress,
+            reindex_progress=reindexing,
         )
     if as_json:
         print_json(done.report.to_dict())
@@ -112,13 +114,20 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     from subrosa.cli.common import err_console
 
     columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console(), transient=True) as bar:
-        task = bar.add_task("ingest", total=None)
+    bar = Progress(*columns, console=err_console(), transient=True)
+    task = None
 
-        def advance(read: int, total: int) -> None:
-            bar.update(task, total=total, advance=read)
+    def advance(read: int, total: int) -> None:
+        nonlocal task
+        if task is None:  # started at the first bytes: a re-index's bar may come first
+            bar.start()
+            task = bar.add_task("ingest", total=total)
+        bar.update(task, total=total, advance=read)
 
+    try:
         yield advance
+    finally:
+        bar.stop()
 
 
 # ---------------------------------------------------------------- transcript list / show
@@ -140,12 +149,14 @@ def list_cmd(app: AppContext, all_projects: bool, limit: int, as_json: bool) -> 
     """The archived sessions of this project, newest first: id, time, messages, title."""
     from subrosa.archive.sessions import list_sessions
 
-    sessions = list_sessions(
-        app.db_url,
-        all_projects=all_projects,
-        limit=limit,
-        tool_result_chars=app.settings.tool_result_chars,
-    )
+    with reindex_bar(enabled=is_terminal() and not as_json) as progress:
+        sessions = list_sessions(
+            app.db_url,
+            all_projects=all_projects,
+            limit=limit,
+            tool_result_chars=app.settings.tool_result_chars,
+            reindex_progress=progress,
+        )
     if as_json:
         print_json(sessions)
         return
@@ -182,13 +193,15 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
     from subrosa.archive.conversation import render_conversation
     from subrosa.archive.sessions import DETAIL_KEYS, show_session
 
-    shown = show_session(
-        app.db_url,
-        session,
-        around=around,
-        context=context,
-        tool_result_chars=app.settings.tool_result_chars,
-    )
+    with reindex_bar(enabled=is_terminal() and not as_json) as progress:
+        shown = show_session(
+            app.db_url,
+            session,
+            around=around,
+            context=context,
+            tool_result_chars=app.settings.tool_result_chars,
+            reindex_progress=progress,
+        )
     if as_json:
         details = {key: shown.details[key] for key in DETAIL_KEYS}
         print_json({"session_id": shown.session_id, **details, "messages": shown.messages})
