@@ -178,22 +178,23 @@ def reindex_run(
     subrosa without that migration."""
     try:
         from subrosa.archive import reindex  # noqa: F401
-        from subrosa.db import alembic_config, dispose_all, get_engine
     except ImportError:
         return None
-    from alembic import command
-
     copy = work / "reindex.db"
     source = sqlite3.connect(db)
     source.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     source.close()
     shutil.copyfile(db, copy)
-    engine = get_engine(f"sqlite:///{copy}")
-    config = alembic_config(engine)
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0002")
-    dispose_all()
+    # In a process of its own: a child forked from a big process would report the
+    # parent's pages as its peak RSS.
+    downgrade = (
+        "import sys; from alembic import command;"
+        " from subrosa.db import alembic_config, get_engine;"
+        " engine = get_engine('sqlite:///' + sys.argv[1]); config = alembic_config(engine)\n"
+        "with engine.begin() as conn:\n"
+        "    config.attributes['connection'] = conn; command.downgrade(config, '0002')"
+    )
+    subprocess.run([sys.executable, "-c", downgrade, str(copy)], env=env, check=True)
     measured = run_measured([*subrosa, "db", "upgrade"], {**env, "SUBROSA_DB": str(copy)})
     for suffix in ("", "-wal", "-shm"):
         Path(str(copy) + suffix).unlink(missing_ok=True)
