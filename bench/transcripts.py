@@ -15,9 +15,9 @@ committed), then in the same run measures, each against a baseline measured here
   - 60 fixed queries (20 rare, 20 medium, 10 very common, 10 whose words are never all
     in one message, so that search falls back to its second tier, "some words") in-process
     and as a whole `subrosa search` process (the median of three), against `grep -rF` over
-    the raw JSONL (grep
-    looks for the query's rarest word there; targets at 1 GB: p95 <= 50 ms rare and medium,
-    every query <= 150 ms, the process >= 3x faster than grep for every class).
+    the raw JSONL (grep looks for the query's rarest word there; targets at 1 GB: p95 <=
+    50 ms rare and medium, every query <= 150 ms, the process >= 3x faster than grep for
+    every class).
 
 It measures whatever `subrosa` is importable, through its command line and
 `subrosa.recall.search` only, so the same script measures an older checkout (put it
