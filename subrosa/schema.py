@@ -1,7 +1,8 @@
 """The newest schema revision, importable without SQLAlchemy.
 
 `subrosa search` and `subrosa ingest` check the stored revision with the standard
-library's sqlite3 and only load SQLAlchemy and Alembic when a migration is due:
+library's sqlite3 (and whether the archive's re-index after migration 0003 is done)
+and only load SQLAlchemy and Alembic when a migration is due:
 importing SQLAlchemy costs more than a whole search. subrosa.db re-exports it; a
 test asserts it equals the migration scripts' head.
 """
@@ -12,13 +13,14 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 
 
-def is_current(path: Path) -> bool:
-    """Whether the SQLite file at `path` exists and is at SCHEMA_HEAD (one query)."""
+def state(path: Path) -> tuple[bool, bool]:
+    """Whether the SQLite file at `path` is at SCHEMA_HEAD, and whether its archive is
+    being re-indexed (migration 0003: subrosa.archive.reindex finishes it)."""
     if not path.is_file():
-        return False
+        return False, False
     try:
         # Percent-encoded: a raw `#` or `?` in the path would end it early, and SQLite
         # would open (and create) another file. `/` stays, as in any file: URI.
@@ -26,11 +28,21 @@ def is_current(path: Path) -> bool:
         conn = sqlite3.connect(uri, uri=True, timeout=30)
         try:
             row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+            if row is None or row[0] != SCHEMA_HEAD:
+                return False, False
+            pending = conn.execute("SELECT 1 FROM archive_reindex LIMIT 1").fetchone()
         finally:
             conn.close()
     except sqlite3.Error:
-        return False
-    return row is not None and row[0] == SCHEMA_HEAD
+        return False, False
+    return True, pending is not None
+
+
+def is_current(path: Path) -> bool:
+    """Whether the SQLite file at `path` is ready as it is: at SCHEMA_HEAD, its archive
+    fully indexed (two small queries)."""
+    current, reindexing = state(path)
+    return current and not reindexing
 
 
 # The first 16 bytes of every SQLite database file.

@@ -15,7 +15,7 @@ BEGIN IMMEDIATE for writes). SQLAlchemy and Alembic load only to migrate.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -49,18 +49,29 @@ def archive_path(db_url: str) -> Path:
 
 
 @contextmanager
-def open_archive(db_url: str) -> Iterator[sqlite3.Connection]:
+def open_archive(
+    db_url: str, progress: Callable[[int, int], None] | None = None
+) -> Iterator[sqlite3.Connection]:
     """The archive's connection, the database created or migrated first when due (the
-    only time SQLAlchemy and Alembic are loaded)."""
-    from subrosa.schema import is_current
+    only time SQLAlchemy and Alembic are loaded), and its full-text index rebuilt
+    first when a migration asked for it (subrosa.archive.reindex, under the ingest
+    lock; `progress` is told the messages indexed and to index)."""
+    from subrosa.schema import state
 
     path = archive_path(db_url)
-    if not is_current(path):
+    current, reindexing = state(path)
+    if not current:
         from subrosa.db import open_database
 
         open_database(db_url)
+        current, reindexing = state(path)
     conn = connect(path)
     try:
+        if reindexing:
+            from subrosa.archive.reindex import reindex
+
+            with ingest_lock(path):
+                reindex(conn, progress)
         yield conn
     finally:
         conn.close()

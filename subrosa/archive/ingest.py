@@ -450,14 +450,14 @@ class Ingester:
                     message.role,
                     message.timestamp,
                     message.text,
-                    message.cjk,
+                    message.terms,
                 )
             )
         # A message already stored (resumed and forked sessions repeat history) or
         # repeated within the batch is left out by the uuid's unique index itself: a
         # lookup of every uuid first would search the same index twice.
         added = self.conn.executemany(
-            "INSERT INTO messages(id, session_pk, uuid, role, timestamp, text, cjk)"
+            "INSERT INTO messages(id, session_pk, uuid, role, timestamp, text, terms)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(uuid) DO NOTHING",
             rows,
         ).rowcount
@@ -474,7 +474,7 @@ class Ingester:
         # one, so trigger-fed bulk inserts are four times slower (docs/search.md).
         # Deletes and updates are kept in step by triggers.
         self.conn.executemany(
-            "INSERT INTO messages_fts(rowid, text, cjk) VALUES (?, ?, ?)",
+            "INSERT INTO messages_fts(rowid, text, terms) VALUES (?, ?, ?)",
             [(row[0], row[5], row[6]) for row in rows],
         )
         self.report.new_messages += added
@@ -584,12 +584,16 @@ def current_project() -> str:
 
 @contextmanager
 def archive_ready(
-    db_url: str, tool_result_chars: int = 2000, *, lock: bool
+    db_url: str,
+    tool_result_chars: int = 2000,
+    *,
+    lock: bool,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> Iterator[sqlite3.Connection]:
-    """The archive, migrated when due, with the sessions that ended since the last ingest
-    ingested first (under the ingest lock when `lock`: a search waits for a running
-    ingest, a listing does not)."""
-    with open_archive(db_url) as conn:
+    """The archive, migrated when due (a re-index told to `reindex_progress`), with the
+    sessions that ended since the last ingest ingested first (under the ingest lock
+    when `lock`: a search waits for a running ingest, a listing does not)."""
+    with open_archive(db_url, reindex_progress) as conn:
         if lock:
             with ingest_lock(archive_path(db_url)):
                 drain_pending(conn, current_project(), tool_result_chars)
@@ -614,12 +618,14 @@ def ingest_transcripts(
     pending_only: bool = False,
     tool_result_chars: int = 2000,
     progress: Callable[[int, int], None] | None = None,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> Ingested:
     """`subrosa ingest`: the sessions that ended since the last ingest, then (unless
     `pending_only`) the transcripts under `paths`, or of every project, or by default
     of this one's folder when it exists. `progress` is called with the bytes just read
-    and the bytes to read in all."""
-    with open_archive(db_url) as conn, ingest_lock(archive_path(db_url)):
+    and the bytes to read in all; `reindex_progress`, with the messages re-indexed and
+    to re-index, when a migration asked for it."""
+    with open_archive(db_url, reindex_progress) as conn, ingest_lock(archive_path(db_url)):
         drained = drain_pending(conn, current_project(), tool_result_chars)
         if pending_only:
             return Ingested(drained or IngestReport(), [], 0)

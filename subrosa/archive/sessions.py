@@ -8,6 +8,7 @@ text rendering is subrosa.archive.conversation's.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from subrosa.archive.conversation import message_kind
@@ -29,10 +30,17 @@ DETAIL_KEYS = ("project", "cwd", "git_branch", "title", "summary", "first_at", "
 
 
 def list_sessions(
-    db_url: str, *, all_projects: bool = False, limit: int = 50, tool_result_chars: int = 2000
+    db_url: str,
+    *,
+    all_projects: bool = False,
+    limit: int = 50,
+    tool_result_chars: int = 2000,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The archived sessions of this project (or of all), newest first."""
-    with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+    with archive_ready(
+        db_url, tool_result_chars, lock=False, reindex_progress=reindex_progress
+    ) as conn:
         where, params = ("", []) if all_projects else (" WHERE project = ?", [current_project()])
         rows = conn.execute(
             f"SELECT {', '.join(LIST_KEYS)} FROM sessions{where}"
@@ -58,10 +66,13 @@ def show_session(
     around: str | None = None,
     context: int = 5,
     tool_result_chars: int = 2000,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> Shown:
     """The session whose id is `session` or starts with it; with `around` (a message's
     number or uuid) only that message and `context` messages either side."""
-    with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+    with archive_ready(
+        db_url, tool_result_chars, lock=False, reindex_progress=reindex_progress
+    ) as conn:
         pk, session_id = _find_session(conn, session)
         rows = conn.execute(
             # Time order: a session's lines can arrive from several files (a resumed

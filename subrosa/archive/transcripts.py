@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 import msgspec
 
 from subrosa.archive.redact import Redactor, may_hold_secret
-from subrosa.cjk import cjk_index_text
 from subrosa.secrets import key_kind
+from subrosa.terms import index_terms
 
 ROLES = ("user", "assistant")
 
@@ -40,8 +40,9 @@ class Message(NamedTuple):
     role: str
     timestamp: str | None  # "YYYY-MM-DD HH:MM:SS", naive UTC
     text: str
-    # The CJK characters one per token, for the index (subrosa.cjk); None for most.
-    cjk: str | None = None
+    # What the index holds beside the words (subrosa.terms): CJK characters one per
+    # token, camelCase identifiers' parts; None for most.
+    terms: str | None = None
 
 
 @dataclass(slots=True)
@@ -283,8 +284,8 @@ def _add_message(
     timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
         uuid = message_key(session_id, timestamp, str(role), text)
-    cjk = None if text.isascii() else cjk_index_text(text)
-    parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, cjk))
+    terms = index_terms(text)
+    parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
 
 
 class _Message(msgspec.Struct):

@@ -70,11 +70,44 @@ SEARCH_OPTIONS = (
     Option("--role", "role", "choice", "Only messages by ROLE.", choices=("user", "assistant")),
     Option("--facts", "facts_only", "flag", "Only facts.", default=False),
     Option("--transcripts", "transcripts_only", "flag", "Only archived messages.", default=False),
+    Option(
+        "--sessions",
+        "sessions",
+        "flag",
+        "Sessions instead of messages: each once, best first, with its best snippet.",
+        default=False,
+    ),
     Option("--json", "as_json", "flag", JSON_HELP, default=False),
 )
 
 
 # ---------------------------------------------------------------- output
+
+
+def _head(result: dict[str, Any]) -> str:
+    """A result's first line: what and where it is, its score, and how it matched."""
+    if result["kind"] == "fact":
+        head = f"fact {one_line(result['slug'])} ({result['type']}, {result['status']})"
+    elif result["kind"] == "session":
+        title = f" {one_line(result['title'])}" if result.get("title") else ""
+        head = (
+            f"session {one_line(result['session_id'])} {result['last_at'] or '-'}"
+            f" ({result['messages']} matching){title}"
+        )
+    else:
+        head = (
+            f"message {one_line(result['session_id'])} {result['timestamp'] or '-'} "
+            f"{result['role']} #{result['message_id']}"
+        )
+    head += f"  score {result['score']:.3g}"
+    if result.get("match") == "some":
+        head += "  (some words)"
+    elif result.get("match") == "reply":
+        head += "  (the reply to a match)"
+    if result.get("copies"):
+        sessions = len(result.get("copy_sessions", []))
+        head += f"  ({result['copies']} copies in {sessions} session{'s' * (sessions != 1)})"
+    return head
 
 
 def render_text(results: list[dict[str, Any]]) -> str:
@@ -83,14 +116,7 @@ def render_text(results: list[dict[str, Any]]) -> str:
         return "no results"
     lines = []
     for result in results:
-        if result["kind"] == "fact":
-            head = f"fact {one_line(result['slug'])} ({result['type']}, {result['status']})"
-        else:
-            head = (
-                f"message {one_line(result['session_id'])} {result['timestamp'] or '-'} "
-                f"{result['role']} #{result['message_id']}"
-            )
-        lines.append(f"{head}  score {result['score']:.3g}")
+        lines.append(_head(result))
         lines.append(f"    {result['snippet']}")
     return "\n".join(lines)
 
@@ -199,6 +225,7 @@ def main(argv: list[str]) -> int | None:
         options["limit"],
         facts_only=options["facts_only"],
         transcripts_only=options["transcripts_only"],
+        sessions=options["sessions"],
     )
     if results is None:
         return None
