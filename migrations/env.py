@@ -11,16 +11,18 @@ from subrosa.models import Base
 target_metadata = Base.metadata
 config = context.config
 
-# The full-text pieces are made by raw SQL in migrations 0002 and 0003: FTS5 virtual tables and
-# their shadow tables (`messages_fts_data`, …) on SQLite, GIN indexes over tsvector
-# expressions on PostgreSQL. Models cannot express them, so autogenerate must not see
-# them (it would propose dropping them).
+# The full-text pieces are made by raw SQL in migrations 0002, 0003 and 0005: FTS5
+# virtual tables and their shadow tables (`messages_fts_data`, …) on SQLite, GIN
+# indexes over tsvector expressions on PostgreSQL. Models cannot express them, so
+# autogenerate must not see them (it would propose dropping them).
 FTS_TABLES = ("messages_fts", "facts_fts")
 FTS_INDEXES = (
     "ix_messages_text_tsv",
     "ix_messages_cjk_tsv",
     "ix_messages_terms_tsv",
     "ix_facts_tsv",
+    "ix_messages_words",
+    "ix_facts_words",
 )
 
 

@@ -55,9 +55,18 @@ def open_archive(
     """The archive's connection, the database created or migrated first when due (the
     only time SQLAlchemy and Alembic are loaded), and its full-text index rebuilt
     first when a migration asked for it (subrosa.archive.reindex, under the ingest
-    lock; `progress` is told the messages indexed and to index)."""
+    lock; `progress` is told the messages indexed and to index). On a PostgreSQL
+    server, subrosa.archive.pgstore's connection (no re-index: the server keeps its
+    indexes in step)."""
+    from subrosa.pg import is_server
     from subrosa.schema import state
 
+    if is_server(db_url):
+        from subrosa.archive.pgstore import open_server
+
+        with open_server(db_url) as server:
+            yield server
+        return
     path = archive_path(db_url)
     current, reindexing = state(path)
     if not current:
@@ -75,6 +84,19 @@ def open_archive(
         yield conn
     finally:
         conn.close()
+
+
+@contextmanager
+def archive_lock(db_url: str) -> Iterator[None]:
+    """ingest_lock for the archive at `db_url`; none on a PostgreSQL server, where
+    ingests run side by side (uuid-keyed inserts: subrosa.archive.pgstore)."""
+    from subrosa.pg import is_server
+
+    if is_server(db_url):
+        yield
+        return
+    with ingest_lock(archive_path(db_url)):
+        yield
 
 
 @contextmanager

@@ -29,7 +29,7 @@ from stat import S_ISREG
 from typing import BinaryIO, NamedTuple
 
 from subrosa.archive import pending
-from subrosa.archive.connection import archive_path, ingest_lock, open_archive
+from subrosa.archive.connection import archive_lock, open_archive
 from subrosa.archive.redact import Redactor
 from subrosa.archive.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
 from subrosa.paths import (
@@ -195,7 +195,7 @@ class _Plan:
 
 def _load_states(conn: sqlite3.Connection) -> dict[str, _FileState]:
     rows = conn.execute(
-        "SELECT path, inode, size, mtime_ns, offset, head_hash FROM ingested_files"
+        'SELECT path, inode, size, mtime_ns, "offset", head_hash FROM ingested_files'
     ).fetchall()
     return {row[0]: _FileState(*row[1:]) for row in rows}
 
@@ -219,9 +219,7 @@ class Ingester:
     ) -> None:
         """`report`, when given, is added to (e.g. by what a drain of pending sessions read)."""
         self.conn = conn
-        # 32 MB of page cache (SQLite's default is 2 MB): the uuid index takes random
-        # inserts, and at a million messages most would otherwise miss the cache.
-        conn.execute("PRAGMA cache_size = -32768")
+        self._tune_connection()
         self.tool_result_chars = tool_result_chars
         self.progress = progress
         self.report = report if report is not None else IngestReport()
@@ -233,6 +231,11 @@ class Ingester:
         self._uncommitted = 0
         self._next_id = 0
         self._hash_size_checked = False
+
+    def _tune_connection(self) -> None:
+        # 32 MB of page cache (SQLite's default is 2 MB): the uuid index takes random
+        # inserts, and at a million messages most would otherwise miss the cache.
+        self.conn.execute("PRAGMA cache_size = -32768")
 
     def bytes_to_read(self, sources: list[Source]) -> int:
         """An estimate for the progress bar: what changed since the last ingest."""
@@ -490,6 +493,20 @@ class Ingester:
         )
 
 
+def new_ingester(
+    conn: sqlite3.Connection,
+    tool_result_chars: int = 2000,
+    progress: Progress | None = None,
+    report: IngestReport | None = None,
+) -> Ingester:
+    """An Ingester for `conn`: sqlite3's, or a PostgreSQL server's (subrosa.archive.pgstore)."""
+    if isinstance(conn, sqlite3.Connection):
+        return Ingester(conn, tool_result_chars, progress, report)
+    from subrosa.archive.pgstore import PgIngester
+
+    return PgIngester(conn, tool_result_chars, progress, report)
+
+
 def _default_session(path: str) -> str:
     """The session a record without a sessionId belongs to: the file's own name, or for a
     subagent transcript (`<session>/subagents/agent-….jsonl`) its parent session."""
@@ -558,7 +575,7 @@ def drain_pending(
     entries = pending.list_pending(env)
     if not entries:
         return None
-    ingester = Ingester(conn, tool_result_chars)
+    ingester = new_ingester(conn, tool_result_chars)
     for entry_path, data in entries:
         path = Path(data["transcript_path"])
         cwd = data.get("cwd")
@@ -595,7 +612,7 @@ def archive_ready(
     when `lock`: a search waits for a running ingest, a listing does not)."""
     with open_archive(db_url, reindex_progress) as conn:
         if lock:
-            with ingest_lock(archive_path(db_url)):
+            with archive_lock(db_url):
                 drain_pending(conn, current_project(), tool_result_chars)
         else:
             drain_pending(conn, current_project(), tool_result_chars)
@@ -625,7 +642,7 @@ def ingest_transcripts(
     of this one's folder when it exists. `progress` is called with the bytes just read
     and the bytes to read in all; `reindex_progress`, with the messages re-indexed and
     to re-index, when a migration asked for it."""
-    with open_archive(db_url, reindex_progress) as conn, ingest_lock(archive_path(db_url)):
+    with open_archive(db_url, reindex_progress) as conn, archive_lock(db_url):
         drained = drain_pending(conn, current_project(), tool_result_chars)
         if pending_only:
             return Ingested(drained or IngestReport(), [], 0)
@@ -636,7 +653,7 @@ def ingest_transcripts(
         else:
             roots = project_dirs_around(project_transcript_dir())
         sources = discover(roots, current_project())
-        ingester = Ingester(conn, tool_result_chars, report=drained)
+        ingester = new_ingester(conn, tool_result_chars, report=drained)
         if progress is not None:
             total = ingester.bytes_to_read(sources)
             ingester.progress = lambda n: progress(n, total)

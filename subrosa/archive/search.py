@@ -113,8 +113,31 @@ def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
     return joins, where, params
 
 
+def _pg() -> Any:
+    """The same questions asked of a PostgreSQL server (subrosa.archive.pgsearch): each
+    function below that speaks FTS5 hands a server's connection over to it."""
+    from subrosa.archive import pgsearch
+
+    return pgsearch
+
+
+def _expr(conn: sqlite3.Connection, unit: Unit, alts: tuple[Alt, ...]) -> str:
+    """The index expression matching any of a unit's `alts`."""
+    if not isinstance(conn, sqlite3.Connection):
+        return str(_pg().unit_query(unit, alts))
+    return unit.expr("terms", alts)
+
+
+def _all_of(conn: sqlite3.Connection, exprs: list[str]) -> str:
+    if not isinstance(conn, sqlite3.Connection):
+        return str(_pg().all_of(exprs))
+    return " AND ".join(exprs)
+
+
 def _count_upto(conn: sqlite3.Connection, expr: str, cap: int) -> int:
     """How many messages match `expr`, counted up to `cap` (newest first, lazily)."""
+    if not isinstance(conn, sqlite3.Connection):
+        return int(_pg().count_upto(conn, expr, cap))
     row = conn.execute(
         "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
         " ORDER BY rowid DESC LIMIT ?)",
@@ -126,6 +149,9 @@ def _count_upto(conn: sqlite3.Connection, expr: str, cap: int) -> int:
 def _probe(conn: sqlite3.Connection, expr: str) -> int | None:
     """The rowid of the expression's SELECTIVE-th newest match, or None when it has
     fewer (FTS5 walks doclists newest-first lazily: this reads SELECTIVE entries at most)."""
+    if not isinstance(conn, sqlite3.Connection):
+        found: int | None = _pg().probe(conn, expr, SELECTIVE)
+        return found
     row = conn.execute(
         "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
         " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
@@ -137,6 +163,8 @@ def _probe(conn: sqlite3.Connection, expr: str) -> int | None:
 def _newest_id(conn: sqlite3.Connection) -> int:
     # Ids are dense (ingest hands them out in order), so the newest id is the count;
     # count(*) would read the whole table.
+    if not isinstance(conn, sqlite3.Connection):
+        return int(_pg().newest_id(conn))
     row = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
     return int(row[0])
 
@@ -144,6 +172,8 @@ def _newest_id(conn: sqlite3.Connection) -> int:
 def _existing(conn: sqlite3.Connection, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
     """The alternatives the index holds (one statement per hundred: a lookup each;
     SQLite allows 2,000 columns in a result)."""
+    if not isinstance(conn, sqlite3.Connection):
+        return tuple(_pg().existing(conn, alts))
     probe = "(SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1)"
     found: list[Alt] = []
     for start in range(0, len(alts), 100):
@@ -177,10 +207,10 @@ def unit_stats(
             total = _newest_id(conn)
         alts = _existing(conn, unit.alts)
         if unit.splits and not (
-            alts and _count_upto(conn, unit.expr("terms", alts), SPLIT_BELOW) >= SPLIT_BELOW
+            alts and _count_upto(conn, _expr(conn, unit, alts), SPLIT_BELOW) >= SPLIT_BELOW
         ):
             alts += _existing(conn, unit.splits)
-        expr = unit.expr("terms", alts) if alts else ""
+        expr = _expr(conn, unit, alts) if alts else ""
         kth = _probe(conn, expr) if expr else None
         if not expr:
             df = 0.0
@@ -196,6 +226,8 @@ def unit_stats(
 
 def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[Row]:
     """The newest `limit` messages matching `match`, with their text and terms."""
+    if not isinstance(conn, sqlite3.Connection):
+        return list(_pg().candidates(conn, match, filters, limit))
     joins, where, params = _message_filters(filters)
     text_joins = (
         joins if " JOIN messages m " in joins else " JOIN messages m ON m.id = f.rowid" + joins
@@ -208,6 +240,8 @@ def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
 
 
 def _rowids(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[int]:
+    if not isinstance(conn, sqlite3.Connection):
+        return list(_pg().rowids(conn, match, filters, limit))
     joins, where, params = _message_filters(filters)
     return [
         int(row[0])
@@ -338,8 +372,12 @@ def _first_tier(
     required = [s for s in stats if not s.unit.stop]
     if not required or any(not s.expr for s in required):
         return [], {}
-    match = " AND ".join(s.expr for s in required)
-    if (
+    match = _all_of(conn, [s.expr for s in required])
+    if not isinstance(conn, sqlite3.Connection) and all(s.kth is None for s in required):
+        # A server has no bm25(): all the matches (fewer than SELECTIVE, as every unit
+        # is selective) are ranked here, a superset of what FTS5's bm25 would pick.
+        candidates = _candidates(conn, match, filters, SELECTIVE)
+    elif (
         all(s.kth is None for s in required)
         and len(_rowids(conn, match, filters, RERANK + 1)) > RERANK
     ):

@@ -85,6 +85,12 @@ def _candidates(
     where, params = _fact_filters(filters)
     columns = "x.id, x.slug, x.type, x.status, x.project, x.title, x.description, x.hook, x.body"
     found: dict[int, tuple[Any, ...]] = {}
+    if not isinstance(conn, sqlite3.Connection):  # a PostgreSQL server
+        from subrosa.memory import pgfacts
+
+        for row in pgfacts.candidates(conn, units, columns, where, params, CANDIDATES):
+            found[row[0]] = tuple(row)
+        return found
     exprs = [unit.expr(None, unit.alts + unit.splits) for unit in units if not unit.cjk]
     match = " OR ".join(e for e in exprs if e)
     if match:
@@ -112,6 +118,10 @@ def _holders(conn: sqlite3.Connection, unit: Unit, ids: list[int]) -> set[int] |
     unit (tested on the text instead)."""
     if unit.cjk:
         return None
+    if not isinstance(conn, sqlite3.Connection):  # a PostgreSQL server
+        from subrosa.memory import pgfacts
+
+        return pgfacts.holders(conn, unit, ids)
     expr = unit.expr(None, unit.alts + unit.splits)
     marks = ",".join("?" * len(ids))
     return {

@@ -1,0 +1,224 @@
+"""The transcript archive on a PostgreSQL server: opened, and written by ingest.
+
+Reading and parsing are subrosa.archive.ingest's (offsets per file, batches of lines,
+redaction, terms); only the writes differ, and they are made for many writers: every
+member's background ingest may write the same project at once, and two of them may
+read the same transcript (a session resumed on another machine repeats its history).
+  - A batch of lines is one transaction, committed at once: the messages and the
+    file's offset together, as on SQLite, but short, so that writers wait for each
+    other (on a uuid both insert) for one batch at most.
+  - Messages go in by COPY into a temporary table, then one
+    `INSERT … SELECT … ON CONFLICT (uuid) DO NOTHING RETURNING`: a message another
+    writer stored first is left out by the unique index, and each session's
+    message_count grows by what went in, so nothing is lost or counted twice.
+  - Ids: each batch takes a block of consecutive ids from the table's sequence (a
+    moment under an advisory lock), so one session's messages stay in order without
+    another writer's in between (search reads a message's reply as its next ids).
+  - Sessions are upserted in session id order, uuids inserted in uuid order, so two
+    writers lock rows in one order; a deadlock the server still sees (rows locked by
+    an earlier batch of the same transaction cannot happen: one batch, one
+    transaction) is retried.
+No whole-project step needs a lock: there is no FTS index to tune or merge (the
+server keeps its GIN indexes in step) and no re-index (migration 0005 made them).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, cast
+
+from subrosa.archive.ingest import Ingester, _FileState, _head_hash_of, _load_states, _Plan
+from subrosa.archive.transcripts import Message, Parsed, SessionInfo
+from subrosa.pg import Connection, connect
+from subrosa.schema import SCHEMA_HEAD
+
+# Any number: it only has to differ from subrosa.db's migration lock.
+ID_LOCK_KEY = 0x5B_A1C4_1D5
+RETRIES = 5
+_COLUMNS = "id, session_pk, uuid, role, timestamp, text, terms"
+
+
+@contextmanager
+def open_server(db_url: str) -> Iterator[sqlite3.Connection]:
+    """The archive on the server at `db_url`, migrated first when due (the only time
+    SQLAlchemy and Alembic are loaded). Typed as sqlite3's connection: subrosa.pg's
+    offers the same calls, and the archive's modules ask which one they hold where
+    the SQL differs."""
+    conn = connect(db_url)
+    try:
+        if _revision(conn) != SCHEMA_HEAD:
+            from subrosa.db import open_database
+
+            open_database(db_url)
+        yield cast(sqlite3.Connection, conn)
+    finally:
+        conn.close()
+
+
+def _revision(conn: Connection) -> str | None:
+    import psycopg
+
+    try:
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    except psycopg.errors.UndefinedTable:
+        return None
+    return None if row is None else str(row[0])
+
+
+class PgIngester(Ingester):
+    """subrosa.archive.ingest's Ingester, writing to a PostgreSQL server."""
+
+    conn: Any  # a subrosa.pg.Connection
+
+    def _tune_connection(self) -> None:
+        self.conn.execute(
+            "CREATE TEMPORARY TABLE IF NOT EXISTS messages_in"
+            " (LIKE messages INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        )
+        self._sequence = str(
+            self.conn.execute("SELECT pg_get_serial_sequence('messages', 'id')").fetchone()[0]
+        )
+        self._counts: Counter[str] = Counter()
+
+    def _store_batch(self, plan: _Plan, parsed: Parsed, offset: int) -> None:
+        """One batch, one transaction, committed here; retried after a deadlock."""
+        import psycopg
+
+        for attempt in range(RETRIES):
+            self._counts.clear()
+            self._begin()
+            try:
+                self._store(plan.source, parsed)
+                self._save_state(plan, offset)
+                self.conn.execute("COMMIT")
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                self._rollback()
+                if attempt == RETRIES - 1:
+                    raise
+                continue
+            except BaseException:
+                self._rollback()
+                raise
+            self._in_transaction = False
+            self.report.new_messages += self._counts["new"]
+            self.report.duplicate_messages += self._counts["duplicate"]
+            return
+
+    def _begin(self) -> None:
+        if not self._in_transaction:
+            self.conn.execute("BEGIN")
+            self._in_transaction = True
+
+    def _rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+        self._in_transaction = False
+        self._session_pks.clear()  # a session row made in the transaction is gone
+        self._states = _load_states(self.conn)
+
+    def commit(self) -> None:
+        if self._in_transaction:
+            self.conn.execute("COMMIT")
+            self._in_transaction = False
+        self._uncommitted = 0
+
+    def abort(self) -> None:
+        if self._in_transaction:
+            self._rollback()
+        self._uncommitted = 0
+
+    def _save_state(self, plan: _Plan, offset: int) -> None:
+        key, project, stat = plan.source.key, plan.source.project, plan.stat
+        head = _head_hash_of(key, offset)
+        self.conn.execute(
+            'INSERT INTO ingested_files(path, project, inode, size, mtime_ns, "offset",'
+            " head_hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?,"
+            " (now() AT TIME ZONE 'utc')::timestamp(0))"
+            " ON CONFLICT (path) DO UPDATE SET project = excluded.project,"
+            " inode = excluded.inode, size = excluded.size, mtime_ns = excluded.mtime_ns,"
+            ' "offset" = excluded."offset", head_hash = excluded.head_hash,'
+            " updated_at = excluded.updated_at",
+            (key, project, stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head),
+        )
+        self._states[key] = _FileState(stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head)
+
+    def _store(self, source: Any, parsed: Parsed) -> None:
+        """A batch's sessions upserted (in id order) and its messages inserted at once."""
+        self.report.skipped.update(parsed.skipped)
+        self.report.repaired.update(parsed.repaired)
+        by_session: dict[str, list[Message]] = {}
+        for message in parsed.messages:
+            by_session.setdefault(message.session_id, []).append(message)
+        pks: dict[str, int] = {}
+        for session_id in sorted(parsed.sessions.keys() | by_session.keys()):
+            info = parsed.sessions.get(session_id) or SessionInfo(session_id)
+            project = self._project_of_session(info, source.project)
+            pks[session_id] = self._upsert_session(info, project)
+            self.report.sessions.add(session_id)
+        if parsed.messages:
+            self._insert_all(parsed.messages, pks)
+
+    def _upsert_session(self, info: SessionInfo, project: str) -> int:
+        # As on SQLite: the project is settled by the first batch that knows the folder.
+        row = self.conn.execute(
+            "INSERT INTO sessions(session_id, project, cwd, git_branch, title, summary,"
+            " message_count) VALUES (?, ?, ?, ?, ?, ?, 0)"
+            " ON CONFLICT (session_id) DO UPDATE SET"
+            " project = CASE WHEN sessions.cwd IS NULL AND excluded.cwd IS NOT NULL"
+            " THEN excluded.project ELSE sessions.project END,"
+            " cwd = coalesce(excluded.cwd, sessions.cwd),"
+            " git_branch = coalesce(excluded.git_branch, sessions.git_branch),"
+            " title = coalesce(excluded.title, sessions.title),"
+            " summary = coalesce(excluded.summary, sessions.summary)"
+            " RETURNING id",
+            (info.session_id, project, info.cwd, info.git_branch, info.title, info.summary),
+        ).fetchone()
+        return int(row[0])
+
+    def _id_block(self, count: int) -> int:
+        """The first of `count` consecutive ids no other writer will take."""
+        self.conn.execute("SELECT pg_advisory_lock(?)", (ID_LOCK_KEY,))
+        try:
+            row = self.conn.execute(
+                "SELECT setval(?::regclass, nextval(?::regclass) + ?)",
+                (self._sequence, self._sequence, count - 1),
+            ).fetchone()
+        finally:
+            self.conn.execute("SELECT pg_advisory_unlock(?)", (ID_LOCK_KEY,))
+        return int(row[0]) - count + 1
+
+    def _insert_all(self, messages: list[Message], pks: dict[str, int]) -> None:
+        first = self._id_block(len(messages))
+        rows = [
+            (first + i, pks[m.session_id], m.uuid, m.role, m.timestamp, m.text, m.terms)
+            for i, m in enumerate(messages)
+        ]
+        with self.conn.raw.cursor() as cursor:
+            with cursor.copy(f"COPY messages_in ({_COLUMNS}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            # In uuid order, the first of repeated uuids first: two writers lock the
+            # same uuids in the same order, and a batch keeps a message's first copy.
+            cursor.execute(
+                f"INSERT INTO messages ({_COLUMNS}) SELECT {_COLUMNS} FROM messages_in"
+                " ORDER BY uuid, id ON CONFLICT (uuid) DO NOTHING RETURNING session_pk"
+            )
+            added = Counter(int(r[0]) for r in cursor.fetchall())
+            cursor.execute("TRUNCATE messages_in")
+        self._counts["new"] += sum(added.values())
+        self._counts["duplicate"] += len(messages) - sum(added.values())
+        by_pk: dict[int, list[str]] = {}
+        for message in messages:
+            times = by_pk.setdefault(pks[message.session_id], [])
+            if message.timestamp:
+                times.append(message.timestamp)
+        for pk in sorted(by_pk):
+            times = by_pk[pk]
+            self.conn.execute(
+                "UPDATE sessions SET message_count = message_count + ?,"
+                " first_at = least(first_at, ?::timestamp),"
+                " last_at = greatest(last_at, ?::timestamp) WHERE id = ?",
+                (added[pk], min(times) if times else None, max(times) if times else None, pk),
+            )

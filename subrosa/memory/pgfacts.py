@@ -1,0 +1,94 @@
+"""Facts for a query on a PostgreSQL server: the two index lookups of
+subrosa.memory.recall (candidates, and which facts hold a unit), spelled for the GIN
+index of migration 0005 instead of FTS5. The ranking is recall.py's, on both engines.
+
+`VECTOR` is the index's expression word for word (PostgreSQL uses an expression index
+only for a query that spells it): each field cut into the words unicode61 would see,
+weighted title A, description and hook B, body D. The candidates are the CANDIDATES
+best by ts_rank with those weights, where SQLite takes FTS5's bm25 with the same
+field weights: facts are few, so the two pick the same facts but in the largest
+projects, and recall.py ranks them exactly either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from subrosa.query import Alt, Unit
+
+
+def _field(name: str, weight: str) -> str:
+    return (
+        f"setweight(to_tsvector('simple'::regconfig,"
+        f" regexp_replace(x.{name}, '[^[:alnum:]]+', ' ', 'g')), '{weight}')"
+    )
+
+
+VECTOR = (
+    "("
+    + " || ".join(
+        _field(name, weight)
+        for name, weight in (("title", "A"), ("description", "B"), ("hook", "B"), ("body", "D"))
+    )
+    + ")"
+)
+# ts_rank's weights for D, C, B, A: FTS5's 1, -, 5, 10, over ten.
+RANK_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
+
+
+def _lexeme(token: str) -> str:
+    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _alt(alt: Alt) -> str:
+    parts = [_lexeme(token) for token in alt.tokens]
+    if alt.prefix:
+        parts[-1] += ":*"
+    return parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
+
+
+def unit_query(unit: Unit) -> str:
+    """A unit with its cuts, as a tsquery (CJK runs are tested on the text instead)."""
+    queries = [_alt(alt) for alt in unit.alts + unit.splits if not alt.cjk]
+    return "" if not queries else "(" + " | ".join(queries) + ")"
+
+
+def candidates(
+    conn: Any, units: list[Unit], columns: str, where: str, params: list[Any], limit: int
+) -> list[Any]:
+    """The facts holding any of the units, the `limit` best by ts_rank first, and those
+    holding a CJK run (as recall._candidates asks of FTS5)."""
+    found: list[Any] = []
+    queries = [q for q in (unit_query(u) for u in units if not u.cjk) if q]
+    if queries:
+        query = " | ".join(queries)
+        found += conn.execute(
+            f"SELECT {columns} FROM facts x WHERE {VECTOR} @@ ?::tsquery{where}"
+            f" ORDER BY ts_rank('{RANK_WEIGHTS}', {VECTOR}, ?::tsquery) DESC, x.id LIMIT ?",
+            [query, *params, query, limit],
+        ).fetchall()
+    runs = [unit.label for unit in units if unit.cjk]
+    if runs:
+        whole = "(x.title || ' ' || x.description || ' ' || x.hook || ' ' || x.body)"
+        test = " OR ".join(f"strpos({whole}, ?) > 0" for _ in runs)
+        found += conn.execute(
+            f"SELECT {columns} FROM facts x WHERE ({test}){where}"
+            " ORDER BY x.updated_at DESC LIMIT ?",
+            [*runs, *params, limit],
+        ).fetchall()
+    return found
+
+
+def holders(conn: Any, unit: Unit, ids: list[int]) -> set[int]:
+    """Which of the facts `ids` hold `unit` (not a CJK unit)."""
+    query = unit_query(unit)
+    if not query:
+        return set()
+    marks = ",".join("?" * len(ids))
+    return {
+        int(row[0])
+        for row in conn.execute(
+            f"SELECT x.id FROM facts x WHERE {VECTOR} @@ ?::tsquery AND x.id IN ({marks})",
+            [query, *ids],
+        )
+    }

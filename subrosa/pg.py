@@ -1,0 +1,95 @@
+"""A PostgreSQL server reached through the DB-API (psycopg 3), as the archive and fact
+search reach an SQLite file through sqlite3 (subrosa.archive.connection says why the
+archive bypasses SQLAlchemy).
+
+`Connection` speaks the dialect those paths were written in, so their plain SQL runs
+on both engines unchanged: `?` placeholders, timestamps read back as the text SQLite
+stores (`YYYY-MM-DD HH:MM:SS`, naive UTC), `BEGIN IMMEDIATE` as `BEGIN`, autocommit
+unless a transaction is begun. What differs between the engines (the full-text
+queries, ingest's bulk writes) lives in subrosa.archive.pgsearch,
+subrosa.archive.pgstore and subrosa.memory.pgfacts. psycopg is imported only here, and
+only when a server is named. Every error names the server without its password.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from subrosa.errors import SubrosaError, hide_passwords
+
+SCHEMES = ("postgresql://", "postgresql+psycopg://", "postgres://")
+CONNECT_TIMEOUT_S = 10
+_DRIVER = re.compile(r"^postgres(?:ql)?(?:\+psycopg)?://")
+INSTALL_DRIVER = (
+    "psycopg is not installed beside subrosa: pip install 'psycopg[binary]' in its venv, "
+    "or pipx inject subrosa-memory 'psycopg[binary]'"
+)
+
+
+def is_server(url: str) -> bool:
+    """Whether `url` names a PostgreSQL server (else: an SQLite file)."""
+    return url.startswith(SCHEMES)
+
+
+def conninfo(url: str) -> str:
+    """The URL as libpq reads it (without SQLAlchemy's `+psycopg`), with a connect
+    timeout unless it names one; its query parameters (sslmode, …) pass through."""
+    info = _DRIVER.sub("postgresql://", url)
+    if "connect_timeout=" not in info:
+        info += ("&" if "?" in info else "?") + f"connect_timeout={CONNECT_TIMEOUT_S}"
+    return info
+
+
+@lru_cache(maxsize=512)
+def _native(sql: str) -> str:
+    """SQL written for sqlite3 as psycopg reads it: `%` doubled, `?` as `%s`."""
+    if sql.startswith("BEGIN IMMEDIATE"):
+        return "BEGIN"
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class Connection:
+    """A psycopg connection with sqlite3's manners (see the module's docstring).
+    `raw` is the psycopg connection, for what only PostgreSQL has (COPY)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """Run one statement; the cursor, to fetch from or iterate."""
+        return self.raw.execute(_native(sql), params if params else None)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        """Run one statement for each row (psycopg pipelines them)."""
+        cursor = self.raw.cursor()
+        cursor.executemany(_native(sql), list(rows))
+        return cursor
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def connect(url: str) -> Connection:
+    """A connection to the server at `url`, in autocommit, timestamps as text."""
+    try:
+        import psycopg
+        from psycopg.adapt import Loader
+    except ImportError:
+        raise SubrosaError(f"{hide_passwords(url)}: {INSTALL_DRIVER}.") from None
+
+    class TimeText(Loader):
+        def load(self, data: Any) -> str:
+            return bytes(data).decode()
+
+    try:
+        raw = psycopg.connect(conninfo(url), autocommit=True)
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split())
+        raise SubrosaError(f"{hide_passwords(url)}: cannot connect ({reason}).") from None
+    raw.adapters.register_loader("timestamp", TimeText)
+    # ISO whatever the server's default: times compare and print as SQLite's text.
+    raw.execute("SET datestyle = 'ISO, YMD'")
+    return Connection(raw)
