@@ -27,6 +27,9 @@ from tests.test_redact import SAMPLES
 FIXTURES = FIXTURE_ROOT / "transcripts" / "claude-code-log"
 SUBAGENTS = FIXTURE_ROOT / "transcripts" / "bookminder-subagents"
 
+# Every test here that uses the database runs on SQLite and on PostgreSQL.
+pytestmark = pytest.mark.engines
+
 
 def _record(uuid: str, text: str, role: str = "user", session: str = "s-1", **extra: Any) -> str:
     return json.dumps(
@@ -315,6 +318,7 @@ def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) ->
     assert len(json.loads(run("transcript", "list", "--json", "--all-projects").stdout)) == 1
 
 
+@pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_seeded_secrets_never_reach_the_database_file(
     memory_dir: Path, run: RunCli, tmp_path: Path
 ) -> None:
@@ -348,6 +352,7 @@ def test_seeded_secrets_never_reach_the_database_file(
         assert secret.encode() not in data, kind
 
 
+@pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_search_runs_without_sqlalchemy_and_agrees_with_click(
     memory_dir: Path, run: RunCli
 ) -> None:
@@ -384,6 +389,7 @@ def _hits(tmp_path: Path) -> list[int]:
         conn.close()
 
 
+@pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_search_path_imports_the_standard_library_only(
     memory_dir: Path, run: RunCli, tmp_path: Path
 ) -> None:
@@ -411,6 +417,7 @@ def test_search_path_imports_the_standard_library_only(
     assert _hits(tmp_path) == [2]
 
 
+@pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_a_busy_project_lock_skips_the_hit_not_the_search(
     memory_dir: Path, run: RunCli, tmp_path: Path
 ) -> None:
@@ -430,6 +437,7 @@ def test_a_busy_project_lock_skips_the_hit_not_the_search(
     assert _hits(tmp_path) == [2]
 
 
+@pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_a_read_only_memory_dir_is_searched_without_counting(
     memory_dir: Path, run: RunCli, tmp_path: Path
 ) -> None:
@@ -453,6 +461,7 @@ def test_a_read_only_memory_dir_is_searched_without_counting(
     assert _hits(tmp_path) == [0]
 
 
+@pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_a_search_never_recreates_a_memory_dir_that_went(
     memory_dir: Path, run: RunCli, tmp_path: Path
 ) -> None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, RunCli
 
 
@@ -33,6 +35,7 @@ def _finish(procs: list[subprocess.Popen[bytes]]) -> list[str]:
     return outputs
 
 
+@pytest.mark.engines
 def test_writers_generators_and_ingests_lose_nothing(
     memory_dir: Path, tmp_path: Path, run: RunCli
 ) -> None:

@@ -124,6 +124,7 @@ def test_the_tools_are_listed_with_a_schema_and_a_description(memory_dir: Path) 
         assert tool.annotations.readOnlyHint is (tool.name != "remember")
 
 
+@pytest.mark.engines
 def test_remember_then_search_finds_it_and_facts_shows_it(memory_dir: Path, run: RunCli) -> None:
     remembered, facts, found, got, again, second, both = calls(
         (
@@ -253,6 +254,7 @@ def test_bad_arguments_are_one_sentence_tool_errors(memory_dir: Path) -> None:
     assert not error and text.startswith("MEMORY.md: none yet in ")
 
 
+@pytest.mark.engines
 def test_messages_search_get_and_timeline(archived: str, memory_dir: Path) -> None:
     found, got, by_number, line, middle = calls(
         ("search", {"query": "zebra pipeline"}),

@@ -7,8 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import RunCli, write_leaf
 from tests.test_archive import _ingest, _record, _search, _transcript
+
+# Every test here that uses the database runs on SQLite and on PostgreSQL.
+pytestmark = pytest.mark.engines
 
 
 def _uuids(results: list[dict[str, Any]]) -> list[str]:

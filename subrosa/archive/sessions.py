@@ -144,8 +144,15 @@ def message_uuids(
         return {}
     marks = ",".join("?" * len(message_ids))
     sql = f"SELECT id, uuid FROM messages WHERE id IN ({marks})"
+    from subrosa.pg import is_server
+
     if conn is not None:
         rows = conn.execute(sql, message_ids).fetchall()
+    elif is_server(db_url):
+        from subrosa.archive.pgstore import open_server
+
+        with open_server(db_url) as server:
+            rows = server.execute(sql, message_ids).fetchall()
     else:
         own = connect(archive_path(db_url))
         try:

@@ -1,0 +1,194 @@
+"""The transcript archive on PostgreSQL answers as it does on SQLite (docs/team.md):
+the same transcripts ingested into both, then every kind of search, listing and
+showing compared result for result; and many ingesting processes at once lose and
+duplicate nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, Db, RunCli, write_leaf
+from tests.test_archive import _record, _transcript
+
+TOOL = "[Bash] pytest -q tests/test_cache.py"
+MESSAGES = [
+    ("u1", "user", "s-1", "the cache invalidation bug is back in search.py", "10:00"),
+    ("a1", "assistant", "s-1", "I looked at isSyncingBackfill and the auth_token path", "10:01"),
+    ("t1", "assistant", "s-1", TOOL, "10:02"),
+    ("r1", "user", "s-1", "[tool result] 3 failed: cache invalidation error", "10:03"),
+    ("a2", "assistant", "s-1", "The fix: clear the cache before the pre-commit hook runs", "10:04"),
+    ("u2", "user", "s-2", "目录中的页码不对应实际页面", "11:00"),
+    ("a3", "assistant", "s-2", "页面加载太慢, deployment on Tuesday", "11:01"),
+    ("u3", "user", "s-2", "Deploy on Tuesday after the precommit checks", "11:02"),
+    ("c1", "user", "s-3", "Error: connection refused at 10.0.0.1:5432 (retry 1)", "12:00"),
+    ("c2", "user", "s-3", "Error: connection refused at 10.0.0.1:5432 (retry 2)", "12:01"),
+    ("a4", "assistant", "s-3", "Postgres was not running; costs nothing to restart it", "12:02"),
+    ("u4", "user", "s-4", "RealTimeProtection blocks café downloads", "13:00"),
+]
+QUERIES = [
+    ["cache", "bug"],
+    ["cache invalidation"],
+    ['"deploy on tuesday"'],
+    ["dep*"],
+    ["deploy"],
+    ["cost"],
+    ["syncing"],
+    ["is", "syncing", "backfill"],
+    ["auth"],
+    ["authtoken"],
+    ["precommit"],
+    ["pre-commit"],
+    ["search.py"],
+    ["realtime"],
+    ["protection"],
+    ["目录", "页码", "对不上"],
+    ["页面"],
+    ["connection", "refused"],
+    ["postgres", "restart"],
+    ["how", "to", "fix", "the", "cache"],
+    ["zanzibarite"],
+    ["cache", "--sessions"],
+    ["connection", "--sessions"],
+    ["cache", "--role", "assistant"],
+    ["cache", "--since", "2026-03-01T10:02"],
+    ["cache", "--limit", "2"],
+    ["fact", "keeping"],
+    ["cache", "--facts"],
+]
+
+
+def _ingest_all(run: RunCli, db: str) -> dict[str, Any]:
+    return json.loads(run("--db", db, "ingest", "--json").stdout)  # type: ignore[no-any-return]
+
+
+def _answer(run: RunCli, db: str, *args: str) -> Any:
+    """What a command prints as JSON, less the row numbers (each engine numbers its own)."""
+    found = json.loads(run("--db", db, *args, "--json").stdout)
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "message_id"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(found)
+
+
+@pytest.mark.engines("postgresql")
+def test_both_engines_answer_alike(memory_dir: Path, db: Db, tmp_path: Path, run: RunCli) -> None:
+    records = [
+        _record(uuid, text, role=role, session=session, timestamp=f"2026-03-01T{time}:00Z")
+        for uuid, role, session, text, time in MESSAGES
+    ]
+    _transcript("s.jsonl", *records)
+    write_leaf(memory_dir, "cache_rule.md", "Clear the cache before a deploy.", body="A fact.")
+    write_leaf(memory_dir, "keeping.md", "A fact worth keeping about 页面.")
+    sqlite = str(tmp_path / "twin.db")
+    for url in (db.url, sqlite):
+        run("--db", url, "generate")
+        assert _ingest_all(run, url)["new_messages"] == len(MESSAGES)
+    for query in QUERIES:
+        args = ["search", *query, "--all-projects"]
+        on_server, on_file = _answer(run, db.url, *args), _answer(run, sqlite, *args)
+        assert on_server == on_file, query
+    assert _answer(run, db.url, "search", "cache")  # and not everything empty
+    listing = ["transcript", "list", "--all-projects"]
+    assert _answer(run, db.url, *listing) == _answer(run, sqlite, *listing)
+    for session in ("s-1", "s-2", "s-3"):
+        show = ["transcript", "show", session]
+        assert _answer(run, db.url, *show) == _answer(run, sqlite, *show)
+        around = [*show, "--around", "a2" if session == "s-1" else "c2", "--context", "1"]
+        if session != "s-2":
+            assert _answer(run, db.url, *around) == _answer(run, sqlite, *around)
+
+
+@pytest.mark.engines
+def test_reingest_stores_nothing_twice(memory_dir: Path, db: Db, run: RunCli) -> None:
+    path = _transcript("s-1.jsonl", *(_record(f"m{i}", f"message {i}") for i in range(20)))
+    first = json.loads(run("ingest", "--json").stdout)
+    assert first["new_messages"] == 20
+    again = json.loads(run("ingest", "--json").stdout)
+    assert again["new_messages"] == 0 and again["files_read"] == 0
+    # Rewritten with a new first line: read again from the start, the rest duplicates.
+    path.write_text(_record("m20", "message 20") + "\n" + path.read_text())
+    rewritten = json.loads(run("ingest", "--json").stdout)
+    assert (rewritten["new_messages"], rewritten["duplicate_messages"]) == (1, 20)
+    listed = json.loads(run("transcript", "list", "--json").stdout)
+    assert [s["message_count"] for s in listed] == [21]
+    shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)
+    assert sorted(m["uuid"] for m in shown["messages"]) == sorted(f"m{i}" for i in range(21))
+
+
+def _writer(folder: Path, db: str, *extra: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "SUBROSA_DB": db}
+    return subprocess.Popen(
+        [sys.executable, "-m", "subrosa", "ingest", "--json", str(folder), *extra],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.engines("postgresql")
+def test_concurrent_ingests_lose_and_duplicate_nothing(
+    memory_dir: Path, db: Db, tmp_path: Path, run: RunCli
+) -> None:
+    """Six processes at once into one server: four each with sessions of their own, two
+    more reading all of them (a resumed session read on two machines): every message
+    stored once, every session's count exact."""
+    folders = []
+    for w in range(4):
+        folder = tmp_path / f"machine-{w}"
+        folder.mkdir()
+        for s in range(3):
+            lines = [
+                _record(
+                    f"w{w}-s{s}-{i}", f"writer {w} session {s} line {i} cache", session=f"w{w}s{s}"
+                )
+                for i in range(300)
+            ]
+            (folder / f"w{w}s{s}.jsonl").write_text("\n".join(lines) + "\n")
+        folders.append(folder)
+    procs = [_writer(folder, db.url) for folder in folders]
+    procs += [_writer(tmp_path, db.url) for _ in range(2)]
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()
+        reports.append(json.loads(out))
+    assert sum(r["new_messages"] for r in reports) == 4 * 3 * 300
+    listed = json.loads(run("transcript", "list", "--all-projects", "--json").stdout)
+    assert sorted(s["message_count"] for s in listed) == [300] * 12
+    again = json.loads(run("ingest", "--json", str(tmp_path)).stdout)
+    assert again["new_messages"] == 0
+    found = json.loads(run("search", "cache", "--all-projects", "--json", "--limit", "3").stdout)
+    assert found[0]["copies"] > 1  # the lines differ by their digits only: copies
+
+
+@pytest.mark.engines("postgresql")
+def test_search_uses_the_index(memory_dir: Path, db: Db, run: RunCli) -> None:
+    """The query spells the index's expression (migration 0005), so the server uses it."""
+    import psycopg
+
+    from subrosa.archive.pgsearch import VECTOR
+    from subrosa.memory.pgfacts import VECTOR as FACTS
+    from subrosa.pg import conninfo
+
+    _transcript("s-1.jsonl", _record("m1", "zanzibarite"))
+    run("ingest")
+    with psycopg.connect(conninfo(db.url), autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")
+        for table, vector in (("messages m", VECTOR), ("facts x", FACTS)):
+            plan = conn.execute(
+                f"EXPLAIN SELECT 1 FROM {table} WHERE {vector} @@ 'zanzibarite'::tsquery"
+            ).fetchall()
+            assert "_words" in " ".join(str(row[0]) for row in plan), plan
