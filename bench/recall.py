@@ -138,9 +138,10 @@ def claude_roots(transcripts: Path) -> list[Path]:
 class Archive:
     """A throwaway HOME and database, driven through the `subrosa` command line only."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, db: str | None = None) -> None:
         self.work = work
-        self.db = work / "subrosa.db"
+        # An SQLite file in `work`, or the empty database of a PostgreSQL server (--db).
+        self.db = db or str(work / "subrosa.db")
         (work / "home").mkdir(parents=True, exist_ok=True)
         (work / "memory").mkdir(exist_ok=True)
         (work / "no-claude").mkdir(exist_ok=True)
@@ -205,7 +206,12 @@ class Archive:
         """Whether this subrosa's `search` takes `option` (older ones lack --sessions)."""
         return option in self.run(["search", "--help"])
 
-    def connect(self) -> sqlite3.Connection:
+    def connect(self) -> Any:
+        """A DB-API connection to the archive: sqlite3's, or subrosa.pg's for a server."""
+        from subrosa.pg import connect, is_server
+
+        if is_server(self.db):
+            return connect(self.db)
         return sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
 
 
@@ -429,9 +435,9 @@ def as_json(questions: list[Question]) -> dict[str, Any]:
 # ---------------------------------------------------------------- main
 
 
-def build(corpus: Path, work: Path) -> tuple[Archive, int]:
+def build(corpus: Path, work: Path, db: str | None = None) -> tuple[Archive, int]:
     """The archive of the corpus's transcripts and memory dirs, and of the fixtures."""
-    archive = Archive(work)
+    archive = Archive(work, db)
     roots = [*claude_roots(corpus / "transcripts"), FIXTURES / "claude"]
     messages = archive.ingest(roots)
     memory = [
@@ -447,7 +453,8 @@ def build(corpus: Path, work: Path) -> tuple[Archive, int]:
 
 def run(questions: list[Question], archive: Archive) -> None:
     sessions = archive.has_option("--sessions")
-    with archive.connect() as conn:
+    conn = archive.connect()
+    try:
         baseline = BM25(stored_documents(conn))
         for q in questions:
             locations = locate(archive.search(q.query), conn)
@@ -462,6 +469,8 @@ def run(questions: list[Question], archive: Archive) -> None:
                 found = [{"session_id": str(r["session_id"])} for r in grouped]
                 q.ranks["sessions"] = first_hit(found, q.answers)
                 q.counts["sessions"] = len(found)
+    finally:
+        conn.close()
 
 
 def main() -> None:
@@ -474,6 +483,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--misses", action="store_true", help="list the dev set's misses")
     parser.add_argument("--keep", type=Path, help="build the archive here and keep it")
+    parser.add_argument(
+        "--db", help="an empty PostgreSQL database's URL to build the archive in (default: SQLite)"
+    )
     args = parser.parse_args()
     if not (args.corpus / "transcripts").is_dir():
         print(f"skipped: no corpus at {args.corpus} (give --corpus PATH)")
@@ -486,7 +498,7 @@ def main() -> None:
         work = args.keep or Path(temp)
         if args.keep and args.keep.exists():
             raise SystemExit(f"{args.keep} exists: give a new folder to --keep")
-        archive, messages = build(args.corpus, work)
+        archive, messages = build(args.corpus, work, args.db)
         run(questions, archive)
     if args.json:
         print(json.dumps(as_json(questions), ensure_ascii=False, indent=2))

@@ -2,6 +2,7 @@
 
     python bench/transcripts.py                 # 100 MB
     python bench/transcripts.py --size 1000     # 1 GB (long: run it with nohup)
+    python bench/transcripts.py --pg URL        # and the same on PostgreSQL (an empty database)
 
 Generates a deterministic corpus (bench/gen_transcripts.py) under bench/out/ (never
 committed), then in the same run measures, each against a baseline measured here too:
@@ -17,7 +18,10 @@ committed), then in the same run measures, each against a baseline measured here
     and as a whole `subrosa search` process (the median of three), against `grep -rF` over
     the raw JSONL (grep looks for the query's rarest word there; targets at 1 GB: p95 <=
     50 ms rare and medium, every query <= 150 ms, the process >= 3x faster than grep for
-    every class).
+    every class);
+  - with --pg, the same corpus ingested into an empty PostgreSQL database and the same
+    queries asked of it, in-process and as a process, against the SQLite figures of
+    this run (target: every query <= 2x SQLite's).
 
 It measures whatever `subrosa` is importable, through its command line and
 `subrosa.recall.search` only, so the same script measures an older checkout (put it
@@ -207,7 +211,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def bench(size_mb: int, out: Path) -> None:
+def bench(size_mb: int, out: Path, pg: str | None = None) -> None:
     root, jsonl_bytes = corpus(size_mb, out)
     work = out / f"work-{size_mb}mb"
     shutil.rmtree(work, ignore_errors=True)
@@ -337,15 +341,74 @@ def bench(size_mb: int, out: Path) -> None:
     if empty:
         print(f"\nqueries with no results: {empty}")
     conn.close()
+    if pg is not None:
+        postgres(pg, env, subrosa, mb, ingest_s, in_proc, whole)
+
+
+def postgres(
+    url: str,
+    env: dict[str, str],
+    subrosa: list[str],
+    mb: float,
+    sqlite_ingest_s: float,
+    sqlite_in_proc: dict[str, list[float]],
+    sqlite_whole: dict[str, list[float]],
+) -> None:
+    """The PostgreSQL column: the same corpus and queries on the server at `url`."""
+    from subrosa.archive.pgstore import open_server
+
+    pg_env = {**env, "SUBROSA_DB": url}
+    run_measured([*subrosa, "ingest"], pg_env)  # created and migrated, as for SQLite
+    ingest_s, ingest_rss, ingest_cpu = run_measured([*subrosa, "ingest", "--all-projects"], pg_env)
+    with open_server(url) as conn:
+        # What autovacuum does after a bulk load (visibility map, planner statistics).
+        conn.execute("VACUUM ANALYZE")
+        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        in_proc: dict[str, list[float]] = {}
+        whole: dict[str, list[float]] = {}
+        for cls, queries in CLASSES.items():
+            for query in queries:
+                times = []
+                for _ in range(3):
+                    start = time.perf_counter()
+                    search(conn, query, Filters(), 10)
+                    times.append(time.perf_counter() - start)
+                in_proc.setdefault(cls, []).append(min(times))
+                runs = [
+                    run_measured([*subrosa, "search", "--all-projects", query], pg_env)[0]
+                    for _ in range(3)
+                ]
+                whole.setdefault(cls, []).append(statistics.median(runs))
+    print(f"\n### PostgreSQL, same corpus ({size / 1e6:.0f} MB database)\n")
+    print(
+        f"ingest: {mb / ingest_s:.1f} MB/s ({ingest_s:.1f} s wall, {ingest_cpu:.1f} s CPU in the"
+        f" client, {ingest_rss / 1e6:.0f} MB peak RSS); SQLite {sqlite_ingest_s:.1f} s:"
+        f" {ingest_s / sqlite_ingest_s:.2f}x\n"
+    )
+    print(
+        "| class | SQLite in-process p50 / p95 / max | PostgreSQL p50 / p95 / max"
+        " | PostgreSQL / SQLite, worst query | whole process p50, SQLite / PostgreSQL |"
+        "\n| --- | --- | --- | --- | --- |"
+    )
+    for cls in CLASSES:
+        sq, pq = sqlite_in_proc[cls], in_proc[cls]
+        worst = max(p / s for p, s in zip(pq, sq, strict=True))
+        print(
+            f"| {cls} ({len(pq)}) | {pct(sq, 0.5) * 1e3:.1f} / {pct(sq, 0.95) * 1e3:.1f} /"
+            f" {max(sq) * 1e3:.1f} ms | {pct(pq, 0.5) * 1e3:.1f} / {pct(pq, 0.95) * 1e3:.1f} /"
+            f" {max(pq) * 1e3:.1f} ms | {worst:.1f}x (target <= 2) |"
+            f" {pct(sqlite_whole[cls], 0.5) * 1e3:.0f} / {pct(whole[cls], 0.5) * 1e3:.0f} ms |"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, action="append", help="corpus size in MB")
     parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--pg", help="an empty PostgreSQL database's URL: measure it too")
     args = parser.parse_args()
     for size in args.size or [100]:
-        bench(size, args.out)
+        bench(size, args.out, args.pg)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,11 @@ RETRIES = 5
 _COLUMNS = "id, session_pk, uuid, role, timestamp, text, terms"
 
 
+def _text(value: str | None) -> str | None:
+    """PostgreSQL's text cannot hold NUL: it becomes U+FFFD (as a leaf body's does)."""
+    return value.replace("\x00", "\ufffd") if value and "\x00" in value else value
+
+
 @contextmanager
 def open_server(db_url: str) -> Iterator[sqlite3.Connection]:
     """The archive on the server at `db_url`, migrated first when due (the only time
@@ -173,7 +178,14 @@ class PgIngester(Ingester):
             " title = coalesce(excluded.title, sessions.title),"
             " summary = coalesce(excluded.summary, sessions.summary)"
             " RETURNING id",
-            (info.session_id, project, info.cwd, info.git_branch, info.title, info.summary),
+            (
+                _text(info.session_id),
+                _text(project),
+                _text(info.cwd),
+                _text(info.git_branch),
+                _text(info.title),
+                _text(info.summary),
+            ),
         ).fetchone()
         return int(row[0])
 
@@ -192,7 +204,15 @@ class PgIngester(Ingester):
     def _insert_all(self, messages: list[Message], pks: dict[str, int]) -> None:
         first = self._id_block(len(messages))
         rows = [
-            (first + i, pks[m.session_id], m.uuid, m.role, m.timestamp, m.text, m.terms)
+            (
+                first + i,
+                pks[m.session_id],
+                _text(m.uuid),
+                m.role,
+                m.timestamp,
+                _text(m.text),
+                m.terms,
+            )
             for i, m in enumerate(messages)
         ]
         with self.conn.raw.cursor() as cursor:

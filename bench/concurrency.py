@@ -1,0 +1,217 @@
+"""Concurrent ingest bench: 1, 4 and 8 processes ingesting one project at once.
+
+    python bench/concurrency.py --pg URL     # URL: an admin URL of a PostgreSQL server
+    python bench/concurrency.py              # SQLite only
+
+The same sessions (SESSIONS transcripts of MESSAGES messages of ~300 characters,
+different sessions, one project) are split among P processes, P = 1, 4, 8, each of
+which ingests its share through subrosa.archive.ingest (the code `subrosa ingest`
+runs) into one fresh database per run: an SQLite file (ingests take turns under its
+ingest lock) and, with --pg, a new database on the server (ingests run side by side).
+Printed per engine and P: messages/s over the whole run (first start to last end), the
+p50/p95 time of one batch (a transcript's lines parsed, redacted and stored in one
+transaction), and what the database holds afterwards against what was written: lost
+(a uuid written but not stored, or a session's count short) and duplicated (a uuid
+stored twice, or a count too high). Target: 0 and 0 everywhere, and PostgreSQL's
+throughput at 8 processes >= 2x its throughput at 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SESSIONS = 48
+MESSAGES = 400
+PROCESSES = (1, 4, 8)
+WORDS = [
+    "the",
+    "cache",
+    "deploy",
+    "error",
+    "test",
+    "build",
+    "config",
+    "server",
+    "client",
+    "query",
+    "index",
+    "commit",
+    "branch",
+    "merge",
+    "review",
+    "function",
+    "class",
+    "module",
+    "import",
+    "async",
+    "await",
+    "retry",
+    "timeout",
+    "socket",
+    "thread",
+    "lock",
+    "queue",
+    "worker",
+    "schema",
+    "migration",
+    "table",
+    "column",
+    "row",
+    "value",
+    "token",
+    "parser",
+    "lexer",
+    "docker",
+]
+
+
+def write_sessions(folder: Path) -> int:
+    """SESSIONS transcripts in `folder` (one project); the number of messages."""
+    rng = random.Random(7)
+    for s in range(SESSIONS):
+        lines = []
+        for i in range(MESSAGES):
+            role = "user" if i % 2 == 0 else "assistant"
+            text = " ".join(rng.choice(WORDS) for _ in range(45)) + f" n{s}x{i}"
+            record = {
+                "type": role,
+                "uuid": f"s{s:03d}-m{i:04d}",
+                "sessionId": f"session-{s:03d}",
+                "timestamp": f"2026-03-01T{10 + i // 60 % 12:02d}:{i % 60:02d}:00Z",
+                "cwd": "/work/app",
+                "message": {"role": role, "content": text},
+            }
+            lines.append(json.dumps(record))
+        (folder / f"session-{s:03d}.jsonl").write_text("\n".join(lines) + "\n")
+    return SESSIONS * MESSAGES
+
+
+def worker(db: str, files: list[str], out: str) -> None:
+    """Ingest `files` (one project) into `db`, timing each batch; the times to `out`."""
+    from subrosa.archive.connection import archive_lock, open_archive
+    from subrosa.archive.ingest import Source, new_ingester
+
+    times: list[float] = []
+    with open_archive(db) as conn, archive_lock(db):
+        ingester = new_ingester(conn)
+        store = ingester._store_batch
+
+        def timed(*args: Any) -> None:
+            start = time.perf_counter()
+            store(*args)
+            ingester.commit()  # SQLite commits every 32 MB: a batch ends with its commit
+            times.append(time.perf_counter() - start)
+
+        ingester._store_batch = timed  # type: ignore[method-assign]
+        report = ingester.ingest([Source(f, "-work-app") for f in files])
+    Path(out).write_text(json.dumps({"times": times, "new": report.new_messages}))
+
+
+def check(db: str, expected: int) -> tuple[int, int]:
+    """(lost, duplicated) in the database at `db` against `expected` messages."""
+    from subrosa.archive.connection import open_archive
+
+    with open_archive(db) as conn:
+        stored, distinct = conn.execute(
+            "SELECT count(*), count(DISTINCT uuid) FROM messages"
+        ).fetchone()
+        counted = conn.execute("SELECT coalesce(sum(message_count), 0) FROM sessions").fetchone()[0]
+    lost = max(0, expected - distinct) + max(0, expected - int(counted))
+    duplicated = (int(stored) - int(distinct)) + max(0, int(counted) - expected)
+    return lost, duplicated
+
+
+def run(db: str, files: list[str], processes: int, work: Path, expected: int) -> dict[str, Any]:
+    from subrosa.archive.connection import open_archive
+
+    with open_archive(db):
+        pass  # created and migrated before the clock starts
+    shares = [files[p::processes] for p in range(processes)]
+    outs = [str(work / f"out-{processes}-{p}.json") for p in range(processes)]
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
+    start = time.perf_counter()
+    procs = [
+        subprocess.Popen([sys.executable, __file__, "--worker", db, out, *share], env=env, cwd=work)
+        for share, out in zip(shares, outs, strict=True)
+    ]
+    for proc in procs:
+        if proc.wait() != 0:
+            raise SystemExit(f"a worker failed ({proc.returncode})")
+    wall = time.perf_counter() - start
+    times = [t for out in outs for t in json.loads(Path(out).read_text())["times"]]
+    lost, duplicated = check(db, expected)
+    ordered = sorted(times)
+    return {
+        "rate": expected / wall,
+        "p50": statistics.median(ordered),
+        "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        "lost": lost,
+        "duplicated": duplicated,
+        "wall": wall,
+    }
+
+
+def new_pg_database(admin: str, name: str) -> str:
+    import psycopg
+
+    from subrosa.pg import conninfo
+
+    with psycopg.connect(conninfo(admin), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base, _, query = admin.partition("?")
+    return base.rsplit("/", 1)[0] + "/" + name + ("?" + query if query else "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pg", help="an admin URL of a PostgreSQL server (databases are made)")
+    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        db, out, *files = args.worker
+        worker(db, files, out)
+        return
+    with tempfile.TemporaryDirectory(prefix="subrosa-concurrency-") as temp:
+        work = Path(temp)
+        os.environ["HOME"] = str(work)
+        os.environ["XDG_DATA_HOME"] = str(work / "data")
+        os.environ["CLAUDE_CONFIG_DIR"] = str(work / "claude")
+        folder = work / "transcripts"
+        folder.mkdir()
+        expected = write_sessions(folder)
+        files = sorted(str(p) for p in folder.glob("*.jsonl"))
+        print(f"\n{SESSIONS} sessions, {expected:,} messages, one project\n")
+        print("| engine | processes | messages/s | vs 1 | batch p50 / p95 | lost | duplicated |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        engines = [("SQLite", None), *([("PostgreSQL", args.pg)] if args.pg else [])]
+        for engine, admin in engines:
+            base = 0.0
+            for processes in PROCESSES:
+                if admin is None:
+                    db = f"sqlite:///{work}/sqlite-{processes}.db"
+                else:
+                    db = new_pg_database(admin, f"subrosa_concurrency_{processes}")
+                r = run(db, files, processes, work, expected)
+                base = base or r["rate"]
+                print(
+                    f"| {engine} | {processes} | {r['rate']:,.0f} | {r['rate'] / base:.2f}x |"
+                    f" {r['p50'] * 1e3:.0f} / {r['p95'] * 1e3:.0f} ms | {r['lost']} |"
+                    f" {r['duplicated']} |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
