@@ -15,6 +15,9 @@ Modules:
                   two tiers, copies collapsed, sessions; snippets (standard library
                   only; the query language is subrosa.query)
     reindex       the full-text index rebuilt in place after a migration, resumable
+    pgstore       the archive on a PostgreSQL server: opened, and ingest's writes for
+                  many writers at once (COPY, ON CONFLICT (uuid), id blocks)
+    pgsearch      search's index lookups spelled for a server's GIN index (tsquery)
 
 Rules: the archive is read and written through the DB-API (sqlite3), not SQLAlchemy,
 for speed (connection says why); nothing here imports the memory half, the Claude

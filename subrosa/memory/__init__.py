@@ -25,6 +25,7 @@ Data and rules they use:
     staleness   pure: the staleness rules
     recall      facts for a query (sqlite3, no SQLAlchemy: `subrosa search` runs without
                 it) and their hit counts, written under the project lock
+    pgfacts     recall's two index lookups spelled for a PostgreSQL server's GIN index
 
 Rules: the leaves are the truth and are never rewritten unless the user asks; every
 change to the facts runs under the project lock and rewrites the sidecar; `store` runs
