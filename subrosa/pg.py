@@ -37,7 +37,8 @@ def is_server(url: str) -> bool:
 def conninfo(url: str) -> str:
     """The URL as libpq reads it (without SQLAlchemy's `+psycopg`), with a connect
     timeout unless it names one; its query parameters (sslmode, …) pass through."""
-    info = _DRIVER.sub("postgresql://", url)
+    # SQLAlchemy writes a password's space as it is; libpq wants it percent-encoded.
+    info = _DRIVER.sub("postgresql://", url).replace(" ", "%20")
     if "connect_timeout=" not in info:
         info += ("&" if "?" in info else "?") + f"connect_timeout={CONNECT_TIMEOUT_S}"
     return info
