@@ -80,10 +80,11 @@ def test_blank_postgres_database_gets_the_search_indexes(db: Db) -> None:
             ).all()
         )
     # Migration 0005: the words as unicode61 cuts them, then the terms column.
-    assert "regexp_replace(\"left\"(text, 250000)" in indexes["ix_messages_words"]
+    assert 'regexp_replace("left"(text, 250000)' in indexes["ix_messages_words"]
     assert "COALESCE(terms, ''::text)" in indexes["ix_messages_words"]
-    assert "setweight(to_tsvector('simple'::regconfig, regexp_replace((title)::text" in (
-        indexes["ix_facts_words"]
+    assert (
+        "setweight(to_tsvector('simple'::regconfig, regexp_replace((title)::text"
+        in (indexes["ix_facts_words"])
     )
     assert not {"ix_messages_text_tsv", "ix_messages_terms_tsv", "ix_facts_tsv"} & set(indexes)
     assert {types[c] for c in ("inode", "size", "mtime_ns", "offset")} == {"bigint"}
