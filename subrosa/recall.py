@@ -25,19 +25,25 @@ from subrosa.query import Filters, Unit, parse_query, parse_since, query_units
 
 
 def filters_for(
-    *, since: str | None, role: str | None, all_projects: bool, memory_dir: Path
+    *,
+    since: str | None,
+    role: str | None,
+    all_projects: bool,
+    memory_dir: Path,
+    project: str | None = None,
 ) -> Filters:
     """The filters of a search run for the project of `memory_dir` (and of the current
-    working directory's transcripts), or of every project. Raises QueryError for a
-    --since that is not a date."""
+    working directory's transcripts), or for the project named `project`, or of every
+    project. Raises QueryError for a --since that is not a date."""
     from subrosa.identity import facts_key, sessions_key
 
     key = facts_key(memory_dir)
+    facts, sessions = (project, project) if project else (key, sessions_key())
     return Filters(
         since=parse_since(since) if since else None,
         role=role,
-        transcript_project=None if all_projects else sessions_key(),
-        fact_project=None if all_projects else key,
+        transcript_project=None if all_projects else sessions,
+        fact_project=None if all_projects else facts,
         home=(key, str(memory_dir.resolve())),
     )
 

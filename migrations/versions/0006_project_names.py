@@ -59,7 +59,7 @@ def _sessions_renames(bind: sa.Connection) -> dict[str, str]:
         sa.text("SELECT DISTINCT project, cwd FROM sessions WHERE cwd IS NOT NULL")
     ).all()
     for project, cwd in rows:
-        if project in renames or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        if project in renames or not os.path.isabs(cwd):
             continue
         if legacy_sessions_key(cwd) == project:
             key = sessions_key(cwd)
