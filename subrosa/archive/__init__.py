@@ -15,8 +15,10 @@ Modules:
                   two tiers, copies collapsed, sessions; snippets (standard library
                   only; the query language is subrosa.query)
     reindex       the full-text index rebuilt in place after a migration, resumable
+    exchange      sessions and messages as plain records, out (SQLAlchemy Core, either
+                  engine: rare, not hot) and back in through ingest's write path
 
 Rules: the archive is read and written through the DB-API (sqlite3), not SQLAlchemy,
-for speed (connection says why); nothing here imports the memory half, the Claude
+for speed (connection says why; an export's reading is the one exception); nothing here imports the memory half, the Claude
 Code half or click. This file imports nothing (the SessionEnd hook loads `pending`).
 """

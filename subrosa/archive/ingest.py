@@ -234,7 +234,7 @@ class Ingester:
         self._next_id = 0
         self._hash_size_checked = False
         # Which machine and member ingest (a session keeps the first ones to archive it).
-        self.ingested_by = ingested_by()
+        self.ingested_by: tuple[str | None, str | None] = ingested_by()
 
     def bytes_to_read(self, sources: list[Source]) -> int:
         """An estimate for the progress bar: what changed since the last ingest."""
@@ -395,6 +395,26 @@ class Ingester:
             if messages:
                 self._insert_messages(pk, messages)
             self.report.sessions.add(session_id)
+
+    def store_session(
+        self,
+        info: SessionInfo,
+        project: str,
+        messages: list[Message],
+        ingested_by: tuple[str | None, str | None],
+    ) -> None:
+        """Store a session and its messages as ingest does (the same ids, index rows and
+        counts, a message already stored left out), inside the open transaction: the
+        way `subrosa import` writes an archive. `ingested_by` is who archived it first."""
+        self._begin()
+        mine, self.ingested_by = self.ingested_by, ingested_by
+        try:
+            pk = self._upsert_session(info, project)
+        finally:
+            self.ingested_by = mine
+        if messages:
+            self._insert_messages(pk, messages)
+        self.report.sessions.add(info.session_id)
 
     def _project_of_session(self, info: SessionInfo, folder_project: str) -> str:
         """The project a session belongs to: the repository, when the session ran in a

@@ -1,0 +1,428 @@
+"""`subrosa export` and `subrosa import`: a memory moved into another database and back
+(a personal SQLite file into a team's server, a server's project into a file).
+
+The file is JSON lines, gzip-compressed when its name ends in `.gz` (import tells by
+its first bytes), one record a line, in this order:
+
+    {"format": "subrosa-export", "version": 1, "exported_at": "...", "engine": "sqlite"}
+    {"kind": "project", "name": "github.com/org/repo", "facts": 12, "sessions": 40}
+    {"kind": "fact", "project": ..., "slug": ..., "hook": ..., "pinned": ..., "hits": ...}
+    {"kind": "session", "session_id": ..., "project": ..., "host": ..., "username": ...}
+    {"kind": "message", "session_id": ..., "uuid": ..., "role": ..., "text": ...}
+    {"kind": "end", "facts": 12, "sessions": 40, "messages": 5123}
+
+Each session's messages follow it. The `end` record makes a cut file (a full disk, a
+copy stopped half-way) one that import refuses. JSON lines because a file of any size
+is written and read one record at a time, by subrosa or by `zcat | jq`.
+
+Import reads the file twice: once to check every record (a bad one is refused in one
+sentence naming its line, before anything is written), then to write: the facts in
+one transaction (subrosa.memory.exchange), the sessions and messages in another
+(subrosa.archive.exchange, through ingest's own write path). Everything is keyed as
+the target keys it (a fact by project and slug, a session by its id, a message by its
+uuid) and what the target has already is left alone: importing twice, or into a
+database that already holds some of the sessions, adds nothing twice.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, cast
+
+from subrosa.errors import InvalidInput
+
+FORMAT = "subrosa-export"
+VERSION = 1
+GZIP_MAGIC = b"\x1f\x8b"
+# Sessions and messages written per call of the archive's batch writer.
+BATCH_MESSAGES = 2000
+
+Progress = Callable[[int, int], None]  # (messages just written, messages in all)
+
+
+# ---------------------------------------------------------------- export
+
+
+@dataclass
+class Exported:
+    """What `subrosa export` wrote."""
+
+    file: str
+    projects: dict[str, dict[str, int]]
+    facts: int = 0
+    sessions: int = 0
+    messages: int = 0
+    bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def export_file(db_url: str, path: Path, projects: list[str] | None) -> Exported:
+    """Write the facts, sessions and messages of `projects` (None: all) to `path`,
+    atomically: the file appears whole or not at all."""
+    from subrosa.archive.exchange import count_sessions, read_sessions
+    from subrosa.db import open_database
+    from subrosa.memory.exchange import count_facts, read_facts
+
+    engine = open_database(db_url)
+    facts = count_facts(engine, projects)
+    with engine.connect() as conn:
+        sessions = count_sessions(conn, projects)
+    names = sorted(set(facts) | set(sessions))
+    report = Exported(
+        str(path), {n: {"facts": facts.get(n, 0), "sessions": sessions.get(n, 0)} for n in names}
+    )
+    with _atomic(path) as out:
+        header = {"format": FORMAT, "version": VERSION, "engine": engine.dialect.name}
+        _put(out, {**header, "exported_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        for name in names:
+            _put(out, {"kind": "project", "name": name, **report.projects[name]})
+        for fact in read_facts(engine, projects):
+            _put(out, {"kind": "fact", **fact})
+            report.facts += 1
+        with engine.connect() as conn:
+            for session, messages in read_sessions(conn, projects):
+                _put(out, {"kind": "session", **session})
+                report.sessions += 1
+                for message in messages:
+                    _put(out, {"kind": "message", "session_id": session["session_id"], **message})
+                report.messages += len(messages)
+        counts = {"facts": report.facts, "sessions": report.sessions}
+        _put(out, {"kind": "end", **counts, "messages": report.messages})
+    report.bytes = path.stat().st_size
+    return report
+
+
+def _put(out: IO[bytes], record: dict[str, Any]) -> None:
+    out.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+
+
+@contextmanager
+def _atomic(path: Path) -> Iterator[IO[bytes]]:
+    """A file written beside `path` (gzip when its name ends in .gz), fsynced and
+    renamed over it when the block ends; removed when it raises."""
+    from subrosa.fsutil import fsync_dir
+
+    if path.is_dir():
+        raise InvalidInput(f"{path}: is a directory; name a file to export to.")
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            if path.name.endswith(".gz"):
+                with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
+                    yield packed  # type: ignore[misc]
+            else:
+                yield raw
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(temp, path)
+        fsync_dir(directory)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------- reading a file
+
+
+@dataclass
+class _Checked:
+    """What the first reading of a file found (everything is valid by then)."""
+
+    projects: list[str] = field(default_factory=list)
+    facts: int = 0
+    sessions: int = 0
+    messages: int = 0
+
+
+def _open(path: Path) -> IO[bytes]:
+    """The file for reading, through gzip when it starts as gzip does."""
+    with path.open("rb") as probe:
+        packed = probe.read(2) == GZIP_MAGIC
+    if packed:
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return path.open("rb")
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) for every non-blank line of the file."""
+    try:
+        handle = _open(path)
+    except IsADirectoryError:
+        raise InvalidInput(f"{path}: is a directory, not an export file.") from None
+    with handle:
+        number = 0
+        try:
+            for number, line in enumerate(handle, start=1):  # noqa: B007
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    raise _bad(path, number, "is not a JSON object") from None
+                if not isinstance(record, dict):
+                    raise _bad(path, number, "is not a JSON object")
+                yield number, record
+        except (EOFError, gzip.BadGzipFile, OSError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise InvalidInput(
+                f"{path}: cannot be read past line {number} ({exc}); nothing was imported."
+            ) from None
+
+
+def _bad(path: Path, number: int, why: str) -> InvalidInput:
+    return InvalidInput(f"{path}: line {number} {why}; nothing was imported.")
+
+
+_TEXT = (str,)
+_MAYBE_TEXT = (str, type(None))
+
+
+def _need(record: dict[str, Any], key: str, kinds: tuple[type, ...]) -> str | None:
+    """Why `record[key]` is unusable, or None."""
+    if key not in record:
+        return f"has no {key!r}"
+    value = record[key]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        return f"has a {key!r} that is not {' or '.join(_KIND_NAMES[k] for k in kinds)}"
+    return None
+
+
+_KIND_NAMES = {str: "text", int: "a whole number", bool: "true or false", type(None): "null"}
+
+
+def _time(record: dict[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return f"has a {key!r} that is not a time"
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return f"has a {key!r} that is not a time ({value[:40]!r})"
+    return None
+
+
+def _fact_problem(record: dict[str, Any]) -> str | None:
+    from subrosa.config import FACT_TYPES
+
+    for key in ("project", "slug", "path", "title", "type", "status", "content_hash"):
+        problem = _need(record, key, _TEXT)
+        if problem or not record[key]:
+            return problem or f"has an empty {key!r}"
+    for key in ("description", "hook", "body"):
+        problem = _need(record, key, _TEXT)
+        if problem:
+            return problem
+    for key in ("section", "archive_reason"):
+        problem = _need(record, key, _MAYBE_TEXT) if key in record else None
+        if problem:
+            return problem
+    for key in ("position", "hits"):
+        problem = _need(record, key, (int,))
+        if problem or record[key] < 0:
+            return problem or f"has a negative {key!r}"
+    if not isinstance(record.get("pinned"), bool):
+        return "has no 'pinned' true or false"
+    if record["type"] not in FACT_TYPES:
+        return f"has an unknown type {record['type']!r}"
+    if record["status"] not in ("active", "archived"):
+        return f"has an unknown status {record['status']!r}"
+    for key in ("created_at", "updated_at"):
+        if record.get(key) is None:
+            return f"has no {key!r}"
+    return next(
+        (
+            p
+            for k in ("created_at", "updated_at", "archived_at", "last_hit_at")
+            if (p := _time(record, k))
+        ),
+        None,
+    )
+
+
+def _session_problem(record: dict[str, Any]) -> str | None:
+    for key in ("session_id", "project"):
+        problem = _need(record, key, _TEXT)
+        if problem or not record[key]:
+            return problem or f"has an empty {key!r}"
+    for key in ("cwd", "git_branch", "title", "summary", "host", "username"):
+        problem = _need(record, key, _MAYBE_TEXT) if key in record else None
+        if problem:
+            return problem
+    return _time(record, "first_at") or _time(record, "last_at")
+
+
+def _message_problem(record: dict[str, Any], session: str | None) -> str | None:
+    for key in ("session_id", "uuid", "role", "text"):
+        problem = _need(record, key, _TEXT)
+        if problem or (key != "text" and not record[key]):
+            return problem or f"has an empty {key!r}"
+    if record["session_id"] != session:
+        return "is a message that does not follow its session's record"
+    return _need(record, "timestamp", _MAYBE_TEXT) or _time(record, "timestamp")
+
+
+def _check_header(path: Path, number: int, record: dict[str, Any]) -> None:
+    if record.get("format") != FORMAT:
+        raise InvalidInput(
+            f"{path}: is not a subrosa export (its first line has no "
+            f'"format": "{FORMAT}"); nothing was imported.'
+        )
+    if record.get("version") != VERSION:
+        raise _bad(
+            path,
+            number,
+            f"is format version {record.get('version')!r}, which this subrosa does not "
+            f"read (it reads {VERSION}: upgrade subrosa)",
+        )
+
+
+def check_file(path: Path) -> _Checked:
+    """Read the whole file once and refuse it (InvalidInput, one sentence naming the
+    line) unless every record is one import can write."""
+    checked = _Checked()
+    session: str | None = None
+    end: dict[str, Any] | None = None
+    number = 0
+    header_seen = False
+    for number, record in _records(path):
+        if not header_seen:
+            _check_header(path, number, record)
+            header_seen = True
+            continue
+        if end is not None:
+            raise _bad(path, number, "follows the file's end record")
+        kind = record.get("kind")
+        if kind == "project":
+            problem = _need(record, "name", _TEXT)
+            if problem:
+                raise _bad(path, number, problem)
+            checked.projects.append(record["name"])
+            continue
+        if kind == "fact":
+            problem = _fact_problem(record)
+            checked.facts += 1
+        elif kind == "session":
+            problem = _session_problem(record)
+            session = record.get("session_id")
+            checked.sessions += 1
+        elif kind == "message":
+            problem = _message_problem(record, session)
+            checked.messages += 1
+        elif kind == "end":
+            end, problem = record, None
+        else:
+            problem = f"has an unknown kind {kind!r}"
+        if problem:
+            raise _bad(path, number, problem)
+    if number == 0:
+        raise InvalidInput(f"{path}: is empty; nothing was imported.")
+    found = {"facts": checked.facts, "sessions": checked.sessions, "messages": checked.messages}
+    if end is None or any(end.get(k) != v for k, v in found.items()):
+        raise InvalidInput(
+            f"{path}: is cut short (its end record is missing or counts other records than "
+            "it holds); export it again; nothing was imported."
+        )
+    return checked
+
+
+# ---------------------------------------------------------------- import
+
+
+@dataclass
+class Imported:
+    """What `subrosa import` did; `--json` prints it."""
+
+    file: str
+    projects: list[str]
+    facts: dict[str, int] = field(default_factory=lambda: {"added": 0, "present": 0})
+    sessions: dict[str, int] = field(default_factory=lambda: {"added": 0, "present": 0})
+    messages: dict[str, int] = field(default_factory=lambda: {"added": 0, "present": 0})
+    # Sessions and messages the target cannot hold yet (an archive on a server), and why.
+    left_out: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+ARCHIVE_NOT_THERE = (
+    "the transcript archive does not run on this database yet (docs/team.md): the "
+    "facts were imported; import the same file again once it does"
+)
+
+
+def import_file(db_url: str, path: Path, progress: Progress | None = None) -> Imported:
+    """Check `path` whole, then write what the database at `db_url` does not have yet."""
+    from subrosa.archive.exchange import archive_writer
+    from subrosa.db import open_database
+    from subrosa.memory.exchange import write_facts
+
+    checked = check_file(path)
+    report = Imported(str(path), checked.projects)
+    facts = [
+        _without_kind(r) for _, r in _records(path) if r.get("kind") == "fact"
+    ]  # facts are few: held, then written in one transaction
+    added, present = write_facts(open_database(db_url), facts)
+    report.facts = {"added": added, "present": present}
+    if not checked.sessions:
+        return report
+    with archive_writer(db_url) as write:
+        if write is None:
+            report.left_out = {
+                "sessions": checked.sessions,
+                "messages": checked.messages,
+                "why": ARCHIVE_NOT_THERE,
+            }
+            return report
+        for batch in _session_batches(path):
+            written = write(batch)
+            report.sessions["added"] += written.sessions
+            report.sessions["present"] += len(batch) - written.sessions
+            report.messages["added"] += written.messages
+            report.messages["present"] += written.present
+            if progress is not None:
+                progress(sum(len(b.messages) for b in batch), checked.messages)
+    return report
+
+
+def _without_kind(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k != "kind"}
+
+
+def _session_batches(path: Path) -> Iterator[list[Any]]:
+    """The file's sessions with their messages, in batches of about BATCH_MESSAGES
+    messages (a session is never split)."""
+    from subrosa.archive.exchange import MESSAGE_KEYS, SESSION_KEYS, SessionBatch
+
+    batch: list[SessionBatch] = []
+    size = 0
+    current: SessionBatch | None = None
+    for _, record in _records(path):
+        kind = record.get("kind")
+        if kind == "session":
+            if current is not None:
+                batch.append(current)
+                size += len(current.messages)
+                if size >= BATCH_MESSAGES:
+                    yield batch
+                    batch, size = [], 0
+            current = SessionBatch({k: record.get(k) for k in SESSION_KEYS}, [])
+        elif kind == "message" and current is not None:
+            current.messages.append({k: record.get(k) for k in MESSAGE_KEYS})
+    if current is not None:
+        batch.append(current)
+    if batch:
+        yield batch
