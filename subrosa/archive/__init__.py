@@ -19,6 +19,7 @@ Modules:
                   engine: rare, not hot) and back in through ingest's write path
 
 Rules: the archive is read and written through the DB-API (sqlite3), not SQLAlchemy,
-for speed (connection says why; an export's reading is the one exception); nothing here imports the memory half, the Claude
-Code half or click. This file imports nothing (the SessionEnd hook loads `pending`).
+for speed (connection says why; an export's reading is the one exception); nothing
+here imports the memory half, the Claude Code half or click. This file imports
+nothing (the SessionEnd hook loads `pending`).
 """
