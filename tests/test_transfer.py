@@ -250,3 +250,57 @@ def test_facts_import_into_and_export_from_every_engine(
     fresh = str(tmp_path / "fresh.db")
     run("--db", fresh, "import", str(tmp_path / "back.jsonl"))
     assert _content(fresh)["facts"] == _content(personal)["facts"]
+
+
+def test_import_shows_a_bar_on_a_terminal(tmp_path: Path, db: Db) -> None:
+    """On a terminal (a pseudo-terminal here) import shows its bar on stderr, counting
+    messages; the summary goes to stdout alone."""
+    import os
+    import subprocess
+    import sys
+
+    pty = pytest.importorskip("pty")
+    records: list[dict[str, Any]] = [
+        {"format": "subrosa-export", "version": 1},
+        {"kind": "session", "session_id": "s1", "project": "p"},
+    ]
+    records += [
+        {
+            "kind": "message",
+            "session_id": "s1",
+            "uuid": f"u{i}",
+            "role": "user",
+            "text": f"w{i}",
+            "timestamp": None,
+        }
+        for i in range(3000)
+    ]
+    records.append({"kind": "end", "facts": 0, "sessions": 1, "messages": 3000})
+    file = tmp_path / "x.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    env = {**os.environ, "SUBROSA_DB": db.url, "TERM": "xterm", "COLUMNS": "80"}
+    env.pop("NO_COLOR", None)
+    main, side = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "subrosa", "import", str(file)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=side,
+            timeout=120,
+        )
+    finally:
+        os.close(side)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal's other end is closed: all was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert done.returncode == 0
+    assert done.stdout.decode() == f"0 facts, 1 sessions, 3000 messages added from {file}\n"
+    assert b"3000/3000" in shown
