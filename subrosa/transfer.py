@@ -11,9 +11,11 @@ its first bytes), one record a line, in this order:
     {"kind": "message", "session_id": ..., "uuid": ..., "role": ..., "text": ...}
     {"kind": "end", "facts": 12, "sessions": 40, "messages": 5123}
 
-Each session's messages follow it. The `end` record makes a cut file (a full disk, a
-copy stopped half-way) one that import refuses. JSON lines because a file of any size
-is written and read one record at a time, by subrosa or by `zcat | jq`.
+Every session comes before the messages, and the messages come in the order they were
+archived (search ranks ties by it: the target then ranks as the source did). The `end`
+record makes a cut file (a full disk, a copy stopped half-way) one that import refuses.
+JSON lines because a file of any size is written and read one record at a time, by
+subrosa or by `zcat | jq`.
 
 Import reads the file twice: once to check every record (a bad one is refused in one
 sentence naming its line, before anything is written), then to write: the facts in
@@ -69,7 +71,7 @@ class Exported:
 def export_file(db_url: str, path: Path, projects: list[str] | None) -> Exported:
     """Write the facts, sessions and messages of `projects` (None: all) to `path`,
     atomically: the file appears whole or not at all."""
-    from subrosa.archive.exchange import count_sessions, read_sessions
+    from subrosa.archive.exchange import count_sessions, read_messages, read_sessions
     from subrosa.db import open_database
     from subrosa.memory.exchange import count_facts, read_facts
 
@@ -90,12 +92,12 @@ def export_file(db_url: str, path: Path, projects: list[str] | None) -> Exported
             _put(out, {"kind": "fact", **fact})
             report.facts += 1
         with engine.connect() as conn:
-            for session, messages in read_sessions(conn, projects):
+            for session in read_sessions(conn, projects):
                 _put(out, {"kind": "session", **session})
                 report.sessions += 1
-                for message in messages:
-                    _put(out, {"kind": "message", "session_id": session["session_id"], **message})
-                report.messages += len(messages)
+            for message in read_messages(conn, projects):
+                _put(out, {"kind": "message", **message})
+                report.messages += 1
         counts = {"facts": report.facts, "sessions": report.sessions}
         _put(out, {"kind": "end", **counts, "messages": report.messages})
     report.bytes = path.stat().st_size
@@ -265,13 +267,13 @@ def _session_problem(record: dict[str, Any]) -> str | None:
     return _time(record, "first_at") or _time(record, "last_at")
 
 
-def _message_problem(record: dict[str, Any], session: str | None) -> str | None:
+def _message_problem(record: dict[str, Any], sessions: set[str]) -> str | None:
     for key in ("session_id", "uuid", "role", "text"):
         problem = _need(record, key, _TEXT)
         if problem or (key != "text" and not record[key]):
             return problem or f"has an empty {key!r}"
-    if record["session_id"] != session:
-        return "is a message that does not follow its session's record"
+    if record["session_id"] not in sessions:
+        return "is a message whose session's record does not come before it"
     return _need(record, "timestamp", _MAYBE_TEXT) or _time(record, "timestamp")
 
 
@@ -294,7 +296,7 @@ def check_file(path: Path) -> _Checked:
     """Read the whole file once and refuse it (InvalidInput, one sentence naming the
     line) unless every record is one import can write."""
     checked = _Checked()
-    session: str | None = None
+    sessions: set[str] = set()
     end: dict[str, Any] | None = None
     number = 0
     header_seen = False
@@ -317,10 +319,12 @@ def check_file(path: Path) -> _Checked:
             checked.facts += 1
         elif kind == "session":
             problem = _session_problem(record)
-            session = record.get("session_id")
+            if not problem and checked.messages:
+                problem = "is a session record after the messages"
+            sessions.add(record.get("session_id") or "")
             checked.sessions += 1
         elif kind == "message":
-            problem = _message_problem(record, session)
+            problem = _message_problem(record, sessions)
             checked.messages += 1
         elif kind == "end":
             end, problem = record, None
@@ -390,11 +394,11 @@ def import_file(db_url: str, path: Path, progress: Progress | None = None) -> Im
         for batch in _session_batches(path):
             written = write(batch)
             report.sessions["added"] += written.sessions
-            report.sessions["present"] += len(batch) - written.sessions
             report.messages["added"] += written.messages
             report.messages["present"] += written.present
             if progress is not None:
                 progress(sum(len(b.messages) for b in batch), checked.messages)
+    report.sessions["present"] = checked.sessions - report.sessions["added"]
     return report
 
 
@@ -403,26 +407,30 @@ def _without_kind(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _session_batches(path: Path) -> Iterator[list[Any]]:
-    """The file's sessions with their messages, in batches of about BATCH_MESSAGES
-    messages (a session is never split)."""
+    """The file's messages in their order, in batches of BATCH_MESSAGES, each as runs of
+    one session's messages; sessions without messages in a last batch of their own."""
     from subrosa.archive.exchange import MESSAGE_KEYS, SESSION_KEYS, SessionBatch
 
+    sessions: dict[str, dict[str, Any]] = {}
+    untouched: dict[str, None] = {}
     batch: list[SessionBatch] = []
     size = 0
-    current: SessionBatch | None = None
     for _, record in _records(path):
         kind = record.get("kind")
         if kind == "session":
-            if current is not None:
-                batch.append(current)
-                size += len(current.messages)
-                if size >= BATCH_MESSAGES:
-                    yield batch
-                    batch, size = [], 0
-            current = SessionBatch({k: record.get(k) for k in SESSION_KEYS}, [])
-        elif kind == "message" and current is not None:
-            current.messages.append({k: record.get(k) for k in MESSAGE_KEYS})
-    if current is not None:
-        batch.append(current)
+            sessions[record["session_id"]] = {k: record.get(k) for k in SESSION_KEYS}
+            untouched[record["session_id"]] = None
+        elif kind == "message":
+            session = sessions[record["session_id"]]
+            untouched.pop(record["session_id"], None)
+            if not batch or batch[-1].session is not session:
+                batch.append(SessionBatch(session, []))
+            batch[-1].messages.append({k: record.get(k) for k in MESSAGE_KEYS})
+            size += 1
+            if size >= BATCH_MESSAGES:
+                yield batch
+                batch, size = [], 0
     if batch:
         yield batch
+    if untouched:
+        yield [SessionBatch(sessions[s], []) for s in untouched]

@@ -168,7 +168,7 @@ def _fact_line(lines: list[str]) -> int:
         ("cut short", "is cut short"),
         ("bad fact type", "has an unknown type 'opinion'"),
         ("hits not a number", "has a 'hits' that is not a whole number"),
-        ("message before its session", "does not follow its session's record"),
+        ("message before its session", "whose session's record does not come before it"),
         ("newer version", "is format version 2"),
         ("gzip cut", "cannot be read past line"),
         ("empty", "is empty"),
@@ -192,8 +192,8 @@ def test_a_bad_file_is_refused_and_nothing_is_written(
     elif damage == "hits not a number":
         lines[at] = json.dumps({**json.loads(lines[at]), "hits": "many"})
     elif damage == "message before its session":
-        first = next(i for i, ln in enumerate(lines) if json.loads(ln).get("kind") == "session")
-        lines.insert(first, lines[first + 1])
+        kinds = [json.loads(line).get("kind") for line in lines]
+        lines.insert(kinds.index("session"), lines[kinds.index("message")])
     elif damage == "newer version":
         lines[0] = json.dumps({**json.loads(lines[0]), "version": 2})
     elif damage == "empty":

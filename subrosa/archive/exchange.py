@@ -39,7 +39,10 @@ MESSAGE_KEYS = ("uuid", "role", "timestamp", "text")
 
 
 class SessionBatch(NamedTuple):
-    """One session (SESSION_KEYS) and its messages (MESSAGE_KEYS each), as exported."""
+    """One session (SESSION_KEYS) and messages of it (MESSAGE_KEYS each), in the order
+    to store them. A session's messages may come in several runs, in several batches
+    (the file keeps the source's order across sessions); storing a session again is
+    a no-op upsert."""
 
     session: dict[str, Any]
     messages: list[dict[str, Any]]
@@ -82,28 +85,38 @@ def _projects_filter(projects: list[str] | None) -> tuple[str, dict[str, Any]]:
     return f" WHERE project IN ({marks})", {f"p{i}": p for i, p in enumerate(projects)}
 
 
-def read_sessions(conn: Any, projects: list[str] | None) -> Iterator[SessionBatch]:
-    """Every session of `projects` (or all) with its messages in id order, one session
-    at a time (a session's messages are held, not the archive's)."""
+def read_sessions(conn: Any, projects: list[str] | None) -> list[dict[str, Any]]:
+    """Every session of `projects` (or all), SESSION_KEYS each, in the order archived."""
     from sqlalchemy import text
 
     where, params = _projects_filter(projects)
-    sessions = conn.execute(
-        text(f"SELECT id, {', '.join(SESSION_KEYS)} FROM sessions{where} ORDER BY id"), params
-    ).all()
-    for row in sessions:
-        session = {key: _text(value) for key, value in zip(SESSION_KEYS, row[1:], strict=True)}
-        messages = [
-            {key: _text(value) for key, value in zip(MESSAGE_KEYS, m, strict=True)}
-            for m in conn.execute(
-                text(
-                    f"SELECT {', '.join(MESSAGE_KEYS)} FROM messages"
-                    " WHERE session_pk = :pk ORDER BY id"
-                ),
-                {"pk": row[0]},
-            )
-        ]
-        yield SessionBatch(session, messages)
+    rows = conn.execute(
+        text(f"SELECT {', '.join(SESSION_KEYS)} FROM sessions{where} ORDER BY id"), params
+    )
+    return [{k: _text(v) for k, v in zip(SESSION_KEYS, row, strict=True)} for row in rows]
+
+
+def read_messages(conn: Any, projects: list[str] | None) -> Iterator[dict[str, Any]]:
+    """Every message of the sessions of `projects` (or all), its session's id and
+    MESSAGE_KEYS, in the order archived (search's recency order: an import writes them
+    in this order, so the target ranks ties as the source does). Streamed."""
+    from sqlalchemy import text
+
+    where, params = _projects_filter(projects)
+    where = where.replace("project", "s.project")
+    columns = ", ".join(f"m.{key}" for key in MESSAGE_KEYS)
+    rows = conn.execution_options(stream_results=True, yield_per=2000).execute(
+        text(
+            f"SELECT s.session_id, {columns} FROM messages m"
+            f" JOIN sessions s ON s.id = m.session_pk{where} ORDER BY m.id"
+        ),
+        params,
+    )
+    for row in rows:
+        yield {
+            "session_id": row[0],
+            **{k: _text(v) for k, v in zip(MESSAGE_KEYS, row[1:], strict=True)},
+        }
 
 
 # ---------------------------------------------------------------- in
@@ -132,17 +145,27 @@ def archive_writer(db_url: str) -> Iterator[BatchWriter | None]:
         ingester.commit()
 
 
+def _present(conn: Any, sql: str, keys: list[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(keys), 10_000):  # under SQLite's 32,766 variables
+        chunk = keys[start : start + 10_000]
+        marks = ",".join("?" * len(chunk))
+        found.update(row[0] for row in conn.execute(sql.format(marks=marks), chunk))
+    return found
+
+
 def _write_sqlite(ingester: Any, batch: list[SessionBatch]) -> Written:
-    ids = [b.session["session_id"] for b in batch]
-    marks = ",".join("?" * len(ids))
-    known = {
-        row[0]
-        for row in ingester.conn.execute(
-            f"SELECT session_id FROM sessions WHERE session_id IN ({marks})", ids
-        )
-    }
+    ids = list(dict.fromkeys(b.session["session_id"] for b in batch))
+    known = _present(
+        ingester.conn, "SELECT session_id FROM sessions WHERE session_id IN ({marks})", ids
+    )
+    # Messages the target holds already are left out here, before their terms are
+    # computed (most of the cost of importing a file a second time).
+    uuids = [m["uuid"] for b in batch for m in b.messages]
+    held = _present(ingester.conn, "SELECT uuid FROM messages WHERE uuid IN ({marks})", uuids)
     before = (ingester.report.new_messages, ingester.report.duplicate_messages)
     for session, messages in batch:
+        messages = [m for m in messages if m["uuid"] not in held]
         info = SessionInfo(
             session["session_id"],
             session["cwd"],
@@ -164,5 +187,5 @@ def _write_sqlite(ingester: Any, batch: list[SessionBatch]) -> Written:
         by = (session.get("host"), session.get("username"))
         ingester.store_session(info, session["project"], rows, by)
     added = ingester.report.new_messages - before[0]
-    present = ingester.report.duplicate_messages - before[1]
+    present = ingester.report.duplicate_messages - before[1] + len(held)
     return Written(len(set(ids) - known), added, present)
