@@ -304,3 +304,61 @@ def test_import_shows_a_bar_on_a_terminal(tmp_path: Path, db: Db) -> None:
     assert done.returncode == 0
     assert done.stdout.decode() == f"0 facts, 1 sessions, 3000 messages added from {file}\n"
     assert b"3000/3000" in shown
+
+
+@pytest.mark.engines
+def test_sessions_are_read_back_from_every_engine(db: Db, run: RunCli, tmp_path: Path) -> None:
+    """Export reads the archive's tables with SQLAlchemy Core on either engine (on
+    PostgreSQL, rows a server's archive would hold), messages in the order archived."""
+    from datetime import datetime
+
+    from sqlalchemy import MetaData, Table
+
+    from subrosa.config import resolve_db_url
+    from subrosa.db import dispose_all, get_engine
+
+    url = resolve_db_url(db.url)
+    run("--db", db.url, "db", "upgrade")
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        sessions = Table("sessions", MetaData(), autoload_with=conn)
+        messages = Table("messages", MetaData(), autoload_with=conn)
+        for pk, sid in ((1, "s-b"), (2, "s-a")):
+            conn.execute(
+                sessions.insert(),
+                {
+                    "id": pk,
+                    "session_id": sid,
+                    "project": "github.com/org/repo",
+                    "message_count": 1,
+                    "host": "h",
+                    "username": "alice",
+                },
+            )
+        for pk, session_pk, text in ((1, 2, "first"), (2, 1, "second"), (3, 2, "third")):
+            conn.execute(
+                messages.insert(),
+                {
+                    "id": pk,
+                    "session_pk": session_pk,
+                    "uuid": f"u{pk}",
+                    "role": "user",
+                    "timestamp": datetime(2026, 3, 1, 10, 0, pk),
+                    "text": text,
+                },
+            )
+    dispose_all()
+    file = tmp_path / "out.jsonl"
+    done = _json(run, "--db", db.url, "export", str(file), "--project", "github.com/org/repo")
+    assert (done["sessions"], done["messages"]) == (2, 3)
+    records = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines()]
+    assert [(r["session_id"], r["text"]) for r in records if r.get("kind") == "message"] == [
+        ("s-a", "first"),
+        ("s-b", "second"),
+        ("s-a", "third"),
+    ]
+    assert records[4]["timestamp"].startswith("2026-03-01 10:00:01")
+    assert {r["username"] for r in records if r.get("kind") == "session"} == {"alice"}
+    fresh = str(tmp_path / "fresh.db")
+    run("--db", fresh, "import", str(file))
+    assert _rows(fresh, "SELECT uuid FROM messages ORDER BY id") == [("u1",), ("u2",), ("u3",)]

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from subrosa.archive.transcripts import Message, SessionInfo
+from subrosa.archive.transcripts import Message, SessionInfo, normalize_time
 from subrosa.terms import index_terms
 
 SESSION_KEYS = (
@@ -178,7 +178,7 @@ def _write_sqlite(ingester: Any, batch: list[SessionBatch]) -> Written:
                 m["uuid"],
                 info.session_id,
                 m["role"],
-                m["timestamp"],
+                normalize_time(m["timestamp"]),  # as ingest stores it, whatever the file says
                 m["text"],
                 index_terms(m["text"]),
             )
