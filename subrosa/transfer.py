@@ -71,7 +71,12 @@ class Exported:
 def export_file(db_url: str, path: Path, projects: list[str] | None) -> Exported:
     """Write the facts, sessions and messages of `projects` (None: all) to `path`,
     atomically: the file appears whole or not at all."""
-    from subrosa.archive.exchange import count_sessions, read_messages, read_sessions
+    from subrosa.archive.exchange import (
+        count_messages,
+        count_sessions,
+        read_messages,
+        read_sessions,
+    )
     from subrosa.db import open_database
     from subrosa.memory.exchange import count_facts, read_facts
 
@@ -79,13 +84,15 @@ def export_file(db_url: str, path: Path, projects: list[str] | None) -> Exported
     facts = count_facts(engine, projects)
     with engine.connect() as conn:
         sessions = count_sessions(conn, projects)
+        expected = count_messages(conn, projects)
     names = sorted(set(facts) | set(sessions))
     report = Exported(
         str(path), {n: {"facts": facts.get(n, 0), "sessions": sessions.get(n, 0)} for n in names}
     )
     with _atomic(path) as out:
         header = {"format": FORMAT, "version": VERSION, "engine": engine.dialect.name}
-        _put(out, {**header, "exported_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        header["exported_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _put(out, {**header, "messages": expected})  # for an import's progress bar
         for name in names:
             _put(out, {"kind": "project", "name": name, **report.projects[name]})
         for fact in read_facts(engine, projects):
@@ -145,6 +152,7 @@ class _Checked:
     facts: int = 0
     sessions: int = 0
     messages: int = 0
+    expected: int = 0  # the messages the header announces (for a progress bar)
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -292,10 +300,11 @@ def _check_header(path: Path, number: int, record: dict[str, Any]) -> None:
         )
 
 
-def check_file(path: Path) -> _Checked:
-    """Read the whole file once and refuse it (InvalidInput, one sentence naming the
-    line) unless every record is one import can write."""
-    checked = _Checked()
+def checked_records(path: Path, checked: _Checked) -> Iterator[dict[str, Any]]:
+    """The file's facts, sessions and messages, each checked before it is yielded; a
+    bad one raises InvalidInput (one sentence naming the line), and so does a file that
+    ends before its end record (raised when the last record has been read, so a
+    reader that writes as it goes must roll back: import does). `checked` counts them."""
     sessions: set[str] = set()
     end: dict[str, Any] | None = None
     number = 0
@@ -304,6 +313,8 @@ def check_file(path: Path) -> _Checked:
         if not header_seen:
             _check_header(path, number, record)
             header_seen = True
+            expected = record.get("messages")
+            checked.expected = expected if isinstance(expected, int) else 0
             continue
         if end is not None:
             raise _bad(path, number, "follows the file's end record")
@@ -332,6 +343,8 @@ def check_file(path: Path) -> _Checked:
             problem = f"has an unknown kind {kind!r}"
         if problem:
             raise _bad(path, number, problem)
+        if end is None:
+            yield record
     if number == 0:
         raise InvalidInput(f"{path}: is empty; nothing was imported.")
     found = {"facts": checked.facts, "sessions": checked.sessions, "messages": checked.messages}
@@ -340,6 +353,14 @@ def check_file(path: Path) -> _Checked:
             f"{path}: is cut short (its end record is missing or counts other records than "
             "it holds); export it again; nothing was imported."
         )
+
+
+def check_file(path: Path) -> _Checked:
+    """Read the whole file and refuse it (InvalidInput) unless every record is one
+    import can write."""
+    checked = _Checked()
+    for _ in checked_records(path, checked):
+        pass
     return checked
 
 
@@ -369,55 +390,58 @@ ARCHIVE_NOT_THERE = (
 
 
 def import_file(db_url: str, path: Path, progress: Progress | None = None) -> Imported:
-    """Check `path` whole, then write what the database at `db_url` does not have yet."""
+    """Write what the file at `path` holds and the database at `db_url` does not have
+    yet, reading the file once: the sessions and messages in one transaction as they
+    come, committed only when the whole file proved good (a bad record, or a cut
+    file, rolls it back: nothing is written), then the facts (held: they are few)."""
     from subrosa.archive.exchange import archive_writer
     from subrosa.db import open_database
     from subrosa.memory.exchange import write_facts
 
-    checked = check_file(path)
+    checked = _Checked()
+    facts: list[dict[str, Any]] = []
     report = Imported(str(path), checked.projects)
-    facts = [
-        _without_kind(r) for _, r in _records(path) if r.get("kind") == "fact"
-    ]  # facts are few: held, then written in one transaction
-    added, present = write_facts(open_database(db_url), facts)
-    report.facts = {"added": added, "present": present}
-    if not checked.sessions:
-        return report
     with archive_writer(db_url) as write:
-        if write is None:
-            report.left_out = {
-                "sessions": checked.sessions,
-                "messages": checked.messages,
-                "why": ARCHIVE_NOT_THERE,
-            }
-            return report
-        for batch in _session_batches(path):
+        for batch in _session_batches(checked_records(path, checked), facts):
+            if write is None:
+                continue  # read on: the file is checked whole all the same
             written = write(batch)
             report.sessions["added"] += written.sessions
             report.messages["added"] += written.messages
             report.messages["present"] += written.present
             if progress is not None:
-                progress(sum(len(b.messages) for b in batch), checked.messages)
-    report.sessions["present"] = checked.sessions - report.sessions["added"]
+                total = max(checked.expected, checked.messages)
+                progress(sum(len(b.messages) for b in batch), total)
+    if write is None and checked.sessions:
+        report.left_out = {
+            "sessions": checked.sessions,
+            "messages": checked.messages,
+            "why": ARCHIVE_NOT_THERE,
+        }
+    else:
+        report.sessions["present"] = checked.sessions - report.sessions["added"]
+    added, present = write_facts(open_database(db_url), facts)
+    report.facts = {"added": added, "present": present}
     return report
 
 
-def _without_kind(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in record.items() if k != "kind"}
-
-
-def _session_batches(path: Path) -> Iterator[list[Any]]:
-    """The file's messages in their order, in batches of BATCH_MESSAGES, each as runs of
-    one session's messages; sessions without messages in a last batch of their own."""
+def _session_batches(
+    records: Iterator[dict[str, Any]], facts: list[dict[str, Any]]
+) -> Iterator[list[Any]]:
+    """The records' messages in their order, in batches of BATCH_MESSAGES, each as runs
+    of one session's messages; sessions without messages in a last batch of their own.
+    The facts met on the way are added to `facts`."""
     from subrosa.archive.exchange import MESSAGE_KEYS, SESSION_KEYS, SessionBatch
 
     sessions: dict[str, dict[str, Any]] = {}
     untouched: dict[str, None] = {}
     batch: list[SessionBatch] = []
     size = 0
-    for _, record in _records(path):
+    for record in records:
         kind = record.get("kind")
-        if kind == "session":
+        if kind == "fact":
+            facts.append({k: v for k, v in record.items() if k != "kind"})
+        elif kind == "session":
             sessions[record["session_id"]] = {k: record.get(k) for k in SESSION_KEYS}
             untouched[record["session_id"]] = None
         elif kind == "message":

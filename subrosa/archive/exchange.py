@@ -78,6 +78,17 @@ def count_sessions(conn: Any, projects: list[str] | None) -> dict[str, int]:
     return {str(project): int(n) for project, n in rows}
 
 
+def count_messages(conn: Any, projects: list[str] | None) -> int:
+    """How many messages the sessions of `projects` (or all) hold."""
+    from sqlalchemy import text
+
+    where, params = _projects_filter(projects)
+    sql = "SELECT count(*) FROM messages"
+    if where:
+        sql += " m JOIN sessions s ON s.id = m.session_pk" + where.replace("project", "s.project")
+    return int(conn.execute(text(sql), params).scalar_one())
+
+
 def _projects_filter(projects: list[str] | None) -> tuple[str, dict[str, Any]]:
     if projects is None:
         return "", {}
@@ -145,6 +156,14 @@ def archive_writer(db_url: str) -> Iterator[BatchWriter | None]:
         ingester.commit()
 
 
+def _stored_time(value: str | None) -> str | None:
+    """A message's time as ingest stores it ("YYYY-MM-DD HH:MM:SS"), whatever the file
+    says (the common case, already so, without parsing it)."""
+    if value is not None and len(value) == 19 and value[10] == " ":
+        return value
+    return normalize_time(value)
+
+
 def _present(conn: Any, sql: str, keys: list[str]) -> set[str]:
     found: set[str] = set()
     for start in range(0, len(keys), 10_000):  # under SQLite's 32,766 variables
@@ -178,7 +197,7 @@ def _write_sqlite(ingester: Any, batch: list[SessionBatch]) -> Written:
                 m["uuid"],
                 info.session_id,
                 m["role"],
-                normalize_time(m["timestamp"]),  # as ingest stores it, whatever the file says
+                _stored_time(m["timestamp"]),
                 m["text"],
                 index_terms(m["text"]),
             )

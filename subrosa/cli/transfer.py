@@ -115,7 +115,7 @@ def _bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
         if task is None:
             bar.start()
             task = bar.add_task("import", total=total)
-        bar.update(task, advance=done)
+        bar.update(task, total=total, advance=done)
 
     try:
         yield advance
