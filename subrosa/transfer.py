@@ -17,10 +17,12 @@ record makes a cut file (a full disk, a copy stopped half-way) one that import r
 JSON lines because a file of any size is written and read one record at a time, by
 subrosa or by `zcat | jq`.
 
-Import reads the file twice: once to check every record (a bad one is refused in one
-sentence naming its line, before anything is written), then to write: the facts in
-one transaction (subrosa.memory.exchange), the sessions and messages in another
-(subrosa.archive.exchange, through ingest's own write path). Everything is keyed as
+Import reads the file once, checking each record before it is used: the sessions and
+messages are written as they come (subrosa.archive.exchange, through ingest's own
+write path) in one transaction, committed only once the end record proved the file
+whole, and rolled back at a bad record (refused in one sentence naming its line) or
+a cut file, so nothing is written; then the facts, held until then (they are few),
+in one transaction (subrosa.memory.exchange). Everything is keyed as
 the target keys it (a fact by project and slug, a session by its id, a message by its
 uuid) and what the target has already is left alone: importing twice, or into a
 database that already holds some of the sessions, adds nothing twice.

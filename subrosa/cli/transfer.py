@@ -66,8 +66,8 @@ def import_cmd(app: AppContext, file: Path, as_json: bool) -> None:
     """Add the facts, sessions and messages of FILE (written by `subrosa export`) that
     this database does not have yet.
 
-    The whole file is checked first: a file that is not an export, is cut short or holds
-    a bad record is refused, naming the line, and nothing is written. Then what the
+    Every record is checked: a file that is not an export, is cut short or holds a bad
+    record is refused, naming the line, and nothing is written. Then what the
     database already has (a fact by project and slug, a session by id, a message by
     uuid) is left as it is, so importing twice adds nothing twice. Imported messages
     are indexed for search as ingested ones are.
