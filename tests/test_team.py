@@ -19,7 +19,7 @@ import pytest
 
 from subrosa.identity import facts_key, legacy_sessions_key, project_identity, sessions_key
 from subrosa.paths import claude_root, encode_project_path
-from tests.conftest import Db, RunCli, write_leaf
+from tests.conftest import Db, RunCli, subrosa_process, write_leaf
 
 SSH = "git@github.com:org/repo.git"
 HTTPS = "https://github.com/org/repo"
@@ -160,6 +160,12 @@ def test_two_clones_search_each_others_sessions(
     assert _json(run, "search", "zebrafish") == []
     named = _json(run, "search", "zebrafish", "--project", NAME)
     assert {r["session_id"] for r in named} == {"sess-alice", "sess-bob"}
+    # The same through a real process: `subrosa search`'s fast path (no click) too.
+    both = subrosa_process("search", "--json", "zebrafish", "--project", NAME)
+    assert {r["session_id"] for r in json.loads(both.stdout)} == {"sess-alice", "sess-bob"}
+    monkeypatch.chdir(bob)
+    from_bob = subrosa_process("search", "--json", "zebrafish")
+    assert {r["session_id"] for r in json.loads(from_bob.stdout)} == {"sess-alice", "sess-bob"}
     assert len(_json(run, "transcript", "list", "--project", NAME)) == 2
 
 
