@@ -338,6 +338,16 @@ def test_facts_filed_under_a_path_move_at_the_next_change(
     dispose_all()
     run("generate")
     assert _rows(url, "SELECT project, slug, hits FROM facts") == [(NAME, "project_cache", 5)]
+    # Another clone's row of the same fact, still under its path: one row, hits added.
+    other = _clone(tmp_path / "other", HTTPS)
+    shutil.copytree(memory, other / ".claude" / "memory", dirs_exist_ok=True)
+    _insert(
+        url, "facts", [_fact_row(str((other / ".claude" / "memory").resolve()), "project_cache", 2)]
+    )
+    dispose_all()
+    monkeypatch.chdir(other)
+    run("generate")
+    assert _rows(url, "SELECT project, slug, hits FROM facts") == [(NAME, "project_cache", 7)]
 
 
 def test_sessions_filed_under_the_folder_move_at_the_next_ingest(
