@@ -59,7 +59,10 @@ def configured_folders(env: dict[str, str] | None = None) -> dict[Path, str]:
         path = Path(os.path.expanduser(folder))
         if not path.is_absolute():
             path = where.parent / path
+        # Both spellings: a folder reached through a symbolic link (macOS's /var is
+        # /private/var) matches whether the path asked about was resolved or not.
         folders[Path(os.path.abspath(path))] = name.strip()
+        folders[Path(os.path.abspath(path)).resolve()] = name.strip()
     return folders
 
 
