@@ -11,8 +11,10 @@ The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
     tool_result_chars = 2000  # transcript archive: tool results are cut to this length
     db = "postgresql+psycopg://me@db.example.com/team?sslmode=require"
                               # the database (a file path or a URL; SUBROSA_DB and --db win)
-    project = "acme-tools"    # this machine's name for a project whose repository has no
-                              # remote (SUBROSA_PROJECT wins; see subrosa.gitremote)
+    user = "alice"            # who archives sessions on this machine (SUBROSA_USER wins;
+                              # default: the login name)
+    [projects]                # a name for each folder whose repository has no remote
+    "~/code/acme-tools" = "acme-tools"     # (subrosa.identity)
     [type_weights]            # generator rank: higher loads first
     feedback = 4
     user = 3

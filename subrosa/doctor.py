@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from subrosa.errors import hide_passwords
+from subrosa.errors import InvalidInput, hide_passwords
 from subrosa.fsutil import is_link
 from subrosa.memory.leaf import list_leaf_files, subfolder_note
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
@@ -64,7 +64,15 @@ def check_memory_dir(subject: Subject) -> Check:
             f"{directory} is not writable.",
             f"chmod u+w {shlex.quote(str(directory))}",
         )
-    return Check("memory dir", True, f"{directory}")
+    from subrosa.identity import facts_key, sessions_key
+
+    # The names a shared database files this project's facts and sessions under
+    # (docs/team.md): the same in every clone when they come from the git remote.
+    try:
+        named = f"facts filed as {facts_key(directory)}, sessions as {sessions_key()}"
+    except InvalidInput as exc:  # the settings file's [projects] table is wrong
+        return Check("memory dir", False, str(exc), "fix the settings file (docs/settings.md)")
+    return Check("memory dir", True, f"{directory} ({named})")
 
 
 def _database_ready(subject: Subject) -> bool:

@@ -46,7 +46,9 @@ class Fact(Base):
     # external-content FTS5 table keyed by rowid, and implicit rowids are not
     # stable across VACUUM.
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    # The project is the resolved memory dir: one database serves every project.
+    # The project (subrosa.identity.facts_key): the name of the repository holding the
+    # memory dir, the same on every machine, else the resolved memory dir. One database
+    # serves every project.
     project: Mapped[str] = mapped_column(String, nullable=False)
     slug: Mapped[str] = mapped_column(String, nullable=False)
     # The leaf's filename, relative to the memory dir.
@@ -82,7 +84,9 @@ class TranscriptSession(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     # Claude Code's session id (a UUID; subagent transcripts carry their parent's).
     session_id: Mapped[str] = mapped_column(String, nullable=False, unique=True)
-    # The encoded project folder under `<claude root>/projects/` the transcript came from.
+    # The project's name on every machine (subrosa.identity.sessions_key: the normalized
+    # git remote, or a configured name), else the encoded project folder under
+    # `<claude root>/projects/` the transcript came from.
     project: Mapped[str] = mapped_column(String, nullable=False)
     cwd: Mapped[str | None] = mapped_column(String, nullable=True)
     git_branch: Mapped[str | None] = mapped_column(String, nullable=True)
@@ -91,6 +95,10 @@ class TranscriptSession(Base):
     first_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     last_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     message_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    # Which machine and member archived the session (`transcript list --by`): in a
+    # team's database, whose session it is. NULL for sessions archived before 0006.
+    host: Mapped[str | None] = mapped_column(String, nullable=True)
+    username: Mapped[str | None] = mapped_column(String, nullable=True)
 
 
 class TranscriptMessage(Base):

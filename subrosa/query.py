@@ -211,6 +211,9 @@ class Filters(NamedTuple):
     role: str | None = None
     transcript_project: str | None = None  # None: every project
     fact_project: str | None = None
+    # (facts key, memory dir) of the project the search runs in: the hits its facts
+    # get are counted under that memory dir's lock (a key is not always a path).
+    home: tuple[str, str] | None = None
 
 
 def parse_since(value: str) -> str:

@@ -25,18 +25,26 @@ from subrosa.query import Filters, Unit, parse_query, parse_since, query_units
 
 
 def filters_for(
-    *, since: str | None, role: str | None, all_projects: bool, memory_dir: Path
+    *,
+    since: str | None,
+    role: str | None,
+    all_projects: bool,
+    memory_dir: Path,
+    project: str | None = None,
 ) -> Filters:
     """The filters of a search run for the project of `memory_dir` (and of the current
-    working directory's transcripts), or of every project. Raises QueryError for a
-    --since that is not a date."""
-    from subrosa.paths import project_transcript_dir
+    working directory's transcripts), or for the project named `project`, or of every
+    project. Raises QueryError for a --since that is not a date."""
+    from subrosa.identity import facts_key, sessions_key
 
+    key = facts_key(memory_dir)
+    facts, sessions = (project, project) if project else (key, sessions_key())
     return Filters(
         since=parse_since(since) if since else None,
         role=role,
-        transcript_project=None if all_projects else project_transcript_dir().name,
-        fact_project=None if all_projects else str(memory_dir.resolve()),
+        transcript_project=None if all_projects else sessions,
+        fact_project=None if all_projects else facts,
+        home=(key, str(memory_dir.resolve())),
     )
 
 
@@ -94,10 +102,19 @@ def search(
     )  # "some" words and "reply" (subrosa.archive.search): one bm25 scale
     found = found[:limit]
     hits = [r for r in found if r["kind"] == "fact" and r["match"] == "all"]
-    record_hits(conn, [(r["fact_id"], r["project"]) for r in hits])
+    record_hits(conn, [(r["fact_id"], _lock_dir(r["project"], filters)) for r in hits])
     for result in found:
         result.pop("fact_id", None)
     return found
+
+
+def _lock_dir(project: str, filters: Filters) -> str:
+    """The memory dir whose lock guards the facts of `project` (a facts key): the
+    search's own, or the key itself when it is a path (a key that is a name, of a
+    project elsewhere, names no lock here: its hits are skipped)."""
+    if filters.home is not None and project == filters.home[0]:
+        return filters.home[1]
+    return project
 
 
 def search_database(

@@ -123,7 +123,7 @@ def search(
     numbers = [hit["message_id"] for hit in hits if hit["kind"] == "message"]
     kept = place.connections.get((path, path.stat().st_ino)) if path and numbers else None
     uuids = message_uuids(place.db_url, numbers, kept)
-    return render_hits(query, hits, uuids, str(place.memory_dir.resolve()))
+    return render_hits(query, hits, uuids, filters.home[0] if filters.home else "")
 
 
 def _search_at_once(

@@ -32,9 +32,10 @@ SHARED = (
     "query",
     "cjk",
     "gitremote",
+    "identity",
 )
 # The top-level modules that compose the halves for more than one entry point.
-COMPOSERS = ("doctor", "recall", "demo", "tools")
+COMPOSERS = ("doctor", "recall", "demo", "tools", "transfer")
 
 
 def _module_name(path: Path) -> str:

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from subrosa.gitremote import git_config_path, normalize_remote, parse_git_config
-from subrosa.memory.project import project_identity
+from subrosa.identity import project_identity
 
 SAME_REPO = [
     "git@github.com:org/repo.git",
@@ -228,9 +228,10 @@ def test_without_a_remote_the_configured_name_is_used(tmp_path: Path) -> None:
     assert project_identity(repo, env) is None
     config = home / ".config" / "subrosa" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text('project = "acme-tools"\n')
+    config.write_text(f'[projects]\n"{repo}" = "acme-tools"\n')
     assert project_identity(repo, env) == "acme-tools"
-    assert project_identity(repo, {**env, "SUBROSA_PROJECT": "other"}) == "other"
+    assert project_identity(repo / "src", env) == "acme-tools"  # what is under it too
+    assert project_identity(tmp_path, env) is None  # not above it
     git("remote", "add", "origin", "/srv/git/local.git", cwd=repo)  # a local path: no identity
     assert project_identity(repo, env) == "acme-tools"
     git("remote", "set-url", "origin", "git@github.com:org/repo.git", cwd=repo)
@@ -248,7 +249,7 @@ def test_the_identity_is_found_with_the_standard_library_only(tmp_path: Path) ->
         "import json, subprocess, sys\n"
         "def refuse(*a, **k):\n    raise AssertionError('a subprocess was started')\n"
         "subprocess.Popen = refuse\n"
-        "from subrosa.memory.project import project_identity\n"
+        "from subrosa.identity import project_identity\n"
         "print(json.dumps([project_identity(), sorted(sys.modules)]))\n"
     )
     (tmp_path / ".git").mkdir()

@@ -77,7 +77,8 @@ def test_every_key_of_the_settings_file_is_in_the_settings_page() -> None:
     page = SETTINGS_PAGE.read_text(encoding="utf-8")
     code = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "subrosa").rglob("*.py"))
     keys = set(Settings.__dataclass_fields__) | set(re.findall(r"text_setting\(\"(\w+)\"", code))
-    assert {"budget", "db", "project", "type_weights"} <= keys
+    keys |= set(re.findall(r"read_file\(env\)\.get\(\"(\w+)\"\)", code))  # tables
+    assert {"budget", "db", "user", "projects", "type_weights"} <= keys
     in_example = re.compile(r"^(?:(\w+) = |\[(\w+)\])", re.MULTILINE)
     shown = {a or b for a, b in in_example.findall(page)}
     assert sorted(keys - shown) == []

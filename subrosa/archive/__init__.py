@@ -18,8 +18,11 @@ Modules:
     pgstore       the archive on a PostgreSQL server: opened, and ingest's writes for
                   many writers at once (COPY, ON CONFLICT (uuid), id blocks)
     pgsearch      search's index lookups spelled for a server's GIN index (tsquery)
+    exchange      sessions and messages as plain records, out (SQLAlchemy Core, either
+                  engine: rare, not hot) and back in through ingest's write path
 
 Rules: the archive is read and written through the DB-API (sqlite3), not SQLAlchemy,
-for speed (connection says why); nothing here imports the memory half, the Claude
-Code half or click. This file imports nothing (the SessionEnd hook loads `pending`).
+for speed (connection says why; an export's reading is the one exception); nothing
+here imports the memory half, the Claude Code half or click. This file imports
+nothing (the SessionEnd hook loads `pending`).
 """

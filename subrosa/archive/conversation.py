@@ -72,10 +72,14 @@ def render_conversation(
 
 
 def session_line(session: dict[str, Any]) -> str:
-    """One line of `transcript list`: id, last time, messages, title (one line, cut)."""
+    """One line of `transcript list`: id, last time, messages, who archived it
+    (user@host, when known), title (one line, cut)."""
     label = terminal_line(str(session.get("title") or session.get("summary") or ""))
     last = terminal_line(str(session.get("last_at") or "-"))
+    who = ""
+    if session.get("username"):
+        who = terminal_line(f"{session['username']}@{session.get('host') or '?'}") + "  "
     return (
         f"{terminal_line(str(session['session_id']))}  {last:19}  "
-        f"{session['message_count']:5} messages  {label[:80]}"
+        f"{session['message_count']:5} messages  {who}{label[:80]}"
     )

@@ -32,11 +32,11 @@ from subrosa.archive import pending
 from subrosa.archive.connection import archive_lock, open_archive
 from subrosa.archive.redact import Redactor
 from subrosa.archive.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
+from subrosa.identity import ingested_by, legacy_sessions_key, sessions_key
 from subrosa.paths import (
     checkout_root,
     claude_root,
     encode_project_path,
-    project_root,
     project_transcript_dir,
 )
 
@@ -231,6 +231,8 @@ class Ingester:
         self._uncommitted = 0
         self._next_id = 0
         self._hash_size_checked = False
+        # Which machine and member ingest (a session keeps the first ones to archive it).
+        self.ingested_by: tuple[str | None, str | None] = ingested_by()
 
     def _tune_connection(self) -> None:
         # 32 MB of page cache (SQLite's default is 2 MB): the uuid index takes random
@@ -397,6 +399,26 @@ class Ingester:
                 self._insert_messages(pk, messages)
             self.report.sessions.add(session_id)
 
+    def store_session(
+        self,
+        info: SessionInfo,
+        project: str,
+        messages: list[Message],
+        ingested_by: tuple[str | None, str | None],
+    ) -> None:
+        """Store a session and its messages as ingest does (the same ids, index rows and
+        counts, a message already stored left out), inside the open transaction: the
+        way `subrosa import` writes an archive. `ingested_by` is who archived it first."""
+        self._begin()
+        mine, self.ingested_by = self.ingested_by, ingested_by
+        try:
+            pk = self._upsert_session(info, project)
+        finally:
+            self.ingested_by = mine
+        if messages:
+            self._insert_messages(pk, messages)
+        self.report.sessions.add(info.session_id)
+
     def _project_of_session(self, info: SessionInfo, folder_project: str) -> str:
         """The project a session belongs to: the repository, when the session ran in a
         git checkout whose folder (or a subfolder's) the transcript is filed under.
@@ -413,24 +435,34 @@ class Ingester:
             top = checkout_root(cwd)
             encoded = encode_project_path(top) if top is not None else None
             if encoded and (folder_project == encoded or folder_project.startswith(encoded + "-")):
-                project = encode_project_path(project_root(cwd))
+                project = sessions_key(cwd)
+                self._file_legacy_sessions(legacy_sessions_key(cwd), project)
             else:
                 project = folder_project
             self._projects[key] = project
         return project
 
+    def _file_legacy_sessions(self, legacy: str, project: str) -> None:
+        """Sessions filed under the project's folder before it had a name (or before its
+        repository got a remote) join it: one indexed update per project and ingest."""
+        if legacy != project:
+            self.conn.execute(
+                "UPDATE sessions SET project = ? WHERE project = ?", (project, legacy)
+            )
+
     def _upsert_session(self, info: SessionInfo, project: str) -> int:
         # The project is settled by the first batch that knows the session's folder.
         self.conn.execute(
             "INSERT INTO sessions(session_id, project, cwd, git_branch, title, summary,"
-            " message_count) VALUES (?, ?, ?, ?, ?, ?, 0)"
+            " message_count, host, username) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)"
             " ON CONFLICT(session_id) DO UPDATE SET"
             " project = CASE WHEN cwd IS NULL AND excluded.cwd IS NOT NULL"
             " THEN excluded.project ELSE project END,"
             " cwd = coalesce(excluded.cwd, cwd), git_branch = coalesce(excluded.git_branch,"
             " git_branch), title = coalesce(excluded.title, title),"
             " summary = coalesce(excluded.summary, summary)",
-            (info.session_id, project, info.cwd, info.git_branch, info.title, info.summary),
+            (info.session_id, project, info.cwd, info.git_branch, info.title, info.summary)
+            + self.ingested_by,
         )
         pk = self._session_pks.get(info.session_id)
         if pk is None:
@@ -580,9 +612,7 @@ def drain_pending(
         path = Path(data["transcript_path"])
         cwd = data.get("cwd")
         default = (
-            encode_project_path(project_root(cwd))
-            if isinstance(cwd, str) and os.path.isabs(cwd)
-            else default_project
+            sessions_key(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else default_project
         )
         if path.is_file():
             ingester.ingest([Source(str(path), project_of(path, default, env))])
@@ -594,9 +624,10 @@ def drain_pending(
 
 
 def current_project() -> str:
-    """The project this checkout's transcripts are filed under (the name of its folder
-    in `<claude root>/projects/`)."""
-    return project_transcript_dir().name
+    """The project this checkout's sessions are filed under: its name on every machine
+    (subrosa.identity.sessions_key), else the name of its folder in
+    `<claude root>/projects/`."""
+    return sessions_key()
 
 
 @contextmanager

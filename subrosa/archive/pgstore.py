@@ -169,7 +169,7 @@ class PgIngester(Ingester):
         # As on SQLite: the project is settled by the first batch that knows the folder.
         row = self.conn.execute(
             "INSERT INTO sessions(session_id, project, cwd, git_branch, title, summary,"
-            " message_count) VALUES (?, ?, ?, ?, ?, ?, 0)"
+            " message_count, host, username) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)"
             " ON CONFLICT (session_id) DO UPDATE SET"
             " project = CASE WHEN sessions.cwd IS NULL AND excluded.cwd IS NOT NULL"
             " THEN excluded.project ELSE sessions.project END,"
@@ -185,9 +185,19 @@ class PgIngester(Ingester):
                 _text(info.git_branch),
                 _text(info.title),
                 _text(info.summary),
+                _text(self.ingested_by[0]),
+                _text(self.ingested_by[1]),
             ),
         ).fetchone()
         return int(row[0])
+
+    def _insert_messages(self, pk: int, messages: list[Message]) -> None:
+        """One session's messages inside the open transaction (Ingester.store_session,
+        the way `subrosa import` writes), counted at once."""
+        self._counts.clear()
+        self._insert_all(messages, {m.session_id: pk for m in messages})
+        self.report.new_messages += self._counts["new"]
+        self.report.duplicate_messages += self._counts["duplicate"]
 
     def _id_block(self, count: int) -> int:
         """The first of `count` consecutive ids no other writer will take."""

@@ -25,23 +25,45 @@ LIST_KEYS = (
     "first_at",
     "last_at",
     "message_count",
+    "host",
+    "username",
 )
-DETAIL_KEYS = ("project", "cwd", "git_branch", "title", "summary", "first_at", "last_at")
+DETAIL_KEYS = (
+    "project",
+    "cwd",
+    "git_branch",
+    "title",
+    "summary",
+    "first_at",
+    "last_at",
+    "host",
+    "username",
+)
 
 
 def list_sessions(
     db_url: str,
     *,
     all_projects: bool = False,
+    project: str | None = None,
+    by: str | None = None,
     limit: int = 50,
     tool_result_chars: int = 2000,
     reindex_progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """The archived sessions of this project (or of all), newest first."""
+    """The archived sessions of this project (or of the project named `project`, or of
+    all), newest first; with `by`, only those the member `by` archived."""
     with archive_ready(
         db_url, tool_result_chars, lock=False, reindex_progress=reindex_progress
     ) as conn:
-        where, params = ("", []) if all_projects else (" WHERE project = ?", [current_project()])
+        tests, params = [], []
+        if not all_projects:
+            tests.append("project = ?")
+            params.append(project or current_project())
+        if by is not None:
+            tests.append("username = ?")
+            params.append(by)
+        where = " WHERE " + " AND ".join(tests) if tests else ""
         rows = conn.execute(
             f"SELECT {', '.join(LIST_KEYS)} FROM sessions{where}"
             " ORDER BY last_at IS NULL, last_at DESC LIMIT ?",

@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "mcp": ("subrosa.cli.mcpserver", "mcp", "Serve the memory to an agent as MCP tools."),
     "doctor": ("subrosa.cli.doctor", "doctor", "Check the set-up, each problem with its fix."),
     "db": ("subrosa.cli.dbcmd", "db", "Inspect or migrate the database."),
+    "export": ("subrosa.cli.transfer", "export_cmd", "Write a project's memory to a file."),
+    "import": ("subrosa.cli.transfer", "import_cmd", "Add an exported memory to this database."),
     "demo": ("subrosa.cli.demo", "demo", "Run the whole flow on built-in example data."),
 }
 

@@ -65,6 +65,14 @@ SEARCH_OPTIONS = (
         default=False,
     ),
     Option(
+        "--project",
+        "project",
+        "text",
+        "Facts and sessions of the project NAME (its name on every machine, e.g. "
+        "github.com/org/repo, as --json shows it), not this one.",
+        metavar="NAME",
+    ),
+    Option(
         "--since", "since", "text", "Only messages (and facts changed) since DATE.", metavar="DATE"
     ),
     Option("--role", "role", "choice", "Only messages by ROLE.", choices=("user", "assistant")),
@@ -214,6 +222,7 @@ def main(argv: list[str]) -> int | None:
             since=options["since"],
             role=options["role"],
             all_projects=options["all_projects"],
+            project=options["project"],
             memory_dir=resolve_memory_dir(root["memory_dir"] or None),
         )
     except QueryError:

@@ -145,18 +145,38 @@ def transcript() -> None:
 @transcript.command(name="list")
 @click.option("--all-projects", is_flag=True, help="Sessions of every project.")
 @click.option(
+    "--project",
+    metavar="NAME",
+    help="Sessions of the project NAME (as --json shows it, e.g. github.com/org/repo).",
+)
+@click.option("--by", "by", metavar="USER", help="Only the sessions USER archived.")
+@click.option(
     "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="How many sessions."
 )
 @json_option
 @pass_app
-def list_cmd(app: AppContext, all_projects: bool, limit: int, as_json: bool) -> None:
-    """The archived sessions of this project, newest first: id, time, messages, title."""
+def list_cmd(
+    app: AppContext,
+    all_projects: bool,
+    project: str | None,
+    by: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """The archived sessions of this project, newest first: id, time, messages, title,
+    and who archived it (user@host).
+
+    This project is the one named by its repository's git remote (github.com/org/repo,
+    the same in every clone) or by the settings file's [projects] table, else this
+    folder. --json adds each session's project, folder, branch, host and username."""
     from subrosa.archive.sessions import list_sessions
 
     with reindex_bar(enabled=is_terminal() and not as_json) as progress:
         sessions = list_sessions(
             app.db_url,
             all_projects=all_projects,
+            project=project,
+            by=by,
             limit=limit,
             tool_result_chars=app.settings.tool_result_chars,
             reindex_progress=progress,
@@ -225,6 +245,7 @@ def search(
     query: tuple[str, ...],
     limit: int,
     all_projects: bool,
+    project: str | None,
     since: str | None,
     role: str | None,
     facts_only: bool,
@@ -257,7 +278,11 @@ def search(
 
     try:
         filters = recall.filters_for(
-            since=since, role=role, all_projects=all_projects, memory_dir=app.memory_dir
+            since=since,
+            role=role,
+            all_projects=all_projects,
+            project=project,
+            memory_dir=app.memory_dir,
         )
     except QueryError as exc:
         raise InvalidInput(str(exc)) from None

@@ -14,7 +14,8 @@ Data and rules they use:
     leaf        leaf files: strict and lenient parsers, the canonical writer, the one
                 capped raw reader, the content hash
     state       `.subrosa/`: the sidecar facts.jsonl, and the record of the last index written
-    project     a memory dir, the key its facts are stored under, and its lock
+    project     a memory dir, the key its facts are stored under (its project's name on
+                every machine, subrosa.identity), and its lock
     store       the facts in the database: every query and change (upsert, archive, pin,
                 move, rebuild, the named reads the use cases need)
     marker      the index files' names, and how subrosa recognizes the ones it wrote
@@ -26,6 +27,8 @@ Data and rules they use:
     recall      facts for a query (sqlite3, no SQLAlchemy: `subrosa search` runs without
                 it) and their hit counts, written under the project lock
     pgfacts     recall's two index lookups spelled for a PostgreSQL server's GIN index
+    exchange    every project's facts as plain records, out and back in (export/import;
+                a fact the target has is left alone)
 
 Rules: the leaves are the truth and are never rewritten unless the user asks; every
 change to the facts runs under the project lock and rewrites the sidecar; `store` runs

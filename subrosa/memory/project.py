@@ -1,5 +1,8 @@
 """A project: one memory dir, the key its facts are stored under, and its lock.
 
+The key is the project's name on every machine when the memory dir lives in a
+repository with a remote or a configured name (subrosa.identity), else its path.
+
 Kept apart from the store so that commands which only need a path don't import
 SQLAlchemy.
 """
@@ -11,10 +14,12 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from subrosa.errors import InvalidInput, LockTimeout
 from subrosa.fsutil import refuse_link
+from subrosa.identity import facts_key
 from subrosa.memory.marker import INDEX_FILES
 from subrosa.paths import state_dir
 
@@ -29,8 +34,17 @@ class Project:
 
     memory_dir: Path
 
-    @property
+    @cached_property
     def key(self) -> str:
+        """The key its facts are filed under: the name of the repository holding the memory
+        dir when it has one, the same on every machine (subrosa.identity.facts_key), else
+        the memory dir's resolved path."""
+        return facts_key(self.memory_dir)
+
+    @property
+    def path_key(self) -> str:
+        """The key its facts were filed under before projects had names (the memory dir's
+        resolved path); store.mutation moves rows still filed under it."""
         return str(self.memory_dir.resolve())
 
     def require_dir(self) -> None:
@@ -82,21 +96,3 @@ class Project:
             yield
         finally:
             lock.release()
-
-
-def project_identity(
-    start: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
-) -> str | None:
-    """This project's name on every machine: the normalized git remote of the repository
-    containing `start` (default: the current folder), else `SUBROSA_PROJECT` or the
-    settings file's `project`, else None. Standard library only, no subprocess.
-
-    Not a storage key yet: facts are keyed by the memory dir (`Project.key`) and
-    sessions by Claude Code's encoded folder, both different on every machine.
-    """
-    from subrosa.config import text_setting
-    from subrosa.gitremote import remote_identity
-
-    env = dict(os.environ) if env is None else env
-    here = start if start is not None else os.getcwd()
-    return remote_identity(here, env) or text_setting("project", env)

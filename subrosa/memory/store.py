@@ -184,10 +184,35 @@ def mutation(engine: Engine, project: Project) -> Iterator[Session]:
     with project.lock(), session_scope(engine, write=True) as session:
         flushed: list[bool] = []
         event.listen(session, "after_flush", lambda *_: flushed.append(True))
+        move_legacy_rows(session, project)
         yield session
         session.flush()
         if flushed or not state_path(project.memory_dir).exists():
             write_state(session, project)
+
+
+def move_legacy_rows(session: Session, project: Project) -> int:
+    """File the facts still under the memory dir's path (the key before projects had
+    names, or before the repository got a remote) under the project's key. A fact both
+    keys hold (another clone's, already filed) keeps the filed row and gains the other's
+    hits. Returns how many rows moved."""
+    if project.key == project.path_key:
+        return 0
+    old = list(session.scalars(select(Fact).where(Fact.project == project.path_key)))
+    if not old:
+        return 0
+    filed = {f.slug: f for f in session.scalars(select(Fact).where(Fact.project == project.key))}
+    moved = 0
+    for fact in old:
+        twin = filed.get(fact.slug)
+        if twin is None:
+            fact.project = project.key
+            moved += 1
+        else:
+            twin.hits += fact.hits
+            session.delete(fact)
+    session.flush()
+    return moved
 
 
 def next_position(session: Session, project: Project) -> int:

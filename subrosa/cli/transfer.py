@@ -1,0 +1,118 @@
+"""`subrosa export` and `subrosa import`: a memory moved into another database and back.
+
+Adapters over subrosa.transfer: options parsed, one use case called, a summary printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from subrosa.cli.common import AppContext, is_terminal, json_option, pass_app, print_json, say
+
+
+@click.command(name="export")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--all-projects", is_flag=True, help="Every project in the database.")
+@click.option(
+    "--project",
+    "projects",
+    metavar="NAME",
+    multiple=True,
+    help="The project NAME (as `transcript list --json` shows it); repeat for more.",
+)
+@json_option
+@pass_app
+def export_cmd(
+    app: AppContext, file: Path, all_projects: bool, projects: tuple[str, ...], as_json: bool
+) -> None:
+    """Write this project's facts, archived sessions and messages to FILE, for `subrosa
+    import` into another database (a team's server, a new machine).
+
+    FILE is JSON lines, gzip-compressed when its name ends in .gz. By default this
+    project only (its facts and the sessions run in it: see `transcript list`);
+    --project NAME or --all-projects for others. What only subrosa knows travels with
+    each fact: hook, pin, archived state, order, section, hits. The file appears whole
+    or not at all.
+    """
+    from subrosa.identity import facts_key, sessions_key
+    from subrosa.transfer import export_file
+
+    chosen: list[str] | None
+    if all_projects:
+        chosen = None
+    elif projects:
+        chosen = list(projects)
+    else:
+        chosen = list(dict.fromkeys([facts_key(app.memory_dir), sessions_key()]))
+    done = export_file(app.db_url, file, chosen)
+    if as_json:
+        print_json(done.to_dict())
+        return
+    say(
+        f"{done.facts} facts, {done.sessions} sessions and {done.messages} messages of "
+        f"{len(done.projects)} projects written to {file} ({done.bytes / 1e6:.1f} MB)"
+    )
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+@pass_app
+def import_cmd(app: AppContext, file: Path, as_json: bool) -> None:
+    """Add the facts, sessions and messages of FILE (written by `subrosa export`) that
+    this database does not have yet.
+
+    Every record is checked: a file that is not an export, is cut short or holds a bad
+    record is refused, naming the line, and nothing is written. Then what the
+    database already has (a fact by project and slug, a session by id, a message by
+    uuid) is left as it is, so importing twice adds nothing twice. Imported messages
+    are indexed for search as ingested ones are.
+    """
+    from subrosa.transfer import import_file
+
+    with _bar(enabled=is_terminal() and not as_json) as progress:
+        done = import_file(app.db_url, file, progress)
+    if as_json:
+        print_json(done.to_dict())
+        return
+    parts = [
+        f"{done.facts['added']} facts",
+        f"{done.sessions['added']} sessions",
+        f"{done.messages['added']} messages",
+    ]
+    line = f"{', '.join(parts)} added from {file}"
+    present = done.facts["present"] + done.sessions["present"] + done.messages["present"]
+    if present:
+        line += f"; {present} already here (left as they are)"
+    say(line)
+
+
+@contextmanager
+def _bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr, advanced by (messages just written, messages in all)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from subrosa.cli.common import err_console
+
+    columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    bar = Progress(*columns, console=err_console(), transient=True)
+    task = None
+
+    def advance(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task("import", total=total)
+        bar.update(task, total=total, advance=done)
+
+    try:
+        yield advance
+    finally:
+        bar.stop()

@@ -1,0 +1,367 @@
+"""One project on every machine: two clones of one repository share facts and sessions.
+
+Clones differ in folder and in how their remote is spelled; subrosa.identity names them
+alike (the normalized remote), so a shared database files both under one project. Each
+archived session records which machine and member ingested it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subrosa.identity import facts_key, legacy_sessions_key, project_identity, sessions_key
+from subrosa.paths import claude_root, encode_project_path
+from tests.conftest import Db, RunCli, subrosa_process, write_leaf
+
+SSH = "git@github.com:org/repo.git"
+HTTPS = "https://github.com/org/repo"
+NAME = "github.com/org/repo"
+
+
+def _clone(folder: Path, remote: str | None) -> Path:
+    """A repository at `folder` with `origin` at `remote`, made by git itself when it is
+    installed (its config file is what subrosa reads), else written as git writes it."""
+    folder.mkdir(parents=True)
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q", str(folder)], check=True)
+        if remote is not None:
+            subprocess.run(
+                ["git", "-C", str(folder), "remote", "add", "origin", remote], check=True
+            )
+    else:
+        (folder / ".git").mkdir()
+        config = "[core]\n\tbare = false\n"
+        if remote is not None:
+            config += f'[remote "origin"]\n\turl = {remote}\n'
+        (folder / ".git" / "config").write_text(config)
+    (folder / ".claude" / "memory").mkdir(parents=True)
+    return folder
+
+
+def _record(uuid: str, text: str, session: str, cwd: Path) -> str:
+    return json.dumps(
+        {
+            "type": "user",
+            "uuid": uuid,
+            "sessionId": session,
+            "timestamp": "2026-03-01T10:00:00Z",
+            "cwd": str(cwd),
+            "message": {"role": "user", "content": text},
+        }
+    )
+
+
+def _session(clone: Path, session: str, *texts: str) -> Path:
+    """A transcript where Claude Code files the sessions run in `clone`."""
+    folder = claude_root() / "projects" / encode_project_path(clone)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{session}.jsonl"
+    lines = [_record(f"{session}-{i}", t, session, clone) for i, t in enumerate(texts)]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _json(run: RunCli, *args: str) -> Any:
+    return json.loads(run(*args, "--json").stdout)
+
+
+# ---------------------------------------------------------------- the names
+
+
+def test_every_spelling_of_one_remote_is_one_project(tmp_path: Path) -> None:
+    a = _clone(tmp_path / "alice" / "tool", SSH)
+    b = _clone(tmp_path / "bob" / "src" / "repo-copy", HTTPS)
+    assert project_identity(a) == project_identity(b) == NAME
+    assert sessions_key(a / "sub" / "dir") == sessions_key(b) == NAME
+    # A memory dir in the repository is filed with it; another place in it says where.
+    assert facts_key(a / ".claude" / "memory") == facts_key(b / ".claude" / "memory") == NAME
+    (a / "docs" / "memory").mkdir(parents=True)
+    assert facts_key(a / "docs" / "memory") == f"{NAME}:docs/memory"
+    # Claude Code's auto-memory dir is private to a machine: it keeps its path.
+    auto = claude_root() / "projects" / encode_project_path(a) / "memory"
+    auto.mkdir(parents=True)
+    assert facts_key(auto) == str(auto.resolve())
+    assert legacy_sessions_key(a) == encode_project_path(a)
+
+
+def test_a_folder_without_a_remote_is_named_by_the_settings_file(tmp_path: Path) -> None:
+    lone = _clone(tmp_path / "code" / "lone", None)
+    plain = tmp_path / "code" / "plain"
+    (plain / ".claude" / "memory").mkdir(parents=True)
+    assert project_identity(lone) is None
+    assert sessions_key(lone) == encode_project_path(lone)
+    assert facts_key(lone / ".claude" / "memory") == str((lone / ".claude" / "memory").resolve())
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "subrosa" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        f'[projects]\n"{lone}" = "acme-tools"\n"{plain}" = "plain-notes"\n', encoding="utf-8"
+    )
+    assert sessions_key(lone / "sub") == "acme-tools"
+    assert facts_key(lone / ".claude" / "memory") == "acme-tools"
+    assert facts_key(plain / ".claude" / "memory") == "plain-notes"
+    # A remote wins over the table (every clone agrees on it).
+    named = _clone(tmp_path / "code" / "named", SSH)
+    config.write_text(f'[projects]\n"{named}" = "other"\n', encoding="utf-8")
+    assert sessions_key(named) == NAME
+
+
+def test_a_bad_projects_table_is_refused_in_one_sentence(tmp_path: Path, run: RunCli) -> None:
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "subrosa" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('projects = "acme"\n', encoding="utf-8")
+    result = run("transcript", "list", expect=2)
+    assert "projects must be a table of folder = name" in result.stderr
+
+
+# ---------------------------------------------------------------- two clones, one database
+
+
+@pytest.mark.engines
+def test_two_clones_search_each_others_sessions(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's "must show": two members' clones, one database; search from either
+    finds both members' sessions; `transcript list --by` tells them apart."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "work" / "repo", HTTPS)
+    _session(alice, "sess-alice", "the zebrafish cache misses on cold start")
+    _session(bob, "sess-bob", "zebrafish cache warmed by the nightly job")
+    for member, clone in (("alice", alice), ("bob", bob)):
+        monkeypatch.chdir(clone)
+        monkeypatch.setenv("SUBROSA_USER", member)
+        assert _json(run, "ingest")["new_messages"] == 1
+
+    for clone in (alice, bob):
+        monkeypatch.chdir(clone)
+        found = _json(run, "search", "zebrafish", "cache")
+        assert {r["session_id"] for r in found} == {"sess-alice", "sess-bob"}
+        assert {r["project"] for r in found} == {NAME}
+        listed = _json(run, "transcript", "list")
+        assert {(s["session_id"], s["username"]) for s in listed} == {
+            ("sess-alice", "alice"),
+            ("sess-bob", "bob"),
+        }
+        assert all(s["host"] for s in listed)
+    by_bob = _json(run, "transcript", "list", "--by", "bob")
+    assert [s["session_id"] for s in by_bob] == ["sess-bob"]
+    assert "bob@" in run("transcript", "list", "--by", "bob").stdout
+    # Another project's search does not see them; naming the project does.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert _json(run, "search", "zebrafish") == []
+    named = _json(run, "search", "zebrafish", "--project", NAME)
+    assert {r["session_id"] for r in named} == {"sess-alice", "sess-bob"}
+    # The same through a real process: `subrosa search`'s fast path (no click) too.
+    both = subrosa_process("search", "--json", "zebrafish", "--project", NAME)
+    assert {r["session_id"] for r in json.loads(both.stdout)} == {"sess-alice", "sess-bob"}
+    monkeypatch.chdir(bob)
+    from_bob = subrosa_process("search", "--json", "zebrafish")
+    assert {r["session_id"] for r in json.loads(from_bob.stdout)} == {"sess-alice", "sess-bob"}
+    assert len(_json(run, "transcript", "list", "--project", NAME)) == 2
+
+
+@pytest.mark.engines
+def test_two_clones_share_their_facts(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fact registered in one clone is the other's as soon as its leaf and sidecar
+    arrive by git: one row, not one per folder."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    write_leaf(alice / ".claude" / "memory", "project_cache.md", "The cache is warmed nightly.")
+    monkeypatch.chdir(alice)
+    run("fact", "upsert", "project_cache.md", "--hook", "warmed nightly", "--pin")
+    # What a push and a pull carry: the leaf and the sidecar.
+    shutil.copytree(alice / ".claude" / "memory", bob / ".claude" / "memory", dirs_exist_ok=True)
+    monkeypatch.chdir(bob)
+    facts = _json(run, "fact", "list")
+    assert [(f["slug"], f["hook"], f["pinned"]) for f in facts] == [
+        ("project_cache", "warmed nightly", True)
+    ]
+    run("generate")
+    assert "warmed nightly" in (bob / ".claude" / "memory" / "MEMORY.md").read_text()
+    monkeypatch.chdir(alice)
+    assert len(_json(run, "fact", "list")) == 1
+
+
+# ---------------------------------------------------------------- rows filed before
+
+
+def _fact_row(project: str, slug: str, hits: int) -> dict[str, Any]:
+    return {
+        "project": project,
+        "slug": slug,
+        "path": f"{slug}.md",
+        "title": slug,
+        "type": "project",
+        "description": "d",
+        "hook": "h",
+        "body": "b",
+        "pinned": False,
+        "status": "active",
+        "hits": hits,
+        "position": 1,
+        "created_at": datetime(2026, 1, 1),
+        "updated_at": datetime(2026, 1, 1),
+        "content_hash": "x",
+    }
+
+
+def _insert(url: str, table: str, rows: list[dict[str, Any]]) -> None:
+    from sqlalchemy import MetaData, Table
+
+    from subrosa.db import get_engine
+
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        conn.execute(Table(table, MetaData(), autoload_with=conn).insert(), rows)
+
+
+def _rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+    from sqlalchemy import text
+
+    from subrosa.db import get_engine
+
+    with get_engine(url).connect() as conn:
+        return [tuple(row) for row in conn.execute(text(sql))]
+
+
+@pytest.mark.engines
+def test_migration_files_old_rows_under_the_projects_name(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database of before (0003): facts under each clone's memory dir path, sessions
+    under Claude Code's encoded folder. 0006 files what this machine can name, merging
+    one fact two clones held (hits added), and loses no row."""
+    from alembic import command
+
+    from subrosa.config import resolve_db_url
+    from subrosa.db import alembic_config, dispose_all, get_engine
+
+    url = resolve_db_url(db.url)
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    gone = tmp_path / "deleted" / "memory"
+    engine = get_engine(url)
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0003")
+    a_mem, b_mem = (str((c / ".claude" / "memory").resolve()) for c in (alice, bob))
+    _insert(
+        url,
+        "facts",
+        [
+            _fact_row(a_mem, "shared", 3),
+            _fact_row(a_mem, "only_alice", 1),
+            _fact_row(b_mem, "shared", 4),
+            _fact_row(str(gone), "orphan", 2),
+        ],
+    )
+    _insert(
+        url,
+        "sessions",
+        [
+            {
+                "session_id": "s1",
+                "project": encode_project_path(alice),
+                "cwd": str(alice / "src"),
+                "message_count": 0,
+            },
+            {
+                "session_id": "s2",
+                "project": encode_project_path(bob),
+                "cwd": str(bob),
+                "message_count": 0,
+            },
+            {
+                "session_id": "s3",
+                "project": "-gone-place",
+                "cwd": "/gone/place",
+                "message_count": 0,
+            },
+        ],
+    )
+    dispose_all()
+    run("db", "upgrade")
+    facts = _rows(url, "SELECT project, slug, hits FROM facts ORDER BY project, slug")
+    assert facts == [
+        (str(gone), "orphan", 2),
+        (NAME, "only_alice", 1),
+        (NAME, "shared", 7),
+    ]
+    sessions = _rows(url, "SELECT session_id, project, host, username FROM sessions")
+    assert sorted(sessions) == [
+        ("s1", NAME, None, None),
+        ("s2", NAME, None, None),
+        ("s3", "-gone-place", None, None),
+    ]
+    dispose_all()
+    # Downgrade drops the two columns and keeps every row.
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        config = alembic_config(engine)
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0003")
+    assert len(_rows(url, "SELECT session_id FROM sessions")) == 3
+    dispose_all()
+
+
+@pytest.mark.engines
+def test_facts_filed_under_a_path_move_at_the_next_change(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows the migration could not name (another machine's, a remote added since) are
+    filed by the next change in their memory dir."""
+    from subrosa.config import resolve_db_url
+    from subrosa.db import dispose_all
+
+    url = resolve_db_url(db.url)
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    clone = _clone(tmp_path / "tool", SSH)
+    memory = clone / ".claude" / "memory"
+    write_leaf(memory, "project_cache.md")
+    monkeypatch.chdir(clone)
+    run("db", "upgrade")
+    _insert(url, "facts", [_fact_row(str(memory.resolve()), "project_cache", 5)])
+    dispose_all()
+    run("generate")
+    assert _rows(url, "SELECT project, slug, hits FROM facts") == [(NAME, "project_cache", 5)]
+    # Another clone's row of the same fact, still under its path: one row, hits added.
+    other = _clone(tmp_path / "other", HTTPS)
+    shutil.copytree(memory, other / ".claude" / "memory", dirs_exist_ok=True)
+    _insert(
+        url, "facts", [_fact_row(str((other / ".claude" / "memory").resolve()), "project_cache", 2)]
+    )
+    dispose_all()
+    monkeypatch.chdir(other)
+    run("generate")
+    assert _rows(url, "SELECT project, slug, hits FROM facts") == [(NAME, "project_cache", 7)]
+
+
+def test_sessions_filed_under_the_folder_move_at_the_next_ingest(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    clone = _clone(tmp_path / "tool", None)
+    monkeypatch.chdir(clone)
+    _session(clone, "old", "written before the remote")
+    run("ingest")
+    assert _json(run, "transcript", "list")[0]["project"] == encode_project_path(clone)
+    subprocess.run(["git", "-C", str(clone), "remote", "add", "origin", SSH], check=True)
+    _session(clone, "new", "written after the remote")
+    run("ingest")
+    listed = _json(run, "transcript", "list")
+    assert {(s["session_id"], s["project"]) for s in listed} == {("old", NAME), ("new", NAME)}

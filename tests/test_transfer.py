@@ -1,0 +1,364 @@
+"""`subrosa export` / `subrosa import`: a memory moved into another database and back,
+whole, idempotent, searchable there; a bad file refused with nothing written."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subrosa.paths import project_transcript_dir
+from tests.conftest import FIXTURES, Db, RunCli, write_leaf
+
+LOG = FIXTURES / "transcripts" / "claude-code-log"
+
+
+def _json(run: RunCli, *args: str) -> Any:
+    return json.loads(run(*args, "--json").stdout)
+
+
+def _archive(memory_dir: Path, run: RunCli) -> None:
+    """Real transcripts ingested, and facts carrying what only subrosa knows."""
+    folder = project_transcript_dir()
+    folder.mkdir(parents=True)
+    for path in LOG.glob("*.jsonl"):
+        shutil.copy(path, folder / path.name)
+    run("ingest")
+    write_leaf(memory_dir, "project_decorator.md", "Parameterized decorator notes.")
+    write_leaf(memory_dir, "project_old.md", "An old plan.")
+    run("fact", "upsert", "project_decorator.md", "--hook", "how the decorator works", "--pin")
+    run("fact", "upsert", "project_old.md", "--hook", "the old plan")
+    run("fact", "archive", "project_old.md", "--reason", "done")
+    run("search", "decorator")  # a hit
+
+
+def _rows(path: str, sql: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+FACT_COLUMNS = (
+    "project, slug, path, title, type, description, hook, body, section, pinned, status,"
+    " archive_reason, archived_at, hits, position, created_at, updated_at, last_hit_at,"
+    " content_hash"
+)
+SESSION_COLUMNS = "session_id, project, cwd, git_branch, title, summary, first_at, last_at,"
+SESSION_COLUMNS += " message_count, host, username"
+
+
+def _content(path: str, hit_time: bool = True) -> dict[str, list[tuple[Any, ...]]]:
+    columns = FACT_COLUMNS if hit_time else FACT_COLUMNS.replace(" last_hit_at,", "")
+    return {
+        "facts": _rows(path, f"SELECT {columns} FROM facts ORDER BY project, slug"),
+        "sessions": _rows(path, f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY session_id"),
+        "messages": _rows(
+            path,
+            "SELECT s.session_id, m.uuid, m.role, m.timestamp, m.text, m.terms FROM messages m"
+            " JOIN sessions s ON s.id = m.session_pk ORDER BY m.uuid",
+        ),
+    }
+
+
+def test_a_memory_moves_whole_and_is_searchable_there(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path
+) -> None:
+    _archive(memory_dir, run)
+    exported = _json(run, "export", str(tmp_path / "me.jsonl.gz"))
+    assert exported["facts"] == 2 and exported["sessions"] >= 3 and exported["messages"] > 20
+    with gzip.open(tmp_path / "me.jsonl.gz", "rt", encoding="utf-8") as handle:
+        first, *_, last = handle.read().splitlines()
+    assert json.loads(first)["format"] == "subrosa-export"
+    assert json.loads(last) == {
+        "kind": "end",
+        "facts": 2,
+        "sessions": exported["sessions"],
+        "messages": exported["messages"],
+    }
+
+    team = str(tmp_path / "team.db")
+    done = _json(run, "--db", team, "import", str(tmp_path / "me.jsonl.gz"))
+    assert done["facts"] == {"added": 2, "present": 0}
+    assert done["sessions"] == {"added": exported["sessions"], "present": 0}
+    assert done["messages"] == {"added": exported["messages"], "present": 0}
+    assert _content(team) == _content(db.url)
+    # The full-text index holds every imported message (FTS5 checks it against the table).
+    conn = sqlite3.connect(team)
+    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
+    assert conn.execute("SELECT count(*) FROM messages_fts").fetchone() == (exported["messages"],)
+    conn.close()
+    mine = _json(run, "search", "parameterized", "decorator", "--all-projects")
+    theirs = _json(run, "--db", team, "search", "parameterized", "decorator", "--all-projects")
+    assert [(r["kind"], r.get("uuid"), r.get("slug")) for r in theirs] == [
+        (r["kind"], r.get("uuid"), r.get("slug")) for r in mine
+    ]
+
+    # Again: nothing twice.
+    again = _json(run, "--db", team, "import", str(tmp_path / "me.jsonl.gz"))
+    assert again["facts"] == {"added": 0, "present": 2}
+    assert again["messages"] == {"added": 0, "present": exported["messages"]}
+    assert again["sessions"]["added"] == 0
+    # Each database recorded its own search's hit (the same count; the times may be a
+    # second apart): what the team's database has is left as it is.
+    assert _content(team, hit_time=False) == _content(db.url, hit_time=False)
+
+
+def test_import_adds_only_what_the_target_lacks(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both sides already share sessions (the same transcripts ingested on each): the
+    import adds the rest, and no message twice."""
+    _archive(memory_dir, run)
+    run("export", str(tmp_path / "me.jsonl"))
+    team = str(tmp_path / "team.db")
+    shared = sorted(LOG.glob("*.jsonl"))[0]
+    run("--db", team, "ingest", str(shared))
+    before = len(_rows(team, "SELECT id FROM messages"))
+    done = _json(run, "--db", team, "import", str(tmp_path / "me.jsonl"))
+    assert done["messages"]["present"] >= before > 0
+    uuids = _rows(team, "SELECT uuid FROM messages")
+    assert len(uuids) == len(set(uuids)) == len(_rows(db.url, "SELECT uuid FROM messages"))
+
+
+def test_export_takes_this_project_unless_told(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path
+) -> None:
+    _archive(memory_dir, run)
+    elsewhere = project_transcript_dir().parent / "-other-project"
+    elsewhere.mkdir()
+    (elsewhere / "s.jsonl").write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "uuid": "u-other",
+                "sessionId": "s-other",
+                "timestamp": "2026-03-01T10:00:00Z",
+                "message": {"role": "user", "content": "another project's words"},
+            }
+        )
+        + "\n"
+    )
+    run("ingest", "--all-projects")
+    mine = _json(run, "export", str(tmp_path / "mine.jsonl"))
+    assert "-other-project" not in mine["projects"]
+    everything = _json(run, "export", str(tmp_path / "all.jsonl"), "--all-projects")
+    assert everything["projects"]["-other-project"] == {"facts": 0, "sessions": 1}
+    one = _json(run, "export", str(tmp_path / "one.jsonl"), "--project", "-other-project")
+    assert (one["sessions"], one["messages"], one["facts"]) == (1, 1, 0)
+
+
+def _good_lines(tmp_path: Path, run: RunCli) -> list[str]:
+    run("export", str(tmp_path / "good.jsonl"))
+    return (tmp_path / "good.jsonl").read_text(encoding="utf-8").splitlines()
+
+
+def _fact_line(lines: list[str]) -> int:
+    return next(i for i, line in enumerate(lines) if json.loads(line).get("kind") == "fact")
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("not json", "line 2 is not a JSON object"),
+        ("not an export", 'is not a subrosa export (its first line has no "format"'),
+        ("cut short", "is cut short"),
+        ("bad fact type", "has an unknown type 'opinion'"),
+        ("hits not a number", "has a 'hits' that is not a whole number"),
+        ("message before its session", "whose session's record does not come before it"),
+        ("newer version", "is format version 2"),
+        ("gzip cut", "cannot be read past line"),
+        ("empty", "is empty"),
+    ],
+)
+def test_a_bad_file_is_refused_and_nothing_is_written(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path, damage: str, said: str
+) -> None:
+    _archive(memory_dir, run)
+    lines = _good_lines(tmp_path, run)
+    at = _fact_line(lines)
+    bad = tmp_path / "bad.jsonl"
+    if damage == "not json":
+        lines[1] = "{not json"
+    elif damage == "not an export":
+        lines[0] = json.dumps({"hello": 1})
+    elif damage == "cut short":
+        lines = lines[: len(lines) // 2]
+    elif damage == "bad fact type":
+        lines[at] = json.dumps({**json.loads(lines[at]), "type": "opinion"})
+    elif damage == "hits not a number":
+        lines[at] = json.dumps({**json.loads(lines[at]), "hits": "many"})
+    elif damage == "message before its session":
+        kinds = [json.loads(line).get("kind") for line in lines]
+        lines.insert(kinds.index("session"), lines[kinds.index("message")])
+    elif damage == "newer version":
+        lines[0] = json.dumps({**json.loads(lines[0]), "version": 2})
+    elif damage == "empty":
+        lines = []
+    text = "".join(line + "\n" for line in lines)
+    if damage == "gzip cut":
+        bad = tmp_path / "bad.jsonl.gz"
+        packed = gzip.compress(text.encode())
+        bad.write_bytes(packed[: len(packed) // 2])
+    else:
+        bad.write_text(text, encoding="utf-8")
+    target = Db("sqlite", tmp_path / "target")
+    (tmp_path / "target").mkdir()
+    run("--db", target.url, "db", "upgrade")
+    before = target.snapshot()
+    result = run("--db", target.url, "import", str(bad), expect=2)
+    message = result.stderr.strip()
+    assert said in message and message.endswith("nothing was imported."), message
+    assert len(message.splitlines()) == 1
+    assert target.snapshot() == before
+
+
+@pytest.mark.engines
+def test_facts_import_into_and_export_from_every_engine(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A personal SQLite memory into a team's database (SQLite or PostgreSQL) and back
+    into a fresh file: the same facts, sessions and messages."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    personal = str(tmp_path / "personal.db")
+    monkeypatch.setenv("SUBROSA_DB", personal)
+    _archive(memory, run)
+    run("export", str(tmp_path / "me.jsonl"))
+    done = _json(run, "--db", db.url, "import", str(tmp_path / "me.jsonl"))
+    assert done["facts"] == {"added": 2, "present": 0}
+    assert done["sessions"]["added"] > 0 and done["messages"]["added"] > 0
+    assert "left_out" not in done
+    facts = _json(run, "--db", db.url, "fact", "list", "--all")
+    assert {(f["slug"], f["pinned"], f["status"], f["hits"]) for f in facts} == {
+        ("project_decorator", True, "active", 1),
+        ("project_old", False, "archived", 0),
+    }
+    assert _json(run, "--db", db.url, "import", str(tmp_path / "me.jsonl"))["facts"] == {
+        "added": 0,
+        "present": 2,
+    }
+    back = _json(run, "--db", db.url, "export", str(tmp_path / "back.jsonl"))
+    assert back["facts"] == 2
+    fresh = str(tmp_path / "fresh.db")
+    run("--db", fresh, "import", str(tmp_path / "back.jsonl"))
+    assert _content(fresh) == _content(personal)
+
+
+def test_import_shows_a_bar_on_a_terminal(tmp_path: Path, db: Db) -> None:
+    """On a terminal (a pseudo-terminal here) import shows its bar on stderr, counting
+    messages; the summary goes to stdout alone."""
+    import os
+    import subprocess
+    import sys
+
+    pty = pytest.importorskip("pty")
+    records: list[dict[str, Any]] = [
+        {"format": "subrosa-export", "version": 1},
+        {"kind": "session", "session_id": "s1", "project": "p"},
+    ]
+    records += [
+        {
+            "kind": "message",
+            "session_id": "s1",
+            "uuid": f"u{i}",
+            "role": "user",
+            "text": f"w{i}",
+            "timestamp": None,
+        }
+        for i in range(3000)
+    ]
+    records.append({"kind": "end", "facts": 0, "sessions": 1, "messages": 3000})
+    file = tmp_path / "x.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    env = {**os.environ, "SUBROSA_DB": db.url, "TERM": "xterm", "COLUMNS": "80"}
+    env.pop("NO_COLOR", None)
+    main, side = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "subrosa", "import", str(file)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=side,
+            timeout=120,
+        )
+    finally:
+        os.close(side)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal's other end is closed: all was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert done.returncode == 0
+    assert done.stdout.decode() == f"0 facts, 1 sessions, 3000 messages added from {file}\n"
+    assert b"3000/3000" in shown
+
+
+@pytest.mark.engines
+def test_sessions_are_read_back_from_every_engine(db: Db, run: RunCli, tmp_path: Path) -> None:
+    """Export reads the archive's tables with SQLAlchemy Core on either engine (on
+    PostgreSQL, rows a server's archive would hold), messages in the order archived."""
+    from datetime import datetime
+
+    from sqlalchemy import MetaData, Table
+
+    from subrosa.config import resolve_db_url
+    from subrosa.db import dispose_all, get_engine
+
+    url = resolve_db_url(db.url)
+    run("--db", db.url, "db", "upgrade")
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        sessions = Table("sessions", MetaData(), autoload_with=conn)
+        messages = Table("messages", MetaData(), autoload_with=conn)
+        for pk, sid in ((1, "s-b"), (2, "s-a")):
+            conn.execute(
+                sessions.insert(),
+                {
+                    "id": pk,
+                    "session_id": sid,
+                    "project": "github.com/org/repo",
+                    "message_count": 1,
+                    "host": "h",
+                    "username": "alice",
+                },
+            )
+        for pk, session_pk, text in ((1, 2, "first"), (2, 1, "second"), (3, 2, "third")):
+            conn.execute(
+                messages.insert(),
+                {
+                    "id": pk,
+                    "session_pk": session_pk,
+                    "uuid": f"u{pk}",
+                    "role": "user",
+                    "timestamp": datetime(2026, 3, 1, 10, 0, pk),
+                    "text": text,
+                },
+            )
+    dispose_all()
+    file = tmp_path / "out.jsonl"
+    done = _json(run, "--db", db.url, "export", str(file), "--project", "github.com/org/repo")
+    assert (done["sessions"], done["messages"]) == (2, 3)
+    records = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines()]
+    assert [(r["session_id"], r["text"]) for r in records if r.get("kind") == "message"] == [
+        ("s-a", "first"),
+        ("s-b", "second"),
+        ("s-a", "third"),
+    ]
+    assert records[4]["timestamp"].startswith("2026-03-01 10:00:01")
+    assert {r["username"] for r in records if r.get("kind") == "session"} == {"alice"}
+    fresh = str(tmp_path / "fresh.db")
+    run("--db", fresh, "import", str(file))
+    assert _rows(fresh, "SELECT uuid FROM messages ORDER BY id") == [("u1",), ("u2",), ("u3",)]
