@@ -13,10 +13,8 @@ are serialized by a file lock beside an SQLite file, by an advisory lock on a se
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
@@ -25,11 +23,18 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
 from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.fsutil import file_lock
 from subrosa.paths import sqlite_path
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
-from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS
+from subrosa.schema import (
+    BUSY_TIMEOUT_MS,
+    CONNECTION_PRAGMAS,
+    ensure_current,
+    migrate_lock_path,
+    prepare_file,
+)
 from subrosa.schema import SCHEMA_HEAD as SCHEMA_HEAD
 
 CONNECT_TIMEOUT_S = 10
@@ -43,15 +48,6 @@ _engines: dict[str, Engine] = {}
 
 class DatabaseError(SubrosaError):
     """The database cannot be opened or migrated."""
-
-
-def _prepare_sqlite_file(path: Path) -> None:
-    """Create the database file readable by its owner only, before SQLite does."""
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-    os.close(fd)
 
 
 def database_url(value: str) -> URL:
@@ -94,7 +90,7 @@ def get_engine(url: str) -> Engine:
     path = sqlite_path(url)
     if path is not None:
         try:
-            _prepare_sqlite_file(path)
+            prepare_file(path)
         except OSError as exc:
             raise DatabaseError(f"{path}: cannot create the database ({exc.strerror}).") from None
         engine = create_engine(target, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
@@ -204,21 +200,16 @@ def alembic_config(engine: Engine) -> Any:
 
 def upgrade(engine: Engine) -> None:
     """Run Alembic to the newest revision, serialized across processes."""
-    from filelock import FileLock
-
     path = sqlite_path(engine.url.render_as_string(hide_password=False))
-    lock = FileLock(str(path) + ".migrate.lock") if path is not None else None
-    if lock is not None:
-        lock.acquire(timeout=60)
-    try:
-        if current_revision(engine) == SCHEMA_HEAD:
-            return
-        _run_alembic(engine)
-    except DBAPIError as exc:
-        raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
-    finally:
-        if lock is not None:
-            lock.release()
+    with ExitStack() as held:
+        if path is not None:
+            held.enter_context(file_lock(migrate_lock_path(path), 60, f"{path}: busy migrating."))
+        try:
+            if current_revision(engine) == SCHEMA_HEAD:
+                return
+            _run_alembic(engine)
+        except DBAPIError as exc:
+            raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
 
 
 def _run_alembic(engine: Engine) -> None:
@@ -236,9 +227,13 @@ def _run_alembic(engine: Engine) -> None:
 
 
 def ensure_schema(engine: Engine) -> None:
-    """Migrate on first use; when the schema is current this is one query."""
+    """Migrate on first use; when the schema is current this is one query. A blank
+    SQLite file gets the newest schema directly, without Alembic (subrosa.schema)."""
     revision = current_revision(engine)
     if revision == SCHEMA_HEAD:
+        return
+    path = sqlite_path(engine.url.render_as_string(hide_password=False))
+    if revision is None and path is not None and ensure_current(path):
         return
     upgrade(engine)
 

@@ -20,19 +20,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
-from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS
+from subrosa.fsutil import file_lock
+from subrosa.schema import connect as connect  # one setup for every sqlite3 connection
 
 # A background `ingest --pending` and a search or a manual ingest may race.
 INGEST_LOCK_TIMEOUT_S = 120.0
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """A DB-API connection set up like subrosa.db's engine (WAL, busy timeout, FKs);
-    transactions are begun explicitly (BEGIN IMMEDIATE for writes)."""
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    for pragma in CONNECTION_PRAGMAS:
-        conn.execute(pragma)
-    return conn
 
 
 def archive_path(db_url: str) -> Path:
@@ -47,12 +39,13 @@ def archive_path(db_url: str) -> Path:
 
 @contextmanager
 def open_archive(db_url: str) -> Iterator[sqlite3.Connection]:
-    """The archive's connection, the database created or migrated first when due (the
-    only time SQLAlchemy and Alembic are loaded)."""
-    from subrosa.schema import is_current
+    """The archive's connection, the database created first when it is new (directly,
+    subrosa.schema.ensure_current) or migrated when it is older (the only time SQLAlchemy
+    and Alembic are loaded)."""
+    from subrosa.schema import ensure_current
 
     path = archive_path(db_url)
-    if not is_current(path):
+    if not ensure_current(path):
         from subrosa.db import open_database
 
         open_database(db_url)
@@ -66,19 +59,9 @@ def open_archive(db_url: str) -> Iterator[sqlite3.Connection]:
 @contextmanager
 def ingest_lock(path: Path) -> Iterator[None]:
     """One ingest at a time into the archive at `path` (a file beside it)."""
-    from filelock import FileLock, Timeout
-
-    from subrosa.errors import LockTimeout
-
-    lock = FileLock(str(path) + ".ingest.lock")
-    try:
-        lock.acquire(timeout=INGEST_LOCK_TIMEOUT_S)
-    except Timeout:
-        raise LockTimeout(
-            f"{path}.ingest.lock: another ingest held the lock for "
-            f"{INGEST_LOCK_TIMEOUT_S:.0f} s; try again."
-        ) from None
-    try:
+    busy = (
+        f"{path}.ingest.lock: another ingest held the lock for "
+        f"{INGEST_LOCK_TIMEOUT_S:.0f} s; try again."
+    )
+    with file_lock(f"{path}.ingest.lock", INGEST_LOCK_TIMEOUT_S, busy):
         yield
-    finally:
-        lock.release()

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from subrosa.errors import InvalidInput, LockTimeout
+from subrosa.errors import InvalidInput
+from subrosa.fsutil import file_lock
 from subrosa.paths import state_dir
 
 LOCK_TIMEOUT_S = 60.0
@@ -45,27 +46,19 @@ class Project:
             raise InvalidInput(
                 f"{self.memory_dir}: cannot write subrosa's state here ({exc.strerror})."
             ) from None
-        from filelock import FileLock, Timeout
-
-        # One lock object per path in this process (is_singleton), so a command that
-        # holds the lock can call store.mutation(), which takes it again, without
-        # deadlocking: filelock counts re-entries of the same object.
-        lock = FileLock(str(directory / LOCK_FILE), is_singleton=True)
+        busy = (
+            f"{directory / LOCK_FILE}: another subrosa process held the lock for "
+            f"{timeout:.0f} s; try again."
+        )
+        held = ExitStack()
         try:
-            lock.acquire(timeout=timeout)
-        except Timeout:
-            raise LockTimeout(
-                f"{directory / 'lock'}: another subrosa process held the lock for "
-                f"{timeout:.0f} s; try again."
-            ) from None
+            held.enter_context(file_lock(directory / LOCK_FILE, timeout, busy))
         except OSError as exc:
             raise InvalidInput(
-                f"{directory / 'lock'}: cannot take the lock ({exc.strerror})."
+                f"{directory / LOCK_FILE}: cannot take the lock ({exc.strerror})."
             ) from None
-        try:
+        with held:
             yield
-        finally:
-            lock.release()
 
 
 def project_identity(
