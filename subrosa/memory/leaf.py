@@ -14,15 +14,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import frontmatter
-import yaml
-from frontmatter.default_handlers import YAMLHandler
 
 from subrosa.config import FACT_TYPES
 from subrosa.errors import LeafError
@@ -33,30 +30,58 @@ from subrosa.text import sanitize_line
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
+# python-frontmatter's YAML boundary, which subrosa used until it split leaves itself.
+_BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
+# A file changed this recently may change again within its file system's timestamp
+# granularity (1 s on ext3 and HFS+, 2 s on FAT) without its stat changing: its stat is
+# not trusted to say "unchanged" (see stat_key).
+_RACY_NS = 3_000_000_000
 
 
-_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # C when libyaml is there
-
-
-class _LeafYAMLHandler(YAMLHandler):
-    """YAML frontmatter without aliases (`*name`).
+def load_frontmatter(fm: str) -> Any:
+    """YAML frontmatter, without aliases (`*name`); raises yaml.YAMLError.
 
     Nine lines of nested aliases (a "billion laughs") load into a small shared graph,
     but `str()` of it never finishes: a hostile leaf would hang every command that
-    reads it. No leaf needs an alias, so one is refused. The events are scanned
-    first (cheap, in C) rather than using a pure-Python loader, 5x slower.
+    reads it. No leaf needs an alias, so one is refused. Every alias starts with `*`:
+    frontmatter without one is loaded at once (with libyaml's C loader where it is
+    there); one with a `*` is scanned for alias events first (cheap, in C) rather than
+    loaded by a pure-Python loader, 5x slower. yaml is imported here, on first use: a
+    `generate` with no leaf to read does not pay for it.
     """
+    import yaml
 
-    def load(self, fm: str, **kwargs: object) -> Any:
-        for event in yaml.parse(fm, Loader=_SafeLoader):
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    if "*" in fm:
+        for event in yaml.parse(fm, Loader=loader):
             if isinstance(event, yaml.AliasEvent):
                 line = event.start_mark.line + 1 if event.start_mark else "?"
                 raise yaml.YAMLError(f"line {line}: YAML aliases (*name) are not allowed in a leaf")
-        return yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
+    return yaml.load(fm, Loader=loader)  # noqa: S506 - a safe loader
 
 
-_YAML = _LeafYAMLHandler()
+def split_frontmatter(text: str) -> tuple[dict[Any, Any], str]:
+    """A leaf's metadata and content, as python-frontmatter's `loads` read them (its
+    YAML boundary, its stripping, CRLF made LF), without its import: metadata that is
+    not a mapping is none. Raises yaml.YAMLError for frontmatter that is not YAML."""
+    text = text.replace("\r\n", "\n").strip()
+    parts = _BOUNDARY.split(text, 2)
+    if len(parts) < 3:
+        return {}, text
+    _, fm, content = parts
+    data = load_frontmatter(fm)
+    return (dict(data) if isinstance(data, dict) else {}), content.strip()
+
+
+def stat_key(st: os.stat_result, now_ns: int | None = None) -> str | None:
+    """What a leaf's stat says about its content: size, mtime (ns) and inode, or None when
+    it changed too recently to be trusted (_RACY_NS). Equal keys mean an unchanged leaf,
+    so `generate` reads and hashes only leaves whose key changed (as git's index does)."""
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    if now_ns - st.st_mtime_ns < _RACY_NS:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
 
 
 @dataclass
@@ -77,6 +102,8 @@ class Leaf:
     # True when the leaf names its title (a `title:` key or a `# heading`), so an
     # update refreshes the title; otherwise the registered title is kept.
     explicit_title: bool = False
+    # stat_key of the file, taken before it was read (None: too recent to trust).
+    stat: str | None = None
 
     @property
     def filename(self) -> str:
@@ -175,11 +202,15 @@ def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) ->
     return raw.decode("utf-8", errors="replace")
 
 
-def _read_text(path: Path) -> tuple[bytes, str]:
+def _read_text(path: Path) -> tuple[bytes, str, os.stat_result]:
+    """The leaf's bytes, its text, and its stat taken before reading (so a change made
+    while it is read shows in the next stat)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_LEAF_BYTES:
-            raise LeafError(path, f"is {size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit")
+        st = path.stat()
+        if st.st_size > MAX_LEAF_BYTES:
+            raise LeafError(
+                path, f"is {st.st_size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit"
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise LeafError(path, f"cannot be read ({exc.strerror})") from None
@@ -187,11 +218,11 @@ def _read_text(path: Path) -> tuple[bytes, str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LeafError(path, f"is not UTF-8 text (bad byte at offset {exc.start})") from None
-    return raw, text.removeprefix("\ufeff")
+    return raw, text.removeprefix("\ufeff"), st
 
 
-def _mtime(path: Path) -> datetime:
-    return datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0)
+def _mtime(st: os.stat_result) -> datetime:
+    return datetime.fromtimestamp(st.st_mtime, UTC).replace(microsecond=0)
 
 
 def _first_heading(body: str) -> str | None:
@@ -201,17 +232,18 @@ def _first_heading(body: str) -> str | None:
 
 def parse_leaf(path: Path) -> Leaf:
     """Strictly parse the leaf at `path` (already resolved); raise LeafError naming the file."""
-    raw, text = _read_text(path)
+    import yaml
+
+    raw, text, st = _read_text(path)
     if not _FRONTMATTER_START.match(text):
         raise LeafError(path, "has no YAML frontmatter (it must start with a '---' line)")
     try:
-        post = frontmatter.loads(text, handler=_YAML)
+        meta, content = split_frontmatter(text)
     except yaml.YAMLError as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LeafError(path, f"has frontmatter that is not valid YAML ({detail})") from None
     except ValueError as exc:
         raise LeafError(path, f"has unreadable frontmatter ({exc})") from None
-    meta: dict[str, Any] = dict(post.metadata)
     if not meta:
         raise LeafError(path, "has empty frontmatter (name, description and type are expected)")
     warnings: list[str] = []
@@ -239,7 +271,7 @@ def parse_leaf(path: Path) -> Leaf:
     known = {"name", "description", "metadata", "type", "title"}
     extra = {k: v for k, v in meta.items() if k not in known}
     title_value = meta.get("title")
-    heading = _first_heading(post.content)
+    heading = _first_heading(content)
     title = str(title_value) if title_value else heading or humanize(slug)
     return Leaf(
         path=path,
@@ -248,12 +280,13 @@ def parse_leaf(path: Path) -> Leaf:
         title=sanitize_line(title) or humanize(slug),
         type=fact_type,
         description=description,
-        body=post.content,
+        body=content,
         content_hash=content_hash(raw),
-        mtime=_mtime(path),
+        mtime=_mtime(st),
         extra=extra,
         warnings=warnings,
         explicit_title=bool(title_value or heading),
+        stat=stat_key(st),
     )
 
 
@@ -282,17 +315,18 @@ def parse_leaf_lenient(path: Path) -> Leaf:
     prefix such as `feedback_`, else `reference`. The reason lands in `warnings`.
     Unreadable files (not UTF-8, too large) still raise LeafError.
     """
+    import yaml
+
     try:
         return parse_leaf(path)
     except LeafError as strict_error:
-        raw, text = _read_text(path)
+        raw, text, st = _read_text(path)
         reason = strict_error.problem
     body = text
-    meta: dict[str, Any] = {}
+    meta: dict[Any, Any] = {}
     if _FRONTMATTER_START.match(text):
         try:
-            post = frontmatter.loads(text, handler=_YAML)
-            meta, body = dict(post.metadata), post.content
+            meta, body = split_frontmatter(text)
         except (yaml.YAMLError, ValueError):
             end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
             body = text[3 + end.end() :] if end else text
@@ -317,9 +351,10 @@ def parse_leaf_lenient(path: Path) -> Leaf:
         description=sanitize_line(description),
         body=body,
         content_hash=content_hash(raw),
-        mtime=_mtime(path),
+        mtime=_mtime(st),
         extra={},
         warnings=[reason],
+        stat=stat_key(st),
     )
 
 
@@ -333,6 +368,8 @@ def _first_text_line(body: str) -> str | None:
 
 def render_leaf(name: str, description: str, fact_type: str, body: str) -> str:
     """A leaf in the canonical shape of document 000."""
+    import yaml
+
     header = yaml.safe_dump(
         {"name": name, "description": description, "metadata": {"type": fact_type}},
         sort_keys=False,

@@ -1,0 +1,78 @@
+"""Leaves as subrosa reads them: the frontmatter split (python-frontmatter's reading,
+without its import), the stat key that lets `generate` skip unchanged leaves."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from subrosa.memory.leaf import parse_leaf, split_frontmatter, stat_key
+from tests.conftest import write_leaf
+
+
+@pytest.mark.parametrize(
+    ("text", "meta", "content"),
+    [
+        ("---\na: 1\n---\nbody\n", {"a": 1}, "body"),
+        ("---\r\na: 1\r\n---\r\n\r\nbody\r\nmore\r\n", {"a": 1}, "body\nmore"),
+        ("---\na: 1\n----  \n\n\nbody", {"a": 1}, "body"),
+        ("---\n- a list\n---\nbody", {}, "body"),
+        ("---\na: 1\nno closing line", {}, "---\na: 1\nno closing line"),
+        ("  \n---\nx: y\n---\nb", {"x": "y"}, "b"),
+        ("---\n---\nbody", {}, "body"),
+    ],
+)
+def test_frontmatter_is_split_as_python_frontmatter_split_it(
+    text: str, meta: dict[str, object], content: str
+) -> None:
+    assert split_frontmatter(text) == (meta, content)
+
+
+_lines = st.lists(
+    st.sampled_from(["---", "----", "--- ", "a: 1", "b: [x, y]", "", "text", "# Head", "\r"]),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_lines)
+def test_the_split_agrees_with_python_frontmatter(lines: list[str]) -> None:
+    """Where python-frontmatter is installed (it was subrosa's dependency, always called
+    with its YAML handler), both read any arrangement of boundaries, YAML and text alike."""
+    frontmatter = pytest.importorskip("frontmatter")
+    import yaml
+    from frontmatter.default_handlers import YAMLHandler
+
+    text = "\n".join(lines)
+    try:
+        post = frontmatter.loads(text, handler=YAMLHandler())
+    except yaml.YAMLError:
+        with pytest.raises(yaml.YAMLError):
+            split_frontmatter(text)
+        return
+    assert split_frontmatter(text) == (dict(post.metadata), post.content)
+
+
+def test_metadata_keys_python_frontmatter_choked_on_are_read(tmp_path: Path) -> None:
+    """A `content:` or `handler:` key, or a number as a key, made python-frontmatter's
+    Post() raise TypeError: a traceback for the user. They are metadata like any other."""
+    path = write_leaf(tmp_path, "odd.md", extra="content: x\nhandler: y\n1: z\n")
+    leaf = parse_leaf(path)
+    assert leaf.description == "A fact worth keeping." and leaf.body == "The body."
+
+
+def test_a_stat_key_is_not_trusted_while_the_file_is_fresh(tmp_path: Path) -> None:
+    path = write_leaf(tmp_path, "fresh.md")
+    st_now = os.stat(path)
+    assert stat_key(st_now) is None  # written a moment ago: may change within its tick
+    later = st_now.st_mtime_ns + 10**10
+    assert stat_key(st_now, now_ns=later) == (
+        f"{st_now.st_size}:{st_now.st_mtime_ns}:{st_now.st_ino}"
+    )
+    assert parse_leaf(path).stat is None
+    os.utime(path, ns=(st_now.st_atime_ns, st_now.st_mtime_ns - 10**10))
+    assert parse_leaf(path).stat == stat_key(os.stat(path))
