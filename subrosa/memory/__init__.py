@@ -15,6 +15,8 @@ Data and rules they use:
     project     a memory dir, the key its facts are stored under, and its lock
     store       the facts in the database: every query and change (upsert, archive, pin,
                 move, rebuild, the named reads the use cases need)
+    values      pure: a fact's column values from a leaf, a sidecar row or a command, and
+                its --json and sidecar shapes (shared by store and rows)
     marker      the index files' names, and how subrosa recognizes the ones it wrote
     indexfile   pure: index lines as others write them, parsed
     takeover    index lines written by others, taken over; facts reconciled with the disk

@@ -127,7 +127,7 @@ def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[takeove
 def _session(engine: Engine, project: store.Project, dry_run: bool) -> Iterator[Session]:
     """A write under the project lock (sidecar rewritten after), or a dry run rolled back."""
     if not dry_run:
-        with store.mutation(engine, project) as session:
+        with store.mutation(engine, project, whole=True) as session:
             yield session
         return
     with session_scope(engine) as session:

@@ -17,6 +17,8 @@ own. This module owns every file in `.subrosa/` but the lock (subrosa.memory.pro
 from __future__ import annotations
 
 import json
+import json.decoder
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +48,15 @@ def state_path(memory_dir: Path) -> Path:
     return state_dir(memory_dir) / STATE_FILE
 
 
+def render_row(row: dict[str, Any]) -> str:
+    """One sidecar line (without its newline) for `row`, a dict with STATE_KEYS."""
+    ordered = {key: row.get(key) for key in STATE_KEYS}
+    return json.dumps(ordered, ensure_ascii=False, sort_keys=False)
+
+
 def render_state(rows: list[dict[str, Any]]) -> str:
     """The sidecar's text for `rows` (each a dict with STATE_KEYS)."""
-    lines = []
-    for row in sorted(rows, key=lambda r: str(r["slug"])):
-        ordered = {key: row.get(key) for key in STATE_KEYS}
-        lines.append(json.dumps(ordered, ensure_ascii=False, sort_keys=False))
+    lines = [render_row(row) for row in sorted(rows, key=lambda r: str(r["slug"]))]
     return "".join(line + "\n" for line in lines)
 
 
@@ -77,6 +82,55 @@ def save_state(memory_dir: Path, rows: list[dict[str, Any]]) -> None:
     if _read_sidecar(memory_dir) == text:
         return
     atomic_write_text(path, text)
+
+
+_LINE_START = '{"slug": "'
+# The JSON string reader json.loads uses (C), untyped in the stubs.
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def _line_slug(line: str) -> str | None:
+    """The slug a sidecar line is about, or None when the line is not a JSON object
+    with one. Lines subrosa wrote start with it: read without parsing the rest."""
+    if line.startswith(_LINE_START):
+        try:
+            return _scanstring(line, len(_LINE_START))[0]
+        except ValueError:
+            return None
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    slug = row.get("slug") if isinstance(row, dict) else None
+    return slug if isinstance(slug, str) else None
+
+
+def patch_state(memory_dir: Path, rows: dict[str, dict[str, Any] | None]) -> bool:
+    """Replace the sidecar's lines of the slugs in `rows` (None: remove it), keeping the
+    other lines as they are, sorted by slug, atomically (the caller holds the project
+    lock). So a change to one fact costs one line, not a render of every fact. False,
+    having written nothing, when the sidecar is missing or holds a line that is not a
+    fact's (a merge conflict, a broken line): the caller rewrites it whole."""
+    text = _read_sidecar(memory_dir)
+    if text is None:
+        return False
+    lines: dict[str, str] = {}
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        slug = _line_slug(line)
+        if slug is None:
+            return False
+        lines[slug] = line
+    for slug, row in rows.items():
+        if row is None:
+            lines.pop(slug, None)
+        else:
+            lines[slug] = render_row(row)
+    patched = "".join(lines[slug] + "\n" for slug in sorted(lines))
+    if patched != text:
+        atomic_write_text(state_path(memory_dir), patched)
+    return True
 
 
 def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
