@@ -9,8 +9,9 @@ from typing import Any
 import click
 
 from subrosa import __version__
-from subrosa.cli.common import AppContext, CliError, CliInputError, cli_error, click_options
+from subrosa.cli.common import AppContext, cli_error, click_options
 from subrosa.cli.fastsearch import ROOT_OPTIONS
+from subrosa.cli.output import error_of
 from subrosa.errors import SubrosaError
 
 # name -> (module, attribute, one-line help). The help is here so that `subrosa
@@ -62,16 +63,10 @@ class SubrosaGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except SubrosaError as exc:
-            raise cli_error(str(exc), exc.exit_code) from None
-        except OSError as exc:
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise CliError(f"{where}{exc.strerror or exc}.") from None
-        except UnicodeEncodeError as exc:
-            # An argument, variable or file name made of bytes that are not UTF-8
-            # (Python carries them as surrogates, which no file or database takes).
-            shown = exc.object if isinstance(exc.object, str) else repr(exc.object)
-            raise CliInputError(f"{shown[:200]}: is not valid UTF-8 text.") from None
+        except (SubrosaError, OSError, UnicodeEncodeError) as exc:
+            # One wording for both entries (subrosa.cli.output; the fast paths use it too).
+            message, code = error_of(exc) or (str(exc), 1)
+            raise cli_error(message, code) from None
 
 
 @click.group(cls=SubrosaGroup, context_settings={"help_option_names": ["-h", "--help"]})

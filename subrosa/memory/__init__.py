@@ -15,6 +15,8 @@ Data and rules they use:
     project     a memory dir, the key its facts are stored under, and its lock
     store       the facts in the database: every query and change (upsert, archive, pin,
                 move, rebuild, the named reads the use cases need)
+    rows        the facts table through sqlite3, for the per-fact commands and generate
+                on an SQLite file at the newest schema (no SQLAlchemy import)
     values      pure: a fact's column values from a leaf, a sidecar row or a command, and
                 its --json and sidecar shapes (shared by store and rows)
     marker      the index files' names, and how subrosa recognizes the ones it wrote

@@ -2,23 +2,32 @@
 about it (hook, pin, status, place), list and show facts, resolve wikilinks.
 
 Each takes plain values (a database URL, a project, the names a user gave) and returns plain
-values: a fact as `store.fact_to_dict` shapes it (the `--json` interface), or lists of
-them. Changes run through `store.mutation`, under the project lock, with the sidecar
-rewritten after.
+values: a fact as `values.fact_to_dict` shapes it (the `--json` interface), or lists of
+them. Changes run under the project lock, with the sidecar lines of the facts they
+changed rewritten before the commit.
+
+Upsert, pin, unpin and archive, which the extraction skill runs once per fact, go
+through sqlite3 (subrosa.memory.rows) when the database is an SQLite file at the newest
+schema, and through SQLAlchemy (subrosa.memory.store) otherwise: this module imports
+neither SQLAlchemy nor the store until it needs them, so `subrosa fact upsert` does not
+pay ~0.4 s for them. Both ways compute every value with subrosa.memory.values.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from subrosa.db import open_database, session_scope
 from subrosa.errors import InvalidInput
-from subrosa.memory import store
-from subrosa.memory.leaf import list_leaf_files, parse_leaf, read_leaf_text, resolve_leaf_path
-from subrosa.memory.witness import resolve_wikilink, wikilinks
+from subrosa.memory import rows, values
+from subrosa.memory.leaf import parse_leaf, resolve_leaf_path
+from subrosa.memory.project import Project
 from subrosa.secrets import find_secret
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 
 @dataclass
@@ -31,7 +40,7 @@ class Upserted:
 
 
 def upsert(
-    db_url: str, project: store.Project, leaf_arg: str, *, hook: str | None, pin: bool
+    db_url: str, project: Project, leaf_arg: str, *, hook: str | None, pin: bool
 ) -> Upserted:
     """Register the leaf `leaf_arg` (as given, or relative to the memory dir), or refresh
     it; a new fact needs a hook. The leaf is read strictly: a broken one is refused
@@ -42,12 +51,20 @@ def upsert(
     warnings = [f"{path}: {message}" for message in leaf.warnings]
     clean = None
     if hook is not None:
-        clean, hook_warnings = store.clean_hook(hook)
+        clean, hook_warnings = values.clean_hook(hook)
         warnings.extend(hook_warnings)
-    with store.mutation(open_database(db_url), project) as session:
-        action, row = store.upsert(session, project, leaf, hook=clean, pin=True if pin else None)
+    pinned = True if pin else None
+    database = rows.database_file(db_url)
+    if database is not None:
+        with rows.change(database, project) as change:
+            action, row = change.upsert(leaf, hook=clean, pin=pinned)
+        return Upserted(action, values.fact_to_dict(row, project.memory_dir), warnings)
+    from subrosa.memory import store
+
+    with _orm_mutation(db_url, project) as session:
+        action, fact = store.upsert(session, project, leaf, hook=clean, pin=pinned)
         session.flush()
-        return Upserted(action, store.fact_to_dict(row, project.memory_dir), warnings)
+        return Upserted(action, values.fact_to_dict(fact, project.memory_dir), warnings)
 
 
 def _refuse_secrets(path: Path, hook: str | None, description: str) -> None:
@@ -70,43 +87,73 @@ def slug_for_leaf(leaf_arg: str) -> str:
     return given.stem if given.suffix == ".md" else leaf_arg
 
 
-def archive(
-    db_url: str, project: store.Project, leaf_arg: str, reason: str | None
+def _orm_mutation(db_url: str, project: Project) -> Any:
+    """store.mutation on the database at `db_url` (SQLAlchemy, migrated when due)."""
+    from subrosa.db import open_database
+    from subrosa.memory import store
+
+    return store.mutation(open_database(db_url), project)
+
+
+def _set(
+    db_url: str, project: Project, slug: str, changes_of: Callable[[Any], dict[str, Any]]
 ) -> dict[str, Any]:
+    """Give the fact `slug` the column values `changes_of(fact)`, either way in."""
+    database = rows.database_file(db_url)
+    if database is not None:
+        with rows.change(database, project) as change:
+            row = change.set(slug, changes_of)
+        return values.fact_to_dict(row, project.memory_dir)
+    from subrosa.memory import store
+
+    session: Session
+    with _orm_mutation(db_url, project) as session:
+        fact = store.require_fact(session, project, slug)
+        for key, value in changes_of(fact).items():
+            setattr(fact, key, value)
+        return values.fact_to_dict(fact, project.memory_dir)
+
+
+def archive(db_url: str, project: Project, leaf_arg: str, reason: str | None) -> dict[str, Any]:
     """Archive the fact of leaf `leaf_arg`: it leaves MEMORY.md; the leaf stays on disk."""
-    with store.mutation(open_database(db_url), project) as session:
-        row = store.archive(session, project, slug_for_leaf(leaf_arg), reason)
-        return store.fact_to_dict(row, project.memory_dir)
+    now = values.utcnow()
+    return _set(
+        db_url, project, slug_for_leaf(leaf_arg), lambda _: values.archive_values(reason, now)
+    )
 
 
-def set_pinned(db_url: str, project: store.Project, leaf_arg: str, pinned: bool) -> dict[str, Any]:
+def set_pinned(db_url: str, project: Project, leaf_arg: str, pinned: bool) -> dict[str, Any]:
     """Pin or unpin the fact of leaf `leaf_arg`."""
-    with store.mutation(open_database(db_url), project) as session:
-        row = store.set_pinned(session, project, slug_for_leaf(leaf_arg), pinned)
-        return store.fact_to_dict(row, project.memory_dir)
+    return _set(db_url, project, slug_for_leaf(leaf_arg), lambda _: {"pinned": pinned})
 
 
 def list_facts(
-    db_url: str, project: store.Project, *, status: str | None, fact_type: str | None
+    db_url: str, project: Project, *, status: str | None, fact_type: str | None
 ) -> list[dict[str, Any]]:
     """Facts in curated order; `status=None` lists active and archived alike."""
+    from subrosa.db import open_database, session_scope
+    from subrosa.memory import store
+
     with session_scope(open_database(db_url)) as session:
-        rows = store.list_facts(session, project, status=status, fact_type=fact_type)
-        return [store.fact_to_dict(row, project.memory_dir) for row in rows]
+        found = store.list_facts(session, project, status=status, fact_type=fact_type)
+        return [values.fact_to_dict(row, project.memory_dir) for row in found]
 
 
-def show(db_url: str, project: store.Project, slug: str) -> dict[str, Any]:
+def show(db_url: str, project: Project, slug: str) -> dict[str, Any]:
     """One fact, with when a search last found it."""
+    from subrosa.db import open_database, session_scope
+    from subrosa.memory import store
+
     with session_scope(open_database(db_url)) as session:
         row = store.require_fact(session, project, slug)
-        data = store.fact_to_dict(row, project.memory_dir)
+        data = values.fact_to_dict(row, project.memory_dir)
         data["last_hit_at"] = row.last_hit_at.isoformat() + "Z" if row.last_hit_at else None
         return data
 
 
 def move(
     db_url: str,
-    project: store.Project,
+    project: Project,
     slug: str,
     *,
     before: str | None,
@@ -114,14 +161,19 @@ def move(
     section: str | None,
 ) -> dict[str, Any]:
     """Move a fact in the curated order and/or into a section (`""` clears it)."""
-    with store.mutation(open_database(db_url), project) as session:
+    from subrosa.memory import store
+
+    with _orm_mutation(db_url, project) as session:
         row = store.move(session, project, slug, before=before, after=after, section=section)
-        return store.fact_to_dict(row, project.memory_dir)
+        return values.fact_to_dict(row, project.memory_dir)
 
 
 def wikilink_report(memory_dir: Path, slug: str | None) -> list[dict[str, object]]:
     """Each [[wikilink]] of leaf `slug` (None: of every leaf) and the leaf it resolves to
     (None when it dangles)."""
+    from subrosa.memory.leaf import list_leaf_files, read_leaf_text
+    from subrosa.memory.witness import resolve_wikilink, wikilinks
+
     files = list_leaf_files(memory_dir)
     stems = {p.stem for p in files}
     targets = files if slug is None else [resolve_leaf_path(f"{slug}.md", memory_dir)]
