@@ -23,6 +23,7 @@ from subrosa.claude.install import (
     target_for,
 )
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
+from subrosa.cli.fastpath import show_marked
 from subrosa.memory.marker import foreign_index
 from subrosa.paths import extract_dir
 from subrosa.text import sanitize_line
@@ -72,14 +73,8 @@ def checkpoint_mark(app: AppContext, session_id: str | None, as_json: bool) -> N
     `subrosa checkpoint-clear`. It also takes the session off the queue and restarts
     its turn count (the next Stop nudge comes N turns from now).
     """
-    marked = checkpoint.mark_session(app.memory_dir, session_id)
-    if as_json:
-        print_json(marked)
-    else:
-        say(
-            f"marked {marked['session_id']}: extraction covers {marked['size']} bytes of "
-            f"{marked['transcript_path']}"
-        )
+    # subrosa.cli.fastpath runs it without click too, and prints it for both entries.
+    show_marked(checkpoint.mark_session(app.memory_dir, session_id), as_json)
 
 
 @click.command("checkpoint-clear")

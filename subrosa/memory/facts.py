@@ -16,9 +16,8 @@ pay ~0.4 s for them. Both ways compute every value with subrosa.memory.values.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from subrosa.errors import InvalidInput
 from subrosa.memory import rows, values
@@ -30,13 +29,12 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
 
-@dataclass
-class Upserted:
+class Upserted(NamedTuple):
     """A registered or refreshed fact, and the warnings about its leaf and hook."""
 
     action: str  # added | updated | restored
     fact: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str]
 
 
 def upsert(

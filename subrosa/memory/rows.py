@@ -21,7 +21,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from subrosa.errors import InvalidInput, NotFound
 from subrosa.memory import values
 from subrosa.memory.project import Project
-from subrosa.memory.state import STATE_KEYS, patch_state, save_state, state_path
+from subrosa.memory.state import STATE_KEYS, append_state, save_state
 
 if TYPE_CHECKING:
     from subrosa.memory.leaf import Leaf
@@ -62,9 +61,11 @@ TIMES = frozenset({"archived_at", "created_at", "updated_at", "last_hit_at"})
 NO_BODY = tuple(c for c in COLUMNS if c != "body")
 
 
-@dataclass(slots=True)
 class FactRow:
-    """One row of the facts table, with the attributes of subrosa.models.Fact."""
+    """One row of the facts table, with the attributes of subrosa.models.Fact (a plain
+    class: a dataclass of 21 fields cost ~10 ms of CPU to build at import)."""
+
+    __slots__ = COLUMNS
 
     id: int
     project: str
@@ -87,6 +88,10 @@ class FactRow:
     last_hit_at: datetime | None
     content_hash: str
     leaf_stat: str | None
+
+    def __init__(self, **values: Any) -> None:
+        for column, value in values.items():
+            setattr(self, column, value)
 
 
 def to_sql(column: str, value: Any) -> Any:
@@ -273,19 +278,12 @@ class Change:
         return fact
 
     def write_sidecar(self, *, whole: bool = False) -> None:
-        """The sidecar in step with this transaction: the touched lines, or all of it."""
+        """The sidecar in step with this transaction: a line appended for each fact it
+        touched, or the whole file written (`whole`, or no sidecar yet)."""
         memory_dir = self.project.memory_dir
-        if whole or not state_path(memory_dir).exists():
-            save_state(memory_dir, state_rows(self.conn, self.project.key))
-            return
-        if not self.touched:
-            return
-        rows: dict[str, dict[str, Any] | None] = dict.fromkeys(self.touched)
-        for slug in self.touched:
-            fact = get(self.conn, self.project, slug)
-            if fact is not None:
-                rows[slug] = values.state_row(fact)
-        if not patch_state(memory_dir, rows):
+        lines = [] if whole else [values.state_row(require(self.conn, self.project, slug))
+                                  for slug in sorted(self.touched)]  # fmt: skip
+        if whole or (lines and not append_state(memory_dir, lines)):
             save_state(memory_dir, state_rows(self.conn, self.project.key))
 
 

@@ -2,12 +2,21 @@
 
 `<memory dir>/.subrosa/facts.jsonl` holds, per fact, the hook, title, section,
 pin, status, archive reason and date, curated position and creation time: the
-things a leaf does not say. It is rewritten (atomically, under the project lock)
-after every change to those fields, so the database can always be rebuilt from the
-memory dir alone and the memory dir can live in git. One JSON object per line,
-sorted by slug, so two machines' changes to different facts merge line by line.
-Hit counts are deliberately left out: they change on every search and are the one
-thing a rebuild may lose.
+things a leaf does not say. It is brought in step (under the project lock, before the
+database commits) with every change to those fields, so the database can always be
+rebuilt from the memory dir alone and the memory dir can live in git. Hit counts are
+deliberately left out: they change on every search and are the one thing a rebuild
+may lose.
+
+One JSON object per line. `generate` (and adopt, rebuild) write it whole: one line per
+fact, sorted by slug, so two machines' changes to different facts merge line by line.
+The `fact` commands append a line for each fact they change instead (`append_state`):
+their cost must not grow with the number of facts, and a rewrite of ten thousand
+lines per `fact upsert` did. Whoever reads it takes the last line of a slug; the next
+`generate` folds the appended lines back into one sorted line per fact. An append is
+one write(2) of whole lines, fsynced: a process killed during it leaves the line or
+nothing; a power cut may leave a torn last line, which readers skip and the next
+append cuts off (`_whole_line_tail`).
 
 Beside it, `.subrosa/last-index.txt` and `last-archive.txt` record the text subrosa
 last wrote to each index file, so `generate` can tell the lines others added from its
@@ -17,8 +26,7 @@ own. This module owns every file in `.subrosa/` but the lock (subrosa.memory.pro
 from __future__ import annotations
 
 import json
-import json.decoder
-from collections.abc import Callable
+import os
 from pathlib import Path
 from typing import Any
 
@@ -84,57 +92,73 @@ def save_state(memory_dir: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
-_LINE_START = '{"slug": "'
-# The JSON string reader json.loads uses (C), untyped in the stubs.
-_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
-
-
-def _line_slug(line: str) -> str | None:
-    """The slug a sidecar line is about, or None when the line is not a JSON object
-    with one. Lines subrosa wrote start with it: read without parsing the rest."""
-    if line.startswith(_LINE_START):
-        try:
-            return _scanstring(line, len(_LINE_START))[0]
-        except ValueError:
-            return None
+def append_state(memory_dir: Path, rows: list[dict[str, Any]]) -> bool:
+    """Append a line for each of `rows` to the sidecar (the caller holds the project lock),
+    fsynced; readers take a slug's last line. False, having written nothing, when there
+    is no sidecar to append to (or no whole line in it): the caller writes it whole."""
+    path = state_path(memory_dir)
+    data = "".join(render_row(row) + "\n" for row in rows).encode("utf-8")
     try:
-        row = json.loads(line)
-    except ValueError:
-        return None
-    slug = row.get("slug") if isinstance(row, dict) else None
-    return slug if isinstance(slug, str) else None
-
-
-def patch_state(memory_dir: Path, rows: dict[str, dict[str, Any] | None]) -> bool:
-    """Replace the sidecar's lines of the slugs in `rows` (None: remove it), keeping the
-    other lines as they are, sorted by slug, atomically (the caller holds the project
-    lock). So a change to one fact costs one line, not a render of every fact. False,
-    having written nothing, when the sidecar is missing or holds a line that is not a
-    fact's (a merge conflict, a broken line): the caller rewrites it whole."""
-    text = _read_sidecar(memory_dir)
-    if text is None:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
         return False
-    lines: dict[str, str] = {}
-    for line in text.split("\n"):
-        if not line.strip():
-            continue
-        slug = _line_slug(line)
-        if slug is None:
+    try:
+        lead = _whole_line_tail(fd)
+        if lead is None:
             return False
-        lines[slug] = line
-    for slug, row in rows.items():
-        if row is None:
-            lines.pop(slug, None)
-        else:
-            lines[slug] = render_row(row)
-    patched = "".join(lines[slug] + "\n" for slug in sorted(lines))
-    if patched != text:
-        atomic_write_text(state_path(memory_dir), patched)
+        os.write(fd, lead + data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return True
 
 
+_TAIL_BYTES = 1 << 20
+
+
+def _whole_line_tail(fd: int) -> bytes | None:
+    """What to write before appending so the new lines start a line of their own: nothing
+    when the file ends with a line end; a line end after a last line that is whole JSON
+    (written by hand without one); else that last line is part of one a power cut tore
+    during an append, and it is cut off. None when the last 1 MB holds no line end."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return b""
+    start = max(0, size - _TAIL_BYTES)
+    tail = os.pread(fd, size - start, start)
+    cut = tail.rfind(b"\n")
+    if cut < 0 and start > 0:
+        return None
+    try:
+        json.loads(tail[cut + 1 :])
+        return b"\n"
+    except ValueError:
+        os.ftruncate(fd, start + cut + 1)
+        return b""
+
+
+def fold_state(memory_dir: Path, rows: list[dict[str, Any]]) -> str:
+    """How the sidecar on disk stands to the database's `rows`: "same" (it is exactly
+    what `save_state` would write), "folded" (its lines, the last of each slug taken,
+    say the same, but appended lines are to be folded in) or "differs" (it was changed
+    under the database: generate takes its values)."""
+    text = _read_sidecar(memory_dir)
+    if text is None:
+        return "differs"
+    if text == render_state(rows):
+        return "same"
+    try:
+        found = _parse(text, Path())
+    except InvalidInput:
+        return "differs"
+    wanted = {str(row["slug"]): {key: row.get(key) for key in STATE_KEYS} for row in rows}
+    have = {slug: {key: row.get(key) for key in STATE_KEYS} for slug, row in found.items()}
+    return "folded" if have == wanted else "differs"
+
+
 def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
-    """Read the sidecar; a missing file is empty, a broken line is refused by name."""
+    """Read the sidecar (the last line of a slug wins); a missing file is empty, a broken
+    line is refused by name, a torn last line (a power cut during an append) skipped."""
     path = state_path(memory_dir)
     try:
         text = path.read_text(encoding="utf-8")
@@ -142,10 +166,15 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path}: cannot be read ({exc}).") from None
+    return _parse(text, path)
+
+
+def _parse(text: str, path: Path) -> dict[str, dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     # Split on "\n" only: rows are written with ensure_ascii=False, and a slug (a file
     # name) may hold U+2028 or \x85, which str.splitlines() would break a row at.
-    for number, line in enumerate(text.split("\n"), start=1):
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith(("<<<<<<<", "=======", ">>>>>>>")):
             if line.startswith("<<<<<<<"):
                 raise InvalidInput(f"{path}: line {number} is a git merge conflict; resolve it.")
@@ -153,6 +182,8 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
+            if number == len(lines):
+                continue  # no line end after it: torn by a power cut during an append
             raise InvalidInput(f"{path}: line {number} is not valid JSON.") from None
         if not isinstance(row, dict) or not isinstance(row.get("slug"), str):
             raise InvalidInput(f"{path}: line {number} has no slug.")

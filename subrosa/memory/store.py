@@ -22,7 +22,7 @@ from subrosa.errors import InvalidInput, NotFound
 from subrosa.memory import values
 from subrosa.memory.leaf import Leaf
 from subrosa.memory.project import Project as Project  # re-exported: store.Project
-from subrosa.memory.state import STATE_KEYS, load_state, patch_state, save_state, state_path
+from subrosa.memory.state import STATE_KEYS, append_state, load_state, save_state, state_path
 
 # Re-exported: the pure rules live in subrosa.memory.values, shared with the DB-API path.
 from subrosa.memory.values import HOOK_MAX_CHARS as HOOK_MAX_CHARS
@@ -118,12 +118,12 @@ def mutation(engine: Engine, project: Project, *, whole: bool = False) -> Iterat
     commits (a kill between the two leaves the sidecar ahead, which generate then takes
     from).
 
-    A change to a few facts (`whole=False`: upsert, pin, archive, move) rewrites only
-    their lines of the sidecar, so its cost does not grow with the number of facts, and
-    a transaction that changed nothing leaves the sidecar alone: a sidecar just pulled
-    from git is not overwritten by a stale database before `subrosa rebuild` reads it.
-    `whole` (generate, adopt, rebuild, which have taken the sidecar's values first)
-    rewrites the whole file from the database wherever it differs.
+    A change to a few facts (`whole=False`: upsert, pin, archive, move) appends a line
+    for each fact it touched (subrosa.memory.state), so its cost does not grow with the
+    number of facts, and a transaction that changed nothing leaves the sidecar alone: a
+    sidecar just pulled from git is not overwritten by a stale database before `subrosa
+    rebuild` reads it. `whole` (generate, which has taken the sidecar's values first)
+    writes the whole file from the database wherever it differs: one sorted line a fact.
     """
     with project.lock(), session_scope(engine, write=True) as session:
         touched: set[str] = set()
@@ -139,24 +139,22 @@ def mutation(engine: Engine, project: Project, *, whole: bool = False) -> Iterat
         if whole or not state_path(project.memory_dir).exists():
             write_state(session, project)
         elif touched:
-            write_state_lines(session, project, touched)
+            append_state_lines(session, project, touched)
 
 
-PATCH_LIMIT = 500  # more facts changed than this: one query for all rows, one rewrite
+APPEND_LIMIT = 500  # more facts changed than this: the whole file, from one query
 
 
-def write_state_lines(session: Session, project: Project, slugs: set[str]) -> None:
-    """Bring the sidecar's lines of `slugs` in step with the database (a fact gone loses
-    its line), the others left as they are; the whole file when it cannot be patched."""
-    if len(slugs) > PATCH_LIMIT:
+def append_state_lines(session: Session, project: Project, slugs: set[str]) -> None:
+    """Append the sidecar lines of `slugs` as the database has them now; the whole file
+    when a fact is gone (an appended line cannot say so) or there are many."""
+    if len(slugs) > APPEND_LIMIT:
         write_state(session, project)
         return
     columns = [getattr(Fact, key) for key in STATE_KEYS]
     query = select(*columns).where(Fact.project == project.key, Fact.slug.in_(sorted(slugs)))
-    rows: dict[str, dict[str, Any] | None] = dict.fromkeys(slugs)
-    for row in session.execute(query):
-        rows[row.slug] = values.state_row(row)
-    if not patch_state(project.memory_dir, rows):
+    rows = [values.state_row(row) for row in session.execute(query.order_by(Fact.slug))]
+    if len(rows) < len(slugs) or not append_state(project.memory_dir, rows):
         write_state(session, project)
 
 

@@ -1,0 +1,352 @@
+"""The commands the extraction skill runs once per fact, without click: `fact upsert`,
+`fact pin`, `fact unpin`, `fact archive`, `checkpoint-mark`, and `generate` after them.
+
+Why this exists: each is a whole process, a few milliseconds of work, and click cost
+~40 ms of CPU to import (SQLAlchemy, ~0.4 s, is kept out by the use cases themselves:
+subrosa.memory.rows). So subrosa.cli.__init__ hands these commands to main() first;
+it parses exactly the options the click command takes and calls the same use case,
+printing through the same functions (below, and subrosa.cli.output). Anything else
+(`--help`, an option or value it does not know, a missing option) returns None and
+the click command runs: it says what is wrong. A test holds each command's options
+here to the click command's.
+
+Each command's output is defined once, here, and the click commands call it too.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from subrosa.cli.fastsearch import JSON_HELP, ROOT_OPTIONS, Option
+from subrosa.cli.output import error_of, print_json, say, show_error, warn
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from subrosa.memory.facts import Upserted
+    from subrosa.memory.generate import Outcome
+    from subrosa.memory.takeover import Report
+
+JSON = Option("--json", "as_json", "flag", JSON_HELP, default=False)
+LEAF = Option("--leaf", "leaf_arg", "text", "The leaf file.", metavar="FILE")
+
+
+class Command(NamedTuple):
+    """A command this module answers: its words, options, required options and runner."""
+
+    words: tuple[str, ...]
+    options: tuple[Option, ...]
+    required: tuple[str, ...]
+    run: Callable[[dict[str, Any], dict[str, Any]], None]
+
+
+# ---------------------------------------------------------------- output, shared with click
+
+
+def show_upserted(result: Upserted, as_json: bool) -> None:
+    """What `fact upsert` prints."""
+    for message in result.warnings:
+        warn(message)
+    if as_json:
+        print_json({"action": result.action, "fact": result.fact})
+    else:
+        say(f"{result.action} {result.fact['slug']} (position {result.fact['position']})")
+
+
+def show_pinned(row: dict[str, Any], pinned: bool) -> None:
+    """What `fact pin` and `fact unpin` print."""
+    say(f"{'pinned' if pinned else 'unpinned'} {row['slug']}")
+
+
+def show_archived(row: dict[str, Any]) -> None:
+    """What `fact archive` prints."""
+    say(f"archived {row['slug']}: {row['archive_reason']}")
+
+
+def show_marked(marked: dict[str, Any], as_json: bool) -> None:
+    """What `checkpoint-mark` prints."""
+    if as_json:
+        print_json(marked)
+    else:
+        say(
+            f"marked {marked['session_id']}: extraction covers {marked['size']} bytes of "
+            f"{marked['transcript_path']}"
+        )
+
+
+def _names(slugs: list[str], limit: int = 12) -> str:
+    shown = ", ".join(slugs[:limit])
+    return shown + (f", … ({len(slugs) - limit} more)" if len(slugs) > limit else "")
+
+
+def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) -> None:
+    """What `generate` (and `adopt`) print about a run: the hot tier, then who went where."""
+    plan, report = outcome.plan, outcome.report
+    verb = "would write" if dry_run else "wrote"
+    say(
+        f"{verb} MEMORY.md: {len(plan.included)} facts, {plan.bytes:,} / {budget:,} bytes, "
+        f"{plan.lines} / {max_lines} lines"
+    )
+    groups = (
+        ("below budget (in MEMORY_archive.md)", [e.slug for e in plan.below_budget]),
+        ("archived", [e.slug for e in plan.archived]),
+        ("adopted (registered from disk)", sorted(report.adopted)),
+        ("hooks taken from lines written by others", sorted(report.hooks_taken)),
+        ("taken from a sidecar changed under the database", sorted(report.synced)),
+        ("materialized as leaves", report.materialized),
+    )
+    for label, slugs in groups:
+        if slugs:
+            say(f"{label} ({len(slugs)}): {_names(slugs)}")
+
+
+def report_problems(report: Report) -> None:
+    """Warnings on stderr: facts whose leaf is gone, unreadable leaves, lenient parses."""
+    for slug in report.missing:
+        warn(
+            f"{slug}: registered, but its leaf is gone; left out of both index files "
+            "(restore the leaf, or run `subrosa rebuild` to forget the fact)."
+        )
+    for filename, problem in report.unreadable:
+        warn(f"{filename}: {problem}; listed under 'Unreadable leaves' in MEMORY_archive.md.")
+    for message in report.warnings:
+        warn(message)
+
+
+def generate_and_report(
+    db_url: str,
+    memory_dir: Path,
+    budget: int | None,
+    max_lines: int | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """`subrosa generate`: the use case with the settings' defaults, then its report.
+    Raises ProblemFound (exit 1) when pinned facts do not all fit."""
+    from subrosa.config import load_settings
+    from subrosa.errors import ProblemFound
+    from subrosa.memory.generate import run_generate as generate
+    from subrosa.memory.project import Project
+
+    settings = load_settings()
+    budget = budget or settings.budget
+    max_lines = max_lines or settings.max_lines
+    outcome = generate(
+        db_url,
+        Project(memory_dir),
+        budget=budget,
+        max_lines=max_lines,
+        weights=settings.type_weights,
+        dry_run=dry_run,
+    )
+    report_problems(outcome.report)
+    if as_json:
+        print_json(outcome.to_dict())
+    else:
+        print_summary(outcome, budget, max_lines, dry_run)
+    if outcome.plan.pinned_left_out:
+        raise ProblemFound(
+            "pinned facts do not all fit the budget; left out: "
+            + ", ".join(e.slug for e in outcome.plan.pinned_left_out)
+            + " (unpin some, shorten their hooks, or raise --budget)."
+        )
+
+
+# ---------------------------------------------------------------- the commands
+
+
+def _memory_dir(root: dict[str, Any]) -> Path:
+    from subrosa.paths import resolve_memory_dir
+
+    return resolve_memory_dir(root["memory_dir"] or None)
+
+
+def _db_url(root: dict[str, Any]) -> str:
+    from subrosa.config import resolve_db_url
+
+    return resolve_db_url(root["db"] or None)
+
+
+def _project(root: dict[str, Any]) -> Any:
+    from subrosa.memory.project import Project
+
+    return Project(_memory_dir(root))
+
+
+def _upsert(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    from subrosa.memory import facts
+
+    result = facts.upsert(
+        _db_url(root), _project(root), opts["leaf_arg"], hook=opts["hook"], pin=opts["pin"]
+    )
+    show_upserted(result, opts["as_json"])
+
+
+def _pin(pinned: bool) -> Callable[[dict[str, Any], dict[str, Any]], None]:
+    def run(root: dict[str, Any], opts: dict[str, Any]) -> None:
+        from subrosa.memory import facts
+
+        row = facts.set_pinned(_db_url(root), _project(root), opts["leaf_arg"], pinned)
+        show_pinned(row, pinned)
+
+    return run
+
+
+def _archive(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    from subrosa.memory import facts
+
+    row = facts.archive(_db_url(root), _project(root), opts["leaf_arg"], opts["reason"])
+    show_archived(row)
+
+
+def _mark(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    from subrosa.claude import checkpoint
+
+    show_marked(checkpoint.mark_session(_memory_dir(root), opts["session_id"]), opts["as_json"])
+
+
+def _generate(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    generate_and_report(
+        _db_url(root),
+        _memory_dir(root),
+        opts["budget"],
+        opts["max_lines"],
+        opts["dry_run"],
+        opts["as_json"],
+    )
+
+
+COMMANDS = (
+    Command(
+        ("fact", "upsert"),
+        (
+            LEAF,
+            Option("--hook", "hook", "text", "The hook."),
+            Option("--pin", "pin", "flag", "Pin it.", default=False),
+            JSON,
+        ),
+        ("leaf_arg",),
+        _upsert,
+    ),
+    Command(("fact", "pin"), (LEAF,), ("leaf_arg",), _pin(True)),
+    Command(("fact", "unpin"), (LEAF,), ("leaf_arg",), _pin(False)),
+    Command(
+        ("fact", "archive"),
+        (LEAF, Option("--reason", "reason", "text", "Why.")),
+        ("leaf_arg",),
+        _archive,
+    ),
+    Command(
+        ("checkpoint-mark",),
+        (Option("--session", "session_id", "text", "The session.", metavar="ID"), JSON),
+        (),
+        _mark,
+    ),
+    Command(
+        ("generate",),
+        (
+            Option("--budget", "budget", "count", "Bytes."),
+            Option("--max-lines", "max_lines", "count", "Lines."),
+            Option("--dry-run", "dry_run", "flag", "Write nothing.", default=False),
+            JSON,
+        ),
+        (),
+        _generate,
+    ),
+)
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _convert(option: Option, value: str) -> Any:
+    """`value` as click converts it, or None when click would refuse it."""
+    if option.kind == "count":
+        try:
+            number = int(value)
+        except ValueError:
+            return None
+        return number if number >= 1 else None
+    if option.kind == "dir" and os.path.isfile(value):
+        return None  # click.Path(file_okay=False) refuses a file
+    return value
+
+
+def _take(argv: list[str], i: int, by_name: dict[str, Option], into: dict[str, Any]) -> int | None:
+    """Read the option at argv[i] (and its value) into `into`; the next index, or None
+    when click would say something about it instead."""
+    name, has_value, value = argv[i].partition("=")
+    option = by_name.get(name)
+    if option is None:
+        return None
+    if option.kind == "flag":
+        if has_value:
+            return None
+        into[option.dest] = True
+        return i + 1
+    if not has_value:
+        if i + 1 >= len(argv):
+            return None
+        value, i = argv[i + 1], i + 1
+    converted = _convert(option, value)
+    if converted is None:
+        return None
+    into[option.dest] = converted
+    return i + 1
+
+
+def parse(argv: list[str]) -> tuple[Command, dict[str, Any], dict[str, Any]] | None:
+    """`[root options] COMMAND [options]` as click reads it: the command, the root options
+    and the command's options by `dest` (defaults filled in); None for anything else."""
+    root_by_name = {option.name: option for option in ROOT_OPTIONS}
+    root: dict[str, Any] = {option.dest: option.default for option in ROOT_OPTIONS}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        step = _take(argv, i, root_by_name, root)
+        if step is None:
+            return None
+        i = step
+    envvar = os.environ.get("SUBROSA_MEMORY_DIR")
+    if not root["memory_dir"] and envvar and _convert(ROOT_OPTIONS[0], envvar) is None:
+        return None  # click reads the variable through the same type
+    command = next((c for c in COMMANDS if tuple(argv[i : i + len(c.words)]) == c.words), None)
+    if command is None:
+        return None
+    by_name = {option.name: option for option in command.options}
+    opts: dict[str, Any] = {option.dest: option.default for option in command.options}
+    i += len(command.words)
+    while i < len(argv):
+        step = _take(argv, i, by_name, opts)
+        if step is None:
+            return None  # an unknown option, a bad value, or an argument
+        i = step
+    if any(opts[dest] is None for dest in command.required):
+        return None
+    return command, root, opts
+
+
+def main(argv: list[str]) -> int | None:
+    """Run one of COMMANDS (argv without the program name) without click; None means
+    "not here": the click command runs instead."""
+    parsed = parse(argv)
+    if parsed is None:
+        return None
+    command, root, opts = parsed
+    try:
+        command.run(root, opts)
+    except KeyboardInterrupt:
+        sys.stderr.write("Aborted!\n")  # click's word for it
+        return 1
+    except Exception as exc:
+        shown = error_of(exc)
+        if shown is None:
+            raise
+        show_error(shown[0])
+        return shown[1]
+    finally:
+        sys.stdout.flush()
+    return 0
