@@ -30,9 +30,15 @@ def _create_temp(path: Path) -> tuple[int, str]:
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, mode: int | None = None, *, durable: bool = True
+    path: Path,
+    data: bytes | list[bytes | memoryview],
+    mode: int | None = None,
+    *,
+    durable: bool = True,
 ) -> None:
-    """Write `data` to `path` so a crash leaves the old file or the new one, never a mix.
+    """Write `data` (bytes, or parts written one after the other, so a large file spliced
+    from slices of another is not copied first) to `path` so a crash leaves the old file
+    or the new one, never a mix.
 
     A unique temp file in the same directory (so concurrent writers never share one),
     fsync, then os.replace, then fsync of the directory so the rename is durable.
@@ -43,7 +49,8 @@ def atomic_write_bytes(
     fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for part in [data] if isinstance(data, bytes) else data:
+                handle.write(part)
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())

@@ -17,6 +17,9 @@ Data and rules they use:
                 move, rebuild, the named reads the use cases need)
     rows        the facts table through sqlite3, for the per-fact commands and generate
                 on an SQLite file at the newest schema (no SQLAlchemy import)
+    quick       generate's quick path: the facts reconciled with the leaves through sqlite3
+                when nothing needs a take-over (a stat per leaf, changed ones read)
+    report      plain values: what a reconcile found and did, the lines a take-over reads
     values      pure: a fact's column values from a leaf, a sidecar row or a command, and
                 its --json and sidecar shapes (shared by store and rows)
     marker      the index files' names, and how subrosa recognizes the ones it wrote

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from subrosa.errors import InvalidInput, NotFound
 from subrosa.memory import values
 from subrosa.memory.project import Project
-from subrosa.memory.state import STATE_KEYS, append_state, save_state
+from subrosa.memory.state import STATE_KEYS, save_state, update_state
 
 if TYPE_CHECKING:
     from subrosa.memory.leaf import Leaf
@@ -278,12 +278,12 @@ class Change:
         return fact
 
     def write_sidecar(self, *, whole: bool = False) -> None:
-        """The sidecar in step with this transaction: a line appended for each fact it
-        touched, or the whole file written (`whole`, or no sidecar yet)."""
+        """The sidecar in step with this transaction: the line of each fact it touched
+        (state.update_state), or the whole file (`whole`, or no sidecar yet)."""
         memory_dir = self.project.memory_dir
         lines = [] if whole else [values.state_row(require(self.conn, self.project, slug))
                                   for slug in sorted(self.touched)]  # fmt: skip
-        if whole or (lines and not append_state(memory_dir, lines)):
+        if whole or (lines and not update_state(memory_dir, lines)):
             save_state(memory_dir, state_rows(self.conn, self.project.key))
 
 

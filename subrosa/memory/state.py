@@ -8,15 +8,16 @@ rebuilt from the memory dir alone and the memory dir can live in git. Hit counts
 deliberately left out: they change on every search and are the one thing a rebuild
 may lose.
 
-One JSON object per line. `generate` (and adopt, rebuild) write it whole: one line per
-fact, sorted by slug, so two machines' changes to different facts merge line by line.
-The `fact` commands append a line for each fact they change instead (`append_state`):
-their cost must not grow with the number of facts, and a rewrite of ten thousand
-lines per `fact upsert` did. Whoever reads it takes the last line of a slug; the next
-`generate` folds the appended lines back into one sorted line per fact. An append is
-one write(2) of whole lines, fsynced: a process killed during it leaves the line or
-nothing; a power cut may leave a torn last line, which readers skip and the next
-append cuts off (`_whole_line_tail`).
+One JSON object per line, one line per fact. `generate` (and adopt, rebuild) write it
+whole, sorted by slug, so two machines' changes to different facts merge line by line.
+The `fact` commands touch only the lines of the facts they change (`update_state`):
+their cost must not grow with the number of facts, and rendering ten thousand rows per
+`fact upsert` did. A fact the sidecar has no line for yet gets one appended at the end
+(one write(2) of whole lines, fsynced: a process killed during it leaves the line or
+nothing); a fact it has gets its line replaced where it is (the file rewritten
+atomically from slices of itself, no other line rendered). The next `generate` sorts
+the appended lines into place. Readers take a slug's last line, and skip a last line
+torn by a power cut during an append, which the next update cuts off.
 
 Beside it, `.subrosa/last-index.txt` and `last-archive.txt` record the text subrosa
 last wrote to each index file, so `generate` can tell the lines others added from its
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from subrosa.errors import InvalidInput
-from subrosa.fsutil import atomic_write_text, write_if_changed
+from subrosa.fsutil import atomic_write_bytes, atomic_write_text, write_if_changed
 from subrosa.memory.marker import INDEX
 from subrosa.paths import state_dir
 
@@ -92,68 +93,79 @@ def save_state(memory_dir: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
-def append_state(memory_dir: Path, rows: list[dict[str, Any]]) -> bool:
-    """Append a line for each of `rows` to the sidecar (the caller holds the project lock),
-    fsynced; readers take a slug's last line. False, having written nothing, when there
-    is no sidecar to append to (or no whole line in it): the caller writes it whole."""
+def update_state(memory_dir: Path, rows: list[dict[str, Any]]) -> bool:
+    """Bring the sidecar's lines of `rows` in step (the caller holds the project lock):
+    each row's line replaced where it is, or appended when the sidecar has none. False,
+    having written nothing, when there is no sidecar: the caller writes it whole."""
     path = state_path(memory_dir)
-    data = "".join(render_row(row) + "\n" for row in rows).encode("utf-8")
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+        data = path.read_bytes()
     except FileNotFoundError:
         return False
-    try:
-        lead = _whole_line_tail(fd)
-        if lead is None:
-            return False
-        os.write(fd, lead + data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    body = _whole_lines(data)
+    canonical = _canonical(body)
+    spliced: list[tuple[int, int, bytes]] = []
+    appended: list[bytes] = []
+    for row in rows:
+        line = (render_row(row) + "\n").encode("utf-8")
+        at = _line_of(body, str(row["slug"]), canonical)
+        if at is None:
+            appended.append(line)
+        else:
+            spliced.append((*at, line))
+    if not spliced and body == data:
+        _append(path, b"".join(appended))
+        return True
+    parts: list[bytes | memoryview] = []
+    view, done = memoryview(body), 0
+    for start, end, line in sorted(spliced):
+        parts += [view[done:start], line]
+        done = end
+    atomic_write_bytes(path, [*parts, view[done:], *appended])
     return True
 
 
-_TAIL_BYTES = 1 << 20
-
-
-def _whole_line_tail(fd: int) -> bytes | None:
-    """What to write before appending so the new lines start a line of their own: nothing
-    when the file ends with a line end; a line end after a last line that is whole JSON
-    (written by hand without one); else that last line is part of one a power cut tore
-    during an append, and it is cut off. None when the last 1 MB holds no line end."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return b""
-    start = max(0, size - _TAIL_BYTES)
-    tail = os.pread(fd, size - start, start)
-    cut = tail.rfind(b"\n")
-    if cut < 0 and start > 0:
+def _line_of(body: bytes, slug: str, canonical: bool) -> tuple[int, int] | None:
+    """Where the line for `slug` is in `body` (start, end), or None. Only when every line
+    is one subrosa wrote (`canonical`: each starts with its slug, spelled as json.dumps
+    spells it, so a slug's line is found by that start alone); otherwise None, and the
+    line is appended, to win as a slug's last line does."""
+    if not canonical:
         return None
+    head = b'{"slug": ' + json.dumps(slug, ensure_ascii=False).encode("utf-8") + b", "
+    at = body.rfind(b"\n" + head) + 1
+    if at == 0 and not body.startswith(head):
+        return None
+    return at, body.index(b"\n", at) + 1
+
+
+def _canonical(body: bytes) -> bool:
+    """Every line of `body` (which ends with a line end) starts as subrosa writes one."""
+    start = b'{"slug": "'
+    return body.count(b"\n" + start) + body.startswith(start) == body.count(b"\n")
+
+
+def _append(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
     try:
-        json.loads(tail[cut + 1 :])
-        return b"\n"
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _whole_lines(data: bytes) -> bytes:
+    """`data` ending with a line end: a last line that is whole JSON (written by hand
+    without its newline) gets one; a part of a line a power cut tore during an append
+    is cut off."""
+    if not data or data.endswith(b"\n"):
+        return data
+    cut = data.rfind(b"\n") + 1
+    try:
+        json.loads(data[cut:])
+        return data + b"\n"
     except ValueError:
-        os.ftruncate(fd, start + cut + 1)
-        return b""
-
-
-def fold_state(memory_dir: Path, rows: list[dict[str, Any]]) -> str:
-    """How the sidecar on disk stands to the database's `rows`: "same" (it is exactly
-    what `save_state` would write), "folded" (its lines, the last of each slug taken,
-    say the same, but appended lines are to be folded in) or "differs" (it was changed
-    under the database: generate takes its values)."""
-    text = _read_sidecar(memory_dir)
-    if text is None:
-        return "differs"
-    if text == render_state(rows):
-        return "same"
-    try:
-        found = _parse(text, Path())
-    except InvalidInput:
-        return "differs"
-    wanted = {str(row["slug"]): {key: row.get(key) for key in STATE_KEYS} for row in rows}
-    have = {slug: {key: row.get(key) for key in STATE_KEYS} for slug, row in found.items()}
-    return "folded" if have == wanted else "differs"
+        return data[:cut]
 
 
 def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:

@@ -22,7 +22,7 @@ from subrosa.errors import InvalidInput, NotFound
 from subrosa.memory import values
 from subrosa.memory.leaf import Leaf
 from subrosa.memory.project import Project as Project  # re-exported: store.Project
-from subrosa.memory.state import STATE_KEYS, append_state, load_state, save_state, state_path
+from subrosa.memory.state import STATE_KEYS, load_state, save_state, state_path, update_state
 
 # Re-exported: the pure rules live in subrosa.memory.values, shared with the DB-API path.
 from subrosa.memory.values import HOOK_MAX_CHARS as HOOK_MAX_CHARS
@@ -118,9 +118,9 @@ def mutation(engine: Engine, project: Project, *, whole: bool = False) -> Iterat
     commits (a kill between the two leaves the sidecar ahead, which generate then takes
     from).
 
-    A change to a few facts (`whole=False`: upsert, pin, archive, move) appends a line
-    for each fact it touched (subrosa.memory.state), so its cost does not grow with the
-    number of facts, and a transaction that changed nothing leaves the sidecar alone: a
+    A change to a few facts (`whole=False`: upsert, pin, archive, move) rewrites only the
+    lines of the facts it touched (subrosa.memory.state.update_state), so it does not
+    render every fact, and a transaction that changed nothing leaves the sidecar alone: a
     sidecar just pulled from git is not overwritten by a stale database before `subrosa
     rebuild` reads it. `whole` (generate, which has taken the sidecar's values first)
     writes the whole file from the database wherever it differs: one sorted line a fact.
@@ -139,22 +139,22 @@ def mutation(engine: Engine, project: Project, *, whole: bool = False) -> Iterat
         if whole or not state_path(project.memory_dir).exists():
             write_state(session, project)
         elif touched:
-            append_state_lines(session, project, touched)
+            write_state_lines(session, project, touched)
 
 
-APPEND_LIMIT = 500  # more facts changed than this: the whole file, from one query
+LINES_LIMIT = 500  # more facts changed than this: the whole file, from one query
 
 
-def append_state_lines(session: Session, project: Project, slugs: set[str]) -> None:
-    """Append the sidecar lines of `slugs` as the database has them now; the whole file
-    when a fact is gone (an appended line cannot say so) or there are many."""
-    if len(slugs) > APPEND_LIMIT:
+def write_state_lines(session: Session, project: Project, slugs: set[str]) -> None:
+    """The sidecar lines of `slugs` as the database has them now; the whole file when a
+    fact is gone (update_state only replaces and adds lines) or there are many."""
+    if len(slugs) > LINES_LIMIT:
         write_state(session, project)
         return
     columns = [getattr(Fact, key) for key in STATE_KEYS]
     query = select(*columns).where(Fact.project == project.key, Fact.slug.in_(sorted(slugs)))
     rows = [values.state_row(row) for row in session.execute(query.order_by(Fact.slug))]
-    if len(rows) < len(slugs) or not append_state(project.memory_dir, rows):
+    if len(rows) < len(slugs) or not update_state(project.memory_dir, rows):
         write_state(session, project)
 
 

@@ -20,6 +20,7 @@ from subrosa.memory.state import STATE_KEYS
 from subrosa.text import sanitize_line, truncate_bytes
 
 if TYPE_CHECKING:
+    from subrosa.memory.generator import Entry
     from subrosa.memory.leaf import Leaf
 
 HOOK_WARN_CHARS = 150
@@ -97,6 +98,27 @@ def fact_to_dict(fact: Any, memory_dir: Path) -> dict[str, Any]:
         "created_at": iso(fact.created_at),
         "updated_at": iso(fact.updated_at),
     }
+
+
+def entry_for(fact: Any) -> Entry:
+    """A fact as the generator sees it."""
+    from subrosa.memory.generator import Entry
+
+    return Entry(
+        slug=fact.slug,
+        filename=fact.path,
+        title=fact.title,
+        hook=fact.hook,
+        type=fact.type,
+        updated_at=fact.updated_at,
+        position=fact.position,
+        section=fact.section,
+        pinned=bool(fact.pinned),
+        archived=fact.status == "archived",
+        archive_reason=fact.archive_reason,
+        archived_at=fact.archived_at,
+        hits=fact.hits,
+    )
 
 
 def state_row(fact: Any) -> dict[str, Any]:
