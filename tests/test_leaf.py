@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subrosa.memory.leaf import parse_leaf, split_frontmatter, stat_key
+from subrosa.memory.leaf import (
+    FrontmatterError,
+    _plain_mapping,
+    parse_leaf,
+    split_frontmatter,
+    stat_key,
+)
 from tests.conftest import write_leaf
 
 
@@ -51,7 +57,7 @@ def test_the_split_agrees_with_python_frontmatter(lines: list[str]) -> None:
     try:
         post = frontmatter.loads(text, handler=YAMLHandler())
     except yaml.YAMLError:
-        with pytest.raises(yaml.YAMLError):
+        with pytest.raises(FrontmatterError):
             split_frontmatter(text)
         return
     assert split_frontmatter(text) == (dict(post.metadata), post.content)
@@ -76,3 +82,75 @@ def test_a_stat_key_is_not_trusted_while_the_file_is_fresh(tmp_path: Path) -> No
     assert parse_leaf(path).stat is None
     os.utime(path, ns=(st_now.st_atime_ns, st_now.st_mtime_ns - 10**10))
     assert parse_leaf(path).stat == stat_key(os.stat(path))
+
+
+_KEYS = ["name", "description", "type", "metadata", "title", "a-b_c", "yes", "No", "on", "1a"]
+_TEXTS = [
+    "Use pnpm",
+    "a plain sentence, with [brackets] {braces} and 'quotes'",
+    "http://example.com/x",
+    "東京 and é",
+    "yes",
+    "Null",
+    "off",
+    "42",
+    "2026-01-01",
+    "1e3",
+    ".inf",
+    "~",
+    "-dash",
+    "'quoted'",
+    '"double"',
+    "a: b",
+    "a #comment",
+    "trailing:",
+    "tab\there",
+    "x\u2028y",
+    "*alias",
+    "&anchor x",
+    "!tag x",
+    "| block",
+    "> folded",
+    "% d",
+    "@at",
+    "`tick`",
+    "[a, b]",
+    "{a: 1}",
+    "",
+    "   ",
+]
+
+
+@st.composite
+def _frontmatter(draw: st.DrawFn) -> str:
+    lines = []
+    for _ in range(draw(st.integers(0, 6))):
+        indent = draw(st.sampled_from(["", "", "", "  ", "    ", "\t", " "]))
+        key = draw(st.sampled_from(_KEYS))
+        sep = draw(st.sampled_from([": ", ":  ", ":", " : "]))
+        text = draw(st.sampled_from(_TEXTS))
+        lines.append(draw(st.sampled_from([f"{indent}{key}{sep}{text}", "", "  ", "- item"])))
+    return "\n".join(lines)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_frontmatter())
+def test_plain_frontmatter_reads_as_yaml_reads_it(fm: str) -> None:
+    """Frontmatter the plain reader takes is read exactly as YAML (PyYAML's safe loader)
+    reads it; everything else it leaves to YAML."""
+    import yaml
+
+    plain = _plain_mapping(fm)
+    if plain is None:
+        return
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    assert plain == (yaml.load(fm, Loader=loader) or {})  # noqa: S506 - a safe loader
+
+
+def test_the_usual_leaf_frontmatter_is_read_without_yaml() -> None:
+    fm = "name: use-pnpm\ndescription: Use pnpm, never npm\nmetadata:\n  type: feedback\n"
+    assert _plain_mapping(fm) == {
+        "name": "use-pnpm",
+        "description": "Use pnpm, never npm",
+        "metadata": {"type": "feedback"},
+    }

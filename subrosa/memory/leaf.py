@@ -38,32 +38,111 @@ _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
 _RACY_NS = 3_000_000_000
 
 
+class FrontmatterError(ValueError):
+    """Frontmatter that is not YAML (or holds an alias); the message is YAML's first line."""
+
+
 def load_frontmatter(fm: str) -> Any:
-    """YAML frontmatter, without aliases (`*name`); raises yaml.YAMLError.
+    """YAML frontmatter, without aliases (`*name`); raises FrontmatterError.
+
+    Most frontmatter is a few `key: text` lines, which `_plain_mapping` reads without
+    yaml (~0.1 ms of PyYAML's constructor per leaf, and its ~20 ms import, are most of
+    registering a few thousand leaves); anything else goes to yaml itself, imported
+    here on first use.
 
     Nine lines of nested aliases (a "billion laughs") load into a small shared graph,
     but `str()` of it never finishes: a hostile leaf would hang every command that
     reads it. No leaf needs an alias, so one is refused. Every alias starts with `*`:
     frontmatter without one is loaded at once (with libyaml's C loader where it is
     there); one with a `*` is scanned for alias events first (cheap, in C) rather than
-    loaded by a pure-Python loader, 5x slower. yaml is imported here, on first use: a
-    `generate` with no leaf to read does not pay for it.
+    loaded by a pure-Python loader, 5x slower.
     """
+    plain = _plain_mapping(fm)
+    if plain is not None:
+        return plain
     import yaml
 
     loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    if "*" in fm:
-        for event in yaml.parse(fm, Loader=loader):
-            if isinstance(event, yaml.AliasEvent):
-                line = event.start_mark.line + 1 if event.start_mark else "?"
-                raise yaml.YAMLError(f"line {line}: YAML aliases (*name) are not allowed in a leaf")
-    return yaml.load(fm, Loader=loader)  # noqa: S506 - a safe loader
+    try:
+        if "*" in fm:
+            for event in yaml.parse(fm, Loader=loader):
+                if isinstance(event, yaml.AliasEvent):
+                    line = event.start_mark.line + 1 if event.start_mark else "?"
+                    raise FrontmatterError(
+                        f"line {line}: YAML aliases (*name) are not allowed in a leaf"
+                    )
+        return yaml.load(fm, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FrontmatterError(detail) from None
+
+
+# `key: text`, a key YAML reads as a string (and the text after one or more spaces).
+_PLAIN_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,127}):(?: +(.*))?")
+# Plain words YAML 1.1 (PyYAML's resolver) reads as booleans or null, not as text.
+_YAML_WORDS = frozenset(
+    ("yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False")
+    + ("FALSE", "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL")
+)
+
+
+def _plain_text(value: str) -> str | None:
+    """`value` when YAML reads it, unquoted in a block mapping, as exactly this text;
+    else None. Only the plainest case: it starts with a letter (no indicator, number,
+    date or sign), is printable (no tab, no line separator), holds no `: ` or ` #`
+    (a mapping, a comment) and is not a word YAML makes a boolean or null."""
+    value = value.rstrip(" ")
+    if not value or not value[0].isalpha() or not value.isprintable() or value in _YAML_WORDS:
+        return None
+    if ": " in value or " #" in value or value.endswith(":"):
+        return None
+    return value
+
+
+def _plain_mapping(fm: str) -> dict[str, Any] | None:
+    """The mapping frontmatter holds when it is only `key: text` lines and mappings of
+    them one level deep (`metadata:` then indented `type: project`), read without yaml;
+    None for anything else (quotes, lists, comments, numbers, continued lines...), which
+    yaml then reads. Tests hold the two readers to the same result."""
+    result: dict[str, Any] = {}
+    open_key: str | None = None  # a top-level key with no text: its mapping may follow
+    indent = 0
+    for line in fm.split("\n"):
+        if not line.strip(" "):
+            continue
+        stripped = line.lstrip(" ")
+        depth = len(line) - len(stripped)
+        match = _PLAIN_LINE.fullmatch(stripped)
+        if match is None or match.group(1) in _YAML_WORDS:
+            return None
+        key, raw = match.groups()
+        if depth == 0:
+            if raw is not None and not raw.strip(" "):
+                raw = None
+            open_key = key if raw is None else None
+            indent = 0
+            text = None if raw is None else _plain_text(raw)
+            if raw is not None and text is None:
+                return None
+            result[key] = text
+            continue
+        if open_key is None or (indent and depth != indent) or raw is None:
+            return None
+        indent = depth
+        text = _plain_text(raw)
+        if text is None:
+            return None
+        nested = result[open_key]
+        if nested is None:
+            nested = result[open_key] = {}
+        nested[key] = text
+    return result
 
 
 def split_frontmatter(text: str) -> tuple[dict[Any, Any], str]:
     """A leaf's metadata and content, as python-frontmatter's `loads` read them (its
     YAML boundary, its stripping, CRLF made LF), without its import: metadata that is
-    not a mapping is none. Raises yaml.YAMLError for frontmatter that is not YAML."""
+    not a mapping is none. Raises FrontmatterError for frontmatter that is not YAML."""
     text = text.replace("\r\n", "\n").strip()
     parts = _BOUNDARY.split(text, 2)
     if len(parts) < 3:
@@ -236,16 +315,18 @@ def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) ->
     return raw.decode("utf-8", errors="replace")
 
 
-def _read_text(path: Path) -> tuple[bytes, str, os.stat_result]:
+def _read_text(
+    path: Path, read: tuple[bytes, os.stat_result] | None = None
+) -> tuple[bytes, str, os.stat_result]:
     """The leaf's bytes, its text, and its stat taken before reading (so a change made
-    while it is read shows in the next stat)."""
+    while it is read shows in the next stat); `read` is both when the caller has them."""
     try:
-        st = path.stat()
+        st = path.stat() if read is None else read[1]
         if st.st_size > MAX_LEAF_BYTES:
             raise LeafError(
                 path, f"is {st.st_size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit"
             )
-        raw = path.read_bytes()
+        raw = path.read_bytes() if read is None else read[0]
     except OSError as exc:
         raise LeafError(path, f"cannot be read ({exc.strerror})") from None
     try:
@@ -264,18 +345,17 @@ def _first_heading(body: str) -> str | None:
     return match.group(1) if match else None
 
 
-def parse_leaf(path: Path) -> Leaf:
-    """Strictly parse the leaf at `path` (already resolved); raise LeafError naming the file."""
-    import yaml
-
-    raw, text, st = _read_text(path)
+def parse_leaf(path: Path, read: tuple[bytes, os.stat_result] | None = None) -> Leaf:
+    """Strictly parse the leaf at `path` (already resolved); raise LeafError naming the
+    file. `read` is its bytes and the stat taken before reading them, when the caller
+    read it already."""
+    raw, text, st = _read_text(path, read)
     if not _FRONTMATTER_START.match(text):
         raise LeafError(path, "has no YAML frontmatter (it must start with a '---' line)")
     try:
         meta, content = split_frontmatter(text)
-    except yaml.YAMLError as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LeafError(path, f"has frontmatter that is not valid YAML ({detail})") from None
+    except FrontmatterError as exc:
+        raise LeafError(path, f"has frontmatter that is not valid YAML ({exc})") from None
     except ValueError as exc:
         raise LeafError(path, f"has unreadable frontmatter ({exc})") from None
     if not meta:
@@ -340,7 +420,7 @@ def _leaf_type(path: Path, meta: dict[str, Any], warnings: list[str]) -> str:
     return str(value)
 
 
-def parse_leaf_lenient(path: Path) -> Leaf:
+def parse_leaf_lenient(path: Path, read: tuple[bytes, os.stat_result] | None = None) -> Leaf:
     """Parse a leaf users already have, never refusing one that is readable text.
 
     A leaf the strict reader refuses (no frontmatter, YAML that does not parse, no
@@ -349,19 +429,17 @@ def parse_leaf_lenient(path: Path) -> Leaf:
     prefix such as `feedback_`, else `reference`. The reason lands in `warnings`.
     Unreadable files (not UTF-8, too large) still raise LeafError.
     """
-    import yaml
-
     try:
-        return parse_leaf(path)
+        return parse_leaf(path, read)
     except LeafError as strict_error:
-        raw, text, st = _read_text(path)
+        raw, text, st = _read_text(path, read)
         reason = strict_error.problem
     body = text
     meta: dict[Any, Any] = {}
     if _FRONTMATTER_START.match(text):
         try:
             meta, body = split_frontmatter(text)
-        except (yaml.YAMLError, ValueError):
+        except ValueError:  # FrontmatterError among them
             end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
             body = text[3 + end.end() :] if end else text
     slug = slug_for(path)

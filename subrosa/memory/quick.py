@@ -31,7 +31,7 @@ from typing import Any
 from subrosa.errors import LeafError
 from subrosa.fsutil import read_text_if_exists
 from subrosa.memory import generator, rows, values
-from subrosa.memory.leaf import hash_leaf_file, leaf_names, parse_leaf_lenient, stat_key
+from subrosa.memory.leaf import content_hash, leaf_names, parse_leaf_lenient, stat_key
 from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index
 from subrosa.memory.project import Project
 from subrosa.memory.report import Report
@@ -143,18 +143,19 @@ class _Run:
                 if fact is not None and fact.leaf_stat == _raw_stat(st):
                     self.report.present.add(name)
                     continue
-                digest = hash_leaf_file(directory, name)
+                with open(os.path.join(directory, name), "rb") as handle:
+                    raw = handle.read()
             except OSError as exc:
                 self.report.unreadable.append((name, f"cannot be read ({exc.strerror})"))
                 continue
-            if fact is not None and fact.content_hash == digest:
+            if fact is not None and fact.content_hash == content_hash(raw):
                 self.report.present.add(name)
                 if stat_key(st) != fact.leaf_stat:
                     self.stats.append((stat_key(st), fact.id))
                 continue
             path = memory_dir / name
             try:
-                leaf = parse_leaf_lenient(path)
+                leaf = parse_leaf_lenient(path, (raw, st))
             except LeafError as exc:
                 self.report.unreadable.append((name, exc.problem))
                 continue
@@ -181,7 +182,11 @@ class _Run:
     def _write(self) -> None:
         """One write transaction for what changed, the sidecar in step before it commits
         (as store.mutation(whole=True) does); nothing when nothing changed."""
-        sidecar_due = bool(self.refreshed or self.new) or self.sidecar_text != self.state_text
+        # A refreshed leaf changes its sidecar line only when its title changed.
+        retitled = any(
+            fact.title != changes.get("title", fact.title) for fact, changes in self.refreshed
+        )
+        sidecar_due = bool(self.new) or retitled or self.sidecar_text != self.state_text
         if not (self.stats or sidecar_due):
             return
         conn = self.conn
