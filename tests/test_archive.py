@@ -523,3 +523,18 @@ def test_repeats_are_left_out_of_table_and_index_alike(tmp_path: Path) -> None:
     assert sorted(hit[0] for hit in hits) == [rows[1][0], rows[2][0]]
     # Foreign keys are off only inside the ingest's own transactions.
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_a_limit_past_the_rerank_window_is_honoured(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`search --limit N` returns N results when N messages match, even past the window
+    of newest matches ranked here (RERANK; 1,000, made 10 here) and with a common
+    phrase (SELECTIVE made 1, so the rerank path runs)."""
+    monkeypatch.setattr("subrosa.archive.search.RERANK", 10)
+    monkeypatch.setattr("subrosa.archive.search.SELECTIVE", 1)
+    _transcript("s-1.jsonl", *(_record(f"m{n}", f"deploy number {n}") for n in range(40)))
+    _ingest(run)
+    assert len(_search(run, "deploy", "--transcripts", "--limit", "25")) == 25
+    assert len(_search(run, "deploy", "--transcripts", "--limit", "500")) == 40
+    assert len(_search(run, "deploy", "--transcripts", "--limit", "5")) == 5

@@ -320,6 +320,7 @@ def _click_params(command: Any) -> dict[str, tuple[str, bool]]:
         (("fact", "archive"), "subrosa.cli.fact:archive_cmd"),
         (("checkpoint-mark",), "subrosa.cli.claude:checkpoint_mark"),
         (("generate",), "subrosa.cli.index:generate"),
+        (("ingest",), "subrosa.cli.transcripts:ingest"),
     ],
 )
 def test_each_fast_entry_takes_the_click_commands_options(
@@ -354,6 +355,9 @@ CASES: list[tuple[list[str], Callable[[Path], None]]] = [
     (["checkpoint-mark"], lambda _: None),  # no live session: exit 2
     (["fact", "upsert", "--leaf", "a.md", "--hook"], lambda _: None),  # no value
     (["fact", "upsert", "--leaf", "a.md", "--hook", "x", "extra"], lambda _: None),
+    (["ingest", "--json"], lambda _: None),
+    (["ingest"], lambda _: None),
+    (["ingest", "--all-projects", "nowhere"], lambda _: None),  # click: no such path
 ]
 
 

@@ -16,23 +16,25 @@ spend more time building objects than SQLite spends indexing them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from subrosa.archive import pending
 from subrosa.archive.connection import archive_path, ingest_lock, open_archive
-from subrosa.archive.redact import Redactor
-from subrosa.archive.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
 from subrosa.paths import claude_root, encode_project_path, project_root, project_transcript_dir
+
+# The parser and the redactor (msgspec, ahocorasick, the secret rules: ~30 ms of CPU to
+# import) load when a file has something new to read: a no-op ingest is a stat per file.
+if TYPE_CHECKING:
+    from subrosa.archive.redact import Redactor
+    from subrosa.archive.transcripts import Message, Parsed, SessionInfo
 
 CHUNK_BYTES = 4 << 20
 # Bytes of transcript per write transaction. FTS5 writes a new index segment per
@@ -50,20 +52,22 @@ MAX_LINE_BYTES = 32 << 20
 Progress = Callable[[int], None]
 
 
-@dataclass
 class IngestReport:
-    """What one ingest did; `--json` prints it."""
+    """What one ingest did; `--json` prints it. (The classes of this module are not
+    dataclasses: importing dataclasses, and inspect with it, cost a no-op ingest ~15 ms
+    of CPU, a tenth of its budget.)"""
 
-    files_seen: int = 0
-    files_read: int = 0
-    files_restarted: int = 0
-    bytes_read: int = 0
-    new_messages: int = 0
-    duplicate_messages: int = 0
-    sessions: set[str] = field(default_factory=set)
-    skipped: Counter[str] = field(default_factory=Counter)
-    redacted: Counter[str] = field(default_factory=Counter)
-    missing: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.files_seen = 0
+        self.files_read = 0
+        self.files_restarted = 0
+        self.bytes_read = 0
+        self.new_messages = 0
+        self.duplicate_messages = 0
+        self.sessions: set[str] = set()
+        self.skipped: Counter[str] = Counter()
+        self.redacted: Counter[str] = Counter()
+        self.missing: list[str] = []
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -81,8 +85,7 @@ class IngestReport:
         }
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """A transcript file and the project its sessions belong to. The path is a string:
     a no-op re-ingest of thousands of files must not pay for building Path objects."""
 
@@ -96,8 +99,7 @@ class Source:
         return os.path.abspath(self.path)
 
 
-@dataclass(frozen=True)
-class _FileState:
+class _FileState(NamedTuple):
     inode: int
     size: int
     mtime_ns: int
@@ -159,6 +161,8 @@ def all_project_dirs(env: dict[str, str] | None = None) -> list[Path]:
 
 def _head_hash_of(path: str, length: int) -> str:
     """A hash of the file's first `length` bytes (at most HEAD_BYTES)."""
+    import hashlib  # here: its OpenSSL start-up (~6 ms) is for files with news only
+
     try:
         with open(path, "rb") as handle:
             return hashlib.sha1(handle.read(min(length, HEAD_BYTES))).hexdigest()
@@ -166,8 +170,7 @@ def _head_hash_of(path: str, length: int) -> str:
         return ""
 
 
-@dataclass(frozen=True)
-class _Plan:
+class _Plan(NamedTuple):
     """A file to read, its stat when planned, and the offset to read from."""
 
     source: Source
@@ -207,13 +210,22 @@ class Ingester:
         self.tool_result_chars = tool_result_chars
         self.progress = progress
         self.report = report if report is not None else IngestReport()
-        self.redactor = Redactor(self.report.redacted)
+        self._redactor: Redactor | None = None
         self._states = _load_states(conn)
         self._session_pks: dict[str, int] = {}
         self._in_transaction = False
         self._uncommitted = 0
         self._next_id = 0
         self._hash_size_checked = False
+
+    @property
+    def redactor(self) -> Redactor:
+        """The redactor, made on first use (see the imports)."""
+        if self._redactor is None:
+            from subrosa.archive.redact import Redactor
+
+            self._redactor = Redactor(self.report.redacted)
+        return self._redactor
 
     def bytes_to_read(self, sources: list[Source]) -> int:
         """An estimate for the progress bar: what changed since the last ingest."""
@@ -272,6 +284,8 @@ class Ingester:
 
     def _ingest_inline(self, plan: _Plan) -> None:
         """Read, parse and store one file here, batch by batch (any size, little memory)."""
+        from subrosa.archive.transcripts import parse_lines
+
         source = plan.source
         offset = plan.start
         with open(source.path, "rb") as handle:
@@ -366,6 +380,8 @@ class Ingester:
         by_session: dict[str, list[Message]] = {}
         for message in parsed.messages:
             by_session.setdefault(message.session_id, []).append(message)
+        from subrosa.archive.transcripts import SessionInfo
+
         for session_id in parsed.sessions.keys() | by_session.keys():
             info = parsed.sessions.get(session_id) or SessionInfo(session_id)
             pk = self._upsert_session(info, source.project)
@@ -463,6 +479,8 @@ def _batches(
     A line that grows past MAX_LINE_BYTES is not held in memory: it is read past, and
     stands in its batch as LINE_TOO_LONG, which the parser counts as skipped.
     """
+    from subrosa.archive.transcripts import LINE_TOO_LONG
+
     handle.seek(start)
     offset = start  # just past the last complete line: where `rest` begins
     rest = b""

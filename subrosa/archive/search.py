@@ -144,8 +144,9 @@ def search_messages(
     conn: sqlite3.Connection, terms: list[Term], filters: Filters, limit: int
 ) -> list[dict[str, Any]]:
     """The best `limit` messages for `terms` by bm25 (docs/search.md): exact when the
-    query has at most RERANK matches or every phrase is selective, else among the
-    newest RERANK matches."""
+    query has at most max(RERANK, limit) matches or every phrase is selective, else
+    among the newest max(RERANK, limit) matches: a limit past RERANK widens the window,
+    so `--limit 5000` returns 5,000 results when that many match."""
     phrases = query_phrases(terms, "cjk")
     if not phrases or limit <= 0:
         return []
@@ -155,12 +156,13 @@ def search_messages(
     text_joins = (
         joins if " JOIN messages m " in joins else " JOIN messages m ON m.id = f.rowid" + joins
     )
+    window = max(RERANK, limit)
     candidates = conn.execute(
         f"SELECT f.rowid, m.text, m.cjk FROM messages_fts f{text_joins}"
         f" WHERE messages_fts MATCH ?{where} ORDER BY f.rowid DESC LIMIT ?",
-        [match, *params, RERANK],
+        [match, *params, window],
     ).fetchall()
-    if len(candidates) == RERANK and all(kth is None for kth in kths):
+    if len(candidates) == window and all(kth is None for kth in kths):
         # More matches than RERANK, but every phrase's doclist is short: FTS5's bm25
         # ranks them all exactly and cheaply.
         ranked = [
@@ -179,14 +181,18 @@ def search_messages(
     if not ranked:
         return []
     ids = [rowid for rowid, _score in ranked]
-    details = {
-        row[0]: row[1:]
-        for row in conn.execute(
-            "SELECT m.id, s.session_id, m.timestamp, m.role, s.project, m.text FROM messages m"
-            f" JOIN sessions s ON s.id = m.session_pk WHERE m.id IN ({','.join('?' * len(ids))})",
-            ids,
+    details: dict[int, tuple[Any, ...]] = {}
+    for start in range(0, len(ids), 500):  # within SQLite's limit on bound values
+        chunk = ids[start : start + 500]
+        details.update(
+            (row[0], row[1:])
+            for row in conn.execute(
+                "SELECT m.id, s.session_id, m.timestamp, m.role, s.project, m.text"
+                " FROM messages m JOIN sessions s ON s.id = m.session_pk"
+                f" WHERE m.id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
         )
-    }
     pattern = _phrase_pattern(phrases)
     results = []
     for rowid, score in ranked:

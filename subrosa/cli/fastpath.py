@@ -1,11 +1,13 @@
 """The commands the extraction skill runs once per fact, without click: `fact upsert`,
-`fact pin`, `fact unpin`, `fact archive`, `checkpoint-mark`, and `generate` after them.
+`fact pin`, `fact unpin`, `fact archive`, `checkpoint-mark`, and `generate` after them;
+and `ingest`, which the SessionEnd hook starts after every session.
 
 Why this exists: each is a whole process, a few milliseconds of work, and click cost
 ~40 ms of CPU to import (SQLAlchemy, ~0.4 s, is kept out by the use cases themselves:
-subrosa.memory.rows). So subrosa.cli.__init__ hands these commands to main() first;
-it parses exactly the options the click command takes and calls the same use case,
-printing through the same functions (below, and subrosa.cli.output). Anything else
+subrosa.memory.rows, subrosa.memory.quick, subrosa.archive.connection). So
+subrosa.cli.__init__ hands these commands to main() first; it parses exactly the
+options the click command takes and calls the same use case, printing through the
+same functions (below, and subrosa.cli.output). Anything else
 (`--help`, an option or value it does not know, a missing option) returns None and
 the click command runs: it says what is wrong. A test holds each command's options
 here to the click command's.
@@ -19,14 +21,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from subrosa.cli.fastsearch import JSON_HELP, ROOT_OPTIONS, Option
-from subrosa.cli.output import error_of, print_json, say, show_error, warn
+from subrosa.cli.output import error_of, note, print_json, say, show_error, warn
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
+    from subrosa.archive.ingest import Ingested, IngestReport
     from subrosa.memory.facts import Upserted
     from subrosa.memory.generate import Outcome
     from subrosa.memory.takeover import Report
@@ -36,12 +38,14 @@ LEAF = Option("--leaf", "leaf_arg", "text", "The leaf file.", metavar="FILE")
 
 
 class Command(NamedTuple):
-    """A command this module answers: its words, options, required options and runner."""
+    """A command this module answers: its words, options, required options and runner;
+    `paths`: it takes existing paths as arguments (into opts["paths"])."""
 
     words: tuple[str, ...]
     options: tuple[Option, ...]
     required: tuple[str, ...]
     run: Callable[[dict[str, Any], dict[str, Any]], None]
+    paths: bool = False
 
 
 # ---------------------------------------------------------------- output, shared with click
@@ -156,6 +160,61 @@ def generate_and_report(
         )
 
 
+def describe_ingest(report: IngestReport) -> str:
+    """An ingest report as one line for people."""
+    data: dict[str, Any] = report.to_dict()
+    line = (
+        f"{data['new_messages']} new messages from {data['files_read']} of "
+        f"{data['files_seen']} files ({data['sessions']} sessions, "
+        f"{data['bytes_read'] / 1e6:.1f} MB read)"
+    )
+    if data["duplicate_messages"]:
+        line += f"; {data['duplicate_messages']} already archived"
+    line += f"; {data['redacted']} secrets redacted"
+    if data["files_restarted"]:
+        line += f"; {data['files_restarted']} replaced or truncated files read again"
+    skipped = sum(data["skipped"].values())
+    if skipped:
+        kinds = ", ".join(f"{k} {v}" for k, v in data["skipped"].items())
+        line += f"; {skipped} records skipped ({kinds})"
+    return line
+
+
+def run_ingest(
+    db_url: str,
+    paths: list[Path],
+    all_projects: bool,
+    pending_only: bool,
+    progress: Callable[[int, int], None] | None = None,
+) -> Ingested:
+    """`subrosa ingest`'s use case, with the settings' tool_result_chars."""
+    from subrosa.archive.ingest import ingest_transcripts
+    from subrosa.config import load_settings
+
+    return ingest_transcripts(
+        db_url,
+        paths,
+        all_projects=all_projects,
+        pending_only=pending_only,
+        tool_result_chars=load_settings().tool_result_chars,
+        progress=progress,
+    )
+
+
+def show_ingested(done: Ingested, named_paths: bool, pending_only: bool, as_json: bool) -> None:
+    """What `subrosa ingest` prints."""
+    from subrosa.paths import project_transcript_dir
+
+    if as_json:
+        print_json(done.report.to_dict())
+        return
+    if pending_only:
+        return
+    if not done.transcripts and not named_paths:
+        note(f"no transcripts in {done.roots[0] if done.roots else project_transcript_dir()}")
+    say(describe_ingest(done.report))
+
+
 # ---------------------------------------------------------------- the commands
 
 
@@ -209,6 +268,12 @@ def _mark(root: dict[str, Any], opts: dict[str, Any]) -> None:
     show_marked(checkpoint.mark_session(_memory_dir(root), opts["session_id"]), opts["as_json"])
 
 
+def _ingest(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    paths = [Path(p) for p in opts["paths"]]
+    done = run_ingest(_db_url(root), paths, opts["all_projects"], opts["pending_only"])
+    show_ingested(done, bool(paths), opts["pending_only"], opts["as_json"])
+
+
 def _generate(root: dict[str, Any], opts: dict[str, Any]) -> None:
     generate_and_report(
         _db_url(root),
@@ -256,6 +321,17 @@ COMMANDS = (
         ),
         (),
         _generate,
+    ),
+    Command(
+        ("ingest",),
+        (
+            Option("--all-projects", "all_projects", "flag", "Every project.", default=False),
+            Option("--pending", "pending_only", "flag", "Only ended sessions.", default=False),
+            JSON,
+        ),
+        (),
+        _ingest,
+        paths=True,
     ),
 )
 
@@ -318,14 +394,21 @@ def parse(argv: list[str]) -> tuple[Command, dict[str, Any], dict[str, Any]] | N
         return None
     by_name = {option.name: option for option in command.options}
     opts: dict[str, Any] = {option.dest: option.default for option in command.options}
+    opts["paths"] = []
     i += len(command.words)
     while i < len(argv):
+        if command.paths and not argv[i].startswith("-") and os.path.exists(argv[i]):
+            opts["paths"].append(argv[i])  # click.Path(exists=True)
+            i += 1
+            continue
         step = _take(argv, i, by_name, opts)
         if step is None:
             return None  # an unknown option, a bad value, or an argument
         i = step
     if any(opts[dest] is None for dest in command.required):
         return None
+    if command.paths and sys.stderr.isatty() and not opts["as_json"] and not opts["pending_only"]:
+        return None  # a terminal gets click's command and its progress bar
     return command, root, opts
 
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 import sys
 from typing import Any, NamedTuple
 
-from subrosa.query import one_line
-
 
 class Option(NamedTuple):
     """One command-line option, for the fast parser and for click alike."""
@@ -79,6 +77,8 @@ SEARCH_OPTIONS = (
 
 def render_text(results: list[dict[str, Any]]) -> str:
     """Results for people: one header line and one snippet line each."""
+    from subrosa.query import one_line
+
     if not results:
         return "no results"
     lines = []

@@ -17,8 +17,6 @@ import os
 import sys
 from typing import Any
 
-from subrosa.text import printable
-
 # What rich left out of a result line: a bell, a backspace, vertical tab, form feed and
 # carriage return would move the cursor or ring rather than print.
 _CURSOR_CONTROLS = str.maketrans(dict.fromkeys("\a\b\v\f\r"))
@@ -40,6 +38,8 @@ def note(message: str) -> None:
 
 def warn(message: str) -> None:
     """A warning on stderr: `warning: …` (yellow on a terminal)."""
+    from subrosa.text import printable
+
     label = "\x1b[33mwarning:\x1b[0m" if _colour(sys.stderr) else "warning:"
     sys.stderr.write(f"{label} {printable(message)}\n")
 
@@ -71,4 +71,6 @@ def error_of(exc: BaseException) -> tuple[str, int] | None:
 
 def show_error(message: str) -> None:
     """An error sentence on stderr, as click shows its own."""
+    from subrosa.text import printable
+
     sys.stderr.write(f"Error: {printable(message)}\n")
