@@ -22,7 +22,6 @@ The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import NamedTuple
 
@@ -64,6 +63,8 @@ def read_file(env: dict[str, str] | None = None) -> dict[str, object]:
     path = config_path(env)
     if not path.is_file():
         return {}
+    import tomllib  # here: most runs have no settings file (~5 ms)
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, a 5,000-digit number

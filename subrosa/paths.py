@@ -9,6 +9,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -126,16 +127,9 @@ def config_file(env: dict[str, str] | None = None) -> Path:
 
 def sqlite_url(path: Path) -> str:
     """The `sqlite:///` URL of a file, as SQLAlchemy renders it (it quotes the same way)."""
-    text = str(path)
-    if _UNQUOTED.fullmatch(text):
-        return "sqlite:///" + text  # what quote() would give; urllib.parse costs ~3 ms
-    from urllib.parse import quote
-
-    return "sqlite:///" + quote(text, safe=" +/")
+    return "sqlite:///" + quote(str(path), safe=" +/")
 
 
-# The characters urllib.parse.quote(safe=" +/") leaves as they are.
-_UNQUOTED = re.compile(r"[A-Za-z0-9_.~ +/-]*")
 _SQLITE_URL = re.compile(r"sqlite(\+pysqlite)?:///(?P<rest>.*)", re.DOTALL)
 
 
@@ -144,11 +138,7 @@ def sqlite_path(url: str) -> Path | None:
     match = _SQLITE_URL.fullmatch(url)
     if match is None:
         return None
-    rest = match.group("rest").split("?", 1)[0]
-    if "%" in rest:
-        from urllib.parse import unquote
-
-        rest = unquote(rest)
+    rest = unquote(match.group("rest").split("?", 1)[0])
     if not rest or rest == ":memory:":
         return None
     return Path(rest)

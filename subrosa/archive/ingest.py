@@ -22,6 +22,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from operator import attrgetter
 from pathlib import Path
 from stat import S_ISREG
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
@@ -87,16 +88,18 @@ class IngestReport:
 
 class Source(NamedTuple):
     """A transcript file and the project its sessions belong to. The path is a string:
-    a no-op re-ingest of thousands of files must not pay for building Path objects."""
+    a no-op re-ingest of thousands of files must not pay for building Path objects.
+    `absolute` is the path already absolute and normalized, when discovery knows it."""
 
     path: str
     project: str
+    absolute: str = ""
 
     @property
     def key(self) -> str:
         """The file's absolute path, normalized without touching the disk (a no-op
         re-ingest of thousands of files must not pay for resolving each one)."""
-        return os.path.abspath(self.path)
+        return self.absolute or os.path.abspath(self.path)
 
 
 class _FileState(NamedTuple):
@@ -122,7 +125,8 @@ def transcripts_in(directory: Path) -> list[str]:
     """A project folder's transcripts: `*.jsonl` and `<session>/subagents/*.jsonl`."""
     found: list[str] = []
     try:
-        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        with os.scandir(directory) as scan:
+            entries = sorted(scan, key=attrgetter("name"))
     except OSError:
         return []
     for entry in entries:
@@ -143,9 +147,11 @@ def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
     sources: list[Source] = []
     for path in paths:
         if path.is_dir():
-            # Every transcript of a folder belongs to the folder's project.
+            # Every transcript of a folder belongs to the folder's project. Its paths are
+            # the folder's, made absolute once, joined with names: absolute already.
             project = project_of(path / "x.jsonl", default_project)
-            sources += [Source(file, project) for file in transcripts_in(path)]
+            folder = Path(os.path.abspath(path))
+            sources += [Source(file, project, file) for file in transcripts_in(folder)]
         else:
             sources.append(Source(str(path), project_of(path, default_project)))
     return sources
@@ -178,11 +184,19 @@ class _Plan(NamedTuple):
     start: int
 
 
-def _load_states(conn: sqlite3.Connection) -> dict[str, _FileState]:
-    rows = conn.execute(
-        "SELECT path, inode, size, mtime_ns, offset, head_hash FROM ingested_files"
-    ).fetchall()
-    return {row[0]: _FileState(*row[1:]) for row in rows}
+def _load_stats(conn: sqlite3.Connection) -> dict[str, tuple[int, int, int]]:
+    """Each ingested file's inode, size and mtime: all a no-op ingest compares (the rest
+    of a file's state is read when its stat changed, _load_state)."""
+    cursor = conn.execute("SELECT path, inode, size, mtime_ns FROM ingested_files")
+    return {path: (inode, size, mtime_ns) for path, inode, size, mtime_ns in cursor}
+
+
+def _load_state(conn: sqlite3.Connection, key: str) -> _FileState | None:
+    row = conn.execute(
+        "SELECT inode, size, mtime_ns, offset, head_hash FROM ingested_files WHERE path = ?",
+        (key,),
+    ).fetchone()
+    return None if row is None else _FileState(*row)
 
 
 def _is_whole_object(line: bytes) -> bool:
@@ -211,7 +225,7 @@ class Ingester:
         self.progress = progress
         self.report = report if report is not None else IngestReport()
         self._redactor: Redactor | None = None
-        self._states = _load_states(conn)
+        self._stats = _load_stats(conn)
         self._session_pks: dict[str, int] = {}
         self._in_transaction = False
         self._uncommitted = 0
@@ -232,15 +246,20 @@ class Ingester:
         total = 0
         for source in sources:
             try:
-                size = os.stat(source.path).st_size
+                stat = os.stat(source.path)
             except OSError:
                 continue
-            state = self._states.get(source.key)
+            size = stat.st_size
+            known = self._stats.get(source.key)
+            if known == (stat.st_ino, size, stat.st_mtime_ns):
+                continue
+            state = _load_state(self.conn, source.key) if known is not None else None
             total += size - state.offset if state and size >= state.offset else size
         return total
 
     def ingest(self, sources: list[Source]) -> IngestReport:
         """Ingest `sources`; committed when it returns, rolled back when it raises."""
+        self.report.files_seen += len(sources)
         try:
             for source in sources:
                 plan = self._plan(source)
@@ -253,9 +272,8 @@ class Ingester:
         return self.report
 
     def _plan(self, source: Source) -> _Plan | None:
-        """Where to start reading `source`, or None when it has not changed."""
-        key = source.key
-        self.report.files_seen += 1
+        """Where to start reading `source`, or None when it has not changed (one stat)."""
+        key = source.absolute or os.path.abspath(source.path)
         try:
             stat = os.stat(key)
         except OSError:
@@ -264,15 +282,14 @@ class Ingester:
         if not S_ISREG(stat.st_mode):  # a FIFO would block, /dev/zero never end
             self.report.skipped["not a regular file"] += 1
             return None
-        state = self._states.get(key)
+        known = self._stats.get(key)
+        if known is None:
+            return _Plan(source, stat, 0)
+        if known == (stat.st_ino, stat.st_size, stat.st_mtime_ns):
+            return None
+        state = _load_state(self.conn, key)
         if state is None:
             return _Plan(source, stat, 0)
-        if (state.inode, state.size, state.mtime_ns) == (
-            stat.st_ino,
-            stat.st_size,
-            stat.st_mtime_ns,
-        ):
-            return None
         if (
             state.inode == stat.st_ino
             and stat.st_size >= state.offset
@@ -357,7 +374,7 @@ class Ingester:
             self.conn.execute("ROLLBACK")
             self._in_transaction = False
             self.conn.execute("PRAGMA foreign_keys = ON")
-            self._states = _load_states(self.conn)
+            self._stats = _load_stats(self.conn)
         self._uncommitted = 0
 
     def _save_state(self, plan: _Plan, offset: int) -> None:
@@ -372,7 +389,7 @@ class Ingester:
             " updated_at = excluded.updated_at",
             (key, project, stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head),
         )
-        self._states[key] = _FileState(stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head)
+        self._stats[key] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
     def _store(self, source: Source, parsed: Parsed) -> None:
         """Store one batch (inside the caller's transaction, with the new offset)."""
