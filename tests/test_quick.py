@@ -10,6 +10,8 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -412,3 +414,49 @@ def _without_times(state: dict[str, Any]) -> dict[str, Any]:
             ).encode()
         files[name] = data
     return {"facts": facts, "files": files}
+
+
+def test_the_per_fact_commands_import_the_standard_library_only(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """On a current SQLite database the commands the skill runs once per fact, generate
+    after them and a no-op ingest load neither click nor SQLAlchemy nor Alembic (nor rich,
+    filelock, yaml for plain frontmatter, nor ingest's parser): the fast paths."""
+    write_leaf(memory_dir, "a.md", "The a fact.", name="a")
+    write_leaf(memory_dir, "b.md", "The b fact.", name="b")
+    live = memory_dir / ".extract" / "live.json"
+    transcript = tmp_path / "s-1.jsonl"
+    transcript.write_text('{"type": "user"}\n')
+    report = tmp_path / "modules.json"
+    script = (
+        "import json, sys\n"
+        "from subrosa.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
+        f"json.dump([code, sorted(sys.modules)], open({str(report)!r}, 'w'))\n"
+    )
+    heavy = {"sqlalchemy", "alembic", "click", "rich", "filelock", "yaml", "frontmatter"}
+    heavy |= {"msgspec", "ahocorasick_rs", "dataclasses"}
+    steps = [
+        ["fact", "upsert", "--leaf", "a.md", "--hook", "the a hook", "--json"],
+        ["fact", "upsert", "--leaf", "b.md", "--hook", "the b hook"],
+        ["fact", "pin", "--leaf", "a.md"],
+        ["fact", "unpin", "--leaf", "a.md"],
+        ["fact", "archive", "--leaf", "b.md", "--reason", "done"],
+        ["checkpoint-mark"],
+        ["ingest", "--pending"],
+        ["generate"],
+        ["generate", "--json"],
+    ]
+    for args in steps:
+        if args == ["checkpoint-mark"]:
+            live.parent.mkdir(exist_ok=True)
+            live.write_text(json.dumps({"session_id": "s-1", "transcript_path": str(transcript)}))
+        if args == ["generate"]:
+            heavy.discard("dataclasses")  # the generator's Entry and Plan are dataclasses
+        result = subprocess.run(
+            [sys.executable, "-c", script, *args], capture_output=True, timeout=60
+        )
+        code, modules = json.loads(report.read_text())
+        assert code == 0, (args, result.stderr)
+        loaded = {module.split(".")[0] for module in modules}
+        assert not loaded & heavy, (args, loaded & heavy)
