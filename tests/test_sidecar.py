@@ -97,3 +97,19 @@ def test_a_line_written_by_hand_is_outranked_not_edited(tmp_path: Path) -> None:
 def test_there_is_nothing_to_update_without_a_sidecar(tmp_path: Path) -> None:
     assert not update_state(tmp_path, [_row("a", "x")])
     assert not state_path(tmp_path).exists()
+
+
+def test_a_new_fact_is_appended_without_reading_the_sidecar(tmp_path: Path) -> None:
+    """A fact the database did not have gets its line appended unread (what makes a new
+    fact's upsert cost the same at any size); a line the sidecar had for it already (a
+    killed run's) is outranked, as the last line of a slug wins; a torn tail is cut."""
+    whole = render_state([_row("a", "old"), _row("b", "kept")])
+    path = _sidecar(tmp_path, whole + json.dumps(_row("c", "torn"))[:20])
+    assert update_state(tmp_path, [_row("a", "new"), _row("d", "fresh")], frozenset({"a", "d"}))
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert lines[:2] == whole.split("\n")[:2] and len(lines) == 5 and lines[-1] == ""
+    assert load_state(tmp_path) == {
+        "a": _row("a", "new"),
+        "b": _row("b", "kept"),
+        "d": _row("d", "fresh"),
+    }

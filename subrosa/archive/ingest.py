@@ -260,9 +260,20 @@ class Ingester:
     def ingest(self, sources: list[Source]) -> IngestReport:
         """Ingest `sources`; committed when it returns, rolled back when it raises."""
         self.report.files_seen += len(sources)
+        stats, stat_of, isreg, abspath = self._stats, os.stat, S_ISREG, os.path.abspath
         try:
             for source in sources:
-                plan = self._plan(source)
+                # The common case, inlined: one stat, and the file is as it was.
+                key = source.absolute or abspath(source.path)
+                try:
+                    stat = stat_of(key)
+                except OSError:
+                    self.report.missing.append(key)
+                    continue
+                known = stats.get(key)
+                if known == (stat.st_ino, stat.st_size, stat.st_mtime_ns) and isreg(stat.st_mode):
+                    continue
+                plan = self._plan(source, key, stat)
                 if plan is not None:
                     self._ingest_inline(plan)
         except BaseException:
@@ -271,14 +282,9 @@ class Ingester:
         self.commit()
         return self.report
 
-    def _plan(self, source: Source) -> _Plan | None:
-        """Where to start reading `source`, or None when it has not changed (one stat)."""
-        key = source.absolute or os.path.abspath(source.path)
-        try:
-            stat = os.stat(key)
-        except OSError:
-            self.report.missing.append(key)
-            return None
+    def _plan(self, source: Source, key: str, stat: os.stat_result) -> _Plan | None:
+        """Where to start reading `source` (at `key`, as `stat` found it), or None when it
+        has not changed or cannot be read."""
         if not S_ISREG(stat.st_mode):  # a FIFO would block, /dev/zero never end
             self.report.skipped["not a regular file"] += 1
             return None

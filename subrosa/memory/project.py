@@ -24,10 +24,11 @@ class Project:
     """A memory dir, and the key its facts are stored under (a value: equal when the
     memory dirs are; a plain class, as dataclasses cost a `fact upsert` ~15 ms)."""
 
-    __slots__ = ("memory_dir",)
+    __slots__ = ("memory_dir", "_key")
 
     def __init__(self, memory_dir: Path) -> None:
         self.memory_dir = memory_dir
+        self._key: str | None = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Project) and other.memory_dir == self.memory_dir
@@ -40,7 +41,11 @@ class Project:
 
     @property
     def key(self) -> str:
-        return str(self.memory_dir.resolve())
+        """The resolved memory dir, resolved once (registering thousands of facts asked
+        for it once each)."""
+        if self._key is None:
+            self._key = str(self.memory_dir.resolve())
+        return self._key
 
     def require_dir(self) -> None:
         """Refuse a memory dir that does not exist (every use case that writes checks it)."""

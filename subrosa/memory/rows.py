@@ -247,6 +247,7 @@ class Change:
         self.conn = conn
         self.project = project
         self.touched: set[str] = set()
+        self.added: set[str] = set()  # facts this transaction inserted
 
     def upsert(self, leaf: Leaf, *, hook: str | None, pin: bool | None) -> tuple[str, FactRow]:
         """store.Registrar.upsert, one leaf: (added|updated|restored, the row after)."""
@@ -265,6 +266,7 @@ class Change:
                 now=values.utcnow(),
             )
             insert(self.conn, [new])
+            self.added.add(leaf.slug)
             return "added", require(self.conn, self.project, leaf.slug)
         action, changes = values.upsert_values(fact, leaf, hook=hook, pin=pin)
         update(self.conn, fact.id, values.changed(fact, changes))
@@ -286,7 +288,7 @@ class Change:
         memory_dir = self.project.memory_dir
         lines = [] if whole else [values.state_row(require(self.conn, self.project, slug))
                                   for slug in sorted(self.touched)]  # fmt: skip
-        if whole or (lines and not update_state(memory_dir, lines)):
+        if whole or (lines and not update_state(memory_dir, lines, frozenset(self.added))):
             save_state(memory_dir, state_rows(self.conn, self.project.key))
 
 

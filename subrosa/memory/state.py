@@ -93,11 +93,20 @@ def save_state(memory_dir: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
-def update_state(memory_dir: Path, rows: list[dict[str, Any]]) -> bool:
+def update_state(
+    memory_dir: Path, rows: list[dict[str, Any]], new: frozenset[str] = frozenset()
+) -> bool:
     """Bring the sidecar's lines of `rows` in step (the caller holds the project lock):
-    each row's line replaced where it is, or appended when the sidecar has none. False,
-    having written nothing, when there is no sidecar: the caller writes it whole."""
+    each row's line replaced where it is, or appended when the sidecar has none. The
+    slugs in `new` (facts the database did not have: the sidecar has no line for them,
+    or one a later line may outrank) are appended without looking: a new fact costs the
+    same however many the sidecar holds. False, having written nothing, when there is
+    no sidecar: the caller writes it whole."""
     path = state_path(memory_dir)
+    appended = [(render_row(row) + "\n").encode("utf-8") for row in rows if row["slug"] in new]
+    known = [row for row in rows if row["slug"] not in new]
+    if not known:
+        return _append_lines(path, b"".join(appended))
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -105,8 +114,7 @@ def update_state(memory_dir: Path, rows: list[dict[str, Any]]) -> bool:
     body = _whole_lines(data)
     canonical = _canonical(body)
     spliced: list[tuple[int, int, bytes]] = []
-    appended: list[bytes] = []
-    for row in rows:
+    for row in known:
         line = (render_row(row) + "\n").encode("utf-8")
         at = _line_of(body, str(row["slug"]), canonical)
         if at is None:
@@ -114,8 +122,7 @@ def update_state(memory_dir: Path, rows: list[dict[str, Any]]) -> bool:
         else:
             spliced.append((*at, line))
     if not spliced and body == data:
-        _append(path, b"".join(appended))
-        return True
+        return _append_lines(path, b"".join(appended))
     parts: list[bytes | memoryview] = []
     view, done = memoryview(body), 0
     for start, end, line in sorted(spliced):
@@ -145,13 +152,32 @@ def _canonical(body: bytes) -> bool:
     return body.count(b"\n" + start) + body.startswith(start) == body.count(b"\n")
 
 
-def _append(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+def _append_lines(path: Path, data: bytes) -> bool:
+    """Append whole lines, fsynced, after cutting a torn last line (or ending a whole one
+    written without its newline); False when there is no file."""
     try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return False
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            tail = os.pread(fd, min(size, _TAIL_BYTES), max(0, size - _TAIL_BYTES))
+            whole = _whole_lines(tail)
+            if b"\n" not in tail and size > _TAIL_BYTES:
+                return False  # no line end in the last MiB: the caller writes it whole
+            if len(whole) < len(tail):
+                os.ftruncate(fd, size - len(tail) + len(whole))
+            else:
+                data = whole[len(tail) :] + data
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+    return True
+
+
+_TAIL_BYTES = 1 << 20
 
 
 def _whole_lines(data: bytes) -> bytes:

@@ -127,11 +127,15 @@ def mutation(engine: Engine, project: Project, *, whole: bool = False) -> Iterat
     """
     with project.lock(), session_scope(engine, write=True) as session:
         touched: set[str] = set()
+        added: set[str] = set()  # facts inserted, none of that slug deleted before
+        deleted: set[str] = set()
 
         def note(session: Session, *_: Any) -> None:
             for obj in (*session.new, *session.dirty, *session.deleted):
                 if isinstance(obj, Fact):
                     touched.add(obj.slug)
+            deleted.update(obj.slug for obj in session.deleted if isinstance(obj, Fact))
+            added.update(obj.slug for obj in session.new if isinstance(obj, Fact))
 
         event.listen(session, "before_flush", note)
         yield session
@@ -139,13 +143,15 @@ def mutation(engine: Engine, project: Project, *, whole: bool = False) -> Iterat
         if whole or not state_path(project.memory_dir).exists():
             write_state(session, project)
         elif touched:
-            write_state_lines(session, project, touched)
+            write_state_lines(session, project, touched, frozenset(added - deleted))
 
 
 LINES_LIMIT = 500  # more facts changed than this: the whole file, from one query
 
 
-def write_state_lines(session: Session, project: Project, slugs: set[str]) -> None:
+def write_state_lines(
+    session: Session, project: Project, slugs: set[str], added: frozenset[str] = frozenset()
+) -> None:
     """The sidecar lines of `slugs` as the database has them now; the whole file when a
     fact is gone (update_state only replaces and adds lines) or there are many."""
     if len(slugs) > LINES_LIMIT:
@@ -154,7 +160,7 @@ def write_state_lines(session: Session, project: Project, slugs: set[str]) -> No
     columns = [getattr(Fact, key) for key in STATE_KEYS]
     query = select(*columns).where(Fact.project == project.key, Fact.slug.in_(sorted(slugs)))
     rows = [values.state_row(row) for row in session.execute(query.order_by(Fact.slug))]
-    if len(rows) < len(slugs) or not update_state(project.memory_dir, rows):
+    if len(rows) < len(slugs) or not update_state(project.memory_dir, rows, added):
         write_state(session, project)
 
 

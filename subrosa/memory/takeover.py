@@ -261,10 +261,8 @@ def _register_leaves(
         else:
             store.refresh_from_leaf(fact, leaf)
             report.refreshed.append(fact.slug)
-    unreadable = {name for name, _ in report.unreadable}
-    report.missing = sorted(
-        f.slug for f in facts.values() if f.path not in report.present | unreadable
-    )
+    seen = report.present | {name for name, _ in report.unreadable}  # once, not per fact
+    report.missing = sorted(f.slug for f in facts.values() if f.path not in seen)
     return new_files
 
 
