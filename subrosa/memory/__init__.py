@@ -32,9 +32,11 @@ Data and rules they use:
                 it) and their hit counts, written under the project lock
 
 Rules: the leaves are the truth and are never rewritten unless the user asks; every
-change to the facts runs under the project lock and rewrites the sidecar; `store` runs
-every query, and `leaf`, `state`, `marker` (an index file's header) and subrosa.fsutil
-every file read and write (the use cases and `takeover` go through them); nothing here
+change to the facts runs under the project lock and brings the sidecar in step before
+it commits; `store` runs every SQLAlchemy query and `rows` (and `recall`) every sqlite3
+one, both with the values of `values`; `leaf`, `state`, `marker` (an index file's
+header) and subrosa.fsutil every file read and write (the use cases, `takeover` and
+`quick` go through them); nothing here
 imports the archive half, the Claude Code half or click. This file imports nothing,
 so the hooks can load a module of this folder without paying for the rest.
 """
