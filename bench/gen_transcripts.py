@@ -4,8 +4,9 @@ Same seed and size, same bytes. The corpus mixes what real archives hold: short 
 prompts, long assistant answers with code, tool calls (Bash, Read, Edit, Grep) and
 their results (often far longer than what the archive keeps), thinking blocks, meta
 entries, summaries, subagent transcripts, and text in Japanese, Chinese, Korean,
-German and French. The query terms are planted at known rates so that the three
-query classes (rare < 0.1 %, medium 1-10 %, very common > 50 % of messages) hold.
+German and French, and code with camelCase names. The query terms are planted at known
+rates so that the three query classes (rare < 0.1 %, medium 1-10 %, very common > 50 % of
+messages) hold.
 """
 
 from __future__ import annotations
@@ -217,10 +218,10 @@ FOREIGN = [
 CODE = [
     "def {n}(items):\n    result = []\n    for item in items:\n        if item.{f}:\n"
     "            result.append(item)\n    return result\n",
-    "export async function {n}(req, res) {{\n  const value = await db.{f}(req.params.id);\n"
-    "  if (!value) return res.status(404).end();\n  res.json(value);\n}}\n",
+    "export async function {n}{F}(req, res) {{\n  const {f}Value = await db.{f}(req.params.id);\n"
+    "  if (!{f}Value) return res.status(404).end();\n  res.json({f}Value);\n}}\n",
     "SELECT id, {f} FROM {n} WHERE created_at > now() - interval '1 day' ORDER BY id;\n",
-    "fn {n}(input: &str) -> Result<{f}, Error> {{\n    let parsed = input.parse()?;\n"
+    "fn {n}(input: &str) -> Result<{F}{N}, Error> {{\n    let parsed = input.parse()?;\n"
     "    Ok(parsed)\n}}\n",
 ]
 TOOLS = ["Bash", "Read", "Edit", "Grep", "Write", "Glob"]
@@ -267,7 +268,10 @@ class Generator:
 
     def _code(self) -> str:
         rng = self.rng
-        return rng.choice(CODE).format(n=rng.choice(FILLER), f=rng.choice(FILLER))
+        # camelCase and PascalCase names as real code has them (a third of real messages
+        # hold one), made of the same draws so the corpus keeps its shape.
+        code, n, f = rng.choice(CODE), rng.choice(FILLER), rng.choice(FILLER)
+        return code.format(n=n, f=f, N=n.capitalize(), F=f.capitalize())
 
     def _size(self, median: int) -> int:
         return max(3, int(self.rng.lognormvariate(0, 1.0) * median))

@@ -4,10 +4,13 @@
 
 Every hook runs as Claude Code runs it: a new process, Claude Code's JSON on stdin,
 once as `python -m subrosa hook NAME` and once through the installed `subrosa`
-console script. The figure is the median (p50) of --runs runs, interleaved with
+console script. Each run is a new event (a session id of its own): a hook acts once per
+event, so the same payload twice would measure the duplicate's early exit. The figure
+is the median (p50) of --runs runs, interleaved with
 `python -c pass` runs so both see the same machine. Targets: stop and session-end
 <= 3x the baseline; session-start <= 4x with a 23 KB MEMORY.md that Claude Code
-would not load itself (so the hook reads and injects it) and two queued sessions.
+would not load itself (so the hook reads it and, as it is over the 10,000-character
+cap, picks its facts by the ranking generate leaves beside it) and queued sessions.
 
 SessionEnd's detached `subrosa ingest --pending` is off by default
 (SUBROSA_BACKGROUND_INGEST=0): twenty ingests running in the background would slow
@@ -18,6 +21,7 @@ starting the process, never for the ingest).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -45,7 +49,15 @@ def _setup(root: Path) -> tuple[dict[str, str], dict[str, bytes]]:
     home = root / "home"
     memory = root / "memory"
     memory.mkdir(parents=True)
-    (memory / "MEMORY.md").write_text(_index(23_000), encoding="utf-8")
+    index = _index(23_000)
+    (memory / "MEMORY.md").write_text(index, encoding="utf-8")
+    # generate's ranking (.subrosa/index-rank.json): here the last facts rank first.
+    targets = [line.split("](", 1)[1].split(")", 1)[0] for line in index.splitlines()
+               if line.startswith("- [")]  # fmt: skip
+    (memory / ".subrosa").mkdir()
+    (memory / ".subrosa" / "index-rank.json").write_text(
+        json.dumps({"index": "MEMORY.md", "ranked": targets[::-1]}), encoding="utf-8"
+    )
     transcript = root / "session.jsonl"
     transcript.write_text('{"type": "user"}\n' * 200, encoding="utf-8")
     env = {
@@ -89,8 +101,14 @@ def _setup(root: Path) -> tuple[dict[str, str], dict[str, bytes]]:
     return env, inputs
 
 
+_runs = itertools.count()
+
+
 def _time(command: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
-    """Wall time and CPU time (user + system) of one run of `command`."""
+    """Wall time and CPU time (user + system) of one run of `command`; a hook's payload
+    gets a session id of its own (a new event)."""
+    if stdin:
+        stdin = stdin.replace(b'"session_id": "bench"', f'"session_id": "b{next(_runs)}"'.encode())
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(command, input=stdin, env=env, capture_output=True)

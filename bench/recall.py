@@ -193,12 +193,17 @@ class Archive:
             shutil.copytree(source, copy)
             self.run(["--memory-dir", str(copy), "adopt", "--materialize", "--json"])
 
-    def search(self, query: str) -> list[dict[str, Any]]:
+    def search(self, query: str, *options: str) -> list[dict[str, Any]]:
         # The words as a shell would pass them: `subrosa search spinner stuck at bottom`.
         words = shlex.split(query)
-        out = self.run(["search", "--json", "--all-projects", "--limit", str(LIMIT), *words])
+        args = ["search", "--json", "--all-projects", "--limit", str(LIMIT), *options]
+        out = self.run([*args, "--", *words])
         results: list[dict[str, Any]] = json.loads(out) if out.strip() else []
         return results
+
+    def has_option(self, option: str) -> bool:
+        """Whether this subrosa's `search` takes `option` (older ones lack --sessions)."""
+        return option in self.run(["search", "--help"])
 
     def connect(self) -> sqlite3.Connection:
         return sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
@@ -373,6 +378,20 @@ def print_tables(questions: list[Question]) -> None:
             (f"{split} empty results", str(s.empty), str(b.empty), "", "0 (a word is present)")
         )
     print_table(summary)
+    print_sessions(questions)
+
+
+def print_sessions(questions: list[Question]) -> None:
+    """The session questions asked of `search --sessions` (when this subrosa has it)."""
+    rows = []
+    for split in dict.fromkeys(q.split for q in questions):
+        chosen = [q for q in questions if q.split == split and "sessions" in q.ranks]
+        if chosen:
+            s = score(chosen, "sessions")
+            rows.append((split, str(s.n), f"{s.r1:.2f}", f"{s.r5:.2f}", f"{s.mrr:.2f}"))
+    if rows:
+        print("\nsession questions through `search --sessions`:\n")
+        print_table(rows, ("set", "n", "R@1", "R@5", "MRR"))
 
 
 def print_misses(questions: list[Question]) -> None:
@@ -427,6 +446,7 @@ def build(corpus: Path, work: Path) -> tuple[Archive, int]:
 
 
 def run(questions: list[Question], archive: Archive) -> None:
+    sessions = archive.has_option("--sessions")
     with archive.connect() as conn:
         baseline = BM25(stored_documents(conn))
         for q in questions:
@@ -436,6 +456,12 @@ def run(questions: list[Question], archive: Archive) -> None:
                 q.ranks[system] = first_hit(found, q.answers)
                 q.counts[system] = len(found)
                 q.top[system] = [describe(location) for location in found[:5]]
+            if q.kind == "session" and sessions:
+                # "In which session did we …": the same question asked of --sessions.
+                grouped = archive.search(q.query, "--sessions")
+                found = [{"session_id": str(r["session_id"])} for r in grouped]
+                q.ranks["sessions"] = first_hit(found, q.answers)
+                q.counts["sessions"] = len(found)
 
 
 def main() -> None:

@@ -11,12 +11,17 @@ from subrosa.models import Base
 target_metadata = Base.metadata
 config = context.config
 
-# The full-text pieces are made by raw SQL in migration 0002: FTS5 virtual tables and
+# The full-text pieces are made by raw SQL in migrations 0002 and 0003: FTS5 virtual tables and
 # their shadow tables (`messages_fts_data`, …) on SQLite, GIN indexes over tsvector
 # expressions on PostgreSQL. Models cannot express them, so autogenerate must not see
 # them (it would propose dropping them).
 FTS_TABLES = ("messages_fts", "facts_fts")
-FTS_INDEXES = ("ix_messages_text_tsv", "ix_messages_cjk_tsv", "ix_facts_tsv")
+FTS_INDEXES = (
+    "ix_messages_text_tsv",
+    "ix_messages_cjk_tsv",
+    "ix_messages_terms_tsv",
+    "ix_facts_tsv",
+)
 
 
 def include_name(name: str | None, type_: str, parent_names: object) -> bool:

@@ -4,8 +4,9 @@ Standard library only (tomllib): the Stop hook reads `nudge_every` from here.
 The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
 `~/.config/subrosa/config.toml`. Every key is optional:
 
-    budget = 23000            # bytes of MEMORY.md
-    max_lines = 200           # lines of MEMORY.md
+    budget = 23000            # bytes of MEMORY.md generate plans for (at most 25000)
+    max_lines = 150           # lines of MEMORY.md generate plans for (at most 200: Claude
+                              # Code loads 200; the rest is headroom for appended lines)
     nudge_every = 15          # Stop hook: nudge the extraction skill every N turns
     tool_result_chars = 2000  # transcript archive: tool results are cut to this length
     db = "postgresql+psycopg://me@db.example.com/team?sslmode=require"
@@ -26,9 +27,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 from subrosa.errors import InvalidInput
+from subrosa.fsutil import JSON_CAP, read_capped
 from subrosa.paths import config_file, data_dir, sqlite_url
 
 FACT_TYPES = ("user", "feedback", "project", "reference")
+# Claude Code loads the first 200 lines of MEMORY.md, and the witness (document 003)
+# fails one over 25,000 bytes: generate never plans past either.
+LINE_CAP = 200
+BYTE_CAP = 25_000
+CAPS = {"budget": BYTE_CAP, "max_lines": LINE_CAP}
 DEFAULT_TYPE_WEIGHTS = {"feedback": 4, "user": 3, "project": 2, "reference": 1}
 
 
@@ -37,7 +44,7 @@ class Settings(NamedTuple):
     command that reads a setting ~15 ms of CPU to import)."""
 
     budget: int = 23_000
-    max_lines: int = 200
+    max_lines: int = 150
     nudge_every: int = 15
     tool_result_chars: int = 2_000
     type_weights: dict[str, int] = DEFAULT_TYPE_WEIGHTS
@@ -66,10 +73,15 @@ def read_file(env: dict[str, str] | None = None) -> dict[str, object]:
     import tomllib  # here: most runs have no settings file (~5 ms)
 
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_capped(path, JSON_CAP, follow_links=True)  # bounded, regular files only
+        return tomllib.loads((data or b"").decode("utf-8"))
+    except RecursionError:  # `a = [[[[…`
+        raise InvalidInput(f"{path}: not valid TOML (nested too deeply).") from None
     except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, a 5,000-digit number
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidInput(f"{path}: not valid TOML ({detail}).") from None
+        raise InvalidInput(
+            f"{path}: not valid TOML ({detail}); fix it (docs/settings.md lists every key)."
+        ) from None
 
 
 def text_setting(key: str, env: dict[str, str] | None = None) -> str | None:
@@ -98,13 +110,22 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             values[key] = _positive_int(env[env_key], env_key, "environment")
         elif key in data:
             values[key] = _positive_int(data[key], key, path)
+        if key in CAPS and key in values and values[key] > CAPS[key]:  # type: ignore[operator]
+            where = "environment" if env.get(f"SUBROSA_{key.upper()}") else path
+            raise InvalidInput(
+                f"{where}: {key} must be at most {CAPS[key]} (the cap MEMORY.md must stay "
+                f"under), not {values[key]}."
+            )
     weights = dict(DEFAULT_TYPE_WEIGHTS)
     raw_weights = data.get("type_weights", {})
     if not isinstance(raw_weights, dict):
         raise InvalidInput(f"{path}: type_weights must be a table.")
     for name, weight in raw_weights.items():
         if name not in FACT_TYPES:
-            raise InvalidInput(f"{path}: type_weights names an unknown type {name!r}.")
+            raise InvalidInput(
+                f"{path}: type_weights names an unknown type {name!r} (the types are "
+                f"{', '.join(FACT_TYPES)})."
+            )
         try:
             weights[name] = int(str(weight))
         except ValueError:

@@ -22,7 +22,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
-from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
+from subrosa.errors import DatabaseUnreadable, corruption, hide_passwords
 from subrosa.fsutil import file_lock
 from subrosa.paths import sqlite_path
 
@@ -41,13 +42,15 @@ CONNECT_TIMEOUT_S = 10
 # pg_advisory_xact_lock's key for migrations: any constant will do; this one is the
 # bytes "subrosaM" read as a number, unlikely to be another application's.
 MIGRATION_LOCK_KEY = int.from_bytes(b"subrosaM", "big")
-INSTALL_DRIVER = "pip install 'subrosa[postgres]'"
+# psycopg goes into the environment subrosa runs in (the extra
+# `subrosa-memory[postgres]` once a release is published).
+INSTALL_DRIVER = (
+    "psycopg is not installed beside subrosa: pip install 'psycopg[binary]' in its venv, "
+    "pipx inject subrosa-memory 'psycopg[binary]', or uv tool install --with "
+    "'psycopg[binary]' followed by where you installed subrosa from"
+)
 
 _engines: dict[str, Engine] = {}
-
-
-class DatabaseError(SubrosaError):
-    """The database cannot be opened or migrated."""
 
 
 def database_url(value: str) -> URL:
@@ -89,10 +92,7 @@ def get_engine(url: str) -> Engine:
     target = database_url(url)
     path = sqlite_path(url)
     if path is not None:
-        try:
-            prepare_file(path)
-        except OSError as exc:
-            raise DatabaseError(f"{path}: cannot create the database ({exc.strerror}).") from None
+        prepare_file(path)  # refuses a file that is no subrosa database, or cannot be made
         engine = create_engine(target, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
     else:
@@ -176,6 +176,9 @@ def current_revision(engine: Engine) -> str | None:
     except DBAPIError as exc:
         if _missing_table(exc):
             return None
+        damage = corruption(exc)
+        if damage is not None:
+            raise DatabaseUnreadable(shown(engine.url), damage) from None
         raise DatabaseError(
             f"{shown(engine.url)}: cannot read the database ({_reason(exc)})."
         ) from None
@@ -209,6 +212,9 @@ def upgrade(engine: Engine) -> None:
                 return
             _run_alembic(engine)
         except DBAPIError as exc:
+            damage = corruption(exc)
+            if damage is not None:
+                raise DatabaseUnreadable(shown(engine.url), damage) from None
             raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
 
 
@@ -256,7 +262,17 @@ def migrate(url: str) -> tuple[str | None, str | None]:
 
 def status(url: str) -> dict[str, Any]:
     """Where the database is (password hidden) and which schema revision it has, against
-    the newest (`subrosa db status`; the `--json` shape)."""
+    the newest (`subrosa db status`; the `--json` shape). Looking creates nothing: a
+    database file that does not exist yet is reported as such (`exists` false)."""
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return {
+            "url": database_url(url).render_as_string(hide_password=True),
+            "revision": None,
+            "head": SCHEMA_HEAD,
+            "current": False,
+            "exists": False,
+        }
     engine = get_engine(url)
     revision = current_revision(engine)
     return {
@@ -264,4 +280,5 @@ def status(url: str) -> dict[str, Any]:
         "revision": revision,
         "head": SCHEMA_HEAD,
         "current": revision == SCHEMA_HEAD,
+        "exists": True,
     }

@@ -11,19 +11,18 @@ broken part never hides the others.
 
 from __future__ import annotations
 
-import json
 import os
+import shlex
 import stat
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from subrosa.errors import hide_passwords
-from subrosa.memory.leaf import list_leaf_files
+from subrosa.fsutil import is_link
+from subrosa.memory.leaf import list_leaf_files, subfolder_note
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
-from subrosa.paths import claude_root, project_root, sqlite_path
-
-HOOK_EVENTS = ("SessionStart", "Stop", "SessionEnd")
+from subrosa.paths import sqlite_path
 
 
 @dataclass
@@ -55,14 +54,15 @@ def check_memory_dir(subject: Subject) -> Check:
             "memory dir",
             False,
             f"{directory} does not exist.",
-            f"mkdir -p '{directory}' (or pass --memory-dir / set SUBROSA_MEMORY_DIR).",
+            f"mkdir -p {shlex.quote(str(directory))} (or pass --memory-dir / set "
+            "SUBROSA_MEMORY_DIR).",
         )
     if not os.access(directory, os.W_OK):
         return Check(
             "memory dir",
             False,
             f"{directory} is not writable.",
-            f"chmod u+w '{directory}'",
+            f"chmod u+w {shlex.quote(str(directory))}",
         )
     return Check("memory dir", True, f"{directory}")
 
@@ -112,61 +112,107 @@ def check_database(subject: Subject) -> Check:
     return Check("database", True, f"{where} (revision {revision})")
 
 
-def _settings_files(subject: Subject) -> list[Path]:
-    root = project_root(subject.cwd)
-    return [
-        claude_root() / "settings.json",
-        root / ".claude" / "settings.json",
-        root / ".claude" / "settings.local.json",
-    ]
-
-
-def _subrosa_events(path: Path) -> set[str]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    hooks = data.get("hooks") if isinstance(data, dict) else None
-    found: set[str] = set()
-    if not isinstance(hooks, dict):
-        return found
-    for event, groups in hooks.items():
-        if "subrosa" in json.dumps(groups):
-            found.add(event)
-    return found
-
-
 def check_hooks(subject: Subject) -> Check:
-    found: set[str] = set()
-    where: list[str] = []
-    for path in _settings_files(subject):
-        events = _subrosa_events(path)
-        if events:
-            found |= events
-            where.append(str(path))
-    missing = [event for event in HOOK_EVENTS if event not in found]
+    """Which of `subrosa install` (hooks in a settings.json) and the plugin is active."""
+    from subrosa.claude.settings import EVENTS, registrations
+
+    found = registrations()
+    installed = "; ".join(f"{f.what} in {f.path} ({f.scope})" for f in found.hooks)
+    plugins = "; ".join(f"plugin {f.what} enabled in {f.path}" for f in found.plugins)
+    missing = [event for event in EVENTS if event not in found.events]
+    if found.hooks and found.plugins:
+        return Check(
+            "hooks",
+            False,
+            f"registered twice: `subrosa install` ({installed}) and the {plugins}. Each "
+            "hook still acts once per event.",
+            f"keep one: `subrosa install --uninstall --scope {found.hooks[0].scope}`, or "
+            f"`claude plugin disable {found.plugins[0].what}`",
+            severity="warning",
+        )
+    if found.plugins:
+        return Check("hooks", True, f"the {plugins}")
+    if not found.hooks:
+        return Check(
+            "hooks",
+            False,
+            "not set up: no subrosa hooks in any settings.json and no subrosa plugin enabled "
+            "(a plugin loaded with `claude --plugin-dir` is not visible here).",
+            "subrosa install (or enable the subrosa plugin)",
+            severity="warning",
+        )
     if missing:
         return Check(
             "hooks",
             False,
-            f"subrosa's {', '.join(missing)} hook(s) are not in any settings.json "
-            "(a plugin install is not detected here).",
-            "subrosa install (or enable the subrosa plugin)",
+            f"subrosa's {', '.join(missing)} hook(s) are missing ({installed}).",
+            f"subrosa install --scope {found.hooks[0].scope}",
             severity="warning",
         )
-    return Check("hooks", True, f"installed in {', '.join(where)}")
+    return Check("hooks", True, f"`subrosa install`: {installed}")
+
+
+def check_mcp(subject: Subject) -> Check:
+    """subrosa's MCP server, where it is registered and whether Claude Code can start it.
+    Optional: not registering it is fine (the plugin registers it by itself)."""
+    import shutil
+
+    from subrosa.claude.install import registered_mcp_servers
+
+    found = registered_mcp_servers(subject.cwd)
+    if not found:
+        return Check(
+            "mcp server",
+            True,
+            "not registered in .mcp.json or ~/.claude.json (optional; the plugin "
+            "registers it by itself)",
+            "subrosa install --mcp",
+        )
+    broken = [
+        f"{where} runs {entry['command']!r}, which is not found"
+        for where, entry in found
+        if not (shutil.which(str(entry["command"])) or Path(str(entry["command"])).is_file())
+    ]
+    if broken:
+        return Check(
+            "mcp server",
+            False,
+            "; ".join(broken) + ".",
+            "subrosa install --mcp (it writes the absolute path when subrosa is not on PATH)",
+            severity="warning",
+        )
+    return Check("mcp server", True, "registered in " + ", ".join(where for where, _ in found))
 
 
 def check_index(subject: Subject) -> Check:
     index = subject.memory_dir / INDEX
+    for own in (index, subject.memory_dir / ARCHIVE):
+        if is_link(own):
+            return Check(
+                "index",
+                False,
+                f"{own} is a symbolic link; subrosa never reads or writes through one.",
+                f"rm {shlex.quote(str(own))} (or replace it with the file itself), "
+                "then subrosa generate",
+            )
     if not index.exists():
         return Check("index", True, "no MEMORY.md yet", "subrosa generate", severity="warning")
     if foreign_index(subject.memory_dir) is not None:
+        from subrosa.memory.generate import written_by_claude_code
+
+        if written_by_claude_code(subject.memory_dir):
+            return Check(
+                "index",
+                True,
+                f"{index} is the one Claude Code writes from the leaves; generate replaces it.",
+                "subrosa generate",
+                severity="warning",
+            )
         return Check(
             "index",
             False,
             f"{index} was not written by subrosa.",
-            "subrosa adopt (it keeps a backup), then subrosa generate",
+            f"subrosa adopt '{subject.memory_dir}' (it keeps a backup), then subrosa generate",
         )
     from subrosa.memory.witness import load
 
@@ -217,6 +263,13 @@ def check_leaves_registered(subject: Subject) -> Check:
             registered = store.registered_slugs(session, store.Project(subject.memory_dir))
     except Exception as exc:  # noqa: BLE001 - the database check reports the cause
         return Check("leaves", False, f"cannot read facts: {exc}", "see the database check")
+    # Notes in subfolders are registered through the index links (`notes/x`).
+    root = subject.memory_dir.resolve()
+    on_disk |= {
+        slug
+        for slug in registered
+        if "/" in slug and subfolder_note(subject.memory_dir, slug + ".md", root) is not None
+    }
     unregistered = sorted(on_disk - registered)
     gone = sorted(registered - on_disk)
     if unregistered or gone:
@@ -227,7 +280,9 @@ def check_leaves_registered(subject: Subject) -> Check:
             parts.append(f"{len(gone)} fact(s) whose leaf is gone ({gone[0]}…)")
         fix = "subrosa generate" if unregistered else ""
         if gone:
-            fix += (" and " if fix else "") + "restore the leaf, or `subrosa rebuild` to forget it"
+            fix += (" and " if fix else "") + (
+                f"restore the leaf, or forget the fact: `subrosa fact forget {gone[0]}`"
+            )
         return Check("leaves", False, "; ".join(parts) + ".", fix)
     return Check("leaves", True, f"{len(on_disk)} leaves, all registered")
 
@@ -251,21 +306,55 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+def _shared(directory: Path) -> bool:
+    """A folder others use too (sticky like /tmp, or not this user's): doctor never
+    suggests changing its mode."""
+    info = directory.stat()
+    mine = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    return bool(info.st_mode & stat.S_ISVTX) or not mine
+
+
+def _permission_fix(db: Path | None) -> str:
+    """The commands that make the database private: its files readable by the user only,
+    its folder writable by the user only, and that only when the folder is the user's
+    own (a database in /tmp moves out rather than /tmp changing)."""
+    if db is None or not db.exists():
+        return "chmod u+w on the index files"
+    files = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+    fixes = [
+        f"chmod 600 {shlex.quote(str(path))}"
+        for path in files
+        if path.exists() and _mode(path) & 0o077
+    ]
+    if _mode(db.parent) & 0o022:
+        if _shared(db.parent):
+            fixes = [
+                f"move the database out of the shared folder {db.parent} into a folder of "
+                "your own (unset SUBROSA_DB / --db to use the default, private one)"
+            ]
+        else:
+            fixes.append(f"chmod go-w {shlex.quote(str(db.parent))}")
+    return "; ".join(fixes) or "chmod u+w on the index files"
+
+
 def check_permissions(subject: Subject) -> Check:
     problems: list[str] = []
     db = sqlite_path(subject.db_url)
     if db is not None and db.exists():
-        if _mode(db) & 0o077:
-            problems.append(f"{db} is readable by others (mode {_mode(db):o})")
-        if _mode(db.parent) & 0o077:
-            problems.append(f"{db.parent} is open to others (mode {_mode(db.parent):o})")
+        # The files hold the data (SQLite gives -wal and -shm the database's mode); an
+        # ordinary 755 folder only lets others see their names. A folder others may
+        # write to is a problem: they could swap the database.
+        for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+            if path.exists() and _mode(path) & 0o077:
+                problems.append(f"{path} is readable by others (mode {_mode(path):o})")
+        if _mode(db.parent) & 0o022:
+            problems.append(f"{db.parent} is writable by others (mode {_mode(db.parent):o})")
     for name in INDEX_FILES:
         path = subject.memory_dir / name
         if path.exists() and not os.access(path, os.W_OK):
             problems.append(f"{path} is not writable")
     if problems:
-        fix = f"chmod 600 '{db}'; chmod 700 '{db.parent}'" if db is not None else "chmod u+w"
-        return Check("permissions", False, "; ".join(problems) + ".", fix)
+        return Check("permissions", False, "; ".join(problems) + ".", _permission_fix(db))
     return Check("permissions", True, "database private to you; index files writable")
 
 
@@ -273,6 +362,7 @@ CHECKS: tuple[Callable[[Subject], Check], ...] = (
     check_memory_dir,
     check_database,
     check_hooks,
+    check_mcp,
     check_index,
     check_leaves_registered,
     check_backlog,

@@ -50,6 +50,16 @@ class LeafError(InvalidInput):
         self.problem = problem
 
 
+class InvalidLeaf(LeafError):
+    """A leaf whose frontmatter parses as YAML but is not a mapping of text keys: refused
+    by `fact upsert`, skipped with a warning by generate and adopt."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        InvalidInput.__init__(self, f"invalid leaf: {path}: {problem}")
+        self.path = path
+        self.problem = f"invalid leaf: {problem}"
+
+
 class NotFound(InvalidInput):
     """A slug, session or file the user named does not exist."""
 
@@ -62,6 +72,50 @@ class ProblemFound(SubrosaError):
 
 class NotOwned(ProblemFound):
     """MEMORY.md exists but subrosa did not write it: `subrosa adopt` must take it over first."""
+
+
+class DatabaseError(SubrosaError):
+    """The database cannot be opened, created or migrated (subrosa.db re-exports it)."""
+
+
+class DatabaseUnreadable(InvalidInput):
+    """The database file is not a readable subrosa database (empty, not SQLite, damaged):
+    one sentence naming it, and what to do."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(
+            f"{path}: not a readable subrosa database ({reason}); move it aside and run "
+            "the command again: a new database is made, `subrosa rebuild` recreates a "
+            "memory dir's facts from its files, and `subrosa ingest --all-projects` "
+            "archives again the transcripts that still exist."
+        )
+
+
+def corruption(exc: BaseException) -> str | None:
+    """What SQLite said when `exc` (or an error it wraps, e.g. SQLAlchemy's) means the
+    database file is damaged or is no database; None for any other error (a lock, a
+    full disk, a bug)."""
+    import sqlite3
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        # SQLITE_CORRUPT and SQLITE_NOTADB come as the base class itself; locks, full
+        # disks and constraint errors as its subclasses.
+        if type(current) is sqlite3.DatabaseError:
+            return str(current) or "damaged"
+        if isinstance(current, sqlite3.Error) and (
+            "malformed" in str(current) or "not a database" in str(current)
+        ):
+            return str(current)
+        orig = getattr(current, "orig", None)
+        todo += [orig if isinstance(orig, BaseException) else None]
+        todo += [current.__cause__, current.__context__]
+    return None
 
 
 class LockTimeout(SubrosaError):

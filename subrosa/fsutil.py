@@ -1,10 +1,20 @@
-"""Atomic file writes, the plain reads that decide whether to write, and the one file
-lock every writer takes. Standard library only: the hooks use this too."""
+"""Atomic file writes, the bounded reads that decide whether to write, and the one file
+lock every writer takes. Standard library only: the hooks use this too.
+
+The files subrosa keeps for itself (MEMORY.md, MEMORY_archive.md, what is in
+`.subrosa/` and `.extract/`) sit in a folder a repository can fill: a checked-out
+branch may hold `MEMORY.md -> ~/.ssh/id_rsa` or `.subrosa/facts.jsonl -> /dev/zero`.
+So they are read only in place (never through a symbolic link), only when they are
+regular files, and only up to a size cap; a link is refused by name (`refuse_link`),
+a write replaces a file rather than writing through what it points to, and a lock
+file is opened O_NOFOLLOW (`file_lock`).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -12,9 +22,18 @@ from pathlib import Path
 
 from subrosa.errors import InvalidInput, LockTimeout
 
+# A file subrosa reads to decide what to write is its own and small (MEMORY.md is
+# ~23 KB, the sidecar a line per fact); anything bigger is refused rather than read.
+READ_CAP = 64 * 1024 * 1024
+# A settings.json or a hook's JSON record: a few KB; a MiB is already absurd.
+JSON_CAP = 4 * 1024 * 1024
+# Windows: a junction or a symlink is a reparse point (stat.FILE_ATTRIBUTE_REPARSE_POINT).
+_REPARSE_POINT = 0x400
 
-def _create_temp(path: Path) -> tuple[int, str]:
-    """A new, unique temp file beside `path` (O_EXCL), open for writing.
+
+def _create_temp(path: Path, perms: int) -> tuple[int, str]:
+    """A new, unique temp file beside `path` (O_EXCL), open for writing, created with
+    `perms` (which the umask narrows, as for any new file).
 
     Done by hand rather than with tempfile.mkstemp: importing tempfile pulls in
     shutil, random, bz2 and lzma, a cost the hooks pay on every turn.
@@ -23,10 +42,115 @@ def _create_temp(path: Path) -> tuple[int, str]:
     for _ in range(100):
         tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
         try:
-            return os.open(tmp, flags, 0o600), tmp
+            return os.open(tmp, flags, perms), tmp
         except FileExistsError:
             continue
     raise FileExistsError(f"{path.parent}: no free temp file name for {path.name}")
+
+
+def _regular_mode(path: Path) -> int | None:
+    """The permission bits of the regular file at `path` (not following a link), or None."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(info.st_mode) & 0o777 if stat.S_ISREG(info.st_mode) else None
+
+
+def is_link(path: Path) -> bool:
+    """True when `path` is a symbolic link (or, on Windows, a junction)."""
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISLNK(info.st_mode) or bool(
+        getattr(info, "st_file_attributes", 0) & _REPARSE_POINT
+    )
+
+
+def refuse_link(path: Path) -> Path:
+    """`path`, unless it is a symbolic link: then InvalidInput, in one sentence.
+
+    subrosa never reads or writes its own files through a link, which a repository
+    could point anywhere (`MEMORY.md -> ~/.ssh/id_rsa`, `.subrosa -> ~/.config`).
+    """
+    if is_link(path):
+        raise InvalidInput(
+            f"{path}: is a symbolic link, and subrosa never reads or writes its own files "
+            "through one; replace it with the file or folder itself (or remove it)."
+        )
+    return path
+
+
+def read_capped(
+    path: Path, cap: int = READ_CAP, *, follow_links: bool = False, head: bool = False
+) -> bytes | None:
+    """The bytes of the regular file at `path`, or None when there is no such file.
+
+    Refused (InvalidInput naming the file) when it is a symbolic link (unless
+    `follow_links`: a settings.json kept in a dotfiles repository is one), when it is
+    not a regular file (a FIFO would block, `/dev/zero` never ends, a folder), or when
+    it holds more than `cap` bytes (with `head`, its first `cap` bytes are returned
+    instead): never read without end, never through a link.
+    """
+    try:
+        info = os.stat(path, follow_symlinks=follow_links)
+    except FileNotFoundError:
+        return None
+    if not follow_links:
+        refuse_link(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidInput(f"{path}: is not a regular file; subrosa does not read it.")
+    if not head and info.st_size > cap:  # refused at its stat: nothing read
+        raise InvalidInput(f"{path}: is larger than {cap:,} bytes; subrosa does not read it.")
+    nofollow = 0 if follow_links else getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | nofollow
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        refuse_link(path)  # replaced by a link since the stat (O_NOFOLLOW said ELOOP)
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the stat
+            raise InvalidInput(f"{path}: is not a regular file; subrosa does not read it.")
+        chunks: list[bytes] = []
+        size = 0
+        want = cap if head else cap + 1
+        while size < want:
+            chunk = os.read(fd, min(want - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > cap:
+        raise InvalidInput(f"{path}: is larger than {cap:,} bytes; subrosa does not read it.")
+    return b"".join(chunks)
+
+
+def loads_json(text: str | bytes) -> object:
+    """json.loads, with a document nested too deeply for the parser (`[[[[…`, which
+    raises RecursionError) refused as a ValueError like any other bad JSON."""
+    import json
+
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def make_private_dir(directory: Path) -> Path:
+    """Create `directory` readable by its owner only (0700), its parents as usual;
+    one that exists is left as it is (doctor reports a wide one)."""
+    if directory.is_dir():
+        return directory
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        directory.mkdir(mode=0o700)
+    return directory
 
 
 def atomic_write_bytes(
@@ -45,8 +169,15 @@ def atomic_write_bytes(
     `durable=False` skips both fsyncs, for state that is cheap to lose and written on
     every turn (the Stop hook's counter): readers must then accept an empty file
     after a power cut.
+
+    Permissions: a file replaced keeps its mode; a new one is created with `mode`
+    (default 0666), narrowed by the umask like any new file, so it is never wider than
+    asked (a backup of a 0600 file stays 0600). A symbolic link at `path` is replaced,
+    never written through.
     """
-    fd, tmp = _create_temp(path)
+    existing = _regular_mode(path)
+    perms = mode if mode is not None else existing if existing is not None else 0o666
+    fd, tmp = _create_temp(path, perms)
     try:
         with os.fdopen(fd, "wb") as handle:
             for part in [data] if isinstance(data, bytes) else data:
@@ -54,12 +185,8 @@ def atomic_write_bytes(
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        elif path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
+        if mode is None and existing is not None:
+            os.chmod(tmp, existing)  # exactly the replaced file's mode, whatever the umask
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -77,11 +204,9 @@ def atomic_write_text(
 
 
 def read_bytes_if_exists(path: Path) -> bytes | None:
-    """The file's bytes, or None when it does not exist (any other error is raised)."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+    """One of subrosa's own files, or None when it does not exist (see `read_capped`:
+    never through a link, a regular file of at most READ_CAP bytes)."""
+    return read_capped(path)
 
 
 def read_text_if_exists(path: Path) -> str | None:
@@ -110,17 +235,25 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def backup_beside(path: Path, suffix: str, limit: int = 1000) -> Path:
+def backup_beside(path: Path, suffix: str, limit: int = 1000, *, write: bool = True) -> Path:
     """Keep a copy of `path` beside it as `<name><suffix>`. An earlier copy is never
     overwritten: the next free `<name><suffix>.N` is used, unless a copy already holds
-    the same bytes (so running twice makes one copy). Returns the copy's path."""
-    data = path.read_bytes()
+    the same bytes (so running twice makes one copy). Returns the copy's path (with
+    `write` False, the path it would have, and nothing is written).
+
+    The copy has the source's mode (narrowed by the umask): a 0600 file never becomes a
+    0644 backup. Neither `path` nor a copy is read through a symbolic link."""
+    data = read_capped(path)
+    if data is None:
+        raise InvalidInput(f"{path}: no such file to back up.")
+    mode = _regular_mode(path)
     for n in range(1, limit):
         target = path.with_name(path.name + suffix + ("" if n == 1 else f".{n}"))
-        if not target.exists():
-            atomic_write_bytes(target, data)
+        if not os.path.lexists(target):
+            if write:
+                atomic_write_bytes(target, data, mode=mode if mode is not None else 0o600)
             return target
-        if target.read_bytes() == data:
+        if not is_link(target) and read_capped(target) == data:
             return target
     raise InvalidInput(f"{path}: too many backups beside it already.")
 
@@ -195,8 +328,12 @@ def file_lock(path: Path | str, timeout: float, busy: str) -> Iterator[None]:
     flock(2) on POSIX, by hand rather than with the filelock package: that takes exactly
     this lock on this file (so the two exclude each other), but importing it costs ~50 ms
     of CPU, more than a whole `fact upsert` may. Where there is no flock (Windows),
-    filelock's lock is used. A process killed while holding the lock loses it with its
-    descriptors: nothing is left to clean up.
+    filelock's lock is used (hence the dependency, filelock>=3.20.1). A process killed
+    while holding the lock loses it with its descriptors: nothing is left to clean up.
+
+    The lock file is opened O_NOFOLLOW and never truncated, as filelock >= 3.20.1 opens
+    its own (CVE-2025-68146: a lock path planted as a link had its target truncated):
+    a link there fails with ELOOP (an OSError naming the file), its target untouched.
     """
     key = os.path.abspath(path)
     with _held_guard:

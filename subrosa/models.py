@@ -115,10 +115,20 @@ class TranscriptMessage(Base):
     role: Mapped[str] = mapped_column(String, nullable=False)
     timestamp: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     text: Mapped[str] = mapped_column(Text, nullable=False)
-    # The message's CJK characters one per token, NULL when it has none: unicode61
-    # makes a whole run of CJK one token, so this column is what makes a word inside
-    # it findable (see docs/search.md).
-    cjk: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # What unicode61 cannot find in the text, computed in Python (subrosa.terms): its
+    # CJK characters one per token (unicode61 makes a whole run of CJK one token) and
+    # the parts of its camelCase identifiers; NULL for most messages (docs/search.md).
+    terms: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class ArchiveReindex(Base):
+    """A re-index of the archive under way (migration 0003, subrosa.archive.reindex):
+    the messages from `next_id` on are not in messages_fts yet. No row: none."""
+
+    __tablename__ = "archive_reindex"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    next_id: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
 # 64-bit on both engines: SQLite's INTEGER always is; PostgreSQL's is 32-bit, too

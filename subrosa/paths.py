@@ -50,6 +50,16 @@ def _main_repo_root_from_gitfile(gitfile: Path) -> Path | None:
     return common.parent
 
 
+def checkout_root(cwd: str | os.PathLike[str] | None = None) -> Path | None:
+    """The top of the git checkout around `cwd` (a worktree's own top, unlike
+    `project_root`), or None outside any checkout. Where Claude Code reads `.claude/`."""
+    start = Path(cwd if cwd is not None else os.getcwd()).absolute()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
 def project_root(cwd: str | os.PathLike[str] | None = None) -> Path:
     """The git repository root containing `cwd` (worktrees share the main root), else `cwd`.
 
@@ -80,24 +90,50 @@ def auto_memory_dir(
     return project_transcript_dir(cwd, env) / "memory"
 
 
+def project_memory_dir(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The `.claude/memory` a project keeps in its tree, seen from `start` (default: the
+    current folder): the nearest one from `start` up to the top of its git checkout;
+    in a worktree without one, the main repository's (worktrees share one memory, as
+    they share Claude Code's auto-memory dir). Outside a checkout only `start`'s own.
+
+    So a command run anywhere inside a project (its root, a subfolder, a worktree)
+    finds the memory the hooks found from the folder Claude Code was started in.
+    """
+    here = Path(start if start is not None else os.getcwd()).expanduser().absolute()
+    top = checkout_root(here)
+    folders = (
+        [here] if top is None else [here, *here.parents[: len(here.parents) - len(top.parents)]]
+    )
+    for folder in folders:
+        candidate = folder / ".claude" / "memory"
+        if candidate.is_dir():
+            return candidate
+    if top is not None and (top / ".git").is_file():
+        main = _main_repo_root_from_gitfile(top / ".git")
+        if main is not None and main != top and (main / ".claude" / "memory").is_dir():
+            return main / ".claude" / "memory"
+    return None
+
+
 def resolve_memory_dir(
     explicit: str | os.PathLike[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> Path:
-    """The memory dir, by PRODUCT.md's order: flag, `SUBROSA_MEMORY_DIR`,
-    `$CLAUDE_PROJECT_DIR/.claude/memory` when it exists, else the auto-memory dir."""
+    """The memory dir, by PRODUCT.md's order: flag, `SUBROSA_MEMORY_DIR`, the project's
+    own `.claude/memory` seen from `$CLAUDE_PROJECT_DIR` (else `cwd`) when there is one
+    (`project_memory_dir`), else Claude Code's auto-memory dir for the project."""
     env = dict(os.environ) if env is None else env
     if explicit:
         return Path(explicit).expanduser().absolute()
     if env.get("SUBROSA_MEMORY_DIR"):
         return Path(env["SUBROSA_MEMORY_DIR"]).expanduser().absolute()
-    project_dir = env.get("CLAUDE_PROJECT_DIR")
-    if project_dir:
-        candidate = Path(project_dir).expanduser() / ".claude" / "memory"
-        if candidate.is_dir():
-            return candidate.absolute()
-    return auto_memory_dir(project_dir or cwd, env)
+    given = env.get("CLAUDE_PROJECT_DIR") or cwd
+    start = Path(given).expanduser().absolute() if given else None
+    found = project_memory_dir(start)
+    if found is not None:
+        return found
+    return auto_memory_dir(start, env)
 
 
 def data_dir(env: dict[str, str] | None = None) -> Path:
@@ -145,10 +181,18 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def state_dir(memory_dir: Path) -> Path:
-    """`<memory dir>/.subrosa`: subrosa's own state beside the leaves (sidecar, lock)."""
-    return memory_dir / ".subrosa"
+    """`<memory dir>/.subrosa`: subrosa's own state beside the leaves (sidecar, lock).
+
+    Refused (InvalidInput) when it is a symbolic link: a repository could point it
+    anywhere, and subrosa never reads or writes its state through a link."""
+    from subrosa.fsutil import refuse_link
+
+    return refuse_link(memory_dir / ".subrosa")
 
 
 def extract_dir(memory_dir: Path) -> Path:
-    """`<memory dir>/.extract`: the hooks' per-session state (document 000 reserves it)."""
-    return memory_dir / ".extract"
+    """`<memory dir>/.extract`: the hooks' per-session state (document 000 reserves it).
+    Refused (InvalidInput) when it is a symbolic link, as `state_dir`."""
+    from subrosa.fsutil import refuse_link
+
+    return refuse_link(memory_dir / ".extract")

@@ -14,12 +14,20 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from subrosa.cjk import cjk_runs, has_cjk
+from subrosa.terms import (
+    MAX_IDENTIFIER,
+    WORD,
+    camel_parts,
+    is_stopword,
+    joined_splits,
+    word_forms,
+)
 
 MARK = ("**", "**")  # around a match in a snippet
+MAX_UNITS = 32  # words of a query looked for (see query_units)
 _TERM = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# Words as unicode61 sees them, near enough for ranking (underscore separates).
-_WORD = re.compile(r"[^\W_]+")
+_WORD = WORD  # words as unicode61 cuts them (subrosa.terms)
 
 
 class QueryError(ValueError):
@@ -31,6 +39,7 @@ class Term(NamedTuple):
 
     text: str
     prefix: bool = False
+    quoted: bool = False  # in quotes: matched as written, no other forms
 
 
 def parse_query(query: str) -> list[Term]:
@@ -43,11 +52,11 @@ def parse_query(query: str) -> list[Term]:
     for match in _TERM.finditer(query):
         phrase, phrase_star, word = match.groups()
         if word is not None:
-            text, prefix = word.rstrip("*"), word.endswith("*")
+            text, prefix, quoted = word.rstrip("*"), word.endswith("*"), False
         else:
-            text, prefix = phrase, bool(phrase_star)
+            text, prefix, quoted = phrase, bool(phrase_star), True
         if any(ch.isalnum() for ch in text):
-            terms.append(Term(text, prefix))
+            terms.append(Term(text, prefix, quoted))
     return terms
 
 
@@ -66,36 +75,129 @@ def split_cjk(term: Term) -> tuple[list[str], str]:
     return runs, rest
 
 
-class Phrase(NamedTuple):
-    """One quoted FTS5 phrase, and its tokens as the Python-side ranking sees them."""
+class Alt(NamedTuple):
+    """One way a unit of the query may appear in a text: a word, or a phrase of words
+    (`pre commit`), as the index holds them; or a phrase of CJK characters in the
+    terms column."""
 
-    expr: str
     tokens: tuple[str, ...]
+    exact: bool  # the spelling the user typed; other forms rank below it
     prefix: bool = False
     cjk: bool = False
 
+    def expr(self, cjk_column: str | None) -> str:
+        """This alternative as an FTS5 phrase (quoted: never a syntax error)."""
+        phrase = _quote(" ".join(self.tokens)) + ("*" if self.prefix else "")
+        return f"{cjk_column} : {phrase}" if self.cjk else phrase
 
-def query_phrases(terms: list[Term], cjk_column: str | None) -> list[Phrase]:
-    """The phrases of an FTS5 MATCH expression: every term quoted, all required. CJK
-    text is matched as a phrase of single characters in `cjk_column` (subrosa.cjk)."""
-    phrases: list[Phrase] = []
+
+class Unit(NamedTuple):
+    """What must match for a text to hold one word (or phrase, prefix, CJK run) of the
+    query: any of its alternatives. A text holding every required unit is in the
+    first tier of results; one holding some of them, in the second."""
+
+    label: str  # as the user typed it (lowercased)
+    alts: tuple[Alt, ...]
+    stop: bool = False  # a stopword: never required
+    cjk: bool = False
+    # Cuts of a word typed as one ("precommit" -> "pre commit"): used only when the
+    # word itself is (almost) nowhere, since most cuts of common words are noise.
+    splits: tuple[Alt, ...] = ()
+    # The words of an identifier or a path (`husky.sh`, `isSyncingBackfill`): in the
+    # second tier, a text holding one of them counts too.
+    words: tuple[str, ...] = ()
+    # How much the unit counts in a score: the words of one identifier share one.
+    weight: float = 1.0
+
+    def expr(self, cjk_column: str | None, alts: tuple[Alt, ...] | None = None) -> str:
+        """The FTS5 expression matching any of `alts` (default: this unit's own);
+        empty when none is usable (a CJK phrase where there is no terms column)."""
+        usable = [alt for alt in (self.alts if alts is None else alts)]
+        exprs = [alt.expr(cjk_column) for alt in usable if cjk_column is not None or not alt.cjk]
+        if not exprs:
+            return ""
+        return exprs[0] if len(exprs) == 1 else "(" + " OR ".join(exprs) + ")"
+
+
+def _word_unit(text: str, tokens: list[str]) -> Unit:
+    """A word as typed: itself and its other English forms; an identifier also as its
+    parts (`isSyncingBackfill`) or joined (`pre-commit` -> precommit)."""
+    label = " ".join(tokens)
+    if len(tokens) == 1:
+        word = tokens[0]
+        parts = camel_parts(text) if len(text) <= MAX_IDENTIFIER else []
+        if len(parts) > 1:  # an identifier has no English forms; its parts are one
+            alts = [Alt((word,), True), Alt(tuple(parts), False)]
+        else:
+            alts = [Alt((form,), form == word) for form in word_forms(word)]
+        splits = tuple(
+            alt for alt in (Alt(cut, False) for cut in joined_splits(word)) if alt not in alts
+        )
+        stop = is_stopword(word)
+        words = tuple(parts) if len(parts) > 1 else ()
+        return Unit(label, tuple(alts), stop=stop, splits=() if stop else splits, words=words)
+    alts = [Alt(tuple(tokens), True)]
+    joined = "".join(tokens)
+    if len(tokens) <= 3 and len(joined) <= MAX_IDENTIFIER:
+        alts.append(Alt((joined,), False))
+    return Unit(label, tuple(alts), words=tuple(tokens))
+
+
+def query_units(terms: list[Term]) -> list[Unit]:
+    """The units of a query, in the order typed (see Unit). A quoted phrase and a
+    prefix match as written; a word also matches its forms (subrosa.terms)."""
+    units: list[Unit] = []
     for term in terms:
         runs, rest = split_cjk(term)
         for run in runs:
-            if cjk_column is not None:
-                phrases.append(
-                    Phrase(f"{cjk_column} : {_quote(' '.join(run))}", tuple(run), cjk=True)
-                )
-        if any(ch.isalnum() for ch in rest):
-            tokens = tuple(_WORD.findall(rest.lower())) or (rest.strip().lower(),)
-            expr = _quote(rest.strip()) + ("*" if term.prefix else "")
-            phrases.append(Phrase(expr, tokens, prefix=term.prefix))
-    return phrases
+            units.append(Unit(run, (Alt(tuple(run), True, cjk=True),), cjk=True))
+        tokens = _WORD.findall(rest.lower())
+        if not tokens:
+            continue
+        if term.quoted or term.prefix:
+            alt = Alt(tuple(tokens), True, prefix=term.prefix)
+            units.append(Unit(" ".join(tokens), (alt,)))
+        else:
+            units.append(_word_unit(rest.strip(), tokens))
+    if units and all(unit.stop for unit in units):
+        # A query of stopwords only ("to be or not"): each is required after all.
+        units = [unit._replace(stop=False) for unit in units]
+    # Each unit costs a few index lookups: a pasted page of text is searched by its
+    # first MAX_UNITS words.
+    return _unique(units)[:MAX_UNITS]
 
 
-def fts_query(terms: list[Term], cjk_column: str | None) -> str:
-    """The FTS5 MATCH expression for `terms` (never a syntax error)."""
-    return " ".join(phrase.expr for phrase in query_phrases(terms, cjk_column))
+def _unique(units: list[Unit]) -> list[Unit]:
+    """Each unit once (a word typed twice is asked for once)."""
+    seen: set[tuple[Alt, ...]] = set()
+    out = []
+    for unit in units:
+        if unit.alts not in seen:
+            seen.add(unit.alts)
+            out.append(unit)
+    return out
+
+
+def pieces(unit: Unit) -> list[Unit]:
+    """What the second tier looks for, for one unit: a CJK run's overlapping pairs of
+    characters and its characters (the classic units of CJK retrieval, bm25 weighing
+    each), so that a text holding part of a run ("一日ずれ" for "一日ずれる", "不对应"
+    for "对不上") still counts; an identifier or a path as a whole and each of its
+    words (`husky.sh`: also "husky"), the words sharing one unit's weight. Anything
+    else as it is."""
+    if unit.cjk:
+        run = unit.label
+        if len(run) == 1:
+            return [unit]
+        grams = dict.fromkeys([run[i : i + 2] for i in range(len(run) - 1)] + list(run))
+        return [Unit(gram, (Alt(tuple(gram), True, cjk=True),), cjk=True) for gram in grams]
+    out = [unit]
+    words = [w for w in unit.words if len(w) >= 2 and not is_stopword(w) and not w.isdigit()]
+    for word in words:
+        alts = tuple(Alt((form,), form == word) for form in word_forms(word))
+        # Together they count as much as the whole: one name, not several words.
+        out.append(Unit(word, alts, weight=1.0 / len(words)))
+    return out
 
 
 # ---------------------------------------------------------------- filters
@@ -125,6 +227,38 @@ def parse_since(value: str) -> str:
 
 
 # ---------------------------------------------------------------- results
+
+
+def snippet_pattern(alts: list[Alt]) -> re.Pattern[str] | None:
+    """A regex marking where these alternatives occur in a text, for snippets."""
+    parts = []
+    for alt in sorted(set(alts), key=lambda a: -sum(map(len, a.tokens))):
+        if alt.cjk:
+            parts.append(re.escape("".join(alt.tokens)))
+            continue
+        body = r"[\W_]*".join(re.escape(token) for token in alt.tokens)
+        parts.append(r"(?<![^\W_])" + body + (r"\w*" if alt.prefix else r"(?![^\W_])"))
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
+def text_snippet(text: str, pattern: re.Pattern[str] | None, width: int = 110) -> str:
+    """About `width` characters of `text` around its first match, matches in bold (the
+    text is in hand; FTS5's snippet() would look the terms up in the index again,
+    milliseconds each for a word in most messages, and sees one column only)."""
+    first = pattern.search(text) if pattern is not None else None
+    at = first.start() if first else 0
+    start = max(0, at - width // 3)
+    if start:
+        space = text.find(" ", start, at)
+        start = space + 1 if space >= 0 else start
+    end = min(len(text), start + width)
+    if end < len(text):
+        space = text.rfind(" ", at, end)
+        end = space if space > at else end
+    window = text[start:end]
+    if pattern is not None:
+        window = pattern.sub(lambda m: f"{MARK[0]}{m.group(0)}{MARK[1]}", window)
+    return ("…" if start else "") + window + ("…" if end < len(text) else "")
 
 
 def significant(score: float) -> float:

@@ -15,12 +15,13 @@ Standard library only: the fast path must not pay for click or SQLAlchemy.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from subrosa.archive.search import search_messages
+from subrosa.archive.search import Cache, search_messages, search_sessions, unit_stats
 from subrosa.memory.recall import record_hits, search_facts
-from subrosa.query import Filters, parse_query, parse_since
+from subrosa.query import Filters, Unit, parse_query, parse_since, query_units
 
 
 def filters_for(
@@ -39,6 +40,27 @@ def filters_for(
     )
 
 
+def _archive_idf(conn: sqlite3.Connection, cache: Cache) -> Callable[[Unit], float | None]:
+    """A unit's idf over the archived messages (None when the archive is empty), so
+    that facts are scored on the messages' scale."""
+    has_messages: list[bool] = []
+
+    def idf(unit: Unit) -> float | None:
+        stats = unit_stats(conn, [unit], cache)[0]
+        if not stats.df:
+            if not has_messages:
+                has_messages.append(_has_messages(conn))
+            if not has_messages[0]:
+                return None
+        return stats.idf
+
+    return idf
+
+
+def _has_messages(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone() is not None
+
+
 def search(
     conn: sqlite3.Connection,
     query: str,
@@ -46,21 +68,33 @@ def search(
     limit: int = 10,
     facts_only: bool = False,
     transcripts_only: bool = False,
+    sessions: bool = False,
 ) -> list[dict[str, Any]]:
-    """Facts, then messages, for `query`, each best first (both kinds unless one is
-    asked for alone); every fact returned counts a hit. Facts lead: they are the
-    distilled memory, and their scores (over a few hundred facts) and the messages'
-    (over up to millions) are not on one scale."""
-    terms = parse_query(query)
-    if not terms:
+    """What subrosa holds about `query`, best first, in two tiers (docs/search.md):
+    the facts, then the messages, holding every word of it (stopwords aside); then,
+    when those are fewer than `limit`, facts and messages holding some of its words,
+    by one bm25 score. With `sessions`, sessions instead of messages (and no facts).
+    Every fact returned in the first tier counts a hit. Facts lead the first tier:
+    they are the distilled memory."""
+    units = query_units(parse_query(query))
+    if not units:
         return []
-    found: list[dict[str, Any]] = []
+    cache: Cache = {}  # what the archive said about each unit, asked once
+    if sessions:
+        return search_sessions(conn, units, filters, limit, cache)
+    facts: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = []
     if facts_only or not transcripts_only:
-        found += search_facts(conn, terms, filters, limit)
+        facts = search_facts(conn, units, filters, limit, _archive_idf(conn, cache))
     if transcripts_only or not facts_only:
-        found += search_messages(conn, terms, filters, limit)
+        messages = search_messages(conn, units, filters, limit, cache)
+    found = [r for r in facts + messages if r["match"] == "all"]
+    found += sorted(
+        (r for r in facts + messages if r["match"] != "all"), key=lambda r: -float(r["score"])
+    )  # "some" words and "reply" (subrosa.archive.search): one bm25 scale
     found = found[:limit]
-    record_hits(conn, [(r["fact_id"], r["project"]) for r in found if r["kind"] == "fact"])
+    hits = [r for r in found if r["kind"] == "fact" and r["match"] == "all"]
+    record_hits(conn, [(r["fact_id"], r["project"]) for r in hits])
     for result in found:
         result.pop("fact_id", None)
     return found
@@ -73,15 +107,20 @@ def search_database(
     limit: int = 10,
     facts_only: bool = False,
     transcripts_only: bool = False,
+    sessions: bool = False,
     *,
     tool_result_chars: int = 2000,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """search() over the database at `db_url`, made ready first: migrated when due, and
-    the sessions that ended since the last ingest ingested (subrosa.archive.ingest)."""
+    """search() over the database at `db_url`, made ready first: migrated when due (a
+    re-index told to `reindex_progress`), and the sessions that ended since the last
+    ingest ingested (subrosa.archive.ingest)."""
     from subrosa.archive.ingest import archive_ready
 
-    with archive_ready(db_url, tool_result_chars, lock=True) as conn:
-        return search(conn, query, filters, limit, facts_only, transcripts_only)
+    with archive_ready(
+        db_url, tool_result_chars, lock=True, reindex_progress=reindex_progress
+    ) as conn:
+        return search(conn, query, filters, limit, facts_only, transcripts_only, sessions)
 
 
 def search_at_once(
@@ -91,10 +130,12 @@ def search_at_once(
     limit: int = 10,
     facts_only: bool = False,
     transcripts_only: bool = False,
+    sessions: bool = False,
 ) -> list[dict[str, Any]] | None:
     """search() over the SQLite file at `path` when it needs nothing first (its schema
-    is current, no ended session waits to be ingested), with the standard library
-    only; None when it does, or when the query fails (search_database then says why)."""
+    is current and its index complete, no ended session waits to be ingested), with
+    the standard library only; None when it does, or when the query fails
+    (search_database then says why)."""
     from subrosa.archive import pending
     from subrosa.archive.connection import connect
     from subrosa.schema import is_current
@@ -104,7 +145,7 @@ def search_at_once(
     try:
         conn = connect(path)
         try:
-            return search(conn, query, filters, limit, facts_only, transcripts_only)
+            return search(conn, query, filters, limit, facts_only, transcripts_only, sessions)
         finally:
             conn.close()
     except (sqlite3.Error, UnicodeEncodeError):  # e.g. argv bytes that are not UTF-8

@@ -29,3 +29,10 @@ def migrations_dir() -> Path:
 def skills_dir() -> Path:
     """The skills shipped with subrosa (memory-extraction, memory-compact)."""
     return _find("_skills", "skills")
+
+
+def source_checkout() -> Path | None:
+    """The repository this subrosa runs from (an editable install, or `python -m`
+    in a clone), or None for an installed wheel."""
+    top = _PACKAGE.parent
+    return top if (top / "pyproject.toml").is_file() and (top / "skills").is_dir() else None

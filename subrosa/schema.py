@@ -1,24 +1,27 @@
 """The newest schema revision, and the schema itself on SQLite, without SQLAlchemy.
 
 `subrosa search`, `ingest`, `generate` and the `fact` commands check the stored revision
-with the standard library's sqlite3 and only load SQLAlchemy and Alembic when a
-migration is due: importing them costs more than the whole command (~0.5 s of CPU). A
-blank SQLite file does not need Alembic either: `ensure_current` creates the newest
-schema in it directly (SQLITE_SCHEMA) and stamps it with SCHEMA_HEAD, as Alembic would
-have. Alembic stays the one way to move a database from one revision to the next, and
-PostgreSQL's only way. subrosa.db re-exports SCHEMA_HEAD; tests assert it equals the
-migration scripts' head and that SQLITE_SCHEMA is what the migrations make.
+(and whether the archive's re-index after migration 0003 is done) with the standard
+library's sqlite3 and only load SQLAlchemy and Alembic when a migration is due:
+importing them costs more than the whole command (~0.5 s of CPU). A blank SQLite file
+does not need Alembic either: `ensure_current` creates the newest schema in it directly
+(SQLITE_SCHEMA) and stamps it with SCHEMA_HEAD, as Alembic would have. Alembic stays
+the one way to move a database from one revision to the next, and PostgreSQL's only
+way. subrosa.db re-exports SCHEMA_HEAD; tests assert it equals the migration scripts'
+head and that SQLITE_SCHEMA is what the migrations make.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from pathlib import Path
+from urllib.parse import quote
 
-SCHEMA_HEAD = "0003"
+SCHEMA_HEAD = "0004"
 
-# What migrations 0001-0003 make on SQLite, in one place. When a migration is added,
+# What migrations 0001-0004 make on SQLite, in one place. When a migration is added,
 # this follows it (tests/test_schema.py compares the two, table by table).
 SQLITE_SCHEMA = (
     """CREATE TABLE alembic_version (
@@ -71,7 +74,7 @@ SQLITE_SCHEMA = (
         role VARCHAR NOT NULL,
         timestamp DATETIME,
         text TEXT NOT NULL,
-        cjk TEXT,
+        terms TEXT,
         PRIMARY KEY (id),
         FOREIGN KEY(session_pk) REFERENCES sessions (id) ON DELETE CASCADE,
         UNIQUE (uuid))""",
@@ -86,17 +89,25 @@ SQLITE_SCHEMA = (
         head_hash VARCHAR NOT NULL,
         updated_at DATETIME NOT NULL,
         PRIMARY KEY (path))""",
+    # Migration 0003: the archive's re-index state (no row: nothing to re-index), and
+    # the update and delete triggers that skip what the index does not hold yet.
+    """CREATE TABLE archive_reindex (
+        id INTEGER NOT NULL,
+        next_id INTEGER NOT NULL,
+        PRIMARY KEY (id))""",
     """CREATE VIRTUAL TABLE messages_fts USING fts5(
-        text, cjk, content='messages', content_rowid='id',
+        text, terms, content='messages', content_rowid='id',
         tokenize='unicode61 remove_diacritics 2', prefix='3')""",
-    """CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
-        INSERT INTO messages_fts(messages_fts, rowid, text, cjk)
-        VALUES ('delete', old.id, old.text, old.cjk);
+    """CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages
+    WHEN NOT EXISTS (SELECT 1 FROM archive_reindex WHERE old.id >= next_id) BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, text, terms)
+        VALUES ('delete', old.id, old.text, old.terms);
     END""",
-    """CREATE TRIGGER messages_fts_au AFTER UPDATE OF text, cjk ON messages BEGIN
-        INSERT INTO messages_fts(messages_fts, rowid, text, cjk)
-        VALUES ('delete', old.id, old.text, old.cjk);
-        INSERT INTO messages_fts(rowid, text, cjk) VALUES (new.id, new.text, new.cjk);
+    """CREATE TRIGGER messages_fts_au AFTER UPDATE OF text, terms ON messages
+    WHEN NOT EXISTS (SELECT 1 FROM archive_reindex WHERE old.id >= next_id) BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, text, terms)
+        VALUES ('delete', old.id, old.text, old.terms);
+        INSERT INTO messages_fts(rowid, text, terms) VALUES (new.id, new.text, new.terms);
     END""",
     """CREATE VIRTUAL TABLE facts_fts USING fts5(
         title, description, hook, body, content='facts', content_rowid='id',
@@ -119,19 +130,98 @@ SQLITE_SCHEMA = (
 )
 
 
-def is_current(path: Path) -> bool:
-    """Whether the SQLite file at `path` exists and is at SCHEMA_HEAD (one query)."""
+def state(path: Path) -> tuple[bool, bool]:
+    """Whether the SQLite file at `path` is at SCHEMA_HEAD, and whether its archive is
+    being re-indexed (migration 0003: subrosa.archive.reindex finishes it)."""
     if not path.is_file():
-        return False
+        return False, False
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        # Percent-encoded: a raw `#` or `?` in the path would end it early, and SQLite
+        # would open (and create) another file. `/` stays, as in any file: URI.
+        uri = "file:" + quote(str(path), safe="/") + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=30)
         try:
             row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+            if row is None or row[0] != SCHEMA_HEAD:
+                return False, False
+            pending = conn.execute("SELECT 1 FROM archive_reindex LIMIT 1").fetchone()
         finally:
             conn.close()
     except sqlite3.Error:
-        return False
-    return row is not None and row[0] == SCHEMA_HEAD
+        return False, False
+    return True, pending is not None
+
+
+def is_current(path: Path) -> bool:
+    """Whether the SQLite file at `path` is ready as it is: at SCHEMA_HEAD, its archive
+    fully indexed (two small queries)."""
+    current, reindexing = state(path)
+    return current and not reindexing
+
+
+# The first 16 bytes of every SQLite database file.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def file_problem(path: Path) -> str | None:
+    """Why the file at `path` cannot be a subrosa database, in a few words; None when it
+    does not exist yet (it will be made) or starts as an SQLite database does (damage
+    further in shows when it is read: see subrosa.errors.corruption)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(100)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return "it is a directory"
+    except OSError:
+        return None  # unreadable for another reason: opening it says which
+    if not head:
+        return "it is empty, 0 bytes"
+    if not head.startswith(SQLITE_MAGIC):
+        return "it is not an SQLite database"
+    if len(head) < 100:
+        return "it is cut short"
+    return _tables_problem(path)
+
+
+def _problem_seen_by_sqlite(path: Path) -> str | None:
+    """file_problem for a file this process may already have open through SQLite (an
+    engine's pooled connection): its size from a stat, the rest through SQLite itself.
+    Never a descriptor of our own on it: POSIX drops every lock a process holds on a
+    file when any of its descriptors on that file is closed, so reading the header with
+    open() would drop the open connection's shared lock, and another process closing
+    the database would then think itself the last one and delete the WAL under it."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return "it is a directory"
+    if info.st_size == 0:
+        return "it is empty, 0 bytes"
+    return _tables_problem(path)
+
+
+def _tables_problem(path: Path) -> str | None:
+    """Another program's database (tables, but no subrosa schema revision), which a
+    migration would fill with subrosa's tables; or damage SQLite sees in its schema.
+    A plain connection, no pragma: looking changes nothing in the file."""
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            names = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return None  # locked, or unreadable for a reason opening it will name
+    except sqlite3.DatabaseError as exc:
+        return str(exc) or "damaged"
+    if names and "alembic_version" not in names:
+        return "it holds another program's tables and no subrosa schema"
+    return None
 
 
 BUSY_TIMEOUT_MS = 30_000
@@ -162,24 +252,68 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def prepare_file(path: Path) -> None:
-    """Create the database file readable by its owner only, before SQLite does."""
+    """Create the database file readable by its owner only, before SQLite does, already
+    holding SQLite's header (WAL set): it is made under a temporary name and linked into
+    place, so no process ever sees it empty, and an empty file always means a lost
+    database (`file_problem`). A file already there that cannot be a subrosa database
+    is refused before anything opens it (DatabaseUnreadable); one that cannot be made,
+    or a dangling link where it would be, is a DatabaseError."""
+    from subrosa.errors import DatabaseError, DatabaseUnreadable
+
     if path.exists():
+        problem = file_problem(path)
+        if problem is not None:
+            raise DatabaseUnreadable(path, problem)
         return
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    if os.path.islink(path):  # planted where the file will be (a database in /tmp)
+        raise DatabaseError(f"{path}: is a link to nothing; subrosa will not create it there.")
+    try:
+        _create_file(path)
+    except (OSError, sqlite3.Error) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise DatabaseError(f"{path}: cannot create the database ({why}).") from None
+
+
+def _create_file(path: Path) -> None:
+    from subrosa.fsutil import make_private_dir
+
+    make_private_dir(path.parent)
+    temp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.new")
+    fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
     os.close(fd)
+    try:
+        conn = sqlite3.connect(str(temp), timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        os.link(temp, path)  # fails if another process made it first: theirs is as good
+    except FileExistsError:
+        pass
+    finally:
+        for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 def ensure_current(path: Path) -> bool:
-    """Whether the SQLite file at `path` is at SCHEMA_HEAD, made so here when it is blank
-    (missing, empty, or without a single table): the newest schema is created and stamped
-    in one transaction, under the lock Alembic's runs take. False when it holds an older
-    schema (or something else): that is subrosa.db's job, with Alembic."""
-    if is_current(path):
+    """Whether the SQLite file at `path` is at SCHEMA_HEAD (its archive's re-index may be
+    under way: see `state`), made so here when it is blank (missing, or made by
+    `prepare_file` and without a single table): the newest schema is created and
+    stamped in one transaction, under the lock Alembic's runs take. False when it holds
+    an older schema: that is subrosa.db's job, with Alembic. A file that cannot be a
+    subrosa database is refused (DatabaseUnreadable), before anything writes to it."""
+    if state(path)[0]:
         return True
     from subrosa.fsutil import file_lock
 
-    prepare_file(path)
+    if not path.exists():
+        prepare_file(path)
+    else:
+        problem = _problem_seen_by_sqlite(path)
+        if problem is not None:
+            from subrosa.errors import DatabaseUnreadable
+
+            raise DatabaseUnreadable(path, problem)
     with file_lock(migrate_lock_path(path), 60, f"{path}: another process is migrating it."):
         conn = connect(path)
         try:
@@ -187,7 +321,7 @@ def ensure_current(path: Path) -> bool:
             try:
                 if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
                     conn.execute("ROLLBACK")
-                    return is_current(path)
+                    return state(path)[0]
                 for statement in SQLITE_SCHEMA:
                     conn.execute(statement)
                 conn.execute("INSERT INTO alembic_version (version_num) VALUES (?)", [SCHEMA_HEAD])

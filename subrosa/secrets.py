@@ -822,8 +822,9 @@ _INVISIBLE = re.compile(
 
 
 def has_invisible(text: str) -> bool:
-    """`text` holds a character look_through looks through."""
-    return _INVISIBLE.search(text) is not None
+    """`text` holds a character look_through looks through (all of them are outside
+    ASCII: most texts are ASCII, and isascii() costs nothing next to the search)."""
+    return not text.isascii() and _INVISIBLE.search(text) is not None
 
 
 def look_through(text: str, finder: Callable[[str], list[Span]]) -> list[Span]:
@@ -831,7 +832,7 @@ def look_through(text: str, finder: Callable[[str], list[Span]]) -> list[Span]:
     removed, mapped back onto `text` (a span then covers the invisible characters
     inside it too)."""
     found = finder(text)
-    if _INVISIBLE.search(text) is None:
+    if not has_invisible(text):
         return found
     removed = [m.start() for m in _INVISIBLE.finditer(text)]
     # The k-th removed character sat at index removed[k] - k of the stripped text.

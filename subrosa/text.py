@@ -24,9 +24,15 @@ kept readable:
   `﹤`: what NFKC maps to `<`) and the entities `&lt;`, `&#60;`, `&#x3c;` count too.
   So `Vec<String>` reads `Vec‹String›` and `git show <rev>:<path>` reads
   `git show ‹rev›:‹path›`, while `a < b`, `x<=y` and `i < 10` are left alone.
-- In one-line contexts (index lines): square brackets become parentheses (no
-  `[x](y)` link, no `[[wikilink]]`), code fences go, and a leading `System:` /
-  `Human:` role prefix goes.
+- In one-line contexts (index lines): the brackets stay, but where two would join
+  into a link (`](`, `[[`) a backslash goes between them (`[x]\\(y.md)`,
+  `[\\[w]]`), so no `[x](y)` link or `[[wikilink]]` forms (and a hand-written
+  index line that is a link definition, `[y]: url`, reads `[y]\\: url`), and
+  `players[pid]` or an Erlang list `[{Type, Value}, ...]` reads as written (issue 17:
+  the text is the user's; never substitute). Inside a link's text (a title) every
+  bracket is escaped. Code fences go, and a leading `System:` / `Human:` role prefix
+  goes; in a field of a line subrosa writes (sanitize_field: an index line's title or
+  hook, a heading) both stay, as no such field starts a line.
 """
 
 from __future__ import annotations
@@ -66,7 +72,12 @@ CLOSE_MARK = "›"
 _FENCE = re.compile(r"`{3,}|~{3,}")
 _ROLE_PREFIX = re.compile(r"^\s*(?:system|assistant|human|user)\s*:\s*", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
-_SUSPECT = re.compile(rf"[\[\]{_LT}]|&(?i:lt|#)|```|~~~")
+# Where two brackets would join into a link: `](` (inline) or `[[` (wikilink). The
+# second character gets a backslash. (`a[i][j]` stays: a reference link `[x][y]` needs
+# a definition line `[y]: url`, which no line subrosa writes can be, and which
+# sanitize_index_line breaks in a hand-written index.)
+_LINK_JOIN = re.compile(r"(?<=\])\(|(?<=\[)\[")
+_SUSPECT = re.compile(rf"\]\(|\[\[|[{_LT}]|&(?i:lt|#)|```|~~~")
 
 
 def escape_tags(text: str) -> str:
@@ -109,9 +120,38 @@ def strip_invisible(text: str) -> str:
     return "".join(out)
 
 
-def neutralize_links(text: str) -> str:
-    """Square brackets become parentheses, so no `[x](y.md)` link or `[[wikilink]]` survives."""
-    return text.replace("[", "(").replace("]", ")")
+def escape_links(text: str) -> str:
+    """Every bracket kept, with a backslash where two would join into a link: `](` reads
+    `]\\(` and `[[` reads `[\\[`, so no `[x](y.md)` link or `[[wikilink]]` survives
+    (for CommonMark, and for the witness's grammar)."""
+    if "[" not in text and "]" not in text:
+        return text
+    return _LINK_JOIN.sub(lambda m: "\\" + m.group(0), text)
+
+
+def escape_link_text(text: str) -> str:
+    """`text` fit to stand inside a link's brackets (`[text](leaf.md)`): every bracket
+    and backtick not already escaped gets a backslash (a backtick in the title could
+    open a code span that swallows the link), and a backslash at the end is doubled (it
+    would escape the closing bracket)."""
+    if "[" not in text and "]" not in text and "`" not in text and not text.endswith("\\"):
+        return text
+    out: list[str] = []
+    escaped = False
+    for ch in text:
+        if escaped:
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            out.append(ch)
+            escaped = True
+        elif ch in "[]`":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    if escaped:
+        out.append("\\")
+    return "".join(out)
 
 
 def one_line(text: str) -> str:
@@ -148,17 +188,34 @@ def sanitize_line(text: str, *, keep_links: bool = False) -> str:
     return cleaned
 
 
-def _sanitize_once(text: str, keep_links: bool) -> str:
+def _sanitize_once(text: str, keep_links: bool, field: bool = False) -> str:
     cleaned = escape_tags(strip_invisible(text))
-    cleaned = _FENCE.sub(" ", cleaned)
+    if not field:
+        cleaned = _FENCE.sub(" ", cleaned)
     if not keep_links:
-        cleaned = neutralize_links(cleaned)
+        cleaned = escape_links(cleaned)
     cleaned = one_line(cleaned)
-    return _ROLE_PREFIX.sub("", cleaned)
+    return cleaned if field else _ROLE_PREFIX.sub("", cleaned)
 
 
-# A link in an index line: `[text](target)`, the target a plain relative path.
-_INDEX_LINK = re.compile(r"\[([^\[\]\n]{0,512})\]\(([^\s()<>\[\]]{1,512})\)")
+def sanitize_field(text: str) -> str:
+    """Untrusted text as a field of a line subrosa writes: the title or hook of an index
+    line (`- [Title](leaf.md) — hook`), a section heading, a description, an archive
+    reason. As sanitize_line (one line, no control character, tag or link), but a code
+    fence and a leading role prefix (`User: prefers tabs`) stay: placed after `- [`,
+    ` — ` or `## `, neither can open a block or frame a turn, and they are the user's
+    words (issue 17)."""
+    previous = None
+    cleaned = text
+    while previous != cleaned:
+        previous = cleaned
+        cleaned = _sanitize_once(cleaned, False, field=True)
+    return cleaned
+
+
+# A link in an index line: `[text](target)`, the target a plain relative path; the
+# text may hold backslash escapes (`[players\\[pid\\]](x.md)`, as the generator writes).
+_INDEX_LINK = re.compile(r"\[((?:\\[^\n]|[^\[\]\\\n]){0,512})\]\(([^\s()<>\[\]]{1,512})\)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -176,8 +233,9 @@ def _leaf_target(target: str) -> bool:
 def sanitize_index_line(line: str) -> str:
     """A line of a MEMORY.md that subrosa may not have written, as SessionStart injects
     it: the indentation and the links to leaf files beside it are kept, everything
-    else is made inert as sanitize_line does (a link elsewhere loses its brackets).
-    A line subrosa generated comes back unchanged."""
+    else is made inert as sanitize_line does (a link elsewhere is broken by a
+    backslash, a code fence goes). A line subrosa generated comes back unchanged
+    unless a hook holds a code fence (the file keeps it; the injected view does not)."""
     body = line.lstrip(" ")
     indent = line[: len(line) - len(body)]
     previous = None
@@ -187,8 +245,12 @@ def sanitize_index_line(line: str) -> str:
     return indent + body if body else ""
 
 
+# A link reference definition (`[label]: url`), which would make `[x][label]` a link.
+_DEFINITION = re.compile(r"^(\[(?:\\.|[^\[\]\\]){0,999}\]):")
+
+
 def _sanitize_index_once(body: str) -> str:
-    body = one_line(strip_invisible(body))
+    body = _DEFINITION.sub(r"\1\\:", one_line(strip_invisible(body)))
     out: list[str] = []
     last = 0
     for link in _INDEX_LINK.finditer(body):
@@ -203,7 +265,7 @@ def _sanitize_index_once(body: str) -> str:
 
 
 def _inert(fragment: str) -> str:
-    return neutralize_links(_FENCE.sub(" ", escape_tags(fragment)))
+    return escape_links(_FENCE.sub(" ", escape_tags(fragment)))
 
 
 def terminal_line(text: str, *, keep_spaces: bool = False) -> str:

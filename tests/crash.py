@@ -142,7 +142,11 @@ def run_exec(args: list[str], delay: float | None) -> Outcome:
 
 
 def integrity(db: Path) -> str:
-    """`PRAGMA integrity_check` of the database file (opening it recovers the WAL)."""
+    """`PRAGMA integrity_check` of the database file (opening it recovers the WAL); "ok"
+    when a kill came before the database was made (connecting would leave an empty
+    file, which subrosa refuses as a lost database)."""
+    if not db.exists():
+        return "ok"
     conn = sqlite3.connect(db, timeout=30)
     try:
         return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
@@ -151,7 +155,11 @@ def integrity(db: Path) -> str:
 
 
 def checkpoint(db: Path) -> None:
-    """Fold the WAL into the database file, so copying the one file copies it all."""
+    """Fold the WAL into the database file, so copying the one file copies it all. No
+    database yet: nothing to fold (connecting would leave an empty file, which subrosa
+    refuses as a lost database)."""
+    if not db.exists():
+        return
     conn = sqlite3.connect(db, timeout=30)
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

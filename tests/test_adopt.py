@@ -110,11 +110,17 @@ def test_lines_without_a_leaf_stop_adopt_unless_materialized(
     result = run("adopt", str(directory), expect=1)
     assert "--materialize" in result.stderr and missing in result.stderr
     assert _snapshot(directory) == before
-    dry = _adopt(run, directory, "--dry-run")
-    assert len(dry["loose"]) == 4 and dry["written"] is False
+    # A dry run says what the real run (same flags) would do, and exits as it would.
+    dry = run("adopt", str(directory), "--dry-run", expect=1)
+    assert dry.stderr == result.stderr and dry.stdout == result.stdout
+    assert _snapshot(directory) == before
+    would = _adopt(run, directory, "--materialize", "--dry-run")
+    assert len(would["materialized"]) == 4 and would["written"] is False
     assert _snapshot(directory) == before
     done = _adopt(run, directory, "--materialize")
-    assert len(done["materialized"]) == 4
+    assert len(done["materialized"]) == 4 and done["written"] is True
+    for key in ("included", "below_budget", "registered", "materialized", "backups", "bytes"):
+        assert would[key] == done[key], key
     leaf = (directory / materialized).read_text(encoding="utf-8")
     assert "type: project" in leaf and phrase in leaf
 
@@ -166,7 +172,11 @@ def test_a_messy_index_is_taken_over(tmp_path: Path, memory_dir: Path, run: RunC
         run("--memory-dir", str(directory), "fact", "list", "--all", "--json").stdout
     )
     by_slug = {f["slug"]: f for f in listed}
-    assert [f["slug"] for f in listed][:6] == [
+    # The prose before the list is kept, in its place, in a leaf of its own (issue 17).
+    prose = directory / "some_prose_about_how_this_index.md"
+    assert "Some prose about how this index works, before the list." in prose.read_text()
+    assert [f["slug"] for f in listed][:7] == [
+        "some_prose_about_how_this_index",
         "user_tabs",
         "feedback_no_force_push",
         "reference_deploy",

@@ -34,7 +34,7 @@ SHARED = (
     "gitremote",
 )
 # The top-level modules that compose the halves for more than one entry point.
-COMPOSERS = ("doctor", "recall", "demo")
+COMPOSERS = ("doctor", "recall", "demo", "tools")
 
 
 def _module_name(path: Path) -> str:

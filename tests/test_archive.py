@@ -60,6 +60,10 @@ def _search(run: RunCli, *args: str) -> list[dict[str, Any]]:
     return json.loads(run("search", "--json", *args).stdout)  # type: ignore[no-any-return]
 
 
+def _uuid_of(result: dict[str, Any]) -> str:
+    return str(result["uuid"])
+
+
 def test_real_transcripts_ingest_search_show(memory_dir: Path, run: RunCli) -> None:
     directory = project_transcript_dir()
     directory.mkdir(parents=True)
@@ -261,13 +265,18 @@ def test_cjk_text_is_findable_by_any_part(memory_dir: Path, run: RunCli, ranking
         ("测", {"m2"}),  # one character
         ("데이터베이스", {"m3"}),
         ("데이", {"m3"}),
-        ("京 not", {"m4"}),
+        ("京 not", {"m1", "m4"}),  # "not" is a stopword: not required, but it counts
     ]:
         found = _search(run, query)
-        ids = {str(r["message_id"]) for r in found}
-        assert len(ids) == len(expected), query
+        # Every message holding the whole query first; then (second tier) those holding
+        # part of it, such as another word with one of its characters.
+        matches = [r["match"] for r in found]
+        assert matches == sorted(matches), query
+        uuids = {_uuid_of(r) for r in found if r["match"] == "all"}
+        assert uuids == expected, query
         if found:
             assert "**" in found[0]["snippet"], query
+    assert _uuid_of(_search(run, "京 not")[0]) == "m4"
 
 
 def test_facts_are_searched_and_counted(memory_dir: Path, run: RunCli) -> None:
@@ -530,10 +539,13 @@ def test_a_limit_past_the_rerank_window_is_honoured(
 ) -> None:
     """`search --limit N` returns N results when N messages match, even past the window
     of newest matches ranked here (RERANK; 1,000, made 10 here) and with a common
-    phrase (SELECTIVE made 1, so the rerank path runs)."""
+    phrase (SELECTIVE made 1, so the rerank path runs). Each text its own (copies of one
+    text would be one result): its number spelled in letters."""
     monkeypatch.setattr("subrosa.archive.search.RERANK", 10)
     monkeypatch.setattr("subrosa.archive.search.SELECTIVE", 1)
-    _transcript("s-1.jsonl", *(_record(f"m{n}", f"deploy number {n}") for n in range(40)))
+    spelled = ["".join("abcdefghij"[int(d)] for d in str(n)) for n in range(40)]
+    records = (_record(f"m{n}", f"deploy step {word}") for n, word in enumerate(spelled))
+    _transcript("s-1.jsonl", *records)
     _ingest(run)
     assert len(_search(run, "deploy", "--transcripts", "--limit", "25")) == 25
     assert len(_search(run, "deploy", "--transcripts", "--limit", "500")) == 40

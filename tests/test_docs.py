@@ -122,3 +122,34 @@ def test_options_agree_with_the_docs(path: tuple[str, ...]) -> None:
     assert sorted(opt for opt in real if opt not in section) == [], (
         f"`subrosa {' '.join(path)}` options missing from docs/commands.md"
     )
+
+
+SECURITY = REPO / "docs" / "security.md"
+# `tests/test_x.py::test_y`, or `::test_z` for another test of the file named before it.
+_TEST_REF = re.compile(r"`(tests/[\w/]+\.py)?(?:::(\w+))?`")
+
+
+def test_every_test_named_in_security_md_exists() -> None:
+    """docs/security.md proves each claim by naming a test: a renamed or deleted test
+    fails here rather than leaving a claim without proof."""
+    text = SECURITY.read_text(encoding="utf-8")
+    named: list[tuple[str, str | None]] = []
+    current = ""
+    for match in _TEST_REF.finditer(text):
+        path, name = match.groups()
+        if path is None and name is None:
+            continue
+        current = path or current
+        assert current, f"{match.group(0)} names no file"
+        named.append((current, name))
+    assert len(named) >= 40
+    missing = []
+    for path, name in named:
+        source = REPO / path
+        if not source.is_file():
+            missing.append(path)
+        elif name is not None and not re.search(
+            rf"^(?:async )?def {name}\(", source.read_text(encoding="utf-8"), re.MULTILINE
+        ):
+            missing.append(f"{path}::{name}")
+    assert missing == []

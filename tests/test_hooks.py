@@ -53,6 +53,24 @@ def event(session_id: str, path: Path, cwd: Path, **extra: Any) -> dict[str, Any
     return {"session_id": session_id, "transcript_path": str(path), "cwd": str(cwd), **extra}
 
 
+def grow(path: Path, record: dict[str, Any] | None = None) -> Path:
+    """Append one record, as every turn of a real session does."""
+    record = record or {"type": "assistant", "message": {"role": "assistant", "content": "ok"}}
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+    return path
+
+
+def stop_turn(session_id: str, path: Path, cwd: Path, **extra: Any) -> str:
+    """One turn ends: the transcript grew, Stop runs. Its stdout."""
+    return hook("stop", event(session_id, grow(path), cwd, **extra)).stdout
+
+
+def prompt(text: str) -> dict[str, Any]:
+    """A person's prompt as Claude Code 2.1 records it."""
+    return {"type": "user", "promptId": "p", "message": {"role": "user", "content": text}}
+
+
 def context_of(result: subprocess.CompletedProcess[str]) -> str:
     output = json.loads(result.stdout)
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
@@ -63,7 +81,7 @@ def context_of(result: subprocess.CompletedProcess[str]) -> str:
 
 def test_stop_blocks_exactly_once_on_the_15th_turn(memory_dir: Path, tmp_path: Path) -> None:
     path = transcript(tmp_path, "s1")
-    outputs = [hook("stop", event("s1", path, tmp_path)).stdout for _ in range(15)]
+    outputs = [stop_turn("s1", path, tmp_path) for _ in range(15)]
     assert [i for i, out in enumerate(outputs, 1) if out.strip()] == [15]
     decision = json.loads(outputs[-1])
     assert decision["decision"] == "block"
@@ -79,17 +97,16 @@ def test_a_checkpoint_mark_restarts_the_turn_count(
 ) -> None:
     monkeypatch.setenv("SUBROSA_NUDGE_EVERY", "3")
     path = transcript(tmp_path, "s6")
-    assert [hook("stop", event("s6", path, tmp_path)).stdout for _ in range(2)] == ["", ""]
+    assert [stop_turn("s6", path, tmp_path) for _ in range(2)] == ["", ""]
     run("checkpoint-mark", "--session", "s6")  # extracted on turn 2
-    outputs = [hook("stop", event("s6", path, tmp_path)).stdout for _ in range(3)]
+    outputs = [stop_turn("s6", path, tmp_path) for _ in range(3)]
     assert [bool(out) for out in outputs] == [False, False, True]
 
 
 def test_stop_never_blocks_while_a_stop_hook_is_active(memory_dir: Path, tmp_path: Path) -> None:
     path = transcript(tmp_path, "s2")
     for _ in range(15):
-        result = hook("stop", event("s2", path, tmp_path, stop_hook_active=True))
-        assert result.stdout == ""
+        assert stop_turn("s2", path, tmp_path, stop_hook_active=True) == ""
 
 
 def test_nudge_every_comes_from_the_environment_and_the_config_file(
@@ -97,7 +114,7 @@ def test_nudge_every_comes_from_the_environment_and_the_config_file(
 ) -> None:
     path = transcript(tmp_path, "s3")
     monkeypatch.setenv("SUBROSA_NUDGE_EVERY", "2")
-    assert [bool(hook("stop", event("s3", path, tmp_path)).stdout) for _ in range(4)] == [
+    assert [bool(stop_turn("s3", path, tmp_path)) for _ in range(4)] == [
         False,
         True,
         False,
@@ -107,9 +124,9 @@ def test_nudge_every_comes_from_the_environment_and_the_config_file(
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "subrosa" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("nudge_every = 1\n")
-    assert hook("stop", event("s4", path, tmp_path)).stdout
+    assert stop_turn("s4", path, tmp_path)
     config.write_text("nudge_every = 'often'\n")  # broken: fail open with the default
-    result = hook("stop", event("s5", path, tmp_path))
+    result = hook("stop", event("s5", grow(path), tmp_path))
     assert result.stdout == "" and "nudge_every" in result.stderr
 
 
@@ -144,9 +161,15 @@ def test_the_queue_from_session_end_to_checkpoint_clear(
     run("checkpoint-mark", "--session", "s1")
     hook("session-end", event("s1", t1, tmp_path, reason="other"))
     assert [e["session_id"] for e in json.loads(run("checkpoint-list", "--json").stdout)] == ["s2"]
-    # The transcript grows past the mark: queued again, still once.
-    with t1.open("a") as handle:
-        handle.write('{"type": "assistant"}\n')
+    # The transcript grows past the mark with the rest of the extraction's turn only
+    # (tool results, the final text): still covered.
+    grow(t1, {"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t", "content": "cleared 0"}]}})  # fmt: skip
+    grow(t1)
+    hook("session-end", event("s1", t1, tmp_path, reason="other"))
+    assert [e["session_id"] for e in json.loads(run("checkpoint-list", "--json").stdout)] == ["s2"]
+    # Someone went on talking after the mark: queued again, still once.
+    grow(t1, prompt("One more thing."))
     hook("session-end", event("s1", t1, tmp_path, reason="other"))
     hook("session-end", event("s1", t1, tmp_path, reason="other"))
     ids = [e["session_id"] for e in json.loads(run("checkpoint-list", "--json").stdout)]
@@ -316,12 +339,17 @@ def test_session_start_leaves_the_index_to_claude_code_when_it_loads_it(
     memory.mkdir(parents=True)
     (memory / "MEMORY.md").write_text("# Memory\n\n- [A](a.md) — \u202eevil\u200b hook\n")
     path = transcript(tmp_path, "s1")
-    payload = event("s1", path, project)
-    assert hook("session-start", payload).stdout == ""
+    sessions = iter(range(100))
+
+    def start() -> subprocess.CompletedProcess[str]:
+        """A session starts (a new one each time: one event is handled once)."""
+        return hook("session-start", event(f"s{next(sessions)}", path, project))
+
+    assert start().stdout == ""
     assert checkpoint.live_session(memory) is not None
 
     monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
-    context = context_of(hook("session-start", payload))
+    context = context_of(start())
     assert "CLAUDE_CODE_DISABLE_AUTO_MEMORY" in context and "- [A](a.md)" in context
     assert "\u202e" not in context and "\u200b" not in context
     monkeypatch.delenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
@@ -329,9 +357,9 @@ def test_session_start_leaves_the_index_to_claude_code_when_it_loads_it(
     settings = project / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"autoMemoryEnabled": False}))
-    assert "autoMemoryEnabled is false" in context_of(hook("session-start", payload))
+    assert "autoMemoryEnabled is false" in context_of(start())
     settings.write_text(json.dumps({"autoMemoryDirectory": str(tmp_path / "elsewhere")}))
-    assert "elsewhere" in context_of(hook("session-start", payload))
+    assert "elsewhere" in context_of(start())
 
 
 def test_session_end_cleans_up_old_counters_but_keeps_the_queue(

@@ -278,6 +278,49 @@ def test_check_never_opens_the_database(
     run("check")  # the default dir is the memory dir
 
 
+@pytest.mark.engines("sqlite")  # the witness never opens the database
+def test_check_as_a_command_loads_no_click_and_no_database(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    """`subrosa check` is the witness script behind a stdlib-only entry: the same
+    verdict, JSON and exit code, none of click, rich or SQLAlchemy loaded (bench/cli.py
+    times it against the script)."""
+    write_leaf(memory_dir, "a_fact.md")
+    _generate(run)
+    write_leaf(memory_dir, "orphan.md")  # a topic file neither index links: exit 1
+    report = tmp_path / "modules.json"
+    script = (
+        "import json, sys\n"
+        "from subrosa.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
+        f"json.dump(sorted(sys.modules), open({str(report)!r}, 'w'))\n"
+        "sys.exit(code)\n"
+    )
+    heavy = {"sqlalchemy", "click", "rich", "yaml", "frontmatter", "alembic", "filelock"}
+    expected = _script(memory_dir)
+    for args in (
+        ["check", "--json"],
+        ["--memory-dir", str(memory_dir), "check", "--json"],
+        ["check", "--json", "--memory-dir", str(memory_dir), "--max-bytes=25000"],
+        ["check", "--dir", str(memory_dir), "--json", "--db", str(tmp_path / "x.db")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=60
+        )
+        assert (done.returncode, json.loads(done.stdout)) == expected, args
+        loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
+        assert not loaded & heavy, (args, loaded & heavy)
+    assert not (tmp_path / "x.db").exists()
+    # What the fast path does not know exactly, click answers (and says what is wrong).
+    done = subprocess.run(
+        [sys.executable, "-m", "subrosa", "check", "--max-lines", "many"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "'many' is not a valid integer" in done.stderr
+
+
 def test_lines_added_to_the_archive_are_kept_in_the_cold_tier(
     memory_dir: Path, run: RunCli
 ) -> None:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from subrosa.memory.state import STATE_KEYS
 from tests.conftest import RunCli
+from tests.markdown import ITEM, forms_link, links
 
 HOSTILE = [
     "\n",
@@ -61,8 +62,10 @@ STEM = st.text(NAME_CHARS, min_size=1, max_size=10).filter(
     lambda s: not s.startswith(".") and s not in ("MEMORY", "MEMORY_archive")
 )
 
-ITEM = re.compile(r"^- \[([^\[\]]*)\]\(([^\s()<>]+)\)(?: — (.*))?$")
-FORBIDDEN = re.compile(r"[\[\]]|<!--|```|~~~|</?\s*system", re.IGNORECASE)
+# Brackets, an inline ``` and a `User:` are the user's and stay (issue 17: a field never
+# starts a line, so they open no block and frame no turn); what must not appear is a
+# link they form (tests.markdown.forms_link), a comment or a framing tag.
+FORBIDDEN = re.compile(r"<!--|</?\s*system", re.IGNORECASE)
 _COUNTER = itertools.count()
 
 
@@ -110,12 +113,15 @@ def _index_targets(memory_dir: Path, name: str) -> list[str]:
             continue
         if line.startswith("## "):
             assert not FORBIDDEN.search(line[3:]), (name, number, line)
+            assert not forms_link(line[3:]), (name, number, line)
             continue
         match = ITEM.match(line)
         assert match, f"{name}:{number} is not one well-formed index line: {line!r}"
         title, target, rest = match.groups()
         assert title.strip(), (name, number, line)
         assert not FORBIDDEN.search(rest or ""), (name, number, line)
+        assert not forms_link(title) and not forms_link(rest or ""), (name, number, line)
+        assert [unquote(h) for h in links(line)] == [unquote(target)], (name, number, line)
         targets.append(unquote(target))
     return targets
 

@@ -11,9 +11,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from subrosa.claude.install import EVENTS, hook_command, is_ours, plugin_hooks_json
+from subrosa.claude.install import (
+    EVENTS,
+    hook_command,
+    is_ours,
+    plugin_hooks_json,
+    this_runner,
+)
 from subrosa.resources import skills_dir
-from tests.conftest import REPO, RunCli
+from tests.conftest import REPO, RunCli, write_leaf
+
+VENV_BIN = Path(sys.executable).parent
 
 EXISTING = {
     "permissions": {"allow": ["Bash(npm test)"], "deny": ["Read(.env)"]},
@@ -97,7 +105,7 @@ def test_an_updated_hook_command_is_replaced_not_duplicated(project: Path, run: 
     path.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [stale]}]}}))
     assert "~ Stop" in run("install").stdout
     handlers = ours(json.loads(path.read_text()), "Stop")
-    assert handlers == [{"type": "command", "command": hook_command("stop")}]
+    assert handlers == [{"type": "command", "command": hook_command("stop", this_runner())}]
 
 
 @pytest.mark.parametrize(
@@ -159,19 +167,24 @@ def test_the_skills_have_valid_frontmatter() -> None:
         assert isinstance(meta["description"], str) and 0 < len(meta["description"]) <= 1536
 
 
-def test_the_hook_command_fails_open_without_subrosa_on_the_path(tmp_path: Path) -> None:
+def test_the_plugin_hook_fails_open_naming_a_command_that_installs_subrosa(
+    tmp_path: Path,
+) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
+    plugin = tmp_path / "plugins" / "cache" / "subrosa"
     for name in EVENTS.values():
         result = subprocess.run(
             ["/bin/sh", "-c", hook_command(name)],
             input=b"{}",
             capture_output=True,
-            env={**os.environ, "PATH": str(empty)},
+            # Claude Code sets CLAUDE_PLUGIN_ROOT for a plugin's hooks: the repository's copy.
+            env={**os.environ, "PATH": str(empty), "CLAUDE_PLUGIN_ROOT": str(plugin)},
             timeout=30,
         )
         assert result.returncode == 0 and result.stdout == b""
-        assert result.stderr.decode().count("\n") == 1 and "pipx install" in result.stderr.decode()
+        stderr = result.stderr.decode()
+        assert stderr.count("\n") == 1 and f"uv tool install '{plugin}'" in stderr
 
 
 def test_the_hook_command_runs_subrosa_when_installed(memory_dir: Path, tmp_path: Path) -> None:
@@ -226,3 +239,154 @@ def test_install_in_a_worktree_writes_the_worktree_settings(
     run("install")
     assert (worktree / ".claude" / "settings.json").is_file()
     assert not (main / ".claude").exists()
+
+
+def _install_as_a_process(project: Path, path: str) -> subprocess.CompletedProcess[str]:
+    """`subrosa install` as a user runs it: this venv's script, with the PATH given."""
+    return subprocess.run(
+        [str(VENV_BIN / "subrosa"), "install"],
+        cwd=project,
+        env={**os.environ, "PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+
+def test_a_venv_only_install_writes_hooks_that_run_with_an_empty_path(
+    project: Path, memory_dir: Path, run: RunCli, isolated_env: Path, tmp_path: Path
+) -> None:
+    memory = project / ".claude" / "memory"  # the hooks find it from CLAUDE_PROJECT_DIR
+    memory.mkdir(parents=True)
+    leaf = write_leaf(memory, "project_codename.md", "The release is called ZEBRAFISH.")
+    run("--memory-dir", str(memory), "fact", "upsert", "--leaf", str(leaf), "--hook", "ZEBRA")
+    run("--memory-dir", str(memory), "generate")
+
+    done = _install_as_a_process(project, "/usr/bin:/bin")  # subrosa only in the venv
+    assert "not on your PATH" in done.stdout and str(VENV_BIN / "subrosa") in done.stdout
+    assert "--scope local" in done.stderr  # an absolute path in a file shared through git
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    commands = {event: ours(settings, event)[0]["command"] for event in EVENTS}  # type: ignore[index]
+    assert all(str(VENV_BIN / "subrosa") in command for command in commands.values())
+
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("{}\n")
+    payload = {"session_id": "s1", "transcript_path": str(transcript), "cwd": str(project)}
+    start = _in_an_empty_environment(commands["SessionStart"], payload, project, isolated_env)
+    assert start.returncode == 0, start.stderr
+    context = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "ZEBRA" in context
+    stop = _in_an_empty_environment(commands["Stop"], payload, project, isolated_env)
+    assert json.loads(stop.stdout)["decision"] == "block"
+
+
+def _in_an_empty_environment(
+    command: str, payload: dict[str, str], project: Path, home: Path
+) -> subprocess.CompletedProcess[str]:
+    """`command` as `env -i PATH= sh -c` runs it: an empty PATH, and only what Claude
+    Code would set besides."""
+    variables = {
+        "PATH": "",
+        "HOME": str(home),
+        "CLAUDE_PROJECT_DIR": str(project),
+        "SUBROSA_NUDGE_EVERY": "1",
+        "SUBROSA_BACKGROUND_INGEST": "0",
+    }
+    return subprocess.run(
+        ["env", "-i", *(f"{k}={v}" for k, v in variables.items()), "/bin/sh", "-c", command],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_with_subrosa_on_the_path_the_hooks_name_the_command(project: Path) -> None:
+    done = _install_as_a_process(project, f"{VENV_BIN}:/usr/bin:/bin")
+    assert "not on your PATH" not in done.stdout + done.stderr
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    [handler] = ours(settings, "Stop")
+    command = handler["command"]  # type: ignore[index]
+    assert command.startswith("if command -v subrosa ") and str(VENV_BIN) not in command
+    assert f"uv tool install {REPO}" in command  # where this subrosa came from: the checkout
+
+
+def test_a_hook_whose_subrosa_went_away_fails_open_with_the_fix(project: Path) -> None:
+    _install_as_a_process(project, "/usr/bin:/bin")
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    command = ours(settings, "Stop")[0]["command"]  # type: ignore[index]
+    gone = command.replace(str(VENV_BIN / "subrosa"), str(project / "deleted-venv" / "subrosa"))
+    result = subprocess.run(
+        ["env", "-i", "PATH=", "/bin/sh", "-c", gone], input=b"{}", capture_output=True
+    )
+    assert result.returncode == 0 and result.stdout == b""
+    assert b"subrosa is no longer at" in result.stderr and b"uv tool install" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "original",
+    [
+        '{"model":"opus","env":{"A":"1"}}',  # compact, no final newline
+        '{"model": "opus", "env": {"A": "1"}}\n',  # one line, with spaces
+        '{\n\t"model": "opus",\n\t"env": {\n\t\t"A": "1"\n\t}\n}\n',  # tabs
+        '{\r\n    "model": "opus",\r\n    "env": {\r\n        "A": "1"\r\n    }\r\n}\r\n',
+    ],
+    ids=["compact", "one-line", "tabs", "crlf-4-spaces"],
+)
+def test_install_keeps_the_settings_file_style(project: Path, run: RunCli, original: str) -> None:
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_bytes(original.encode())
+    run("install")
+    written = path.read_bytes().decode()
+    data = json.loads(written)
+    assert data["model"] == "opus" and set(data["hooks"]) == set(EVENTS)
+    # The same style, so the diff in a team's settings.json is only our entries.
+    restyled = json.loads(original)
+    restyled["hooks"] = data["hooks"]
+    from subrosa.claude.install import render_settings
+
+    assert written == render_settings(restyled, like=original)
+    assert written.endswith("\n") == original.endswith("\n")
+    assert ("\t" in written) == ("\t" in original)
+    assert ("\r\n" in written) == ("\r\n" in original)
+    edited = json.loads(written)
+    edited["env"]["B"] = "2"
+    path.write_text(render_settings(edited, like=original), newline="")
+    run("install", "--uninstall")
+    after = path.read_bytes().decode()
+    assert json.loads(after) == {"model": "opus", "env": {"A": "1", "B": "2"}}
+    assert after == render_settings(json.loads(after), like=original)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "source"),
+    [
+        ({"url": "file:///home/me/src/sub%20rosa", "dir_info": {}}, "/home/me/src/sub rosa"),
+        (
+            {"url": "https://github.com/o/subrosa", "vcs_info": {"vcs": "git", "commit_id": "ab"}},
+            "git+https://github.com/o/subrosa",
+        ),
+        (
+            {
+                "url": "https://x.example/s.git",
+                "vcs_info": {"vcs": "git", "requested_revision": "v1"},
+            },
+            "git+https://x.example/s.git@v1",
+        ),
+        (
+            {"url": "https://x.example/s-0.1.tar.gz", "archive_info": {}},
+            "https://x.example/s-0.1.tar.gz",
+        ),
+        ({"nothing": 1}, None),
+        (None, None),
+    ],
+)
+def test_the_install_hint_installs_from_where_this_subrosa_came(
+    recorded: object, source: str | None
+) -> None:
+    """pip and uv record a direct install's origin (PEP 610); the hint installs from it."""
+    from subrosa.claude.install import source_of
+
+    assert source_of(recorded) == source

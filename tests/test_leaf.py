@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from subrosa.errors import InvalidLeaf
 from subrosa.memory.leaf import (
     FrontmatterError,
+    NotAMapping,
     _plain_mapping,
     parse_leaf,
     split_frontmatter,
@@ -26,7 +28,6 @@ from tests.conftest import write_leaf
         ("---\na: 1\n---\nbody\n", {"a": 1}, "body"),
         ("---\r\na: 1\r\n---\r\n\r\nbody\r\nmore\r\n", {"a": 1}, "body\nmore"),
         ("---\na: 1\n----  \n\n\nbody", {"a": 1}, "body"),
-        ("---\n- a list\n---\nbody", {}, "body"),
         ("---\na: 1\nno closing line", {}, "---\na: 1\nno closing line"),
         ("  \n---\nx: y\n---\nb", {"x": "y"}, "b"),
         ("---\n---\nbody", {}, "body"),
@@ -36,6 +37,16 @@ def test_frontmatter_is_split_as_python_frontmatter_split_it(
     text: str, meta: dict[str, object], content: str
 ) -> None:
     assert split_frontmatter(text) == (meta, content)
+
+
+@pytest.mark.parametrize(
+    "text", ["---\n- a list\n---\nbody", "---\njust text\n---\nbody", "---\n1: x\n---\nbody"]
+)
+def test_frontmatter_that_is_no_mapping_of_text_keys_is_refused(text: str) -> None:
+    """python-frontmatter dropped a list silently and choked on a number as a key; the
+    leaf is invalid instead (subrosa.memory.leaf._check_shape)."""
+    with pytest.raises(NotAMapping):
+        split_frontmatter(text)
 
 
 _lines = st.lists(
@@ -48,27 +59,43 @@ _lines = st.lists(
 @given(_lines)
 def test_the_split_agrees_with_python_frontmatter(lines: list[str]) -> None:
     """Where python-frontmatter is installed (it was subrosa's dependency, always called
-    with its YAML handler), both read any arrangement of boundaries, YAML and text alike."""
+    with its YAML handler), both read any arrangement of boundaries, YAML and text alike;
+    YAML that is no mapping (which python-frontmatter dropped) is refused instead."""
     frontmatter = pytest.importorskip("frontmatter")
     import yaml
     from frontmatter.default_handlers import YAMLHandler
 
+    loaded: list[object] = []
+
+    class Recording(YAMLHandler):  # type: ignore[misc]
+        def load(self, fm: str, **kwargs: object) -> object:
+            loaded.append(super().load(fm, **kwargs))
+            return loaded[-1]
+
     text = "\n".join(lines)
     try:
-        post = frontmatter.loads(text, handler=YAMLHandler())
+        post = frontmatter.loads(text, handler=Recording())
     except yaml.YAMLError:
         with pytest.raises(FrontmatterError):
+            split_frontmatter(text)
+        return
+    if loaded and loaded[0] is not None and not isinstance(loaded[0], dict):
+        with pytest.raises(NotAMapping):
             split_frontmatter(text)
         return
     assert split_frontmatter(text) == (dict(post.metadata), post.content)
 
 
 def test_metadata_keys_python_frontmatter_choked_on_are_read(tmp_path: Path) -> None:
-    """A `content:` or `handler:` key, or a number as a key, made python-frontmatter's
-    Post() raise TypeError: a traceback for the user. They are metadata like any other."""
-    path = write_leaf(tmp_path, "odd.md", extra="content: x\nhandler: y\n1: z\n")
+    """A `content:` or `handler:` key made python-frontmatter's Post() raise TypeError: a
+    traceback for the user. They are metadata like any other; a number as a key makes
+    the leaf invalid, in one sentence."""
+    path = write_leaf(tmp_path, "odd.md", extra="content: x\nhandler: y\n")
     leaf = parse_leaf(path)
     assert leaf.description == "A fact worth keeping." and leaf.body == "The body."
+    path = write_leaf(tmp_path, "odder.md", extra="content: x\n1: z\n")
+    with pytest.raises(InvalidLeaf, match="key '1' is a number"):
+        parse_leaf(path)
 
 
 def test_a_stat_key_is_not_trusted_while_the_file_is_fresh(tmp_path: Path) -> None:

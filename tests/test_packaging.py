@@ -21,7 +21,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         capture_output=True,
     )
-    (built,) = out.glob("subrosa-*.whl")
+    (built,) = out.glob("subrosa_memory-*.whl")
     return built
 
 

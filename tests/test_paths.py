@@ -78,7 +78,7 @@ def test_settings_file_and_environment(tmp_path: Path) -> None:
     config.write_text("budget = 1000\nnudge_every = 3\n[type_weights]\nreference = 9\n")
     env = {"SUBROSA_CONFIG": str(config), "SUBROSA_NUDGE_EVERY": "7"}
     settings = load_settings(env)
-    assert (settings.budget, settings.nudge_every, settings.max_lines) == (1000, 7, 200)
+    assert (settings.budget, settings.nudge_every, settings.max_lines) == (1000, 7, 150)
     assert settings.type_weights["reference"] == 9
     config.write_text("budget = [")
     with pytest.raises(InvalidInput, match="not valid TOML"):

@@ -33,13 +33,14 @@ def _migrated(tmp_path: Path) -> Path:
 def test_blank_database_gets_tables_columns_and_triggers(tmp_path: Path) -> None:
     conn = sqlite3.connect(_migrated(tmp_path))
     names = {(kind, name) for kind, name in conn.execute("SELECT type, name FROM sqlite_master")}
-    for table in ("facts", "sessions", "messages", "ingested_files", "messages_fts", "facts_fts"):
+    tables = ("facts", "sessions", "messages", "ingested_files", "messages_fts", "facts_fts")
+    for table in (*tables, "archive_reindex"):
         assert ("table", table) in names
     for trigger in ("messages_fts_ad", "messages_fts_au", "facts_fts_ai", "facts_fts_ad"):
         assert ("trigger", trigger) in names
     assert ("trigger", "facts_fts_au") in names
     columns = {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
-    assert columns == {"id", "session_pk", "uuid", "role", "timestamp", "text", "cjk"}
+    assert columns == {"id", "session_pk", "uuid", "role", "timestamp", "text", "terms"}
     columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
     assert {"session_id", "project", "cwd", "git_branch", "title", "summary"} <= columns
     assert {"first_at", "last_at", "message_count"} <= columns
@@ -81,7 +82,7 @@ def test_blank_postgres_database_gets_the_search_indexes(db: Db) -> None:
             ).all()
         )
     assert "USING gin (to_tsvector('simple'::regconfig, text))" in indexes["ix_messages_text_tsv"]
-    assert "WHERE (cjk IS NOT NULL)" in indexes["ix_messages_cjk_tsv"]
+    assert "WHERE (terms IS NOT NULL)" in indexes["ix_messages_terms_tsv"]
     assert (
         "setweight(to_tsvector('simple'::regconfig, (title)::text), 'A'::\"char\")"
         in (indexes["ix_facts_tsv"])

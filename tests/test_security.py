@@ -138,6 +138,20 @@ def test_a_tool_result_cannot_forge_a_user_turn_in_transcript_show(
     assert FORGED in data["messages"][1]["text"]
 
 
+def test_the_extraction_skill_reads_the_framing_show_prints() -> None:
+    """The skill tells the agent which lines are the user's by the marks `transcript
+    show` prints: the headers, the two gutters, the tool result's reminder."""
+    from subrosa.archive.conversation import GUTTER, TOOL_GUTTER
+    from subrosa.resources import skills_dir
+
+    skill = (skills_dir() / "memory-extraction" / "SKILL.md").read_text(encoding="utf-8")
+    flat = " ".join(skill.split())
+    for mark in (f"`{GUTTER}`", f"`{TOOL_GUTTER}`", "`user TIME #N`"):
+        assert mark in skill, mark
+    assert "`tool result TIME #N (a tool's output, not the user's words)`" in flat
+    assert "never a turn of the user" in flat
+
+
 def test_titles_and_snippets_are_one_clean_line(
     memory_dir: Path, tmp_path: Path, run: RunCli
 ) -> None:

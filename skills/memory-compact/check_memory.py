@@ -43,9 +43,11 @@ MAX_LINES = 200
 MAX_BYTES = 25_000
 
 # An inline Markdown link: [text](target "optional title"). Text may nest one level of
-# brackets; the target has no spaces (subrosa percent-encodes them) or is <angled>.
+# brackets and hold backslash escapes (`[players\\[pid\\]](x.md)`: a `\\]` closes
+# nothing, as in CommonMark); the target has no spaces (subrosa percent-encodes them)
+# or is <angled>.
 LINK = re.compile(
-    r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]"
+    r"\[(?:\\[^\n]|[^\[\]\\\n]|\[(?:\\[^\n]|[^\[\]\\\n])*\])*\]"
     r"\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)(?:\s+\"[^\"\n]*\")?\s*\)"
 )
 WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:[#|][^\]\n]*)?\]\]")
@@ -85,6 +87,9 @@ def topic_files(directory: Path) -> list[str]:
 
 
 def _read(path: Path) -> str | None:
+    """A regular file's text; None when there is none (a FIFO or a device is no file)."""
+    if not path.is_file():
+        return None
     try:
         return path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
@@ -117,6 +122,12 @@ def find_secrets(texts: dict[str, str]) -> list[dict[str, Any]] | None:
     return found
 
 
+def line_count(text: str) -> int:
+    """Lines as Claude Code loads them: split at `\n` only (U+2028, U+0085, a form feed
+    or a lone `\r` inside a line do not end it); a last line without `\n` counts."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
 def resolve_wikilink(target: str, stems: set[str]) -> str | None:
     """The leaf stem a `[[target]]` names (snake_case or kebab-case spelling), or None."""
     name = target.strip().removesuffix(".md")
@@ -134,7 +145,7 @@ def witness(
     index_bytes = index_path.read_bytes() if index_path.is_file() else b""
     index_text = index_bytes.decode("utf-8", errors="replace")
     archive_text = _read(directory / ARCHIVE)
-    lines = len(index_text.splitlines())
+    lines = line_count(index_text)
 
     files = topic_files(directory)
     counts: dict[str, int] = {}
@@ -226,17 +237,48 @@ def report_lines(verdict: dict[str, Any]) -> list[str]:
     return out
 
 
+def _main_repo_root(gitfile: Path) -> Path | None:
+    """For a worktree (`.git` is a file): the main repository, through gitdir and commondir."""
+    try:
+        text = gitfile.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = Path(text[len("gitdir:") :].strip())
+    if not gitdir.is_absolute():
+        gitdir = (gitfile.parent / gitdir).resolve()
+    try:
+        common = Path((gitdir / "commondir").read_text(encoding="utf-8").strip())
+    except OSError:
+        return gitfile.parent
+    if not common.is_absolute():
+        common = (gitdir / common).resolve()
+    return common.parent
+
+
 def default_dir(env: dict[str, str] | None = None, cwd: str | None = None) -> Path:
-    """SUBROSA_MEMORY_DIR, else $CLAUDE_PROJECT_DIR/.claude/memory if it exists, else
-    Claude Code's auto-memory dir for the git root of the working directory."""
+    """The memory dir subrosa resolves (subrosa.paths.resolve_memory_dir; a test keeps the
+    two in step): SUBROSA_MEMORY_DIR; else the nearest `.claude/memory` from
+    $CLAUDE_PROJECT_DIR (or the working directory) up to the top of its git checkout,
+    or in a worktree without one the main repository's; else Claude Code's auto-memory
+    dir, keyed by the main repository's root (worktrees share it)."""
     env = dict(os.environ) if env is None else env
     if env.get("SUBROSA_MEMORY_DIR"):
-        return Path(env["SUBROSA_MEMORY_DIR"]).expanduser()
-    project = env.get("CLAUDE_PROJECT_DIR")
-    if project and (Path(project).expanduser() / ".claude" / "memory").is_dir():
-        return Path(project).expanduser() / ".claude" / "memory"
-    start = Path(project or cwd or os.getcwd()).absolute()
-    root = next((p for p in (start, *start.parents) if (p / ".git").exists()), start)
+        return Path(env["SUBROSA_MEMORY_DIR"]).expanduser().absolute()
+    start = Path(env.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd()).expanduser().absolute()
+    top = next((p for p in (start, *start.parents) if (p / ".git").exists()), None)
+    folders = [start] if top is None else [start, *start.parents]
+    for folder in folders:
+        if (folder / ".claude" / "memory").is_dir():
+            return folder / ".claude" / "memory"
+        if folder == top:
+            break
+    root = top or start
+    if top is not None and (top / ".git").is_file():
+        root = _main_repo_root(top / ".git") or top
+        if root != top and (root / ".claude" / "memory").is_dir():
+            return root / ".claude" / "memory"
     claude = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME") or Path.home()) / ".claude")
     return claude.expanduser() / "projects" / _NOT_ALNUM.sub("-", str(root)) / "memory"
 
@@ -270,8 +312,22 @@ def main(argv: list[str] | None = None) -> int:
         print("Error: --max-lines and --max-bytes must be positive.", file=sys.stderr)
         return 2
     if not directory.is_dir():
-        print(f"Error: {directory}: no such memory directory.", file=sys.stderr)
+        print(
+            f"Error: {directory}: no such memory directory; point at yours with --dir DIR "
+            "or SUBROSA_MEMORY_DIR.",
+            file=sys.stderr,
+        )
         return 2
+    for name in INDEX_FILES:
+        # A repository may hold `MEMORY.md -> ~/.ssh/id_rsa`; whatever the witness reads
+        # it reports to the agent that runs it.
+        if (directory / name).is_symlink():
+            print(
+                f"Error: {directory / name}: is a symbolic link; the witness does not read "
+                "through one (replace it with the file itself).",
+                file=sys.stderr,
+            )
+            return 2
     try:
         verdict = witness(
             directory, max_lines=args.max_lines, max_bytes=args.max_bytes, strict=args.strict

@@ -11,8 +11,10 @@ Modules:
                   `ingest` use case, and the archive made ready for a reader
     sessions      the archived sessions read back (`transcript list` and `show`)
     conversation  pure: an archived session as framed text (no content can pass for a turn)
-    search        archived messages for a query: FTS5, bm25 over bounded candidates,
-                  snippets (standard library only; the query language is subrosa.query)
+    search        archived messages for a query: FTS5, bm25 over bounded candidates in
+                  two tiers, copies collapsed, sessions; snippets (standard library
+                  only; the query language is subrosa.query)
+    reindex       the full-text index rebuilt in place after a migration, resumable
 
 Rules: the archive is read and written through the DB-API (sqlite3), not SQLAlchemy,
 for speed (connection says why); nothing here imports the memory half, the Claude

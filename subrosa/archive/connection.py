@@ -15,7 +15,7 @@ BEGIN IMMEDIATE for writes). SQLAlchemy and Alembic load only to migrate.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,24 +33,39 @@ def archive_path(db_url: str) -> Path:
 
     path = sqlite_path(db_url)
     if path is None:
-        raise InvalidInput(f"{db_url}: the transcript archive needs an SQLite database file.")
+        raise InvalidInput(
+            f"{db_url}: the transcript archive needs an SQLite database file; give one with "
+            "--db PATH (docs/team.md says why)."
+        )
     return path
 
 
 @contextmanager
-def open_archive(db_url: str) -> Iterator[sqlite3.Connection]:
+def open_archive(
+    db_url: str, progress: Callable[[int, int], None] | None = None
+) -> Iterator[sqlite3.Connection]:
     """The archive's connection, the database created first when it is new (directly,
     subrosa.schema.ensure_current) or migrated when it is older (the only time SQLAlchemy
-    and Alembic are loaded)."""
-    from subrosa.schema import ensure_current
+    and Alembic are loaded), and its full-text index rebuilt first when a migration
+    asked for it (subrosa.archive.reindex, under the ingest lock; `progress` is told
+    the messages indexed and to index)."""
+    from subrosa.schema import ensure_current, state
 
     path = archive_path(db_url)
-    if not ensure_current(path):
-        from subrosa.db import open_database
+    current, reindexing = state(path)
+    if not current:
+        if not ensure_current(path):
+            from subrosa.db import open_database
 
-        open_database(db_url)
+            open_database(db_url)
+        current, reindexing = state(path)
     conn = connect(path)
     try:
+        if reindexing:
+            from subrosa.archive.reindex import reindex
+
+            with ingest_lock(path):
+                reindex(conn, progress)
         yield conn
     finally:
         conn.close()

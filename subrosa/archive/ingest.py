@@ -22,14 +22,19 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from operator import attrgetter
 from pathlib import Path
 from stat import S_ISREG
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from subrosa.archive import pending
 from subrosa.archive.connection import archive_path, ingest_lock, open_archive
-from subrosa.paths import claude_root, encode_project_path, project_root, project_transcript_dir
+from subrosa.paths import (
+    checkout_root,
+    claude_root,
+    encode_project_path,
+    project_root,
+    project_transcript_dir,
+)
 
 # The parser and the redactor (msgspec, ahocorasick, the secret rules: ~30 ms of CPU to
 # import) load when a file has something new to read: a no-op ingest is a stat per file.
@@ -67,6 +72,8 @@ class IngestReport:
         self.duplicate_messages = 0
         self.sessions: set[str] = set()
         self.skipped: Counter[str] = Counter()
+        # Lines read in spite of a flaw (bad UTF-8 bytes replaced), by kind.
+        self.repaired: Counter[str] = Counter()
         self.redacted: Counter[str] = Counter()
         self.missing: list[str] = []
 
@@ -80,6 +87,7 @@ class IngestReport:
             "duplicate_messages": self.duplicate_messages,
             "sessions": len(self.sessions),
             "skipped": dict(sorted(self.skipped.items())),
+            "repaired": dict(sorted(self.repaired.items())),
             "redacted": sum(self.redacted.values()),
             "redacted_by_kind": dict(sorted(self.redacted.items())),
             "missing": self.missing,
@@ -113,45 +121,46 @@ class _FileState(NamedTuple):
 def project_of(path: str | Path, default: str, env: dict[str, str] | None = None) -> str:
     """The encoded project folder a transcript lives in under `<claude root>/projects/`,
     else `default` (a file ingested from elsewhere joins the current project)."""
-    projects = os.path.join(os.path.abspath(claude_root(env)), "projects") + os.sep
-    absolute = os.path.abspath(path)
+    return _project_under(os.path.abspath(path), _projects_prefix(env), default)
+
+
+def _projects_prefix(env: dict[str, str] | None = None) -> str:
+    """`<claude root>/projects/`, absolute, ending in the separator."""
+    return os.path.join(os.path.abspath(claude_root(env)), "projects") + os.sep
+
+
+def _project_under(absolute: str, projects: str, default: str) -> str:
+    """project_of for an absolute, normalized path and the projects folder's prefix."""
     if not absolute.startswith(projects):
         return default
     parts = absolute[len(projects) :].split(os.sep)
     return parts[0] if len(parts) > 1 else default
 
 
-def transcripts_in(directory: Path) -> list[str]:
-    """A project folder's transcripts: `*.jsonl` and `<session>/subagents/*.jsonl`."""
+def transcripts_under(directory: Path) -> list[str]:
+    """Every `*.jsonl` file under `directory`, at any depth (a project folder, a folder
+    of project folders, a copy of `projects/`), in a stable order. Symlinked folders are
+    not followed (no loops), nor hidden ones (`.subrosa/facts.jsonl` is no transcript)."""
     found: list[str] = []
-    try:
-        with os.scandir(directory) as scan:
-            entries = sorted(scan, key=attrgetter("name"))
-    except OSError:
-        return []
-    for entry in entries:
-        if entry.name.endswith(".jsonl") and entry.is_file():
-            found.append(entry.path)
-        elif entry.is_dir(follow_symlinks=False):
-            subagents = os.path.join(entry.path, "subagents")
-            try:
-                names = sorted(os.listdir(subagents))
-            except OSError:
-                continue
-            found += [os.path.join(subagents, n) for n in names if n.endswith(".jsonl")]
+    for root, dirs, files in os.walk(directory, onerror=None, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".jsonl")]
     return found
 
 
 def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
-    """The transcripts named by `paths` (files, or folders searched as project folders)."""
+    """The transcripts named by `paths`: files, or folders searched at every depth as
+    `--all-projects` searches `<claude root>/projects/`. A transcript under that root
+    belongs to its project folder's project; one elsewhere to the folder's (the default)."""
     sources: list[Source] = []
     for path in paths:
         if path.is_dir():
-            # Every transcript of a folder belongs to the folder's project. Its paths are
-            # the folder's, made absolute once, joined with names: absolute already.
+            # Its paths are the folder's, made absolute once, joined with names: absolute
+            # already (a no-op re-ingest of thousands of files resolves none of them).
             project = project_of(path / "x.jsonl", default_project)
-            folder = Path(os.path.abspath(path))
-            sources += [Source(file, project, file) for file in transcripts_in(folder)]
+            projects = _projects_prefix()
+            for file in transcripts_under(Path(os.path.abspath(path))):
+                sources.append(Source(file, _project_under(file, projects, project), file))
         else:
             sources.append(Source(str(path), project_of(path, default_project)))
     return sources
@@ -163,6 +172,23 @@ def all_project_dirs(env: dict[str, str] | None = None) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(path for path in root.iterdir() if path.is_dir())
+
+
+def project_dirs_around(folder: Path) -> list[Path]:
+    """A project's transcript folder, and the folders of sessions started in its
+    subfolders (`<folder>-src-api`: Claude Code names them after the subfolder). A
+    name alone cannot tell `/repo/src` from a sibling `/repo-src`; each session is
+    filed by its own working directory when ingested (Ingester._project_of_session)."""
+    try:
+        names = os.listdir(folder.parent)
+    except OSError:
+        return []
+    return [
+        folder.parent / name
+        for name in sorted(names)
+        if (name == folder.name or name.startswith(folder.name + "-"))
+        and (folder.parent / name).is_dir()
+    ]
 
 
 def _head_hash_of(path: str, length: int) -> str:
@@ -202,7 +228,7 @@ def _load_state(conn: sqlite3.Connection, key: str) -> _FileState | None:
 def _is_whole_object(line: bytes) -> bool:
     try:
         return isinstance(json.loads(line), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
@@ -227,6 +253,7 @@ class Ingester:
         self._redactor: Redactor | None = None
         self._stats = _load_stats(conn)
         self._session_pks: dict[str, int] = {}
+        self._projects: dict[str, str] = {}
         self._in_transaction = False
         self._uncommitted = 0
         self._next_id = 0
@@ -400,6 +427,7 @@ class Ingester:
     def _store(self, source: Source, parsed: Parsed) -> None:
         """Store one batch (inside the caller's transaction, with the new offset)."""
         self.report.skipped.update(parsed.skipped)
+        self.report.repaired.update(parsed.repaired)
         by_session: dict[str, list[Message]] = {}
         for message in parsed.messages:
             by_session.setdefault(message.session_id, []).append(message)
@@ -407,17 +435,42 @@ class Ingester:
 
         for session_id in parsed.sessions.keys() | by_session.keys():
             info = parsed.sessions.get(session_id) or SessionInfo(session_id)
-            pk = self._upsert_session(info, source.project)
+            pk = self._upsert_session(info, self._project_of_session(info, source.project))
             messages = by_session.get(session_id, [])
             if messages:
                 self._insert_messages(pk, messages)
             self.report.sessions.add(session_id)
 
+    def _project_of_session(self, info: SessionInfo, folder_project: str) -> str:
+        """The project a session belongs to: the repository, when the session ran in a
+        git checkout whose folder (or a subfolder's) the transcript is filed under.
+        Claude Code files a session started in `repo/src`, or in a worktree, under that
+        folder's own name; subrosa files it with the repository (the project every
+        command run inside it resolves). Anything else (a transcript copied from
+        another machine, a checkout since deleted) keeps its folder's project."""
+        cwd = info.cwd
+        if not cwd or not os.path.isabs(cwd):
+            return folder_project
+        key = f"{cwd}\0{folder_project}"
+        project = self._projects.get(key)
+        if project is None:
+            top = checkout_root(cwd)
+            encoded = encode_project_path(top) if top is not None else None
+            if encoded and (folder_project == encoded or folder_project.startswith(encoded + "-")):
+                project = encode_project_path(project_root(cwd))
+            else:
+                project = folder_project
+            self._projects[key] = project
+        return project
+
     def _upsert_session(self, info: SessionInfo, project: str) -> int:
+        # The project is settled by the first batch that knows the session's folder.
         self.conn.execute(
             "INSERT INTO sessions(session_id, project, cwd, git_branch, title, summary,"
             " message_count) VALUES (?, ?, ?, ?, ?, ?, 0)"
             " ON CONFLICT(session_id) DO UPDATE SET"
+            " project = CASE WHEN cwd IS NULL AND excluded.cwd IS NOT NULL"
+            " THEN excluded.project ELSE project END,"
             " cwd = coalesce(excluded.cwd, cwd), git_branch = coalesce(excluded.git_branch,"
             " git_branch), title = coalesce(excluded.title, title),"
             " summary = coalesce(excluded.summary, summary)",
@@ -444,14 +497,14 @@ class Ingester:
                     message.role,
                     message.timestamp,
                     message.text,
-                    message.cjk,
+                    message.terms,
                 )
             )
         # A message already stored (resumed and forked sessions repeat history) or
         # repeated within the batch is left out by the uuid's unique index itself: a
         # lookup of every uuid first would search the same index twice.
         added = self.conn.executemany(
-            "INSERT INTO messages(id, session_pk, uuid, role, timestamp, text, cjk)"
+            "INSERT INTO messages(id, session_pk, uuid, role, timestamp, text, terms)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(uuid) DO NOTHING",
             rows,
         ).rowcount
@@ -468,7 +521,7 @@ class Ingester:
         # one, so trigger-fed bulk inserts are four times slower (docs/search.md).
         # Deletes and updates are kept in step by triggers.
         self.conn.executemany(
-            "INSERT INTO messages_fts(rowid, text, cjk) VALUES (?, ?, ?)",
+            "INSERT INTO messages_fts(rowid, text, terms) VALUES (?, ?, ?)",
             [(row[0], row[5], row[6]) for row in rows],
         )
         self.report.new_messages += added
@@ -580,12 +633,16 @@ def current_project() -> str:
 
 @contextmanager
 def archive_ready(
-    db_url: str, tool_result_chars: int = 2000, *, lock: bool
+    db_url: str,
+    tool_result_chars: int = 2000,
+    *,
+    lock: bool,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> Iterator[sqlite3.Connection]:
-    """The archive, migrated when due, with the sessions that ended since the last ingest
-    ingested first (under the ingest lock when `lock`: a search waits for a running
-    ingest, a listing does not)."""
-    with open_archive(db_url) as conn:
+    """The archive, migrated when due (a re-index told to `reindex_progress`), with the
+    sessions that ended since the last ingest ingested first (under the ingest lock
+    when `lock`: a search waits for a running ingest, a listing does not)."""
+    with open_archive(db_url, reindex_progress) as conn:
         if lock:
             with ingest_lock(archive_path(db_url)):
                 drain_pending(conn, current_project(), tool_result_chars)
@@ -610,12 +667,14 @@ def ingest_transcripts(
     pending_only: bool = False,
     tool_result_chars: int = 2000,
     progress: Callable[[int, int], None] | None = None,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> Ingested:
     """`subrosa ingest`: the sessions that ended since the last ingest, then (unless
     `pending_only`) the transcripts under `paths`, or of every project, or by default
     of this one's folder when it exists. `progress` is called with the bytes just read
-    and the bytes to read in all."""
-    with open_archive(db_url) as conn, ingest_lock(archive_path(db_url)):
+    and the bytes to read in all; `reindex_progress`, with the messages re-indexed and
+    to re-index, when a migration asked for it."""
+    with open_archive(db_url, reindex_progress) as conn, ingest_lock(archive_path(db_url)):
         drained = drain_pending(conn, current_project(), tool_result_chars)
         if pending_only:
             return Ingested(drained or IngestReport(), [], 0)
@@ -624,7 +683,7 @@ def ingest_transcripts(
         elif all_projects:
             roots = all_project_dirs()
         else:
-            roots = [p for p in [project_transcript_dir()] if p.is_dir()]
+            roots = project_dirs_around(project_transcript_dir())
         sources = discover(roots, current_project())
         ingester = Ingester(conn, tool_result_chars, report=drained)
         if progress is not None:

@@ -15,7 +15,8 @@ import os
 import time
 from pathlib import Path
 
-from subrosa.fsutil import atomic_write_text
+from subrosa.errors import InvalidInput
+from subrosa.fsutil import JSON_CAP, atomic_write_text, loads_json, make_private_dir, read_capped
 from subrosa.paths import data_dir
 
 # typing stays off the SessionEnd hook's import path (mypy reads this like typing's).
@@ -52,7 +53,8 @@ def record(
 ) -> Path:
     """Note that `transcript_path` should reach the archive."""
     directory = pending_dir(env)
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(directory.parent)  # the data dir: 0700, like the database in it
+    make_private_dir(directory)
     path = directory / _entry_name(transcript_path)
     entry = {
         "transcript_path": transcript_path,
@@ -81,8 +83,8 @@ def list_pending(env: dict[str, str] | None = None) -> list[tuple[Path, dict[str
             continue
         path = directory / name
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = loads_json(read_capped(path, JSON_CAP) or b"")
+        except (OSError, ValueError, InvalidInput):
             remove(path)
             continue
         if isinstance(data, dict) and isinstance(data.get("transcript_path"), str):

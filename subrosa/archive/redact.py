@@ -46,10 +46,16 @@ def scan(lowered: str) -> dict[str, list[int]]:
     matches = _AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)
     if not matches:
         return {}
-    starts: list[list[int]] = [[] for _ in TRIGGERS]
+    # Built from the few matches, not from a list per trigger (forty of them).
+    found: dict[str, list[int]] = {}
     for pattern, start, _ in matches:
-        starts[pattern].append(start)
-    return {trigger: found for trigger, found in zip(TRIGGERS, starts, strict=True) if found}
+        trigger = TRIGGERS[pattern]
+        starts = found.get(trigger)
+        if starts is None:
+            found[trigger] = [start]
+        else:
+            starts.append(start)
+    return found
 
 
 def spans(text: str) -> list[Span]:

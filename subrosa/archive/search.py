@@ -1,6 +1,7 @@
 """Archived messages for a query: SQL over messages_fts, bm25 over a bounded set of
-candidates, snippets. Standard library only (sqlite3: subrosa.archive.connection says
-why); the query language is subrosa.query, shared with the facts' search.
+candidates in two tiers, near-duplicates collapsed, snippets. Standard library only
+(sqlite3: subrosa.archive.connection says why); the query language is subrosa.query,
+shared with the facts' search.
 
 subrosa.recall composes this with the facts' search; `subrosa search` runs it
 straight from the entry point when it can (subrosa.cli.fastsearch). Why the query
@@ -12,17 +13,89 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
-from subrosa.query import MARK, Filters, Phrase, Term, one_line, query_phrases, significant
+from subrosa.query import (
+    MAX_UNITS,
+    Alt,
+    Filters,
+    Unit,
+    one_line,
+    pieces,
+    significant,
+    snippet_pattern,
+    text_snippet,
+)
 
-# A phrase in fewer messages than this is "selective": FTS5's own bm25 ranks every
-# match exactly and cheaply. Otherwise bm25 would count the phrase's documents over
-# its whole doclist (~0.1-0.3 s for a word in most of a million messages) and score
-# every match: the newest RERANK matches are ranked here instead (docs/search.md).
+# A unit in fewer messages than this is "selective": all its matches can be listed,
+# and FTS5's own bm25 ranks them exactly and cheaply. Otherwise bm25 would count the
+# unit's documents over its whole doclist (~0.1-0.3 s for a word in most of a million
+# messages) and score every match: the newest RERANK matches are ranked here instead.
 SELECTIVE = 4000
+# A --limit past these windows (RERANK, RERANK_BEST, RERANK_SOME) widens them to the
+# limit, so `--limit 5000` returns 5,000 results when that many messages match.
 RERANK = 1000
+# When every unit is selective, FTS5's bm25 picks this many of all matches, to be ranked
+# here (forms, tool output, copies).
+RERANK_BEST = 200
+# The second tier ranks this many of the messages holding some units, those holding the
+# rarest (by the sum of the idf of the units each holds; ties: the newest).
+RERANK_SOME = 300
 BM25_K1, BM25_B = 1.2, 0.75
+# A match by another form than the one typed ("costs" for "cost", "pre commit" for
+# "precommit") counts this much of an exact one: the exact form ranks first.
+VARIANT = 0.6
+# A word typed as one is also looked for cut in two ("precommit": "pre commit") when
+# it is in fewer messages than this: cuts of a common word are mostly noise.
+SPLIT_BELOW = 10
+# Messages whose first or last DUP_PREFIX characters are the same (lowercase, spaces
+# and digits left out: line numbers, times, counts) are copies of one text: one result
+# says how many and where, counted among the best DUP_WINDOW matches (a common word
+# has thousands of matches).
+DUP_PREFIX = 200
+DUP_WINDOW = 300
+_SPACES_DIGITS = b"0123456789 \t\n\r\f\v"
+# The assistant's reply to one of the REPLY_PARENTS best messages holding every word
+# (found within REPLY_REACH messages after it) gains REPLY of its score in the second
+# tier: the explanation of an error rarely repeats the error.
+REPLY = 0.5
+REPLY_PARENTS = 20
+REPLY_REACH = 3
+# A tool call or a tool's output ranks below what was said, by this much: people look
+# for the conversation (what was explained, decided, reported); tool output is most of
+# an archive, long and repetitive, and still found, only after the words around it.
+TOOL_IO = 0.5
+_TOOL_CALL = re.compile(r"\[(?!image\])[A-Za-z][\w.:-]*\] ")
+_TOOL_OUTPUT = ("[tool result]", "[tool error]")
+
+
+class Stats(NamedTuple):
+    """A query unit as the archive sees it: the alternatives the index holds, its FTS5
+    expression, and how many messages hold it."""
+
+    unit: Unit
+    expr: str  # "" when no alternative is in the index
+    alts: tuple[Alt, ...]
+    kth: int | None  # the rowid of its SELECTIVE-th newest match; None: fewer
+    df: float
+    idf: float
+
+
+Row = tuple[int, str, "str | None", str]  # a candidate: row id, text, terms, role
+
+
+class Hit(NamedTuple):
+    """A ranked message: its row id, score, tier (1: every required unit, 2: some), and
+    whether it gained as the reply to a first-tier message."""
+
+    rowid: int
+    score: float
+    tier: int
+    reply: bool = False
+
+
+# ---------------------------------------------------------------- SQL
 
 
 def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
@@ -42,171 +115,539 @@ def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
     return joins, where, params
 
 
-def _probe(conn: sqlite3.Connection, phrase: Phrase) -> int | None:
-    """The rowid of the phrase's SELECTIVE-th newest match, or None when it has fewer
-    (FTS5 walks doclists newest-first lazily: this reads SELECTIVE entries at most)."""
+def _count_upto(conn: sqlite3.Connection, expr: str, cap: int) -> int:
+    """How many messages match `expr`, counted up to `cap` (newest first, lazily)."""
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+        " ORDER BY rowid DESC LIMIT ?)",
+        [expr, cap],
+    ).fetchone()
+    return int(row[0])
+
+
+def _probe(conn: sqlite3.Connection, expr: str) -> int | None:
+    """The rowid of the expression's SELECTIVE-th newest match, or None when it has
+    fewer (FTS5 walks doclists newest-first lazily: this reads SELECTIVE entries at most)."""
     row = conn.execute(
         "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
         " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        [phrase.expr, SELECTIVE - 1],
+        [expr, SELECTIVE - 1],
     ).fetchone()
     return None if row is None else int(row[0])
 
 
-def _document_count(
-    conn: sqlite3.Connection, phrase: Phrase, kth: int | None, total: int, newest: int
-) -> float:
-    """How many messages hold `phrase`: counted when it is selective, else estimated
-    from how far back its SELECTIVE newest matches reach."""
-    if kth is None:
-        row = conn.execute(
-            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", [phrase.expr]
-        ).fetchone()
-        return float(row[0])
-    return min(float(total), SELECTIVE * total / max(1, newest - kth + 1))
-
-
-def _rerank(
-    conn: sqlite3.Connection,
-    phrases: list[Phrase],
-    kths: list[int | None],
-    candidates: list[tuple[int, str, str | None]],
-    limit: int,
-) -> list[tuple[int, float]]:
-    """bm25 (Okapi, with Lucene's always-positive idf) over the candidates, computed
-    here from their text: FTS5's bm25() would first count documents over the whole
-    doclist of every phrase, then score every match."""
+def _newest_id(conn: sqlite3.Connection) -> int:
     # Ids are dense (ingest hands them out in order), so the newest id is the count;
     # count(*) would read the whole table.
     row = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
-    total = newest = int(row[0])
-    idf = []
-    for phrase, kth in zip(phrases, kths, strict=True):
-        df = _document_count(conn, phrase, kth, total, newest)
-        idf.append(math.log(1 + (total - df + 0.5) / (df + 0.5)))
-    # Term frequency and length from C-speed string operations (a substring count;
-    # words split on spaces): a Python tokenizer over a thousand messages would cost
-    # more than the whole query budget, and bm25 needs them only roughly.
-    needles = [" ".join(phrase.tokens) for phrase in phrases]
-    documents = []
-    for rowid, text, cjk in candidates:
-        lowered = text.lower()
-        chars = cjk or ""
-        length = lowered.count(" ") + lowered.count("\n") + 1 + len(chars) // 2
-        tfs = [
-            max(1, (chars if phrase.cjk else lowered).count(needle))
-            for phrase, needle in zip(phrases, needles, strict=True)
-        ]
-        documents.append((rowid, tfs, length))
-    average = sum(d[2] for d in documents) / max(1, len(documents)) or 1.0
-    scored = []
-    for rowid, tfs, length in documents:
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
-        score = sum(
-            weight * tf * (BM25_K1 + 1) / (tf + norm) for weight, tf in zip(idf, tfs, strict=True)
-        )
-        scored.append((rowid, score))
-    scored.sort(key=lambda item: (-item[1], -item[0]))
-    return scored[:limit]
+    return int(row[0])
 
 
-def _phrase_pattern(phrases: list[Phrase]) -> re.Pattern[str]:
-    """A regex marking the phrases' occurrences in a message, for snippets."""
-    parts = []
-    for phrase in sorted(phrases, key=lambda p: -sum(map(len, p.tokens))):
-        if phrase.cjk:
-            parts.append(re.escape("".join(phrase.tokens)))
+def _existing(conn: sqlite3.Connection, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
+    """The alternatives the index holds (one statement per hundred: a lookup each;
+    SQLite allows 2,000 columns in a result)."""
+    probe = "(SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1)"
+    found: list[Alt] = []
+    for start in range(0, len(alts), 100):
+        batch = alts[start : start + 100]
+        row = conn.execute(
+            f"SELECT {', '.join([probe] * len(batch))}", [alt.expr("terms") for alt in batch]
+        ).fetchone()
+        found += [alt for alt, hit in zip(batch, row, strict=True) if hit]
+    return tuple(found)
+
+
+Cache = dict[Unit, Stats]
+
+
+def unit_stats(
+    conn: sqlite3.Connection, units: Iterable[Unit], cache: Cache | None = None
+) -> list[Stats]:
+    """Each unit with the alternatives the index holds and its document frequency:
+    counted when selective, else estimated from how far back its SELECTIVE newest
+    matches reach. Alternatives that are nowhere (most generated forms) are dropped
+    here, so the queries that follow look up only real terms. `cache` keeps what one
+    search already asked."""
+    cache = {} if cache is None else cache
+    total = -1
+    out = []
+    for unit in units:
+        if unit in cache:
+            out.append(cache[unit])
             continue
-        body = r"[\W_]+".join(re.escape(token) for token in phrase.tokens)
-        parts.append(r"\b" + body + (r"\w*" if phrase.prefix else r"\b"))
-    return re.compile("|".join(parts), re.IGNORECASE)
+        if total < 0:
+            total = _newest_id(conn)
+        alts = _existing(conn, unit.alts)
+        if unit.splits and not (
+            alts and _count_upto(conn, unit.expr("terms", alts), SPLIT_BELOW) >= SPLIT_BELOW
+        ):
+            alts += _existing(conn, unit.splits)
+        expr = unit.expr("terms", alts) if alts else ""
+        kth = _probe(conn, expr) if expr else None
+        if not expr:
+            df = 0.0
+        elif kth is None:
+            df = float(_count_upto(conn, expr, SELECTIVE))
+        else:
+            df = min(float(total), SELECTIVE * total / max(1, total - kth + 1))
+        idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        cache[unit] = Stats(unit, expr, alts, kth, df, idf)
+        out.append(cache[unit])
+    return out
 
 
-def text_snippet(text: str, pattern: re.Pattern[str], width: int = 110) -> str:
-    """About `width` characters of `text` around its first match, matches in bold (the
-    rerank path has the text in hand; FTS5's snippet() would look the phrases up in
-    the index again, milliseconds each for a word in most messages)."""
-    first = pattern.search(text)
-    at = first.start() if first else 0
-    start = max(0, at - width // 3)
-    if start:
-        space = text.find(" ", start, at)
-        start = space + 1 if space >= 0 else start
-    end = min(len(text), start + width)
-    if end < len(text):
-        space = text.rfind(" ", at, end)
-        end = space if space > at else end
-    window = pattern.sub(lambda m: f"{MARK[0]}{m.group(0)}{MARK[1]}", text[start:end])
-    return ("…" if start else "") + window + ("…" if end < len(text) else "")
-
-
-def search_messages(
-    conn: sqlite3.Connection, terms: list[Term], filters: Filters, limit: int
-) -> list[dict[str, Any]]:
-    """The best `limit` messages for `terms` by bm25 (docs/search.md): exact when the
-    query has at most max(RERANK, limit) matches or every phrase is selective, else
-    among the newest max(RERANK, limit) matches: a limit past RERANK widens the window,
-    so `--limit 5000` returns 5,000 results when that many match."""
-    phrases = query_phrases(terms, "cjk")
-    if not phrases or limit <= 0:
-        return []
-    match = " ".join(phrase.expr for phrase in phrases)
+def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[Row]:
+    """The newest `limit` messages matching `match`, with their text and terms."""
     joins, where, params = _message_filters(filters)
-    kths = [_probe(conn, phrase) for phrase in phrases]
     text_joins = (
         joins if " JOIN messages m " in joins else " JOIN messages m ON m.id = f.rowid" + joins
     )
-    window = max(RERANK, limit)
-    candidates = conn.execute(
-        f"SELECT f.rowid, m.text, m.cjk FROM messages_fts f{text_joins}"
+    return conn.execute(
+        f"SELECT f.rowid, m.text, m.terms, m.role FROM messages_fts f{text_joins}"
         f" WHERE messages_fts MATCH ?{where} ORDER BY f.rowid DESC LIMIT ?",
-        [match, *params, window],
+        [match, *params, limit],
     ).fetchall()
-    if len(candidates) == window and all(kth is None for kth in kths):
-        # More matches than RERANK, but every phrase's doclist is short: FTS5's bm25
-        # ranks them all exactly and cheaply.
-        ranked = [
-            (int(rowid), -float(score))
-            for rowid, score in conn.execute(
-                f"SELECT f.rowid, bm25(messages_fts) AS score FROM messages_fts f{joins}"
-                f" WHERE messages_fts MATCH ?{where} ORDER BY score LIMIT ?",
-                [match, *params, limit],
+
+
+def _rowids(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[int]:
+    joins, where, params = _message_filters(filters)
+    return [
+        int(row[0])
+        for row in conn.execute(
+            f"SELECT f.rowid FROM messages_fts f{joins}"
+            f" WHERE messages_fts MATCH ?{where} ORDER BY f.rowid DESC LIMIT ?",
+            [match, *params, limit],
+        )
+    ]
+
+
+def _texts(conn: sqlite3.Connection, rowids: list[int]) -> list[Row]:
+    found: list[Row] = []
+    for start in range(0, len(rowids), 500):
+        chunk = rowids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        found += conn.execute(
+            f"SELECT id, text, terms, role FROM messages WHERE id IN ({marks})", chunk
+        ).fetchall()
+    return found
+
+
+# ---------------------------------------------------------------- ranking
+
+
+def is_tool_io(role: str, text: str) -> bool:
+    """Whether a message is a tool call (an assistant message that starts with one) or
+    a tool's output (subrosa.archive.transcripts writes them `[Name] …`, `[tool result]
+    …`)."""
+    if not text.startswith("["):
+        return False
+    if role == "assistant":
+        return _TOOL_CALL.match(text) is not None
+    return text.startswith(_TOOL_OUTPUT)
+
+
+class Held(NamedTuple):
+    """Which candidates hold a unit: all of them (`ids` None: a unit the query required),
+    those listed, or (when the list was cut at the newest matches) also those whose
+    text shows it."""
+
+    ids: set[int] | None
+    complete: bool = True
+
+
+ALL = Held(None)
+SHOWN = Held(set(), complete=False)  # as the text shows (a stopword in the first tier)
+
+
+def _frequencies(stats: Stats, lowered: list[str], texts: list[str]) -> list[float]:
+    """A unit's term frequency in each text, roughly and at C speed (substring counts:
+    a Python tokenizer over a thousand messages would cost more than the whole query):
+    the form typed counts 1, other forms VARIANT (a form that contains the one typed,
+    "costs" for "cost", is counted inside it too, and taken back out)."""
+    if len(stats.alts) == 1 and len(stats.alts[0].tokens) == 1 and not stats.alts[0].cjk:
+        word = stats.alts[0].tokens[0]
+        weight = 1.0 if stats.alts[0].exact else VARIANT
+        return [weight * low.count(word) for low in lowered]
+    typed = next((alt.tokens[0] for alt in stats.alts if alt.exact and not alt.cjk), None)
+    total = [0.0] * len(lowered)
+    for alt in stats.alts:
+        if alt.cjk:
+            run = "".join(alt.tokens)
+            counts = [text.count(run) for text in texts]
+        elif len(alt.tokens) == 1:
+            word = alt.tokens[0]
+            counts = [low.count(word) for low in lowered]
+        else:
+            phrase, tokens = " ".join(alt.tokens), alt.tokens
+            counts = [low.count(phrase) or min(low.count(t) for t in tokens) for low in lowered]
+        if alt.exact:
+            weight = 1.0
+        elif typed is not None and alt.tokens[0].startswith(typed):
+            weight = VARIANT - 1.0
+        else:
+            weight = VARIANT
+        total = [t + weight * c for t, c in zip(total, counts, strict=True)]
+    return [max(0.0, t) for t in total]
+
+
+def _rank(stats: list[Stats], candidates: list[Row], held: list[Held], tier: int) -> list[Hit]:
+    """bm25 (Okapi, with Lucene's always-positive idf) over the candidates, computed
+    here from their text: FTS5's bm25() would first count documents over the whole
+    doclist of every unit, then score every match. A tool call or a tool's output
+    counts TOOL_IO of its score."""
+    if not candidates:
+        return []
+    texts = [row[1] for row in candidates]
+    lowered = [text.lower() for text in texts]
+    # Lengths in characters (a CJK character counts about as much as a word: its terms
+    # count it again, twice): bm25 only compares them, and counting words costs more.
+    lengths = [len(row[1]) + len(row[2] or "") for row in candidates]
+    average = sum(lengths) / len(lengths) or 1.0
+    norms = [BM25_K1 * (1 - BM25_B + BM25_B * length / average) for length in lengths]
+    scores = [0.0] * len(candidates)
+    for s, holds in zip(stats, held, strict=True):
+        gain = s.idf * s.unit.weight * (BM25_K1 + 1)
+        tfs = _frequencies(s, lowered, texts)
+        if holds.ids is not None:
+            ids, complete = holds.ids, holds.complete
+            tfs = [
+                tf if row[0] in ids or (not complete and tf > 0) else 0.0
+                for tf, row in zip(tfs, candidates, strict=True)
+            ]
+            held_tfs = [
+                max(VARIANT, tf) if tf or row[0] in ids else 0.0
+                for tf, row in zip(tfs, candidates, strict=True)
+            ]
+        else:
+            held_tfs = [max(VARIANT, tf) for tf in tfs]
+        scores = [
+            score + gain * tf / (tf + norm) if tf else score
+            for score, tf, norm in zip(scores, held_tfs, norms, strict=True)
+        ]
+    hits = [
+        Hit(row[0], score * (TOOL_IO if is_tool_io(row[3], row[1]) else 1.0), tier)
+        for row, score in zip(candidates, scores, strict=True)
+    ]
+    hits.sort(key=lambda hit: (-hit.score, -hit.rowid))
+    return hits
+
+
+def _first_tier(
+    conn: sqlite3.Connection, stats: list[Stats], filters: Filters, limit: int
+) -> tuple[list[Hit], dict[int, Row]]:
+    """The messages holding every required unit, best first (exact when they are at
+    most the window, RERANK or `limit`, or every unit is selective, else the best of
+    the newest in the window)."""
+    required = [s for s in stats if not s.unit.stop]
+    if not required or any(not s.expr for s in required):
+        return [], {}
+    match = " AND ".join(s.expr for s in required)
+    window = max(RERANK, limit)
+    if (
+        all(s.kth is None for s in required)
+        and len(_rowids(conn, match, filters, window + 1)) > window
+    ):
+        # More matches than RERANK, but every unit's doclist is short: FTS5's bm25
+        # picks the best RERANK_BEST of them all, exactly and cheaply, to rank here.
+        joins, where, params = _message_filters(filters)
+        best = [
+            int(row[0])
+            for row in conn.execute(
+                f"SELECT f.rowid FROM messages_fts f{joins} WHERE messages_fts MATCH ?{where}"
+                " ORDER BY bm25(messages_fts) LIMIT ?",
+                [match, *params, max(RERANK_BEST, limit)],
             )
         ]
+        candidates = _texts(conn, best)
     else:
-        # All matches in hand (exact), or the newest RERANK of a query with a common
-        # phrase. Ranked here, with an idf that stays positive: FTS5 gives a word in
-        # over half the rows an idf of 1e-6, which flattens small archives' ranking.
-        ranked = _rerank(conn, phrases, kths, candidates, limit)
-    if not ranked:
+        candidates = _candidates(conn, match, filters, window)
+    present = [s for s in stats if s.expr]
+    held = [SHOWN if s.unit.stop else ALL for s in present]
+    texts = {row[0]: row for row in candidates}
+    return _rank(present, candidates, held, 1), texts
+
+
+def _second_tier(
+    conn: sqlite3.Connection,
+    stats: list[Stats],
+    filters: Filters,
+    exclude: set[int],
+    cache: Cache,
+    limit: int,
+) -> tuple[list[Hit], dict[int, Row], list[Stats]]:
+    """The messages holding some of the units, by bm25 (any word may match): the
+    candidates are every match of each selective unit and the newest RERANK (or
+    `limit`) of each common one, and the RERANK_SOME (or `limit`) of them holding the
+    rarest units are ranked."""
+    wide = list(dict.fromkeys(piece for s in stats for piece in pieces(s.unit)))[: 2 * MAX_UNITS]
+    known = {s.unit: s for s in stats}
+    fresh = unit_stats(conn, [u for u in wide if u not in known], cache)
+    by_unit = {**known, **{s.unit: s for s in fresh}}
+    # Stopwords look for candidates only when no other word of the query is anywhere.
+    present = [by_unit[u] for u in wide if by_unit[u].expr and not u.stop]
+    present = present or [by_unit[u] for u in wide if by_unit[u].expr]
+    held: list[Held] = []
+    weight: dict[int, float] = {}
+    for s in present:
+        cap = SELECTIVE if s.kth is None else max(RERANK, limit)
+        ids = _rowids(conn, s.expr, filters, cap)
+        held.append(Held(set(ids), complete=len(ids) < cap))
+        for rowid in ids:
+            if rowid not in exclude:
+                weight[rowid] = weight.get(rowid, 0.0) + s.idf * s.unit.weight
+    chosen = sorted(weight, key=lambda rowid: (-weight[rowid], -rowid))[: max(RERANK_SOME, limit)]
+    candidates = _texts(conn, chosen)
+    texts = {row[0]: row for row in candidates}
+    return _rank(present, candidates, held, 2), texts, present
+
+
+# ---------------------------------------------------------------- results
+
+
+def dup_keys(text: str) -> tuple[bytes, bytes]:
+    """A message is a copy of another when their first or last DUP_PREFIX characters
+    are the same (see DUP_PREFIX): the same error under a different banner, the same
+    question after an editor's note of the open file."""
+    head = text[:DUP_PREFIX].encode().translate(None, _SPACES_DIGITS).lower()
+    tail = text[-DUP_PREFIX:].encode().translate(None, _SPACES_DIGITS).lower()
+    return b"<" + head, b">" + tail
+
+
+class Group(NamedTuple):
+    """One result: the best of a set of copies, and the copies' row ids (itself first)."""
+
+    hit: Hit
+    copies: list[int]
+
+
+def collapse(
+    hits: list[Hit],
+    texts: dict[int, Row],
+    limit: int,
+    *,
+    count_all: bool = True,
+    keys: dict[int, tuple[bytes, bytes]] | None = None,
+) -> list[Group]:
+    """The hits with copies of one text folded into the best of them (`limit` groups
+    at most; the copies are counted among the best DUP_WINDOW hits, or not at all
+    unless `count_all`). `keys` keeps the keys computed, for the next call."""
+    keys = {} if keys is None else keys
+    by_key: dict[bytes, Group] = {}
+    groups: list[Group] = []
+    for i, hit in enumerate(hits):
+        if len(groups) >= limit and (i >= DUP_WINDOW or not count_all):
+            break
+        pair = keys.get(hit.rowid)
+        if pair is None:
+            pair = keys[hit.rowid] = dup_keys(texts[hit.rowid][1])
+        head, tail = pair
+        group = by_key.get(head) or by_key.get(tail)
+        if group is None:
+            group = Group(hit, [hit.rowid])
+            groups.append(group)
+        else:
+            group.copies.append(hit.rowid)
+        by_key.setdefault(head, group)
+        by_key.setdefault(tail, group)
+    return groups[:limit]
+
+
+def _pattern(stats: list[Stats]) -> re.Pattern[str] | None:
+    return snippet_pattern([alt for s in stats for alt in s.alts])
+
+
+def _match(hit: Hit) -> str:
+    """How a result matched: "all" the words, "some", or some as the "reply" to a
+    message holding all."""
+    return "all" if hit.tier == 1 else "reply" if hit.reply else "some"
+
+
+def _details(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
+    found: dict[int, tuple[Any, ...]] = {}
+    for start in range(0, len(rowids), 500):
+        chunk = rowids[start : start + 500]
+        for row in conn.execute(
+            "SELECT m.id, s.session_id, m.timestamp, m.role, s.project, m.uuid, s.title,"
+            " s.first_at, s.last_at FROM messages m JOIN sessions s ON s.id = m.session_pk"
+            f" WHERE m.id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ):
+            found[row[0]] = row[1:]
+    return found
+
+
+def _ranked(
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    filters: Filters,
+    enough: Callable[[list[Hit], dict[int, Row]], bool],
+    cache: Cache | None,
+    limit: int,
+) -> tuple[list[Hit], dict[int, Row], list[Stats]]:
+    """The first tier, then (unless `enough` of it) the second, best first in each
+    (`limit` results wanted: it widens their windows past it)."""
+    cache = {} if cache is None else cache
+    stats = unit_stats(conn, units, cache)
+    hits, texts = _first_tier(conn, stats, filters, limit)
+    shown = [s for s in stats if s.expr]
+    if not enough(hits, texts):  # the pieces of a unit may be there when it is not
+        exclude = {h.rowid for h in hits}
+        more, more_texts, used = _second_tier(conn, stats, filters, exclude, cache, limit)
+        texts.update(more_texts)
+        more = _with_replies(conn, hits, more, texts, filters)
+        hits += more
+        shown += [s for s in used if s not in shown]
+    return hits, texts, shown
+
+
+def _with_replies(
+    conn: sqlite3.Connection,
+    first: list[Hit],
+    second: list[Hit],
+    texts: dict[int, Row],
+    filters: Filters,
+) -> list[Hit]:
+    """The second tier, where the assistant's reply to one of the best first-tier
+    messages (its next words in the session, after any tool calls) gains REPLY of
+    that message's score: an error pasted or printed holds every word of the query,
+    the explanation and the fix that follow it often only some."""
+    if filters.role == "user" or not first:
+        return second
+    parents = first[:REPLY_PARENTS]
+    ids = {h.rowid + step for h in parents for step in range(REPLY_REACH + 1)}
+    rows: dict[int, Row] = {}
+    sessions: dict[int, int] = {}
+    marks = ",".join("?" * len(ids))
+    for rowid, session_pk, text, terms, role in conn.execute(
+        f"SELECT id, session_pk, text, terms, role FROM messages WHERE id IN ({marks})", list(ids)
+    ):
+        rows[rowid] = (rowid, text, terms, role)
+        sessions[rowid] = session_pk
+    bonus: dict[int, float] = {}
+    for hit in parents:
+        for step in range(1, REPLY_REACH + 1):
+            row = rows.get(hit.rowid + step)
+            if row is None or sessions.get(row[0]) != sessions.get(hit.rowid):
+                break
+            if row[3] == "assistant" and not is_tool_io(row[3], row[1]) and row[0] in texts:
+                bonus[row[0]] = max(bonus.get(row[0], 0.0), REPLY * hit.score)
+                break
+    out = [
+        h._replace(score=h.score + bonus[h.rowid], reply=True) if h.rowid in bonus else h
+        for h in second
+    ]
+    out.sort(key=lambda hit: (-hit.score, -hit.rowid))
+    return out
+
+
+def search_messages(
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    filters: Filters,
+    limit: int,
+    cache: Cache | None = None,
+) -> list[dict[str, Any]]:
+    """The best `limit` messages for the query's units (docs/search.md): those holding
+    every required unit first, then, when they are fewer than `limit`, those holding
+    some; copies of one text are one result."""
+    if not units or limit <= 0:
         return []
-    ids = [rowid for rowid, _score in ranked]
-    details: dict[int, tuple[Any, ...]] = {}
-    for start in range(0, len(ids), 500):  # within SQLite's limit on bound values
-        chunk = ids[start : start + 500]
-        details.update(
-            (row[0], row[1:])
-            for row in conn.execute(
-                "SELECT m.id, s.session_id, m.timestamp, m.role, s.project, m.text"
-                " FROM messages m JOIN sessions s ON s.id = m.session_pk"
-                f" WHERE m.id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-        )
-    pattern = _phrase_pattern(phrases)
+    keys: dict[int, tuple[bytes, bytes]] = {}
+
+    def enough(hits: list[Hit], texts: dict[int, Row]) -> bool:
+        return len(collapse(hits, texts, limit, count_all=False, keys=keys)) >= limit
+
+    hits, texts, shown = _ranked(conn, units, filters, enough, cache, limit)
+    groups = collapse(hits, texts, limit, keys=keys)
+    details = _details(conn, [rowid for group in groups for rowid in group.copies])
+    pattern = _pattern(shown)
     results = []
-    for rowid, score in ranked:
-        session_id, timestamp, role, project, text = details[rowid]
+    for group in groups:
+        rowid = group.hit.rowid
+        session_id, timestamp, role, project, uuid = details[rowid][:5]
+        result: dict[str, Any] = {
+            "kind": "message",
+            "score": significant(group.hit.score),
+            "match": _match(group.hit),
+            "snippet": one_line(text_snippet(texts[rowid][1], pattern)),
+            "session_id": session_id,
+            "timestamp": timestamp,
+            "role": role,
+            "message_id": rowid,
+            "uuid": uuid,
+            "project": project,
+        }
+        if len(group.copies) > 1:
+            result["copies"] = len(group.copies)
+            result["copy_sessions"] = list(dict.fromkeys(details[r][0] for r in group.copies))
+        results.append(result)
+    return results
+
+
+def search_sessions(
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    filters: Filters,
+    limit: int,
+    cache: Cache | None = None,
+) -> list[dict[str, Any]]:
+    """The best `limit` sessions for the query's units: the messages ranked as by
+    search_messages, each session placed by its best message, with that message's
+    snippet and how many of its messages matched."""
+    if not units or limit <= 0:
+        return []
+
+    def enough(hits: list[Hit], _texts: dict[int, Row]) -> bool:
+        return len(_by_session(conn, hits)) >= limit
+
+    hits, texts, shown = _ranked(conn, units, filters, enough, cache, limit)
+    sessions = _by_session(conn, hits)[:limit]
+    details = _details(conn, [group.hit.rowid for group in sessions])
+    pattern = _pattern(shown)
+    results = []
+    for group in sessions:
+        rowid = group.hit.rowid
+        session_id, timestamp, role, project, uuid, title, first_at, last_at = details[rowid]
         results.append(
             {
-                "kind": "message",
-                "score": significant(score),
-                "snippet": one_line(text_snippet(text, pattern)),
+                "kind": "session",
+                "score": significant(group.hit.score),
+                "match": _match(group.hit),
+                "snippet": one_line(text_snippet(texts[rowid][1], pattern)),
                 "session_id": session_id,
+                "project": project,
+                "title": title,
+                "first_at": first_at,
+                "last_at": last_at,
+                "messages": len(group.copies),
                 "timestamp": timestamp,
                 "role": role,
                 "message_id": rowid,
-                "project": project,
+                "uuid": uuid,
             }
         )
     return results
+
+
+def _by_session(conn: sqlite3.Connection, hits: list[Hit]) -> list[Group]:
+    """The hits grouped by session, in the order of each session's best hit."""
+    if not hits:
+        return []
+    ids = [hit.rowid for hit in hits]
+    session_of: dict[int, int] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        session_of.update(
+            conn.execute(
+                f"SELECT id, session_pk FROM messages WHERE id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+        )
+    groups: dict[int, Group] = {}
+    for hit in hits:
+        pk = session_of[hit.rowid]
+        if pk in groups:
+            groups[pk].copies.append(hit.rowid)
+        else:
+            groups[pk] = Group(hit, [hit.rowid])
+    return list(groups.values())

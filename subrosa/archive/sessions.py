@@ -8,6 +8,7 @@ text rendering is subrosa.archive.conversation's.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from subrosa.archive.conversation import message_kind
@@ -29,10 +30,17 @@ DETAIL_KEYS = ("project", "cwd", "git_branch", "title", "summary", "first_at", "
 
 
 def list_sessions(
-    db_url: str, *, all_projects: bool = False, limit: int = 50, tool_result_chars: int = 2000
+    db_url: str,
+    *,
+    all_projects: bool = False,
+    limit: int = 50,
+    tool_result_chars: int = 2000,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The archived sessions of this project (or of all), newest first."""
-    with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+    with archive_ready(
+        db_url, tool_result_chars, lock=False, reindex_progress=reindex_progress
+    ) as conn:
         where, params = ("", []) if all_projects else (" WHERE project = ?", [current_project()])
         rows = conn.execute(
             f"SELECT {', '.join(LIST_KEYS)} FROM sessions{where}"
@@ -58,10 +66,13 @@ def show_session(
     around: str | None = None,
     context: int = 5,
     tool_result_chars: int = 2000,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> Shown:
     """The session whose id is `session` or starts with it; with `around` (a message's
     number or uuid) only that message and `context` messages either side."""
-    with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+    with archive_ready(
+        db_url, tool_result_chars, lock=False, reindex_progress=reindex_progress
+    ) as conn:
         pk, session_id = _find_session(conn, session)
         rows = conn.execute(
             # Time order: a session's lines can arrive from several files (a resumed
@@ -76,7 +87,10 @@ def show_session(
     if around is not None:
         at = next((i for i, r in enumerate(rows) if str(r[0]) == around or r[1] == around), None)
         if at is None:
-            raise NotFound(f"{around}: no message of session {session_id} has this number.")
+            raise NotFound(
+                f"{around}: no message of session {session_id} has this number "
+                "(`subrosa transcript show SESSION` numbers them)."
+            )
         rows = rows[max(0, at - context) : at + context + 1]
     messages = [
         {
@@ -103,7 +117,68 @@ def _find_session(conn: sqlite3.Connection, session: str) -> tuple[int, str]:
     if exact:
         return int(exact[0][0]), str(exact[0][1])
     if not rows:
-        raise NotFound(f"{session}: no archived session has this id.")
+        raise NotFound(
+            f"{session}: no archived session has this id (`subrosa transcript list` shows "
+            "them; `subrosa ingest` archives the newest transcripts)."
+        )
     if len(rows) > 1:
-        raise InvalidInput(f"{session}: more than one archived session starts with this.")
+        raise InvalidInput(
+            f"{session}: more than one archived session starts with this; give more of the id."
+        )
     return int(rows[0][0]), str(rows[0][1])
+
+
+# ---------------------------------------------------------------- one message
+
+
+def message_uuids(
+    db_url: str, message_ids: list[int], conn: sqlite3.Connection | None = None
+) -> dict[int, str]:
+    """The uuid of each archived message numbered in `message_ids` (a search result
+    names a message by number; an agent's tools name it by its stable uuid). Reads
+    the archive as it is (on `conn` when given): the search that found the numbers
+    made it ready."""
+    from subrosa.archive.connection import archive_path, connect
+
+    if not message_ids:
+        return {}
+    marks = ",".join("?" * len(message_ids))
+    sql = f"SELECT id, uuid FROM messages WHERE id IN ({marks})"
+    if conn is not None:
+        rows = conn.execute(sql, message_ids).fetchall()
+    else:
+        own = connect(archive_path(db_url))
+        try:
+            rows = own.execute(sql, message_ids).fetchall()
+        finally:
+            own.close()
+    return {int(row[0]): str(row[1]) for row in rows}
+
+
+def show_message(
+    db_url: str, message: str, *, context: int = 0, tool_result_chars: int = 2000
+) -> Shown:
+    """The archived message `message` (its uuid, or its number as `#N` or `N`) and
+    `context` messages either side of it in its session (show_session's view)."""
+    number = message.removeprefix("#")
+    with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+        row = conn.execute(
+            "SELECT s.session_id, m.id FROM messages m JOIN sessions s ON s.id = m.session_pk"
+            " WHERE m.uuid = ?",
+            [message],
+        ).fetchone()
+        if row is None and number.isdigit():
+            row = conn.execute(
+                "SELECT s.session_id, m.id FROM messages m"
+                " JOIN sessions s ON s.id = m.session_pk WHERE m.id = ?",
+                [int(number)],
+            ).fetchone()
+    if row is None:
+        raise NotFound(f"{message}: no archived message has this id.")
+    return show_session(
+        db_url,
+        str(row[0]),
+        around=str(row[1]),
+        context=context,
+        tool_result_chars=tool_result_chars,
+    )

@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 import msgspec
 
 from subrosa.archive.redact import Redactor, may_hold_secret
-from subrosa.cjk import cjk_index_text
 from subrosa.secrets import key_kind
+from subrosa.terms import index_terms
 
 ROLES = ("user", "assistant")
 
@@ -40,8 +40,9 @@ class Message(NamedTuple):
     role: str
     timestamp: str | None  # "YYYY-MM-DD HH:MM:SS", naive UTC
     text: str
-    # The CJK characters one per token, for the index (subrosa.cjk); None for most.
-    cjk: str | None = None
+    # What the index holds beside the words (subrosa.terms): CJK characters one per
+    # token, camelCase identifiers' parts; None for most.
+    terms: str | None = None
 
 
 @dataclass(slots=True)
@@ -62,6 +63,8 @@ class Parsed:
     messages: list[Message] = field(default_factory=list)
     sessions: dict[str, SessionInfo] = field(default_factory=dict)
     skipped: Counter[str] = field(default_factory=Counter)
+    # Lines read in spite of a flaw (bad UTF-8 bytes replaced), by kind.
+    repaired: Counter[str] = field(default_factory=Counter)
 
 
 def normalize_time(value: object) -> str | None:
@@ -281,8 +284,8 @@ def _add_message(
     timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
         uuid = message_key(session_id, timestamp, str(role), text)
-    cjk = None if text.isascii() else cjk_index_text(text)
-    parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, cjk))
+    terms = index_terms(text)
+    parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
 
 
 class _Message(msgspec.Struct):
@@ -346,42 +349,68 @@ def parse_lines(
             parsed.skipped["line too long"] += 1
             continue
         try:
-            struct = _DECODER.decode(line)
-        except msgspec.ValidationError:  # fields of unexpected types: the generic path
-            try:
-                generic = msgspec.json.decode(line)
-            except msgspec.DecodeError:
-                parsed.skipped["not json"] += 1
-                continue
-            parse_record(generic, default_session, tool_result_chars, parsed, clean)
-            continue
-        except msgspec.DecodeError:
-            parsed.skipped["not json"] += 1
-            continue
-        session = struct.sessionId
-        if (
-            struct.type in ROLES
-            and not struct.isMeta
-            and struct.message is not None
-            and isinstance(session, str)
-            and session
-        ):
-            # The common case, without building a dict first.
-            message = struct.message
-            _add_message(
-                parsed,
-                session,
-                struct.type,
-                message.role,
-                message.content,
-                (struct.cwd, struct.gitBranch, struct.timestamp, struct.uuid),
-                tool_result_chars,
-                clean,
-            )
-        else:
-            parse_record(_as_dict(struct), default_session, tool_result_chars, parsed, clean)
+            _parse_line(line, default_session, tool_result_chars, parsed, clean)
+        except RecursionError:
+            # JSON nested thousands deep: no message of Claude Code's looks like it, and
+            # one such line must not stop the run (nor the good lines around it).
+            parsed.skipped["nested too deeply"] += 1
     _adopt_orphan_titles(parsed, default_session)
     return parsed
+
+
+def _parse_line(
+    line: bytes, default_session: str, tool_result_chars: int, parsed: Parsed, clean: Clean
+) -> None:
+    """Add what one JSONL line holds to `parsed` (RecursionError for JSON nested too deep)."""
+    try:
+        struct = _DECODER.decode(line)
+    except msgspec.ValidationError:  # fields of unexpected types: the generic path
+        try:
+            generic = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            parsed.skipped["not json"] += 1
+            return
+        parse_record(generic, default_session, tool_result_chars, parsed, clean)
+        return
+    except msgspec.DecodeError:
+        if _is_utf8(line):
+            parsed.skipped["not json"] += 1
+            return
+        # Keep what the line says; only its bad bytes become U+FFFD (and it is counted).
+        parsed.repaired["invalid UTF-8, read with U+FFFD"] += 1
+        repaired = line.decode("utf-8", errors="replace").encode("utf-8")
+        _parse_line(repaired, default_session, tool_result_chars, parsed, clean)
+        return
+    session = struct.sessionId
+    if (
+        struct.type in ROLES
+        and not struct.isMeta
+        and struct.message is not None
+        and isinstance(session, str)
+        and session
+    ):
+        # The common case, without building a dict first.
+        message = struct.message
+        _add_message(
+            parsed,
+            session,
+            struct.type,
+            message.role,
+            message.content,
+            (struct.cwd, struct.gitBranch, struct.timestamp, struct.uuid),
+            tool_result_chars,
+            clean,
+        )
+    else:
+        parse_record(_as_dict(struct), default_session, tool_result_chars, parsed, clean)
+
+
+def _is_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _adopt_orphan_titles(parsed: Parsed, default_session: str) -> None:

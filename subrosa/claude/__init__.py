@@ -5,8 +5,10 @@ Modules:
     checkpoint  `.extract/`: turn counters, checkpoint marks, the queue, the live session;
                 `checkpoint-mark` (finding the session's transcript) and the queue as listed
     install     the hooks merged into settings.json (and out again), the skills copied
+    settings    Claude Code's settings files read: where subrosa's hooks are registered,
+                whether its plugin is enabled (the plugin's SessionStart asks)
 
-Rules: `hooks` and `checkpoint` import the standard library and the standard-library
+Rules: `hooks`, `checkpoint` and `settings` import the standard library and the standard-library
 modules of subrosa only (a test checks it in a subprocess); they may use the memory
 and archive halves' stdlib-only modules, never click or SQLAlchemy. This file
 imports nothing.

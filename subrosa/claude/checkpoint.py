@@ -11,6 +11,14 @@ reader sees a whole record or none.
     .extract/marks/<session>.json  checkpoint-mark: the transcript size extraction covered
     .extract/queue/<session>.json  SessionEnd: a session that ended past its mark
     .extract/live.json             SessionStart: the newest session, for checkpoint-mark
+    .extract/once/<session>/       one marker per hook event handled (`claim_event`), so a
+                                   hook registered twice (plugin and `subrosa install`)
+                                   acts once
+
+A mark means "extracted": when the session ends, it is queued only if someone went on
+talking after the mark (`talked_after`). Claude Code always appends past the size the
+mark stamped (the mark's own tool result, the rest of the turn, its bookkeeping), so a
+byte count alone would queue every session that ran the extraction.
 """
 
 from __future__ import annotations
@@ -22,7 +30,15 @@ import re
 import time
 from pathlib import Path
 
-from subrosa.fsutil import atomic_write_text
+from subrosa.errors import InvalidInput
+from subrosa.fsutil import (
+    JSON_CAP,
+    atomic_write_text,
+    is_link,
+    loads_json,
+    read_capped,
+    refuse_link,
+)
 from subrosa.paths import claude_root, extract_dir, project_transcript_dir
 
 # typing, dataclasses and hashlib are kept off the import path: each costs the Stop
@@ -34,8 +50,17 @@ if TYPE_CHECKING:
 LIVE = "live.json"
 MARKS = "marks"
 QUEUE = "queue"
+ONCE = "once"
 # Counters and marks untouched for this long belong to sessions long gone.
 STALE_AFTER_SECONDS = 14 * 24 * 3600
+# Claude Code starts the hooks of one event together: a second registration of the same
+# hook claims the same event within moments. The same event key claimed later than this
+# is a new event (a session resumed twice with nothing said in between).
+DUPLICATE_WINDOW_SECONDS = 30.0
+ONCE_STALE_AFTER_SECONDS = 24 * 3600
+# At most this much of a transcript is read after a mark; a longer tail is more than an
+# extraction's own ending, and the session is queued without reading it.
+TAIL_LIMIT_BYTES = 4 * 1024 * 1024
 
 MAX_ID_LENGTH = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -60,19 +85,34 @@ def safe_session_id(session_id: object) -> str | None:
     return f"{cleaned}-{digest}"
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON object from `path`, or None when it is missing, unreadable or not an object."""
+def read_json(path: Path, *, follow_links: bool = False) -> dict[str, Any] | None:
+    """A JSON object from `path`, or None when it is missing, unreadable or not an object.
+
+    Bounded (fsutil.read_capped): not a regular file or over JSON_CAP bytes reads as
+    None, and so does a symbolic link (it or its folder) unless `follow_links` (a
+    settings.json may be one; a record in `.extract/` never is)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if not follow_links:
+            refuse_link(path.parent)
+        raw = read_capped(path, JSON_CAP, follow_links=follow_links)
+        data = loads_json(raw) if raw is not None else None
+    except (OSError, ValueError, InvalidInput):
         return None
     return data if isinstance(data, dict) else None
 
 
 def _write_json(path: Path, data: dict[str, Any], *, durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_link(path.parent)  # `.extract/marks` -> elsewhere: never written through
     text = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
     atomic_write_text(path, text, durable=durable)
+
+
+def _remove(path: Path) -> None:
+    """Delete one of our records, never one in a folder a link points to."""
+    refuse_link(path.parent)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
 
 
 def transcript_size(transcript_path: str | None) -> int | None:
@@ -83,6 +123,50 @@ def transcript_size(transcript_path: str | None) -> int | None:
         return os.stat(transcript_path).st_size
     except (OSError, ValueError):
         return None
+
+
+# --- once per event -------------------------------------------------------------------
+
+
+def claim_event(
+    memory_dir: Path, session_id: str, event: str, transcript_path: str | None, source: str = ""
+) -> bool:
+    """True for the first hook to handle this event of this session; False for a second
+    registration of the same hook (the plugin and `subrosa install` both active).
+
+    The event is named by the hook, the session and the transcript's size (every turn
+    appends to it, so two Stop events never share a size), plus SessionStart's source.
+    The claim is a file created with O_EXCL: of two hooks started together exactly one
+    creates it. A claim older than DUPLICATE_WINDOW_SECONDS is taken over (the same
+    event key, later, is a new event). Claims of earlier events of the session go.
+    """
+    size = transcript_size(transcript_path)
+    prefix = f"{event}-"
+    name = f"{prefix}{'none' if size is None else size}-{_UNSAFE.sub('_', source)[:32]}"
+    directory = extract_dir(memory_dir) / ONCE / session_id
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    for _ in range(2):
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            try:
+                age = time.time() - path.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age < DUPLICATE_WINDOW_SECONDS:
+                return False
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            continue
+        break
+    else:
+        return False
+    for other in os.listdir(directory):
+        if other.startswith(prefix) and other != name:
+            with contextlib.suppress(OSError):
+                (directory / other).unlink()
+    return True
 
 
 # --- Stop: the per-session turn counter -------------------------------------------------
@@ -152,8 +236,7 @@ def set_mark(memory_dir: Path, session_id: str, transcript_path: str, size: int)
             "marked_at": marked_at,
         },
     )
-    with contextlib.suppress(FileNotFoundError):
-        (extract_dir(memory_dir) / QUEUE / f"{session_id}.json").unlink()
+    _remove(extract_dir(memory_dir) / QUEUE / f"{session_id}.json")
     restart_count(memory_dir, session_id)
     return marked_at
 
@@ -178,11 +261,15 @@ def find_transcript(memory_dir: Path, session_id: str, known: str | None = None)
 
 def mark_session(memory_dir: Path, session_id: str | None = None) -> dict[str, Any]:
     """`checkpoint-mark`: stamp the session's transcript size now (set_mark); by default
-    the live session. Returns session_id, transcript_path, size and marked_at (ISO
-    8601, UTC); raises InvalidInput when there is no such session or transcript."""
+    the session this runs in (Claude Code gives its Bash commands
+    `CLAUDE_CODE_SESSION_ID`), else the live session. Returns session_id,
+    transcript_path, size and marked_at (ISO 8601, UTC); raises InvalidInput when there
+    is no such session or transcript."""
     from subrosa.errors import InvalidInput
 
     known: str | None = None
+    if session_id is None:
+        session_id = os.environ.get("CLAUDE_CODE_SESSION_ID", "").strip() or None
     if session_id is None:
         live = live_session(memory_dir)
         if live is None:
@@ -198,7 +285,10 @@ def mark_session(memory_dir: Path, session_id: str | None = None) -> dict[str, A
     transcript = find_transcript(memory_dir, key, known)
     size = transcript_size(transcript)
     if transcript is None or size is None:
-        raise InvalidInput(f"no transcript found for session {key} under {claude_root()}.")
+        raise InvalidInput(
+            f"no transcript found for session {key} under {claude_root()}; check the id "
+            "(the memory-extraction skill passes ${CLAUDE_SESSION_ID})."
+        )
     marked_at = set_mark(memory_dir, key, transcript, size)
     return {"session_id": key, "transcript_path": transcript, "size": size,
             "marked_at": _iso(marked_at)}  # fmt: skip
@@ -239,7 +329,9 @@ def enqueue_if_uncovered(
     reason: str,
     cwd: str | None,
 ) -> bool:
-    """Queue the ended session unless its mark covers the transcript's current size.
+    """Queue the ended session unless its mark covers it: the transcript did not grow
+    past the mark, or what was appended is only the extraction's own ending (nobody
+    went on talking: `talked_after`).
 
     A transcript that does not exist (a session closed before its first prompt) has
     nothing to extract and is not queued. Returns whether the session is queued.
@@ -247,9 +339,12 @@ def enqueue_if_uncovered(
     queue_file = extract_dir(memory_dir) / QUEUE / f"{session_id}.json"
     size = transcript_size(transcript_path)
     covered = mark_size(memory_dir, session_id)
-    if not size or (covered is not None and covered >= size):
-        with contextlib.suppress(FileNotFoundError):
-            queue_file.unlink()
+    if (
+        not size
+        or (covered is not None and covered >= size)
+        or (covered is not None and transcript_path and not talked_after(transcript_path, covered))
+    ):
+        _remove(queue_file)
         return False
     # Atomic but not fsynced: SessionEnd shares a 1.5 s budget and each fsync costs
     # milliseconds. A power cut in the seconds after a session ends can lose this
@@ -268,6 +363,83 @@ def enqueue_if_uncovered(
         durable=False,
     )
     return True
+
+
+# Text a `user` record holds that no person typed as a prompt: a local command
+# (`/exit`, `/cost`) and its output, or the note of an interrupted request. Such a
+# record is a new exchange only when the model answers after it.
+_NOT_A_PROMPT = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-",
+    "[Request interrupted by user",
+)
+
+
+def _prompt_text(message: object) -> str | None:
+    """What a person said in a `user` message: its text (or "" for an image alone);
+    None when it carries no prompt (tool results)."""
+    if not isinstance(message, dict):
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    said = None
+    for block in content:
+        if isinstance(block, dict) and block.get("type") in ("text", "image", "document"):
+            text = block.get("text")
+            said = (said or "") + (text if isinstance(text, str) else "")
+    return said
+
+
+def talked_after(transcript_path: str, offset: int) -> bool:
+    """Whether the conversation went on after byte `offset` of the transcript: a person's
+    prompt (a `user` record with text, not a tool result, not Claude Code's own meta
+    records such as Stop hook feedback), or a local command the model then answered.
+
+    What Claude Code appends for the rest of the extraction's own turn is not that: the
+    mark's tool result, more tool calls and results, the final text, and records
+    without a message (attachments, `api-request`, `last-prompt`, `cost-state`, the
+    Stop hook summary). Reads at most TAIL_LIMIT_BYTES: a longer tail counts as talk.
+    Unreadable counts as talk too (the safe side: the session is queued).
+    """
+    try:
+        with open(transcript_path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size - offset > TAIL_LIMIT_BYTES:
+                return True
+            handle.seek(max(offset - 1, 0))
+            data = handle.read(TAIL_LIMIT_BYTES + 1)
+    except (OSError, ValueError):
+        return True
+    if offset > 0:
+        # The byte before the mark ends a line when the mark fell between records.
+        data = data[1:] if data[:1] == b"\n" else data[data.find(b"\n") + 1 :]
+    command_pending = False
+    for line in data.split(b"\n"):
+        if b'"user"' not in line and b'"assistant"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a half-written last line
+        if not isinstance(record, dict) or record.get("isSidechain"):
+            continue
+        kind = record.get("type")
+        if kind == "assistant" and command_pending:
+            return True
+        if kind != "user" or record.get("isMeta") or record.get("isCompactSummary"):
+            continue
+        text = _prompt_text(record.get("message"))
+        if text is None:
+            continue
+        if text.lstrip().startswith(_NOT_A_PROMPT):
+            command_pending = True
+            continue
+        return True
+    return False
 
 
 def queued(memory_dir: Path) -> list[dict[str, Any]]:
@@ -340,9 +512,11 @@ def clean_stale(memory_dir: Path, now: float | None = None) -> int:
     """Delete counters and marks untouched for STALE_AFTER_SECONDS (never queue entries:
     those wait for the user). Returns how many files went."""
     now = time.time() if now is None else now
-    removed = 0
+    removed = _clean_claims(extract_dir(memory_dir) / ONCE, now)
     base = extract_dir(memory_dir)
     for directory in (base, base / MARKS):
+        if is_link(directory):
+            continue  # a link to elsewhere: nothing there is ours to delete
         try:
             names = os.listdir(directory)
         except OSError:
@@ -356,4 +530,23 @@ def clean_stale(memory_dir: Path, now: float | None = None) -> int:
                 if path.is_file() and now - path.stat().st_mtime > STALE_AFTER_SECONDS:
                     path.unlink()
                     removed += 1
+    return removed
+
+
+def _clean_claims(directory: Path, now: float) -> int:
+    """Delete the event claims (`claim_event`) of sessions quiet for a day."""
+    removed = 0
+    try:
+        sessions = os.listdir(directory)
+    except OSError:
+        return 0
+    for session in sessions:
+        folder = directory / session
+        with contextlib.suppress(OSError):
+            if now - folder.stat().st_mtime <= ONCE_STALE_AFTER_SECONDS:
+                continue
+            for name in os.listdir(folder):
+                (folder / name).unlink()
+                removed += 1
+            folder.rmdir()
     return removed

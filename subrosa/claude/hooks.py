@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
 from subrosa.claude import checkpoint
-from subrosa.memory.marker import INDEX
+from subrosa.fsutil import read_capped
+from subrosa.memory.marker import INDEX, read_ranking
 from subrosa.paths import (
     auto_memory_dir,
     claude_root,
@@ -46,6 +48,9 @@ INDEX_MAX_LINES = 200
 # A Stop payload carries the last assistant message; a few MiB is already absurd.
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 DEFAULT_NUDGE_EVERY = 15
+# MEMORY.md is ~23 KB when subrosa writes it and Claude Code loads 200 lines of it; a
+# bigger one is not injected (and not read).
+MAX_INDEX_BYTES = 1024 * 1024
 
 
 class Notes:
@@ -100,7 +105,7 @@ def _read_payload(notes: Notes) -> Payload | None:
         return None
     try:
         payload = json.loads(raw.decode("utf-8", errors="replace"))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: `[[[[…` nested too deeply
         notes.add(f"stdin is not valid JSON ({exc})")
         return None
     if not isinstance(payload, dict):
@@ -120,13 +125,17 @@ def _memory_dir(payload: Payload) -> Path:
 
 
 def _state_ready(memory_dir: Path, notes: Notes) -> bool:
-    """True when `.extract/` may be written: the memory dir, or at least its parent, exists.
-
-    Claude Code creates `~/.claude/projects/<project>/` for the transcripts before any
-    hook runs, so the usual auto-memory dir is always creatable; a memory dir whose
-    parent is missing is a misconfiguration the hook must not paper over.
+    """True when `.extract/` may be written: the memory dir, or at least its parent,
+    exists, or it is Claude Code's auto-memory dir (`<claude root>/projects/<project>/
+    memory`), which Claude Code itself creates only later (2.1: the project folder
+    appears with the first transcript, and not at all for the repository root when the
+    session started in a subfolder). Any other memory dir whose parent is missing is a
+    misconfiguration the hook must not paper over.
     """
     if memory_dir.is_dir() or memory_dir.parent.is_dir():
+        return True
+    projects = claude_root() / "projects"
+    if memory_dir.parent.parent == projects and claude_root().is_dir():
         return True
     notes.add(f"the memory dir {memory_dir} does not exist (nor its parent); nothing recorded")
     return False
@@ -143,6 +152,26 @@ def _session_state(payload: Payload, notes: Notes, skipped: str) -> tuple[str, P
     if not _state_ready(memory_dir, notes):
         return None
     return session_id, memory_dir
+
+
+def _first_to_handle(payload: Payload, notes: Notes, event: str, state: tuple[str, Path]) -> bool:
+    """False when another registration of this hook (the plugin and `subrosa install`
+    both active) already handles this event: then this one does nothing."""
+    session_id, memory_dir = state
+    claimed = notes.attempt(
+        "claiming the event",
+        lambda: checkpoint.claim_event(
+            memory_dir,
+            session_id,
+            event,
+            _text(payload, "transcript_path"),
+            _text(payload, "source") or "",
+        ),
+    )
+    if claimed is False:
+        notes.add("another registration of this hook handles this event; nothing done twice")
+        return False
+    return True  # claimed, or the claim failed: better twice than never
 
 
 # --- Stop ------------------------------------------------------------------------------
@@ -175,16 +204,16 @@ def _one_line(value: object) -> str:
 
 
 def nudge_reason(session_id: str, turns: int, memory_dir: Path) -> str:
-    """What the Stop hook tells the agent when it blocks."""
+    """What the Stop hook tells the agent when it blocks (the skill's steps, in brief)."""
     where = _one_line(memory_dir)
     return (
         f"subrosa: this session ({session_id}) has run {turns} turns. Before stopping, "
         "run the memory-extraction skill inline (not as a subagent): save each durable "
-        f"fact from this session as a leaf file in {where}, register it with "
-        '`subrosa fact upsert --leaf FILE --hook "ONE LINE"`, run `subrosa generate`, then '
-        f"`subrosa checkpoint-mark --session {session_id}` and `subrosa checkpoint-clear`. "
-        "If nothing passes the durable-fact test, only run "
-        f"`subrosa checkpoint-mark --session {session_id}`, then stop."
+        f"fact from this session as a leaf file in {where} and register it with "
+        '`subrosa fact upsert --leaf FILE --hook "ONE LINE"`. Then, even when nothing '
+        "passed the durable-fact test, run `subrosa generate`, "
+        f"`subrosa checkpoint-mark --session {session_id}` and `subrosa checkpoint-clear`, "
+        "in that order, and stop."
     )
 
 
@@ -194,6 +223,8 @@ def stop(payload: Payload, notes: Notes) -> str | None:
         return None
     state = _session_state(payload, notes, "turn not counted")
     if state is None:
+        return None
+    if not _first_to_handle(payload, notes, "stop", state):
         return None
     session_id, memory_dir = state
     turns = checkpoint.count_turn(memory_dir, session_id, _text(payload, "transcript_path"))
@@ -286,6 +317,9 @@ def session_end(payload: Payload, notes: Notes) -> str | None:
     raw_id = payload.get("session_id")
     transcript = _text(payload, "transcript_path")
     cwd = _text(payload, "cwd")
+    state = _session_state(payload, notes, "session not queued")
+    if state is not None and not _first_to_handle(payload, notes, "session-end", state):
+        return None
     if transcript:
         from subrosa.archive import pending
 
@@ -297,7 +331,6 @@ def session_end(payload: Payload, notes: Notes) -> str | None:
         )
         if recorded is not None:
             notes.attempt("starting the background ingest", _start_background_ingest)
-    state = _session_state(payload, notes, "session not queued")
     if state is None:
         return None
     session_id, memory_dir = state
@@ -320,7 +353,9 @@ def _claude_settings(project_dir: Path) -> list[dict[str, Any]]:
         project_dir / ".claude" / "settings.json",
         project_dir / ".claude" / "settings.local.json",
     )
-    return [checkpoint.read_json(path) or {} for path in paths]
+    # Bounded (a settings.local.json linked to /dev/zero reads as nothing); links are
+    # followed, as Claude Code follows them (dotfiles repositories).
+    return [checkpoint.read_json(path, follow_links=True) or {} for path in paths]
 
 
 def _same_dir(a: Path, b: Path) -> bool:
@@ -380,15 +415,21 @@ def _clean_index_line(line: str) -> str:
     return sanitize_index_line(line)
 
 
-def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | None:
-    """The index's lines under a header, cut at a whole line so the result is at most
-    `budget` characters (and INDEX_MAX_LINES lines), with a pointer to the rest.
-    None when not even one line fits."""
-    header = (
+def _index_header(index: Path, why: str) -> str:
+    return (
         f"The memory index of this project follows, from {_one_line(index)} (Claude Code "
         f"does not load it by itself here: {_one_line(why)}). Its links name leaf files in "
         f"{_one_line(index.parent)}."
     )
+
+
+def render_index(lines: list[str], index: Path, why: str, budget: int, more: int = 0) -> str | None:
+    """The index's lines under a header, cut at a whole line so the result is at most
+    `budget` characters (and INDEX_MAX_LINES lines), with a pointer to the rest (`more`
+    lines after `lines` are only counted). None when not even one line fits. (An index
+    without a ranking: display order.)"""
+    total = len(lines) + more
+    header = _index_header(index, why)
 
     def pointer(rest: int) -> str:
         return f"[… {rest} more lines of the index are not shown: read {_one_line(index)}.]"
@@ -405,27 +446,126 @@ def render_index(lines: list[str], index: Path, why: str, budget: int) -> str | 
 
     room = budget - len(header) - 1  # "\n\n" before the lines, minus the last line's "\n"
     shown = fit(room)
-    if len(shown) < len(lines):
-        shown = fit(room - len(pointer(len(lines))) - 1)
+    if len(shown) < total:
+        shown = fit(room - len(pointer(total)) - 1)
     if not shown:
         return None
     body = header + "\n\n" + "\n".join(shown)
-    if len(shown) < len(lines):
-        body += "\n" + pointer(len(lines) - len(shown))
+    if len(shown) < total:
+        body += "\n" + pointer(total - len(shown))
     return body
 
 
-def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
-    """MEMORY.md cut at a whole line to fit `budget` characters, with a pointer to the rest."""
-    index = memory_dir / INDEX
-    try:
-        text = index.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
+# The link target of an index line (`- [Title](target) — hook`): what the ranking names.
+_FACT_LINE = re.compile(r"\s*[-*+] \[.*?\]\(([^()\s]+)\)")
+
+
+def render_ranked(
+    lines: list[str], ranking: list[str], index: Path, why: str, budget: int
+) -> str | None:
+    """The index cut to `budget` characters by rank, not by place: the facts `generate`
+    ranked first (pinned first) are kept, the rest left to MEMORY.md itself and `subrosa
+    search`, and a last line says how many. What is kept is shown in MEMORY.md's order,
+    under its header and section headings. Lines `generate` did not rank (appended since
+    by Claude Code or a person) come after every ranked one. None when nothing fits."""
+    whole = len(_index_header(index, why)) + 1 + sum(len(line) + 1 for line in lines)
+    if whole <= budget and len(lines) <= INDEX_MAX_LINES:
+        return render_index(lines, index, why, budget)
+    first = next((n for n, line in enumerate(lines) if _FACT_LINE.match(line)), len(lines))
+    preamble = lines[:first]
+    while preamble and not preamble[-1].strip():
+        preamble.pop()
+    items: list[tuple[int, str | None, str]] = []  # (display place, heading, line)
+    heading: str | None = None
+    for line in lines[first:]:
+        if line.lstrip().startswith("#"):
+            heading = line
+        elif line.strip():
+            items.append((len(items), heading, line))
+    rank_of = {target: place for place, target in enumerate(ranking)}
+
+    def rank(item: tuple[int, str | None, str]) -> tuple[int, int]:
+        match = _FACT_LINE.match(item[2])
+        return rank_of.get(match.group(1) if match else "", len(ranking)), item[0]
+
+    def render(chosen: set[int]) -> list[str]:
+        out = [_index_header(index, why), "", *preamble]
+        opened: object = False
+        for place, section, line in items:
+            if place not in chosen:
+                continue
+            if section != opened:
+                out += ["", section] if section is not None else [""]
+                opened = section
+            out.append(line)
+        if len(chosen) < len(items):
+            left = len(items) - len(chosen)
+            facts = "fact" if left == 1 else "facts"
+            out.append(
+                f"[… {left} more {facts} of the index, ranked lower, are not shown here for "
+                f"room: read {_one_line(index)}, or run `subrosa search WORDS`.]"
+            )
+        return out
+
+    def fits(lines_out: list[str]) -> bool:
+        return len(lines_out) - 3 <= INDEX_MAX_LINES and len("\n".join(lines_out)) <= budget
+
+    # Greedy by rank on each line's cost (its heading's too, the first time), with room
+    # kept for the last line; then checked on the real text, dropping from the bottom
+    # of the ranking in the rare case the estimate was short.
+    ranked = sorted(items, key=rank)
+    used = len("\n".join(render(set())))
+    count = len(preamble)
+    opened: set[str | None] = set()
+    chosen: set[int] = set()
+    for place, section, line in ranked:
+        extra, more = len(line) + 1, 1
+        if section not in opened:
+            extra += 1 + (len(section) + 1 if section is not None else 0)
+            more += 1 + (section is not None)
+        if used + extra <= budget and count + more <= INDEX_MAX_LINES:
+            chosen.add(place)
+            opened.add(section)
+            used += extra
+            count += more
+    for place, _, _ in reversed(ranked):
+        if not chosen or fits(render(chosen)):
+            break
+        chosen.discard(place)
+    if not chosen:
         return None
-    lines = [_clean_index_line(line) for line in text.splitlines()]
-    while lines and not lines[-1].strip():
+    return "\n".join(render(chosen))
+
+
+def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
+    """MEMORY.md within `budget` characters, with a pointer to the rest: by the ranking
+    `generate` left beside it when there is one, else cut at a whole line."""
+    index = memory_dir / INDEX
+    # Never through a link (`MEMORY.md -> ~/.ssh/id_rsa` in a repository), never more
+    # than MAX_INDEX_BYTES: a 512 MB file is refused at its stat, not read.
+    data = read_capped(index, MAX_INDEX_BYTES)
+    if data is None:
+        return None
+    raw = data.decode("utf-8", errors="replace").splitlines()
+    while raw and not raw[-1].strip():
+        raw.pop()
+    # Only what can be shown is sanitized (a hostile 1 MiB index cost a second): the
+    # first INDEX_MAX_LINES lines, up to one too long to ever fit; the rest are counted.
+    lines: list[str] = []
+    for line in raw[:INDEX_MAX_LINES]:
+        if len(line) > 2 * budget:
+            break
+        lines.append(_clean_index_line(line))
+    more = len(raw) - len(lines)
+    while not more and lines and not lines[-1].strip():
         lines.pop()
-    return render_index(lines, index, why, budget) if lines else None
+    if not lines:
+        return None
+    # A ranking describes an index generate wrote (never over INDEX_MAX_LINES lines).
+    ranking = read_ranking(memory_dir) if not more else None
+    if ranking is None:
+        return render_index(lines, index, why, budget, more)
+    return render_ranked(lines, ranking, index, why, budget)
 
 
 def queue_nudge(memory_dir: Path, count: int) -> str:
@@ -435,23 +575,78 @@ def queue_nudge(memory_dir: Path, count: int) -> str:
         f"subrosa: {count} earlier {sessions} of this project ended without memory "
         "extraction (`subrosa checkpoint-list` shows them). To catch up, run the "
         "memory-extraction skill on them (`subrosa transcript show SESSION` prints a "
-        "session), finishing with `subrosa checkpoint-mark` and `subrosa checkpoint-clear`; "
-        "`subrosa checkpoint-clear` alone dismisses them."
+        "session), finishing with `subrosa generate`, `subrosa checkpoint-mark` and "
+        "`subrosa checkpoint-clear`; `subrosa checkpoint-clear` alone dismisses them."
+    )
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def export_memory_dir(memory_dir: Path) -> bool:
+    """Tell the session's Bash commands which memory dir the hooks use: an `export
+    SUBROSA_MEMORY_DIR=…` line in `$CLAUDE_ENV_FILE`, which Claude Code (2.1) sources
+    before each of them. They get no CLAUDE_PROJECT_DIR, and may run in a subfolder or
+    elsewhere; with this they act on the memory this session's hooks act on. Returns
+    whether a line was written."""
+    env_file = os.environ.get("CLAUDE_ENV_FILE")
+    if not env_file:
+        return False
+    line = f"export SUBROSA_MEMORY_DIR={_shell_quote(str(memory_dir))}\n"
+    try:
+        with open(env_file, encoding="utf-8", errors="replace") as handle:
+            if line in handle.read(1024 * 1024):
+                return False
+    except FileNotFoundError:
+        pass
+    with open(env_file, "a", encoding="utf-8") as handle:
+        handle.write(line)
+    return True
+
+
+def installed_twice(project_dir: str | None) -> str | None:
+    """For the plugin's own hooks: a warning for the user when `subrosa install` also put
+    subrosa's hooks into a settings.json (each hook still acts once: `claim_event`)."""
+    if not os.environ.get("CLAUDE_PLUGIN_ROOT"):
+        return None
+    from subrosa.claude.settings import registrations
+
+    found = registrations(Path(project_dir) if project_dir else None)
+    if not found.hooks:
+        return None
+    scope, path = found.hooks[0].scope, found.hooks[0].path
+    return (
+        "subrosa: its hooks are registered twice, by this plugin and by `subrosa install` "
+        f"in {_one_line(path)}. Each still acts once, but keep one: "
+        f"`subrosa install --uninstall --scope {scope}`, or disable the plugin."
     )
 
 
 def session_start(payload: Payload, notes: Notes) -> str | None:
-    """Remember the live session; inject the queue nudge and, when needed, the index."""
+    """Remember the live session and tell its Bash commands the memory dir; inject the
+    queue nudge and, when needed, the index."""
     memory_dir = _memory_dir(payload)
     session_id = checkpoint.safe_session_id(payload.get("session_id"))
     cwd = _text(payload, "cwd")
+    output: dict[str, Any] = {}
+    warning = notes.attempt(
+        "looking for a second registration",
+        lambda: installed_twice(os.environ.get("CLAUDE_PROJECT_DIR") or cwd),
+    )
+    if warning:
+        output["systemMessage"] = warning
     if session_id is not None and _state_ready(memory_dir, notes):
+        state = (session_id, memory_dir)
+        if not _first_to_handle(payload, notes, "session-start", state):
+            return json.dumps(output) if output else None
         notes.attempt(
             "remembering the live session",
             lambda: checkpoint.remember_live(
                 memory_dir, session_id, _text(payload, "transcript_path"), cwd
             ),
         )
+    notes.attempt("exporting the memory dir", lambda: export_memory_dir(memory_dir))
     parts: list[str] = []
     count = checkpoint.queue_count(memory_dir)
     if count:
@@ -465,12 +660,13 @@ def session_start(payload: Payload, notes: Notes) -> str | None:
             index = notes.attempt("reading MEMORY.md", lambda: index_context(memory_dir, why, room))
             if index:
                 parts.append(index)
-    if not parts:
-        return None
-    context = "\n\n".join(parts)[:CONTEXT_CAP]
-    return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
-    )
+    if parts:
+        context = "\n\n".join(parts)[:CONTEXT_CAP]
+        output["hookSpecificOutput"] = {
+            "hookEventName": "SessionStart",
+            "additionalContext": context,
+        }
+    return json.dumps(output) if output else None
 
 
 HOOKS: dict[str, Callable[[Payload, Notes], str | None]] = {

@@ -16,41 +16,149 @@ import hashlib
 import json
 import os
 import re
+import shlex
+import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from subrosa.claude.settings import EVENTS, Registrations, is_ours
 from subrosa.errors import InvalidInput
-from subrosa.fsutil import atomic_write_bytes, atomic_write_text
+from subrosa.fsutil import (
+    JSON_CAP,
+    atomic_write_bytes,
+    atomic_write_text,
+    loads_json,
+    make_private_dir,
+    read_capped,
+)
+from subrosa.paths import checkout_root as git_checkout_root
 from subrosa.paths import claude_root, data_dir
-from subrosa.resources import skills_dir
+from subrosa.resources import skills_dir, source_checkout
 
-# Claude Code's event name -> our hook name.
-EVENTS = {"SessionStart": "session-start", "Stop": "stop", "SessionEnd": "session-end"}
 SCOPES = ("project", "local", "user")
-INSTALL_HINT = "pipx install subrosa (or: uv tool install subrosa)"
-_OURS = re.compile(r"\bsubrosa\s+hook\s+(session-start|stop|session-end)\b")
+# The name on PyPI (`subrosa` there is an unrelated project). Until a release is
+# published, every hint installs from the repository, a path or a git URL.
+DISTRIBUTION = "subrosa-memory"
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-def hook_command(name: str) -> str:
+@dataclass(frozen=True)
+class Runner:
+    """How a hook command starts subrosa, and what it says when it cannot.
+
+    `argv` None: the `subrosa` the hook's PATH finds (the plugin; an install made
+    with subrosa on the PATH). Otherwise this absolute command, for an install whose
+    `subrosa` is not on the PATH (a venv): the hook then needs no PATH at all.
+    `missing` is the `echo` argument, already shell-quoted.
+    """
+
+    argv: tuple[str, ...] | None
+    missing: str
+
+
+# Claude Code runs a plugin's hooks with CLAUDE_PLUGIN_ROOT set to the plugin's folder,
+# a copy of the repository, which `uv tool install` and `pipx install` take as it is.
+# (An environment variable, not text Claude Code substitutes: hence the double quotes.)
+PLUGIN = Runner(
+    None,
+    "\"subrosa is not installed, hook skipped: uv tool install '$CLAUDE_PLUGIN_ROOT' "
+    "(or: pipx install '$CLAUDE_PLUGIN_ROOT')\"",
+)
+
+
+def hook_command(name: str, runner: Runner = PLUGIN) -> str:
     """The shell command Claude Code runs for hook `name` (`sh -c`, or Git Bash on Windows).
 
-    When `subrosa` is not on the PATH the hook still exits 0, with one line on
-    stderr saying how to install it; a hook must never break the agent.
+    When subrosa cannot be found the hook still exits 0, with one line on stderr
+    saying how to install it; a hook must never break the agent. Only shell builtins
+    run before subrosa, so the absolute form works with an empty PATH.
     """
-    return (
-        f"if command -v subrosa >/dev/null 2>&1; then subrosa hook {name}; "
-        f"else echo 'subrosa is not installed, hook skipped: {INSTALL_HINT}' >&2; fi; exit 0"
+    if runner.argv is None:
+        test, command = "command -v subrosa >/dev/null 2>&1", "subrosa"
+    else:
+        test, command = f"[ -x {shlex.quote(runner.argv[0])} ]", shlex.join(runner.argv)
+    return f"if {test}; then {command} hook {name}; else echo {runner.missing} >&2; fi; exit 0"
+
+
+def running_subrosa() -> tuple[str, ...]:
+    """The absolute command of the subrosa running now: its `subrosa` script (where the
+    console script was started from, else beside this Python), else `python -m subrosa`."""
+    started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if started is not None and started.stem == "subrosa" and started.is_file():
+        return (str(started.absolute()),)
+    # Not resolved: a venv's python is a symlink to the base interpreter, which has no
+    # subrosa beside it.
+    beside = Path(sys.executable).absolute().parent
+    for name in ("subrosa", "subrosa.exe"):
+        if (beside / name).is_file():
+            return (str(beside / name),)
+    return (str(Path(sys.executable).absolute()), "-m", "subrosa")
+
+
+def install_source() -> str:
+    """Where this subrosa was installed from, in a form `uv tool install` takes: the
+    checkout it runs from, the path or git URL pip recorded (PEP 610's
+    direct_url.json), else the name on PyPI."""
+    checkout = source_checkout()
+    if checkout is not None:
+        return str(checkout)
+    from importlib import metadata
+
+    try:
+        recorded = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
+        origin = json.loads(recorded) if recorded else None
+    except (metadata.PackageNotFoundError, ValueError):
+        origin = None
+    return source_of(origin) or DISTRIBUTION
+
+
+def source_of(origin: object) -> str | None:
+    """A direct_url.json document as what `uv tool install` takes: `git+URL@REV`, a
+    local path, an archive's URL; None when it names nothing."""
+    url = origin.get("url") if isinstance(origin, dict) else None
+    if not isinstance(origin, dict) or not isinstance(url, str):
+        return None
+    vcs = origin.get("vcs_info")
+    if isinstance(vcs, dict):
+        revision = vcs.get("requested_revision")
+        return f"{vcs.get('vcs', 'git')}+{url}" + (f"@{revision}" if revision else "")
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(url).path)
+    return url
+
+
+def install_hint() -> str:
+    """The command that puts this subrosa on the PATH."""
+    source = shlex.quote(install_source())
+    return f"uv tool install {source} (or: pipx install {source})"
+
+
+def this_runner() -> Runner:
+    """How hooks written by this `subrosa install` start subrosa: by name when it is
+    on the PATH, else by this install's absolute command."""
+    hint = install_hint()
+    if shutil.which("subrosa") is not None:
+        return Runner(None, shlex.quote(f"subrosa is not installed, hook skipped: {hint}"))
+    argv = running_subrosa()
+    return Runner(
+        argv,
+        shlex.quote(
+            f"subrosa is no longer at {argv[0]}, hook skipped: {hint}, then subrosa install"
+        ),
     )
 
 
-def hook_handler(name: str) -> dict[str, str]:
-    return {"type": "command", "command": hook_command(name)}
+def hook_handler(name: str, runner: Runner = PLUGIN) -> dict[str, str]:
+    return {"type": "command", "command": hook_command(name, runner)}
 
 
-def hooks_config() -> dict[str, list[dict[str, Any]]]:
+def hooks_config(runner: Runner = PLUGIN) -> dict[str, list[dict[str, Any]]]:
     """The `hooks` object: one matcher group (no matcher: every source/reason) per event."""
-    return {event: [{"hooks": [hook_handler(name)]}] for event, name in EVENTS.items()}
+    return {event: [{"hooks": [hook_handler(name, runner)]}] for event, name in EVENTS.items()}
 
 
 def plugin_hooks_json() -> str:
@@ -62,19 +170,11 @@ def plugin_hooks_json() -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def is_ours(handler: object) -> bool:
-    return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
-
-
 def checkout_root(cwd: str | os.PathLike[str] | None = None) -> Path:
     """The top of the git checkout around `cwd` (a worktree's own top, unlike
     subrosa.paths.project_root, which maps worktrees to the main repository the way
     Claude Code keys its memory), else `cwd`: where Claude Code reads `.claude/`."""
-    start = Path(cwd if cwd is not None else os.getcwd()).absolute()
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
+    return git_checkout_root(cwd) or Path(cwd if cwd is not None else os.getcwd()).absolute()
 
 
 @dataclass(frozen=True)
@@ -102,23 +202,47 @@ def target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> Target:
     return Target(scope, project / ".claude" / name, project / ".claude" / "skills")
 
 
+# --- what is active ---------------------------------------------------------------------
+
+
+def plugin_advice(found: Registrations) -> str | None:
+    """What to tell someone installing the hooks while the subrosa plugin is enabled."""
+    if not found.plugins:
+        return None
+    plugin = found.plugins[0]
+    return (
+        f"the subrosa plugin is enabled too ({plugin.what}, in {plugin.path}), so subrosa's "
+        "hooks are registered twice. Each still acts once per event, but keep one: "
+        f"`claude plugin disable {plugin.what}`, or `subrosa install --uninstall` to keep "
+        "the plugin."
+    )
+
+
 # --- settings.json ---------------------------------------------------------------------
 
 
 def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its object; anything else is refused."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM from a Windows editor is fine
-    except FileNotFoundError:
+    # Bounded, regular files only (one linked to /dev/zero is refused, not read until
+    # memory runs out); a link is followed, as Claude Code follows it. A BOM from a
+    # Windows editor is fine; CRLF line ends are kept (render_settings).
+    raw = read_capped(path, JSON_CAP, follow_links=True)
+    if raw is None:
         return None, {}
+    try:
+        text = raw.decode("utf-8-sig")  # a BOM from a Windows editor is fine
     except UnicodeDecodeError:
         raise InvalidInput(f"{path}: not UTF-8 text; nothing was changed.") from None
     if not text.strip():
         return text, {}
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except ValueError as exc:
-        raise InvalidInput(f"{path}: not valid JSON ({exc}); nothing was changed.") from None
+        raise InvalidInput(
+            f"{path}: not valid JSON ({exc}); nothing was changed. Fix the file (Claude "
+            "Code's settings are strict JSON: no comments, no trailing commas) and run "
+            "`subrosa install` again."
+        ) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{path}: the top level is not a JSON object; nothing was changed.")
     hooks = data.get("hooks")
@@ -130,8 +254,26 @@ def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     return text, data
 
 
-def render_settings(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def render_settings(data: dict[str, Any], like: str | None = None) -> str:
+    """`data` as JSON in the style of the text `like` (a team's settings.json is in git:
+    a compact or tab-indented file stays so, with or without its final newline);
+    two-space indentation for a new file."""
+    if like is None or '"' not in like:  # no file, or `{}`: no style to keep
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    body = like.strip()
+    newline = "\r\n" if "\r\n" in like else "\n"
+    end = newline if like.endswith("\n") else ""
+    if "\n" not in body:  # one line: compact, in its own spacing
+        skeleton = _STRING.sub('""', body)  # what strings hold is no style
+        tight = bool(re.search(r'":\S', skeleton)) and '": ' not in skeleton
+        tight_comma = ',"' in skeleton or (tight and "," not in skeleton)
+        comma = "," if tight_comma and ", " not in skeleton else ", "
+        colon = ":" if tight else ": "
+        return json.dumps(data, separators=(comma, colon), ensure_ascii=False) + end
+    step = re.search(r"\n([ \t]+)\S", body)
+    indent = step.group(1) if step else 2
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return text.replace("\n", newline) + end
 
 
 def _strip_ours(groups: list[Any]) -> tuple[list[Any], int]:
@@ -150,7 +292,7 @@ def _strip_ours(groups: list[Any]) -> tuple[list[Any], int]:
     return kept, removed
 
 
-def merge_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def merge_hooks(data: dict[str, Any], runner: Runner = PLUGIN) -> tuple[dict[str, Any], list[str]]:
     """`data` with exactly one subrosa handler per event; what changed, per event."""
     merged = copy.deepcopy(data)
     hooks = merged.setdefault("hooks", {})
@@ -164,11 +306,11 @@ def merge_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             for handler in group["hooks"]
             if is_ours(handler)
         ]
-        if mine == [hook_handler(name)]:
+        if mine == [hook_handler(name, runner)]:
             changes.append(f"= {event}: subrosa hook {name} (already there)")
             continue
         kept, _ = _strip_ours(groups)
-        hooks[event] = [*kept, {"hooks": [hook_handler(name)]}]
+        hooks[event] = [*kept, {"hooks": [hook_handler(name, runner)]}]
         verb = "~" if mine else "+"
         changes.append(f"{verb} {event}: subrosa hook {name}")
     return merged, changes
@@ -205,8 +347,8 @@ def _record_path(settings_path: Path) -> Path:
 
 def _read_record(settings_path: Path) -> dict[str, Any] | None:
     try:
-        record = json.loads(_record_path(settings_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = loads_json(read_capped(_record_path(settings_path), JSON_CAP) or b"")
+    except (OSError, ValueError, InvalidInput):
         return None
     if isinstance(record, dict) and isinstance(record.get("installed"), str):
         return record
@@ -217,7 +359,7 @@ def _parsed(text: str | None) -> Any:
     if text is None or not text.strip():
         return None if text is None else {}
     try:
-        return json.loads(text)
+        return loads_json(text)
     except ValueError:
         return None
 
@@ -248,10 +390,9 @@ def _skill_copies(skills_path: Path) -> list[tuple[Path, Path, str, bool | None]
             relative = source.relative_to(skill.parent)
             destination = skills_path / relative
             same: bool | None
-            try:
-                same = destination.read_bytes() == source.read_bytes()
-            except FileNotFoundError:
-                same = None
+            # Bounded: a project's `.claude/skills/…` may hold anything, /dev/zero too.
+            held = read_capped(destination, JSON_CAP, follow_links=True)
+            same = None if held is None else held == source.read_bytes()
             copies.append((source, destination, relative.as_posix(), same))
     return copies
 
@@ -271,17 +412,21 @@ class Plan:
     copies: list[tuple[Path, Path]] = field(default_factory=list)
     removals: list[Path] = field(default_factory=list)
     skill_changes: list[str] = field(default_factory=list)
+    memory_dir: Path | None = None  # a memory dir to create (install, first time)
 
     @property
     def changed(self) -> bool:
-        return self.write_settings or bool(self.copies) or bool(self.removals)
+        return self.write_settings or bool(self.copies or self.removals or self.memory_dir)
 
     def apply(self) -> None:
+        if self.memory_dir is not None:
+            self.memory_dir.mkdir(parents=True, exist_ok=True)
         path = self.target.settings_path
         if self.write_settings:
             record_path = _record_path(path)
             if self.record is not None:
-                record_path.parent.mkdir(parents=True, exist_ok=True)
+                make_private_dir(record_path.parent.parent)  # the data dir: 0700
+                make_private_dir(record_path.parent)
                 atomic_write_text(record_path, json.dumps(self.record) + "\n", mode=0o600)
             if self.settings_text is None:
                 path.unlink(missing_ok=True)
@@ -311,13 +456,17 @@ def _remove_empty_dirs(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
-def plan_install(target: Target) -> Plan:
-    plan = Plan(target)
+def plan_install(target: Target, runner: Runner = PLUGIN, memory_dir: Path | None = None) -> Plan:
+    """Install into `target`; create `memory_dir` when it does not exist yet, so the
+    first session has somewhere to keep its leaves."""
+    plan = Plan(
+        target, memory_dir=None if memory_dir is None or memory_dir.is_dir() else memory_dir
+    )
     text, data = read_settings(target.settings_path)
-    merged, plan.settings_changes = merge_hooks(data)
+    merged, plan.settings_changes = merge_hooks(data, runner)
     if merged != data or text is None:
         plan.write_settings = True
-        plan.settings_text = render_settings(merged)
+        plan.settings_text = render_settings(merged, like=text)
         record = _read_record(target.settings_path)
         keep_original = record is not None and _parsed(record["installed"]) == _parsed(text)
         original = record.get("original") if record and keep_original else text
@@ -348,7 +497,7 @@ def plan_uninstall(target: Target) -> Plan:
             plan.settings_changes = ["- the subrosa hooks"]
     elif plan.settings_changes:
         plan.write_settings = True
-        plan.settings_text = render_settings(cleaned)
+        plan.settings_text = render_settings(cleaned, like=text)
     for _source, destination, name, same in _skill_copies(target.skills_path):
         if same:
             plan.removals.append(destination)
@@ -356,3 +505,230 @@ def plan_uninstall(target: Target) -> Plan:
         elif same is False:
             plan.skill_changes.append(f"! {name} (changed by you, left in place)")
     return plan
+
+
+# --- the MCP server (`subrosa install --mcp`) -------------------------------------------
+
+MCP_SERVER = "subrosa"
+
+
+def claude_json_path(env: dict[str, str] | None = None) -> Path:
+    """Claude Code's own state file, which holds the user- and local-scope MCP servers:
+    `$CLAUDE_CONFIG_DIR/.claude.json` when that is set, else `~/.claude.json`."""
+    env = dict(os.environ) if env is None else env
+    if env.get("CLAUDE_CONFIG_DIR"):
+        return Path(env["CLAUDE_CONFIG_DIR"]).expanduser() / ".claude.json"
+    return Path(env.get("HOME") or Path.home()).expanduser() / ".claude.json"
+
+
+def mcp_command() -> str:
+    """How Claude Code should start `subrosa`: by name when it is on the PATH, else by
+    the absolute path of the one running now (a venv install), so the server starts."""
+    import shutil
+    import sys
+
+    if shutil.which("subrosa"):
+        return "subrosa"
+    beside = Path(sys.executable).parent / "subrosa"
+    return str(beside) if beside.is_file() else "subrosa"
+
+
+def mcp_server_config(command: str | None = None) -> dict[str, Any]:
+    """The server's entry, in the shape `claude mcp add` writes."""
+    return {"type": "stdio", "command": command or mcp_command(), "args": ["mcp"], "env": {}}
+
+
+def is_our_server(entry: object) -> bool:
+    """An `mcpServers` entry that runs `subrosa mcp` (by name or by path)."""
+    if not isinstance(entry, dict):
+        return False
+    command = str(entry.get("command", ""))
+    return Path(command).name == "subrosa" and entry.get("args") == ["mcp"]
+
+
+@dataclass(frozen=True)
+class McpTarget:
+    """Where a scope keeps its MCP servers: a file, and the keys down to `mcpServers`
+    (project: `.mcp.json` at the project's top; user: `~/.claude.json`; local: the
+    project's entry under `projects` in `~/.claude.json`)."""
+
+    scope: str
+    path: Path
+    keys: tuple[str, ...]
+
+
+def mcp_target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> McpTarget:
+    if scope not in SCOPES:
+        raise InvalidInput(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}.")
+    if scope == "user":
+        return McpTarget(scope, claude_json_path(), ("mcpServers",))
+    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or checkout_root(cwd))
+    if scope == "project":
+        return McpTarget(scope, project / ".mcp.json", ("mcpServers",))
+    return McpTarget(scope, claude_json_path(), ("projects", str(project), "mcpServers"))
+
+
+def _read_json_object(path: Path) -> tuple[str | None, dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return None, {}
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path}: not UTF-8 text; nothing was changed.") from None
+    if not text.strip():
+        return text, {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{path}: not valid JSON ({exc}); nothing was changed.") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path}: the top level is not a JSON object; nothing was changed.")
+    return text, data
+
+
+def _render_like(data: dict[str, Any], original: str | None) -> str:
+    """`data` as JSON in the original file's style: its indentation (Claude Code writes
+    two spaces) and its final newline or lack of one, so that only our lines change."""
+    indent = 2
+    if original:
+        match = re.search(r"\n([ \t]+)\S", original)
+        if match:
+            indent = len(match.group(1).expandtabs(4))
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    ending = "\n" if original is None or original.endswith("\n") else ""
+    return text + ending
+
+
+def _servers(data: dict[str, Any], keys: tuple[str, ...], path: Path) -> Any:
+    node: Any = data
+    for key in keys:
+        if not isinstance(node, dict):
+            raise InvalidInput(f"{path}: {'.'.join(keys)} is not a JSON object; nothing changed.")
+        node = node.get(key)
+        if node is None:
+            return None
+    if not isinstance(node, dict):
+        raise InvalidInput(f"{path}: {'.'.join(keys)} is not a JSON object; nothing changed.")
+    return node
+
+
+@dataclass
+class McpPlan:
+    """What `install --mcp` or `--uninstall` does to the scope's MCP servers."""
+
+    target: McpTarget
+    changes: list[str] = field(default_factory=list)
+    text: str | None = None  # the file's new content (None: delete it)
+    write: bool = False
+    record: dict[str, Any] | None = None
+    keep_record: bool = True
+
+    def apply(self) -> None:
+        if not self.write:
+            return
+        path = self.target.path
+        record_path = _record_path(path)
+        if self.record is not None:
+            record_path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(record_path, json.dumps(self.record) + "\n", mode=0o600)
+        if self.text is None:
+            path.unlink(missing_ok=True)
+        else:
+            real = path.resolve() if path.is_symlink() else path
+            real.parent.mkdir(parents=True, exist_ok=True)
+            mode = 0o600 if self.target.scope != "project" else None
+            atomic_write_text(real, self.text, mode=mode if not real.exists() else None)
+        if not self.keep_record:
+            record_path.unlink(missing_ok=True)
+
+
+def plan_mcp_install(target: McpTarget, command: str | None = None) -> McpPlan:
+    """The subrosa server merged into the scope's `mcpServers`, every other key kept."""
+    plan = McpPlan(target)
+    text, data = _read_json_object(target.path)
+    servers = _servers(data, target.keys, target.path)
+    wanted = mcp_server_config(command)
+    current = servers.get(MCP_SERVER) if servers else None
+    label = f"mcpServers.{MCP_SERVER}: {wanted['command']} mcp"
+    if current == wanted:
+        plan.changes.append(f"= {label} (already there)")
+        return plan
+    if current is not None and not is_our_server(current):
+        raise InvalidInput(
+            f"{target.path}: mcpServers.{MCP_SERVER} runs something else; rename or remove "
+            "it first. Nothing was changed."
+        )
+    merged = copy.deepcopy(data)
+    node = merged
+    for key in target.keys:
+        node = node.setdefault(key, {})
+    node[MCP_SERVER] = wanted
+    plan.changes.append(f"{'~' if current else '+'} {label}")
+    plan.write = True
+    plan.text = _render_like(merged, text)
+    if target.scope == "project":
+        # .mcp.json is the project's file, often new: keep what was there before, so
+        # that uninstall gives back the same bytes (or no file). ~/.claude.json is
+        # Claude Code's own state, rewritten by it all the time: no copy is kept.
+        record = _read_record(target.path)
+        same = record is not None and _parsed(record["installed"]) == _parsed(text)
+        original = record.get("original") if record and same else text
+        plan.record = {
+            "settings_path": str(target.path),
+            "original": original,
+            "installed": plan.text,
+        }
+    return plan
+
+
+def plan_mcp_uninstall(target: McpTarget) -> McpPlan:
+    """The subrosa server taken out of the scope's `mcpServers` (and the containers it
+    leaves empty); `.mcp.json` gets its content from before the install back while it
+    still holds what install wrote."""
+    plan = McpPlan(target, keep_record=False)
+    text, data = _read_json_object(target.path)
+    servers = _servers(data, target.keys, target.path)
+    if not servers or not is_our_server(servers.get(MCP_SERVER)):
+        return plan
+    plan.changes.append(f"- mcpServers.{MCP_SERVER}")
+    plan.write = True
+    record = _read_record(target.path) if target.scope == "project" else None
+    if record is not None and _parsed(record["installed"]) == _parsed(text):
+        original = record.get("original")
+        plan.text = original if isinstance(original, str) else None
+        return plan
+    cleaned = copy.deepcopy(data)
+    nodes = [cleaned]
+    for key in target.keys:
+        nodes.append(nodes[-1][key])
+    del nodes[-1][MCP_SERVER]
+    for parent, key, node in reversed(list(zip(nodes[:-1], target.keys, nodes[1:], strict=True))):
+        if node:
+            break
+        del parent[key]
+    plan.text = _render_like(cleaned, text)
+    return plan
+
+
+def plugin_mcp_json() -> str:
+    """The plugin's .mcp.json, byte for byte (a test keeps the file in step): Claude Code
+    starts `subrosa mcp` from the PATH, as the plugin's hooks find `subrosa`."""
+    document = {"mcpServers": {MCP_SERVER: {"command": "subrosa", "args": ["mcp"]}}}
+    return json.dumps(document, indent=2) + "\n"
+
+
+def registered_mcp_servers(cwd: str | os.PathLike[str] | None = None) -> list[tuple[str, Any]]:
+    """Where subrosa's MCP server is registered, scope by scope: (the file and scope,
+    the entry), for `doctor`. Files that cannot be read count as not registering it."""
+    found = []
+    for scope in ("project", "local", "user"):
+        target = mcp_target_for(scope, cwd)
+        try:
+            _text, data = _read_json_object(target.path)
+            servers = _servers(data, target.keys, target.path)
+        except InvalidInput:
+            continue
+        entry = servers.get(MCP_SERVER) if servers else None
+        if is_our_server(entry):
+            found.append((f"{target.path} ({scope})", entry))
+    return found

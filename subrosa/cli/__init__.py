@@ -3,9 +3,9 @@
 Standard library only at import: `subrosa hook …` runs on every turn of the agent
 and must not pay for click, rich or SQLAlchemy, so it is dispatched before any of
 them load; so are `subrosa search` when it can be answered directly
-(subrosa.cli.fastsearch says why and when) and the commands the extraction skill runs
-once per fact (subrosa.cli.fastpath). Everything else goes to the click application
-in subrosa.cli.app.
+(subrosa.cli.fastsearch says why and when), `subrosa check` (subrosa.cli.fastcheck)
+and the commands the extraction skill runs once per fact (subrosa.cli.fastpath).
+Everything else goes to the click application in subrosa.cli.app.
 """
 
 from __future__ import annotations
@@ -38,6 +38,13 @@ def main() -> None:
         from subrosa.cli import fastsearch
 
         code = fastsearch.main(argv)
+        if code is not None:
+            sys.exit(code)
+    if "check" in argv and not asks_help:
+        # The witness needs neither click nor the database (subrosa.cli.fastcheck).
+        from subrosa.cli import fastcheck
+
+        code = fastcheck.main(argv)
         if code is not None:
             sys.exit(code)
     from subrosa.cli.app import cli

@@ -71,10 +71,12 @@ def adopt(
         print_summary(outcome, settings.budget, settings.max_lines, dry_run)
         for item in outcome.report.loose:
             warn(f"{item.describe()}: no leaf (use --materialize to make it one)")
+        kept = "would be kept" if dry_run else "is kept"
         for path in result.backups:
-            say(f"the old index is kept as {path}")
+            say(f"the old index {kept} as {path}")
         if result.fixed:
-            say(f"frontmatter rewritten ({len(result.fixed)}): {', '.join(result.fixed)}")
+            done = "would be rewritten" if dry_run else "rewritten"
+            say(f"frontmatter {done} ({len(result.fixed)}): {', '.join(result.fixed)}")
     if outcome.plan.pinned_left_out:
         raise ProblemFound("pinned facts do not all fit the budget.")
 

@@ -3,6 +3,7 @@ and every command pay only for what they need."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any
 
@@ -10,9 +11,8 @@ import click
 
 from subrosa import __version__
 from subrosa.cli.common import AppContext, cli_error, click_options
-from subrosa.cli.fastsearch import ROOT_OPTIONS
+from subrosa.cli.fastsearch import ROOT_OPTIONS, root_options_first
 from subrosa.cli.output import error_of
-from subrosa.errors import SubrosaError
 
 # name -> (module, attribute, one-line help). The help is here so that `subrosa
 # --help` lists every command without importing any of them.
@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "checkpoint-mark": ("subrosa.cli.claude", "checkpoint_mark", "Mark this session extracted."),
     "checkpoint-clear": ("subrosa.cli.claude", "checkpoint_clear", "Empty the pending queue."),
     "checkpoint-list": ("subrosa.cli.claude", "checkpoint_list", "List sessions to extract."),
+    "mcp": ("subrosa.cli.mcpserver", "mcp", "Serve the memory to an agent as MCP tools."),
     "doctor": ("subrosa.cli.doctor", "doctor", "Check the set-up, each problem with its fix."),
     "db": ("subrosa.cli.dbcmd", "db", "Inspect or migrate the database."),
     "demo": ("subrosa.cli.demo", "demo", "Run the whole flow on built-in example data."),
@@ -60,13 +61,33 @@ class SubrosaGroup(click.Group):
             return None
         return _load(cmd_name)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, root_options_first(args))
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            # The commands load lazily, so click's own suggestion sees none of them.
+            close = difflib.get_close_matches(name, COMMANDS, n=3)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise click.UsageError(
+                f"No such command {name!r}.{hint} `subrosa --help` lists them all.", ctx
+            )
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (SubrosaError, OSError, UnicodeEncodeError) as exc:
-            # One wording for both entries (subrosa.cli.output; the fast paths use it too).
-            message, code = error_of(exc) or (str(exc), 1)
-            raise cli_error(message, code) from None
+        except Exception as exc:
+            # One wording for both entries (subrosa.cli.output; the fast paths use it
+            # too), a damaged database included; anything else is a bug: its traceback.
+            app = ctx.obj if isinstance(ctx.obj, AppContext) else None
+            shown = error_of(exc, (lambda: app.db_url) if app is not None else None)
+            if shown is None:
+                raise
+            raise cli_error(*shown) from None
 
 
 @click.group(cls=SubrosaGroup, context_settings={"help_option_names": ["-h", "--help"]})

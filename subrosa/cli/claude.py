@@ -8,22 +8,30 @@ must not pay for SQLAlchemy.
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import click
 
 from subrosa.claude import checkpoint
 from subrosa.claude.install import (
-    INSTALL_HINT,
     SCOPES,
+    McpPlan,
     Plan,
+    install_hint,
+    mcp_target_for,
     plan_install,
+    plan_mcp_install,
+    plan_mcp_uninstall,
     plan_uninstall,
+    plugin_advice,
     target_for,
+    this_runner,
 )
+from subrosa.claude.settings import registrations
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.cli.fastpath import show_marked
+from subrosa.errors import InvalidInput
+from subrosa.memory.generate import written_by_claude_code
 from subrosa.memory.marker import foreign_index
 from subrosa.paths import extract_dir
 from subrosa.text import sanitize_line
@@ -35,21 +43,24 @@ def hook(event: str) -> None:
     """Run one Claude Code hook, reading Claude Code's JSON on stdin.
 
     \b
-    session-start  remembers the session (so checkpoint-mark needs no argument);
-                   prints additionalContext saying how many ended sessions wait
-                   for extraction, and the MEMORY.md index when Claude Code will
+    session-start  remembers the session and exports SUBROSA_MEMORY_DIR to the
+                   session's Bash commands (CLAUDE_ENV_FILE); prints
+                   additionalContext saying how many ended sessions wait for
+                   extraction, and the MEMORY.md index when Claude Code will
                    not load it by itself (the memory dir is not its auto-memory
-                   dir, or auto memory is off). At most 10,000 characters.
+                   dir, or auto memory is off): at most 10,000 characters, the
+                   highest-ranked facts first when it must be cut.
     stop           counts the session's turns; every Nth (SUBROSA_NUDGE_EVERY or
                    nudge_every in the config file, default 15) it blocks once,
                    asking for the memory-extraction skill. Never when
                    stop_hook_active is set.
     session-end    hands the transcript to the archive (a background
                    `subrosa ingest --pending`), and queues the session unless
-                   its checkpoint mark covers the transcript.
+                   its checkpoint mark covers it (nobody talked after the mark).
 
     Hooks always exit 0: on any problem they print one line on stderr and
-    nothing on stdout. `subrosa install` puts them into settings.json.
+    nothing on stdout. Registered twice (plugin and settings.json), each acts
+    once per event. `subrosa install` puts them into settings.json.
     """
     from subrosa.claude.hooks import run_hook
 
@@ -61,17 +72,21 @@ def hook(event: str) -> None:
     "--session",
     "session_id",
     metavar="ID",
-    help="The session to mark (default: the newest one the SessionStart hook saw here).",
+    help="The session to mark (default: $CLAUDE_CODE_SESSION_ID, else the newest one the "
+    "SessionStart hook saw here).",
 )
 @json_option
 @pass_app
 def checkpoint_mark(app: AppContext, session_id: str | None, as_json: bool) -> None:
     """Mark a session as extracted up to now: stamp its transcript's current size.
 
-    When that session ends, the SessionEnd hook queues it only if its transcript
-    grew past this mark. Run it at the end of the memory-extraction skill, before
-    `subrosa checkpoint-clear`. It also takes the session off the queue and restarts
-    its turn count (the next Stop nudge comes N turns from now).
+    When that session ends, the SessionEnd hook queues it only if the conversation
+    went on after this mark (a new prompt), not for the rest of the extraction's own
+    turn. Run it at the end of the memory-extraction skill, before `subrosa
+    checkpoint-clear`. Without --session it marks the session it runs in
+    (CLAUDE_CODE_SESSION_ID), else the newest one SessionStart saw here. It also takes
+    the session off the queue and restarts its turn count (the next Stop nudge comes
+    N turns from now).
     """
     # subrosa.cli.fastpath runs it without click too, and prints it for both entries.
     show_marked(checkpoint.mark_session(app.memory_dir, session_id), as_json)
@@ -118,6 +133,8 @@ def checkpoint_list(app: AppContext, as_json: bool) -> None:
 
 def _print_plan(plan: Plan, dry_run: bool) -> None:
     target = plan.target
+    if plan.memory_dir is not None:
+        say(f"{'would create' if dry_run else 'created'} the memory dir {plan.memory_dir}")
     if plan.write_settings:
         verb = "would update" if dry_run else "updated"
         if plan.settings_text is None:
@@ -138,6 +155,23 @@ def _print_plan(plan: Plan, dry_run: bool) -> None:
             say(f"  {line}")
 
 
+def _mcp_plan(scope: str, uninstall: bool) -> McpPlan:
+    target = mcp_target_for(scope)
+    return plan_mcp_uninstall(target) if uninstall else plan_mcp_install(target)
+
+
+def _print_mcp_plan(plan: McpPlan, dry_run: bool) -> None:
+    if plan.write:
+        verb = "would update" if dry_run else "updated"
+        if plan.text is None:
+            verb = "would remove" if dry_run else "removed"
+    else:
+        verb = "unchanged:"
+    say(f"{verb} {plan.target.path}")
+    for line in plan.changes:
+        say(f"  {line}")
+
+
 @click.command()
 @click.option(
     "--scope",
@@ -149,38 +183,85 @@ def _print_plan(plan: Plan, dry_run: bool) -> None:
 )
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
 @click.option("--uninstall", is_flag=True, help="Take subrosa's hooks and skills out again.")
+@click.option(
+    "--mcp",
+    "with_mcp",
+    is_flag=True,
+    help="Also register the `subrosa mcp` server (project: .mcp.json; user and local: "
+    "~/.claude.json).",
+)
 @pass_app
-def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool) -> None:
+def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mcp: bool) -> None:
     """Set up Claude Code: the three hooks in settings.json, the skills beside it.
 
     Merges SessionStart, Stop and SessionEnd hooks running `subrosa hook …` into the
     scope's settings.json, keeping every other key and hook as it was (running it
-    again changes nothing), and copies the memory-extraction and memory-compact
-    skills into the matching .claude/skills/. A settings.json that is not valid JSON
-    is refused and left untouched (exit 2). Lines start with + (added), ~ (updated),
-    = (already there) or - (removed).
+    again changes nothing; the file keeps its own formatting), copies the
+    memory-extraction and memory-compact skills into the matching .claude/skills/,
+    and creates the project's memory dir when there is none yet. A settings.json
+    that is not valid JSON is refused and left untouched (exit 2). Lines start with
+    + (added), ~ (updated), = (already there) or - (removed).
 
     --uninstall takes them out again: settings.json gets back its content from
     before the first install when nobody changed it since, else only subrosa's
     entries go; skill files you edited stay.
 
+    --mcp also registers the MCP server (`subrosa mcp`: search, get, timeline, facts,
+    remember as tools) in the scope's MCP settings; --uninstall takes it out too.
+
+    When `subrosa` is not on the PATH (installed in a venv), the hooks name this
+    install's absolute path instead, so they run whatever PATH Claude Code has.
+
     Use either this or the plugin (the repository root is a Claude Code plugin),
-    not both: the hooks would run twice.
+    not both: install says so when settings.json enables the subrosa plugin. (Each
+    hook acts once per event even when registered twice.)
     """
     target = target_for(scope)
-    plan = plan_uninstall(target) if uninstall else plan_install(target)
+    runner = this_runner()
+    if uninstall:
+        plan = plan_uninstall(target)
+    else:  # the user scope serves every project: no memory dir of this one
+        memory_dir = None if scope == "user" else app.memory_dir
+        plan = plan_install(target, runner, memory_dir)
+    mcp_plan = None
+    if with_mcp or uninstall:
+        try:
+            mcp_plan = _mcp_plan(scope, uninstall)
+        except InvalidInput as exc:
+            if with_mcp:
+                raise
+            # Not asked for: a ~/.claude.json subrosa cannot read must not keep the
+            # hooks from coming out.
+            warn(f"the MCP server was left alone: {exc}")
     if not dry_run:
         plan.apply()
+        if mcp_plan is not None:
+            mcp_plan.apply()
     _print_plan(plan, dry_run)
-    if not plan.changed:
+    if mcp_plan is not None and (mcp_plan.changes or with_mcp):
+        _print_mcp_plan(mcp_plan, dry_run)
+    if not plan.changed and not (mcp_plan and mcp_plan.write):
         say(f"nothing to change ({scope} scope).")
     if uninstall:
         return
     index = foreign_index(app.memory_dir)
-    if index is not None:
+    if index is not None and not written_by_claude_code(app.memory_dir):
         say(
             f"{index} was not written by subrosa and is left untouched: run "
             "`subrosa adopt` to take it over before `subrosa generate`."
         )
-    if shutil.which("subrosa") is None:
-        warn(f"`subrosa` is not on your PATH, so the hooks will skip until it is: {INSTALL_HINT}.")
+    advice = plugin_advice(registrations())
+    if advice is not None:
+        warn(advice)
+    if runner.argv is not None:
+        say(
+            f"`subrosa` is not on your PATH, so the hooks run {runner.argv[0]} by its full "
+            f"path. To have the command in your shell too: {install_hint()}."
+        )
+        if scope == "project":
+            warn(
+                f"{target.settings_path} is shared through git, and now names a path on this "
+                "machine: `subrosa install --uninstall` then `subrosa install --scope local` "
+                "keeps it to this machine; or put subrosa on the PATH and run "
+                "`subrosa install` again."
+            )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -90,6 +91,39 @@ def is_terminal() -> bool:
     return sys.stderr.isatty()
 
 
+@contextmanager
+def reindex_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for the archive's re-index after a migration (it takes
+    about as long as ingesting the archive afresh), advanced by (messages just indexed,
+    messages in all); shown from the re-index's first report to its last (so that the
+    command's own bar can follow: a terminal shows one at a time)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    bar = Progress(*columns, console=err_console(), transient=True)
+    task = None
+    indexed = 0
+
+    def advance(done: int, total: int) -> None:
+        nonlocal task, indexed
+        if task is None:
+            note("re-indexing the archive for search (once, after an upgrade)")
+            bar.start()
+            task = bar.add_task("re-index", total=total)
+        indexed += done
+        bar.update(task, advance=done)
+        if indexed >= total:
+            bar.stop()
+
+    try:
+        yield advance
+    finally:
+        bar.stop()
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 
 
@@ -102,7 +136,8 @@ def click_options(options: Iterable[Option]) -> Callable[[F], F]:
         if option.kind == "flag":
             kwargs["is_flag"] = True
         elif option.kind == "count":
-            kwargs.update(type=click.IntRange(min=1), default=option.default, show_default=True)
+            kwargs["type"] = click.IntRange(min=1, max=option.maximum)
+            kwargs.update(default=option.default, show_default=True)
         elif option.kind == "choice":
             kwargs["type"] = click.Choice(list(option.choices))
         elif option.kind == "dir":

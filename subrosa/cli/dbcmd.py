@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say
+from subrosa.cli.common import (
+    AppContext,
+    is_terminal,
+    json_option,
+    pass_app,
+    print_json,
+    reindex_bar,
+    say,
+)
 from subrosa.db import migrate, status
 
 
@@ -16,12 +24,19 @@ def db() -> None:
 @db.command(name="upgrade")
 @pass_app
 def upgrade_cmd(app: AppContext) -> None:
-    """Migrate the database to the newest schema."""
+    """Migrate the database to the newest schema (and re-index the transcript archive
+    when the new schema asks for it, with a progress bar)."""
+    from subrosa.archive.reindex import reindex_database
+
     before, after = migrate(app.db_url)
+    with reindex_bar(enabled=is_terminal()) as progress:
+        indexed = reindex_database(app.db_url, progress)
     if before == after:
         say(f"already at revision {after}")
     else:
         say(f"migrated from {before or 'a blank database'} to {after}")
+    if indexed:
+        say(f"re-indexed {indexed} archived messages")
 
 
 @db.command(name="status")
@@ -33,5 +48,8 @@ def status_cmd(app: AppContext, as_json: bool) -> None:
     if as_json:
         print_json(data)
     else:
+        if not data["exists"]:
+            say(f"{data['url']}: does not exist yet (the first command that needs it makes it)")
+            return
         state = "current" if data["current"] else "needs `subrosa db upgrade`"
         say(f"{data['url']}: revision {data['revision'] or 'none'} (head {data['head']}, {state})")

@@ -6,6 +6,9 @@ prints their output for both."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say
@@ -14,13 +17,32 @@ from subrosa.config import FACT_TYPES
 from subrosa.errors import ProblemFound
 from subrosa.memory import facts
 
-leaf_option = click.option(
-    "--leaf",
-    "leaf_arg",
-    required=True,
-    metavar="FILE",
-    help="The leaf file, as given or relative to the memory dir.",
-)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fact_name(command: F) -> F:
+    """SLUG, the one way every fact command names a fact, or `--leaf FILE` (the older
+    spelling, kept for scripts): the use case gets the leaf's file either way."""
+    command = click.option(
+        "--leaf",
+        "leaf_arg",
+        metavar="FILE",
+        help="The leaf file, as given or relative to the memory dir (instead of SLUG).",
+    )(command)
+    return click.argument("slug", required=False)(command)
+
+
+def leaf_named(app: AppContext, slug: str | None, leaf_arg: str | None) -> str:
+    """The leaf file SLUG or --leaf names: SLUG is `<memory dir>/SLUG.md` (a name
+    ending in .md is a file, as --leaf takes it)."""
+    if (slug is None) == (leaf_arg is None):
+        raise click.UsageError(
+            "name the fact: its SLUG (the leaf's file name without .md), or --leaf FILE."
+        )
+    if leaf_arg is not None:
+        return leaf_arg
+    assert slug is not None
+    return slug if slug.endswith(".md") else str(app.memory_dir / f"{slug}.md")
 
 
 @click.group()
@@ -29,52 +51,88 @@ def fact() -> None:
 
 
 @fact.command()
-@leaf_option
+@fact_name
 @click.option("--hook", help="One line that tells a cold session why to open this leaf.")
 @click.option("--pin", is_flag=True, help="Always keep this fact in MEMORY.md.")
 @json_option
 @pass_app
-def upsert(app: AppContext, leaf_arg: str, hook: str | None, pin: bool, as_json: bool) -> None:
-    """Register a leaf as a fact, or refresh it after the leaf changed.
+def upsert(
+    app: AppContext,
+    slug: str | None,
+    leaf_arg: str | None,
+    hook: str | None,
+    pin: bool,
+    as_json: bool,
+) -> None:
+    """Register the leaf SLUG.md as a fact, or refresh it after the leaf changed.
 
     A new fact needs --hook and joins the end of the curated order. An update keeps
     its place, and its hook unless a new one is given. Upserting an archived fact
     restores it. Type, description and title come from the leaf's frontmatter.
     """
-    result = facts.upsert(app.db_url, app.project, leaf_arg, hook=hook, pin=pin)
+    leaf = leaf_named(app, slug, leaf_arg)
+    result = facts.upsert(app.db_url, app.project, leaf, hook=hook, pin=pin)
     show_upserted(result, as_json)  # subrosa.cli.fastpath prints it for both entries
 
 
 @fact.command(name="archive")
-@leaf_option
+@fact_name
 @click.option("--reason", help="Why it is archived (shown in MEMORY_archive.md).")
 @pass_app
-def archive_cmd(app: AppContext, leaf_arg: str, reason: str | None) -> None:
+def archive_cmd(
+    app: AppContext, slug: str | None, leaf_arg: str | None, reason: str | None
+) -> None:
     """Archive a fact: it leaves MEMORY.md for MEMORY_archive.md; the leaf stays on disk.
 
-    `subrosa fact upsert --leaf FILE` brings it back.
+    `subrosa fact upsert SLUG` brings it back.
     """
-    show_archived(facts.archive(app.db_url, app.project, leaf_arg, reason))
+    show_archived(facts.archive(app.db_url, app.project, leaf_named(app, slug, leaf_arg), reason))
 
 
-def _set_pin(app: AppContext, leaf_arg: str, pinned: bool) -> None:
-    show_pinned(facts.set_pinned(app.db_url, app.project, leaf_arg, pinned), pinned)
+def _set_pin(app: AppContext, slug: str | None, leaf_arg: str | None, pinned: bool) -> None:
+    leaf = leaf_named(app, slug, leaf_arg)
+    show_pinned(facts.set_pinned(app.db_url, app.project, leaf, pinned), pinned)
 
 
 @fact.command()
-@leaf_option
+@fact_name
 @pass_app
-def pin(app: AppContext, leaf_arg: str) -> None:
+def pin(app: AppContext, slug: str | None, leaf_arg: str | None) -> None:
     """Pin a fact: it is always selected for MEMORY.md, before any other."""
-    _set_pin(app, leaf_arg, True)
+    _set_pin(app, slug, leaf_arg, True)
 
 
 @fact.command()
-@leaf_option
+@fact_name
 @pass_app
-def unpin(app: AppContext, leaf_arg: str) -> None:
+def unpin(app: AppContext, slug: str | None, leaf_arg: str | None) -> None:
     """Unpin a fact: it competes for MEMORY.md by rank again."""
-    _set_pin(app, leaf_arg, False)
+    _set_pin(app, slug, leaf_arg, False)
+
+
+@fact.command()
+@click.argument("slug")
+@click.option("--delete-leaf", is_flag=True, help="Delete the leaf file too (asks first).")
+@click.option("--yes", is_flag=True, help="Do not ask before deleting the leaf.")
+@json_option
+@pass_app
+def forget(app: AppContext, slug: str, delete_leaf: bool, yes: bool, as_json: bool) -> None:
+    """Forget one fact: drop it from the database and the sidecar, no other fact touched.
+
+    For a fact whose leaf was deleted (generate warns about it, doctor fails on it).
+    A fact whose leaf is still there is refused unless --delete-leaf, which deletes the
+    leaf too after asking (--yes: without asking). Then run `subrosa generate`.
+    """
+    if delete_leaf and not yes:
+        click.confirm(
+            f"Delete the leaf of {slug} from {app.memory_dir}? This cannot be undone", abort=True
+        )
+    data = facts.forget(app.db_url, app.project, slug, delete_leaf=delete_leaf)
+    if as_json:
+        print_json(data)
+        return
+    gone = f" and deleted {data['path']}" if data["leaf_deleted"] else ""
+    say(f"forgot {data['slug']}{gone}; run `subrosa generate` to rewrite the index")
 
 
 @fact.command(name="list")

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from subrosa.cli.fastsearch import JSON_HELP, ROOT_OPTIONS, Option
+from subrosa.cli.fastsearch import JSON_HELP, ROOT_OPTIONS, Option, root_options_first
 from subrosa.cli.output import error_of, note, print_json, say, show_error, warn
+from subrosa.config import BYTE_CAP, LINE_CAP
 
 if TYPE_CHECKING:
     from subrosa.archive.ingest import Ingested, IngestReport
@@ -39,13 +40,15 @@ LEAF = Option("--leaf", "leaf_arg", "text", "The leaf file.", metavar="FILE")
 
 class Command(NamedTuple):
     """A command this module answers: its words, options, required options and runner;
-    `paths`: it takes existing paths as arguments (into opts["paths"])."""
+    `paths`: it takes existing paths as arguments (into opts["paths"]); `slug`: it
+    names a fact by SLUG or --leaf FILE, one of the two (into opts["leaf_arg"])."""
 
     words: tuple[str, ...]
     options: tuple[Option, ...]
     required: tuple[str, ...]
     run: Callable[[dict[str, Any], dict[str, Any]], None]
     paths: bool = False
+    slug: bool = False
 
 
 # ---------------------------------------------------------------- output, shared with click
@@ -89,10 +92,17 @@ def _names(slugs: list[str], limit: int = 12) -> str:
 
 def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) -> None:
     """What `generate` (and `adopt`) print about a run: the hot tier, then who went where."""
+    from subrosa.memory.marker import ARCHIVE, INDEX
+
     plan, report = outcome.plan, outcome.report
-    verb = "would write" if dry_run else "wrote"
+    if dry_run:
+        verb = "would write MEMORY.md"
+    elif INDEX in outcome.changed:
+        verb = "wrote MEMORY.md"
+    else:
+        verb = "MEMORY.md unchanged" + (f" (wrote {ARCHIVE})" if outcome.changed else "")
     say(
-        f"{verb} MEMORY.md: {len(plan.included)} facts, {plan.bytes:,} / {budget:,} bytes, "
+        f"{verb}: {len(plan.included)} facts, {plan.bytes:,} / {budget:,} bytes, "
         f"{plan.lines} / {max_lines} lines"
     )
     groups = (
@@ -106,6 +116,10 @@ def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) 
     for label, slugs in groups:
         if slugs:
             say(f"{label} ({len(slugs)}): {_names(slugs)}")
+    if outcome.replaced_claude_index:
+        say("replaced the MEMORY.md Claude Code had written from the leaves (nothing else in it)")
+    for path in outcome.kept:
+        say(f"kept a copy of the lines not taken over: {path}")
 
 
 def report_problems(report: Report) -> None:
@@ -113,12 +127,19 @@ def report_problems(report: Report) -> None:
     for slug in report.missing:
         warn(
             f"{slug}: registered, but its leaf is gone; left out of both index files "
-            "(restore the leaf, or run `subrosa rebuild` to forget the fact)."
+            f"(restore the leaf, or forget the fact: `subrosa fact forget {slug}`)."
         )
     for filename, problem in report.unreadable:
-        warn(f"{filename}: {problem}; listed under 'Unreadable leaves' in MEMORY_archive.md.")
+        where = "listed under 'Unreadable leaves' in MEMORY_archive.md"
+        if problem.startswith("invalid leaf: "):
+            why = problem.removeprefix("invalid leaf: ")
+            warn(f"invalid leaf: {filename}: {why}; skipped ({where}).")
+        else:
+            warn(f"{filename}: {problem}; {where}.")
     for message in report.warnings:
         warn(message)
+    for item in report.unplaced:
+        warn(f"{item.describe()}.")
 
 
 def generate_and_report(
@@ -177,6 +198,10 @@ def describe_ingest(report: IngestReport) -> str:
     if skipped:
         kinds = ", ".join(f"{k} {v}" for k, v in data["skipped"].items())
         line += f"; {skipped} records skipped ({kinds})"
+    repaired = sum(data["repaired"].values())
+    if repaired:
+        kinds = ", ".join(f"{k} {v}" for k, v in data["repaired"].items())
+        line += f"; {repaired} records read in spite of a flaw ({kinds})"
     return line
 
 
@@ -186,6 +211,7 @@ def run_ingest(
     all_projects: bool,
     pending_only: bool,
     progress: Callable[[int, int], None] | None = None,
+    reindex_progress: Callable[[int, int], None] | None = None,
 ) -> Ingested:
     """`subrosa ingest`'s use case, with the settings' tool_result_chars."""
     from subrosa.archive.ingest import ingest_transcripts
@@ -198,6 +224,7 @@ def run_ingest(
         pending_only=pending_only,
         tool_result_chars=load_settings().tool_result_chars,
         progress=progress,
+        reindex_progress=reindex_progress,
     )
 
 
@@ -236,11 +263,20 @@ def _project(root: dict[str, Any]) -> Any:
     return Project(_memory_dir(root))
 
 
+def _leaf(root: dict[str, Any], opts: dict[str, Any]) -> str:
+    """The leaf file SLUG or --leaf names (subrosa.cli.fact.leaf_named's rule): SLUG is
+    `<memory dir>/SLUG.md`, a name ending in .md a file as --leaf takes it."""
+    slug = opts["slug"]
+    if slug is None:
+        return str(opts["leaf_arg"])
+    return str(slug if slug.endswith(".md") else _memory_dir(root) / f"{slug}.md")
+
+
 def _upsert(root: dict[str, Any], opts: dict[str, Any]) -> None:
     from subrosa.memory import facts
 
     result = facts.upsert(
-        _db_url(root), _project(root), opts["leaf_arg"], hook=opts["hook"], pin=opts["pin"]
+        _db_url(root), _project(root), _leaf(root, opts), hook=opts["hook"], pin=opts["pin"]
     )
     show_upserted(result, opts["as_json"])
 
@@ -249,7 +285,7 @@ def _pin(pinned: bool) -> Callable[[dict[str, Any], dict[str, Any]], None]:
     def run(root: dict[str, Any], opts: dict[str, Any]) -> None:
         from subrosa.memory import facts
 
-        row = facts.set_pinned(_db_url(root), _project(root), opts["leaf_arg"], pinned)
+        row = facts.set_pinned(_db_url(root), _project(root), _leaf(root, opts), pinned)
         show_pinned(row, pinned)
 
     return run
@@ -258,7 +294,7 @@ def _pin(pinned: bool) -> Callable[[dict[str, Any], dict[str, Any]], None]:
 def _archive(root: dict[str, Any], opts: dict[str, Any]) -> None:
     from subrosa.memory import facts
 
-    row = facts.archive(_db_url(root), _project(root), opts["leaf_arg"], opts["reason"])
+    row = facts.archive(_db_url(root), _project(root), _leaf(root, opts), opts["reason"])
     show_archived(row)
 
 
@@ -294,16 +330,18 @@ COMMANDS = (
             Option("--pin", "pin", "flag", "Pin it.", default=False),
             JSON,
         ),
-        ("leaf_arg",),
+        (),
         _upsert,
+        slug=True,
     ),
-    Command(("fact", "pin"), (LEAF,), ("leaf_arg",), _pin(True)),
-    Command(("fact", "unpin"), (LEAF,), ("leaf_arg",), _pin(False)),
+    Command(("fact", "pin"), (LEAF,), (), _pin(True), slug=True),
+    Command(("fact", "unpin"), (LEAF,), (), _pin(False), slug=True),
     Command(
         ("fact", "archive"),
         (LEAF, Option("--reason", "reason", "text", "Why.")),
-        ("leaf_arg",),
+        (),
         _archive,
+        slug=True,
     ),
     Command(
         ("checkpoint-mark",),
@@ -314,8 +352,8 @@ COMMANDS = (
     Command(
         ("generate",),
         (
-            Option("--budget", "budget", "count", "Bytes."),
-            Option("--max-lines", "max_lines", "count", "Lines."),
+            Option("--budget", "budget", "count", "Bytes.", maximum=BYTE_CAP),
+            Option("--max-lines", "max_lines", "count", "Lines.", maximum=LINE_CAP),
             Option("--dry-run", "dry_run", "flag", "Write nothing.", default=False),
             JSON,
         ),
@@ -346,7 +384,8 @@ def _convert(option: Option, value: str) -> Any:
             number = int(value)
         except ValueError:
             return None
-        return number if number >= 1 else None
+        too_big = option.maximum is not None and number > option.maximum
+        return number if number >= 1 and not too_big else None
     if option.kind == "dir" and os.path.isfile(value):
         return None  # click.Path(file_okay=False) refuses a file
     return value
@@ -376,8 +415,10 @@ def _take(argv: list[str], i: int, by_name: dict[str, Option], into: dict[str, A
 
 
 def parse(argv: list[str]) -> tuple[Command, dict[str, Any], dict[str, Any]] | None:
-    """`[root options] COMMAND [options]` as click reads it: the command, the root options
-    and the command's options by `dest` (defaults filled in); None for anything else."""
+    """`[root options] COMMAND [options]` as click reads it (root options after the
+    command too: subrosa.cli.app reads them so): the command, the root options and the
+    command's options by `dest` (defaults filled in); None for anything else."""
+    argv = root_options_first(argv)
     root_by_name = {option.name: option for option in ROOT_OPTIONS}
     root: dict[str, Any] = {option.dest: option.default for option in ROOT_OPTIONS}
     i = 0
@@ -394,11 +435,15 @@ def parse(argv: list[str]) -> tuple[Command, dict[str, Any], dict[str, Any]] | N
         return None
     by_name = {option.name: option for option in command.options}
     opts: dict[str, Any] = {option.dest: option.default for option in command.options}
-    opts["paths"] = []
+    opts["paths"], opts["slug"] = [], None
     i += len(command.words)
     while i < len(argv):
         if command.paths and not argv[i].startswith("-") and os.path.exists(argv[i]):
             opts["paths"].append(argv[i])  # click.Path(exists=True)
+            i += 1
+            continue
+        if command.slug and opts["slug"] is None and not argv[i].startswith("-"):
+            opts["slug"] = argv[i]  # click.argument("slug", required=False)
             i += 1
             continue
         step = _take(argv, i, by_name, opts)
@@ -407,6 +452,8 @@ def parse(argv: list[str]) -> tuple[Command, dict[str, Any], dict[str, Any]] | N
         i = step
     if any(opts[dest] is None for dest in command.required):
         return None
+    if command.slug and (opts["slug"] is None) == (opts["leaf_arg"] is None):
+        return None  # neither or both: click says how to name the fact
     if command.paths and sys.stderr.isatty() and not opts["as_json"] and not opts["pending_only"]:
         return None  # a terminal gets click's command and its progress bar
     return command, root, opts
@@ -425,7 +472,7 @@ def main(argv: list[str]) -> int | None:
         sys.stderr.write("Aborted!\n")  # click's word for it
         return 1
     except Exception as exc:
-        shown = error_of(exc)
+        shown = error_of(exc, lambda: _db_url(root))
         if shown is None:
             raise
         show_error(shown[0])

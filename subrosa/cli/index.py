@@ -14,11 +14,20 @@ from subrosa.cli.common import AppContext, json_option, pass_app
 from subrosa.cli.fastpath import generate_and_report
 from subrosa.cli.fastpath import print_summary as print_summary
 from subrosa.cli.fastpath import report_problems as report_problems
+from subrosa.config import BYTE_CAP, LINE_CAP
 
 
 @click.command()
-@click.option("--budget", type=click.IntRange(min=1), help="Bytes of MEMORY.md (default 23000).")
-@click.option("--max-lines", type=click.IntRange(min=1), help="Lines of MEMORY.md (default 200).")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1, max=BYTE_CAP),
+    help="Bytes of MEMORY.md to plan for (default 23000; at most 25000, the witness's cap).",
+)
+@click.option(
+    "--max-lines",
+    type=click.IntRange(min=1, max=LINE_CAP),
+    help="Lines of MEMORY.md to plan for (default 150; at most 200, what Claude Code loads).",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
 @json_option
 @pass_app

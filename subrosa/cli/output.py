@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 # What rich left out of a result line: a bell, a backspace, vertical tab, form feed and
@@ -50,10 +51,12 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-def error_of(exc: BaseException) -> tuple[str, int] | None:
+def error_of(exc: BaseException, db_url: Callable[[], str] | None = None) -> tuple[str, int] | None:
     """An exception as the one sentence and exit code the user sees, or None when it is
     not one of ours (a bug: its traceback is shown). PRODUCT.md: 1 a problem found,
-    2 invalid input."""
+    2 invalid input. `db_url` names the command's database: an SQLite file damaged in
+    the middle (SQLite finds it only when it reads that page) gets the same sentence as
+    a file refused on opening, never a traceback."""
     from subrosa.errors import SubrosaError
 
     if isinstance(exc, SubrosaError):
@@ -66,6 +69,15 @@ def error_of(exc: BaseException) -> tuple[str, int] | None:
         # carries them as surrogates, which no file or database takes).
         shown = exc.object if isinstance(exc.object, str) else repr(exc.object)
         return f"{shown[:200]}: is not valid UTF-8 text.", 2
+    if db_url is not None and isinstance(exc, Exception):
+        from subrosa.errors import DatabaseUnreadable, corruption
+
+        damage = corruption(exc)
+        if damage is not None:
+            from subrosa.paths import sqlite_path
+
+            url = db_url()
+            return str(DatabaseUnreadable(sqlite_path(url) or url, damage)), 2
     return None
 
 

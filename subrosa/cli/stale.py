@@ -1,4 +1,4 @@
-"""`subrosa stale`: document 002's staleness review, as a command a person can trust.
+"""`subrosa stale`: the staleness review, as a command a person can trust.
 
 An adapter: the review and the archiving are subrosa.memory.review."""
 
@@ -56,7 +56,7 @@ def _print_report(result: Review, shown: list[Finding], more: int, applied: bool
 def stale(
     app: AppContext, apply: bool, today: datetime | None, max_flags: int, as_json: bool
 ) -> None:
-    """Review the active facts for staleness (document 002), and archive the sure cases.
+    """Review the active facts for staleness, and archive the sure cases.
 
     Signals in the hook: a terminal word (Complete, Done, Closed, Resolved, Archived,
     Cancelled, Superseded; whole words, any case, not negated) or an absolute date
@@ -75,8 +75,8 @@ def stale(
     strongest first.
 
     Without --apply nothing changes. Archived facts keep their leaf and row;
-    `subrosa generate` moves them to MEMORY_archive.md, `subrosa fact upsert --leaf
-    FILE` brings one back. --json prints {"archived": [{"slug", "reason", ...}],
+    `subrosa generate` moves them to MEMORY_archive.md, `subrosa fact upsert SLUG`
+    brings one back. --json prints {"archived": [{"slug", "reason", ...}],
     "flagged": [...], "more_flagged": N, "applied": bool, "today": "YYYY-MM-DD"}.
     """
     day = today.date() if today is not None else date.today()

@@ -19,6 +19,7 @@ from subrosa.cli.common import (
     json_option,
     pass_app,
     print_json,
+    reindex_bar,
     say,
 )
 from subrosa.cli.fastpath import run_ingest, show_ingested
@@ -54,8 +55,9 @@ def ingest(
     """
     # Without a progress bar (not a terminal) subrosa.cli.fastpath runs it without click
     # too; the ingest and its report are defined there, for both entries.
-    with _progress_bar(enabled=is_terminal() and not as_json and not pending_only) as progress:
-        done = run_ingest(app.db_url, list(paths), all_projects, pending_only, progress)
+    bars = is_terminal() and not as_json and not pending_only
+    with _progress_bar(enabled=bars) as progress, reindex_bar(enabled=bars) as reindexing:
+        done = run_ingest(app.db_url, list(paths), all_projects, pending_only, progress, reindexing)
     show_ingested(done, bool(paths), pending_only, as_json)
 
 
@@ -76,13 +78,20 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     from subrosa.cli.common import err_console
 
     columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console(), transient=True) as bar:
-        task = bar.add_task("ingest", total=None)
+    bar = Progress(*columns, console=err_console(), transient=True)
+    task = None
 
-        def advance(read: int, total: int) -> None:
-            bar.update(task, total=total, advance=read)
+    def advance(read: int, total: int) -> None:
+        nonlocal task
+        if task is None:  # started at the first bytes: a re-index's bar may come first
+            bar.start()
+            task = bar.add_task("ingest", total=total)
+        bar.update(task, total=total, advance=read)
 
+    try:
         yield advance
+    finally:
+        bar.stop()
 
 
 # ---------------------------------------------------------------- transcript list / show
@@ -104,12 +113,14 @@ def list_cmd(app: AppContext, all_projects: bool, limit: int, as_json: bool) -> 
     """The archived sessions of this project, newest first: id, time, messages, title."""
     from subrosa.archive.sessions import list_sessions
 
-    sessions = list_sessions(
-        app.db_url,
-        all_projects=all_projects,
-        limit=limit,
-        tool_result_chars=app.settings.tool_result_chars,
-    )
+    with reindex_bar(enabled=is_terminal() and not as_json) as progress:
+        sessions = list_sessions(
+            app.db_url,
+            all_projects=all_projects,
+            limit=limit,
+            tool_result_chars=app.settings.tool_result_chars,
+            reindex_progress=progress,
+        )
     if as_json:
         print_json(sessions)
         return
@@ -146,13 +157,15 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
     from subrosa.archive.conversation import render_conversation
     from subrosa.archive.sessions import DETAIL_KEYS, show_session
 
-    shown = show_session(
-        app.db_url,
-        session,
-        around=around,
-        context=context,
-        tool_result_chars=app.settings.tool_result_chars,
-    )
+    with reindex_bar(enabled=is_terminal() and not as_json) as progress:
+        shown = show_session(
+            app.db_url,
+            session,
+            around=around,
+            context=context,
+            tool_result_chars=app.settings.tool_result_chars,
+            reindex_progress=progress,
+        )
     if as_json:
         details = {key: shown.details[key] for key in DETAIL_KEYS}
         print_json({"session_id": shown.session_id, **details, "messages": shown.messages})
@@ -176,17 +189,27 @@ def search(
     role: str | None,
     facts_only: bool,
     transcripts_only: bool,
+    sessions: bool,
     as_json: bool,
 ) -> None:
     """Search facts (title, description, hook, body) and archived messages, best first.
 
-    Words must all appear (in any order); "a phrase" in quotes must appear as written; a
-    word ending in * matches as a prefix (dep* finds deploy and dependency). Anything else
-    is searched as plain text, never as syntax. Chinese, Japanese and Korean text is found
-    by any part of it. Each result shows its kind, score, where it is (a fact's slug, or a
-    message's session, time and number for `transcript show --around`) and a snippet with
-    the match in **bold**. Every fact found counts a hit. Sessions that ended since the
-    last ingest are ingested first.
+    What holds every word comes first (in any order; stopwords like "how" or "the" are
+    never required), then, when that is fewer than --limit, what holds some of them,
+    best first, marked "(some words)". A word also finds its other English forms (costs,
+    costing for cost) and identifiers made of it: isSyncingBackfill by "syncing",
+    pre-commit by "precommit". "A phrase" in quotes must appear as written; a word
+    ending in * matches as a prefix (dep* finds deploy and dependency). Anything else is
+    searched as plain text, never as syntax. Chinese, Japanese and Korean text is found
+    by any part of it. A tool call or a tool's output ranks below what was said; the
+    assistant's reply to a message holding every word ranks higher in the second tier.
+    Copies of one text (an error pasted many times) are one result that says how many
+    there are. --sessions lists the sessions instead, each once, best first. Each
+    result shows its kind, score, where it is (a fact's slug, or a message's session,
+    time and number for `transcript show --around`; --json adds the message's uuid)
+    and a snippet with the match in **bold**.
+    Every fact holding every word counts a hit. Sessions that ended since the last
+    ingest are ingested first.
     """
     from subrosa import recall
     from subrosa.cli.fastsearch import emit
@@ -198,13 +221,16 @@ def search(
         )
     except QueryError as exc:
         raise InvalidInput(str(exc)) from None
-    results = recall.search_database(
-        app.db_url,
-        " ".join(query),
-        filters,
-        limit,
-        facts_only=facts_only,
-        transcripts_only=transcripts_only,
-        tool_result_chars=app.settings.tool_result_chars,
-    )
+    with reindex_bar(enabled=is_terminal() and not as_json) as progress:
+        results = recall.search_database(
+            app.db_url,
+            " ".join(query),
+            filters,
+            limit,
+            facts_only=facts_only,
+            transcripts_only=transcripts_only,
+            sessions=sessions,
+            tool_result_chars=app.settings.tool_result_chars,
+            reindex_progress=progress,
+        )
     emit(results, as_json)

@@ -7,6 +7,8 @@ database URL, a Project or a memory dir, settings values; none knows click):
     adopt       a memory dir taken over as it is (backups, loose lines); rebuild from disk
     review      the staleness review, and the sure cases archived under the lock
     facts       register a leaf; archive, pin, move, list, show facts; resolve wikilinks
+    remember    a fact an agent states whole: a canonical leaf, registered through
+                facts.upsert's refusals (put back when refused), then generate
 
 Data and rules they use:
     leaf        leaf files: strict and lenient parsers, the canonical writer, the one

@@ -25,9 +25,12 @@ from subrosa.memory.leaf import (
     list_leaf_files,
     parse_leaf,
     parse_leaf_lenient,
+    parse_note,
     rewrite_canonical,
+    subfolder_note,
 )
 from subrosa.memory.marker import ARCHIVE, INDEX, is_subrosa_index
+from subrosa.memory.state import load_state
 from subrosa.paths import state_dir
 
 # Never `.md`, so a backup is no topic file the witness would count.
@@ -46,9 +49,10 @@ def foreign_sources(memory_dir: Path) -> list[takeover.Source]:
     return sources
 
 
-def fix_frontmatter(memory_dir: Path) -> list[str]:
+def fix_frontmatter(memory_dir: Path, *, write: bool = True) -> list[str]:
     """Rewrite leaves the strict reader refuses in the canonical shape (body kept whole);
-    each original is kept under `.subrosa/frontmatter-backup/`. Returns their names."""
+    each original is kept under `.subrosa/frontmatter-backup/`. Returns their names
+    (with `write` False, the names it would rewrite)."""
     fixed = []
     keep = state_dir(memory_dir) / FRONTMATTER_BACKUP
     for path in list_leaf_files(memory_dir):
@@ -61,7 +65,8 @@ def fix_frontmatter(memory_dir: Path) -> list[str]:
             leaf = parse_leaf_lenient(path)
         except LeafError:
             continue  # unreadable: nothing to fix it from
-        rewrite_canonical(leaf, keep)
+        if write:
+            rewrite_canonical(leaf, keep)
         fixed.append(path.name)
     return fixed
 
@@ -96,7 +101,7 @@ class Adoption:
 
 def _refuse_loose(memory_dir: Path, loose: list[takeover.Loose]) -> None:
     raise ProblemFound(
-        f"{memory_dir}: {len(loose)} index line(s) have no leaf ("
+        f"{memory_dir}: {len(loose)} index item(s) have no leaf ("
         + "; ".join(item.describe() for item in loose[:5])
         + (", …" if len(loose) > 5 else "")
         + "); nothing was written. Run again with --materialize to make each a "
@@ -117,20 +122,20 @@ def adopt(
 ) -> Adoption:
     """Take over `memory_dir` as it is: back up a foreign index, optionally fix broken
     frontmatter, then generate with the foreign lines as the take-over's source (their
-    hooks, order and sections win). Under the project lock from the first read."""
+    hooks, order and sections win). Under the project lock from the first read. A dry
+    run goes the same way (it refuses where the real run refuses) and writes nothing."""
     project = store.Project(memory_dir)
     project.require_dir()
     with project.lock():
         foreign = foreign_sources(memory_dir)
-        on_disk = {p.name for p in list_leaf_files(memory_dir)}
-        loose = takeover.find_loose(foreign, on_disk)
-        if loose and not materialize and not dry_run:
+        loose = takeover.find_loose(foreign, takeover.files_on_disk(memory_dir, foreign))
+        if loose and not materialize:
             _refuse_loose(memory_dir, loose)
-        backups: list[str] = []
-        fixed: list[str] = []
-        if not dry_run:
-            backups = [str(backup_beside(memory_dir / s.origin, BACKUP_SUFFIX)) for s in foreign]
-            fixed = fix_frontmatter(memory_dir) if fix else []
+        write = not dry_run
+        backups = [
+            str(backup_beside(memory_dir / s.origin, BACKUP_SUFFIX, write=write)) for s in foreign
+        ]
+        fixed = fix_frontmatter(memory_dir, write=write) if fix else []
         outcome = run_generate(
             db_url,
             project,
@@ -176,6 +181,15 @@ def rebuild(db_url: str, project: store.Project) -> Rebuilt:
             leaves.append(parse_leaf_lenient(path))
         except LeafError as exc:
             warnings.append(str(exc))
+    # Notes in subfolders that the index linked: the sidecar names them (`notes/x`).
+    root = project.memory_dir.resolve()
+    for slug in sorted(load_state(project.memory_dir)):
+        rel = slug + ".md"
+        if "/" in slug and subfolder_note(project.memory_dir, rel, root) is not None:
+            try:
+                leaves.append(parse_note(project.memory_dir, rel))
+            except LeafError as exc:
+                warnings.append(str(exc))
     with store.mutation(open_database(db_url), project) as session:
         facts = store.rebuild(session, project, leaves)
         return Rebuilt(

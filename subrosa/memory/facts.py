@@ -78,11 +78,17 @@ def _refuse_secrets(path: Path, hook: str | None, description: str) -> None:
             )
 
 
-def slug_for_leaf(leaf_arg: str) -> str:
+def slug_for_leaf(leaf_arg: str, registered: Callable[[str], bool] | None = None) -> str:
     """Archive, pin and unpin name a leaf that may be malformed or gone: only its name
-    matters (`x.md` and `x` both name the fact `x`)."""
+    matters (`x.md` and `x` both name the fact `x`); a note in a subfolder is named by its
+    path (`notes/x.md` names the fact `notes/x`, when `registered` says there is one)."""
     given = Path(leaf_arg)
-    return given.stem if given.suffix == ".md" else leaf_arg
+    if given.suffix != ".md":
+        return leaf_arg
+    note = given.as_posix().removeprefix("./")[: -len(".md")]
+    if registered is not None and "/" in note and registered(note):
+        return note
+    return given.stem
 
 
 def _orm_mutation(db_url: str, project: Project) -> Any:
@@ -94,19 +100,25 @@ def _orm_mutation(db_url: str, project: Project) -> Any:
 
 
 def _set(
-    db_url: str, project: Project, slug: str, changes_of: Callable[[Any], dict[str, Any]]
+    db_url: str, project: Project, leaf_arg: str, changes_of: Callable[[Any], dict[str, Any]]
 ) -> dict[str, Any]:
-    """Give the fact `slug` the column values `changes_of(fact)`, either way in."""
+    """Give the fact of leaf `leaf_arg` (slug_for_leaf) the column values
+    `changes_of(fact)`, either way in."""
     database = rows.database_file(db_url)
     if database is not None:
         with rows.change(database, project) as change:
+            slug = slug_for_leaf(leaf_arg, lambda s: rows.get(change.conn, project, s) is not None)
             row = change.set(slug, changes_of)
         return values.fact_to_dict(row, project.memory_dir)
     from subrosa.memory import store
 
     session: Session
     with _orm_mutation(db_url, project) as session:
-        fact = store.require_fact(session, project, slug)
+
+        def found(slug: str) -> bool:
+            return store.get_fact(session, project, slug) is not None
+
+        fact = store.require_fact(session, project, slug_for_leaf(leaf_arg, found))
         for key, value in changes_of(fact).items():
             setattr(fact, key, value)
         return values.fact_to_dict(fact, project.memory_dir)
@@ -115,14 +127,41 @@ def _set(
 def archive(db_url: str, project: Project, leaf_arg: str, reason: str | None) -> dict[str, Any]:
     """Archive the fact of leaf `leaf_arg`: it leaves MEMORY.md; the leaf stays on disk."""
     now = values.utcnow()
-    return _set(
-        db_url, project, slug_for_leaf(leaf_arg), lambda _: values.archive_values(reason, now)
-    )
+    return _set(db_url, project, leaf_arg, lambda _: values.archive_values(reason, now))
 
 
 def set_pinned(db_url: str, project: Project, leaf_arg: str, pinned: bool) -> dict[str, Any]:
     """Pin or unpin the fact of leaf `leaf_arg`."""
-    return _set(db_url, project, slug_for_leaf(leaf_arg), lambda _: {"pinned": pinned})
+    return _set(db_url, project, leaf_arg, lambda _: {"pinned": pinned})
+
+
+def forget(
+    db_url: str, project: Project, slug: str, *, delete_leaf: bool = False
+) -> dict[str, Any]:
+    """Forget one fact: its row and its sidecar line go; no other fact changes (unlike
+    `rebuild`, which loses every fact's hits). Its leaf must be gone already, or
+    `delete_leaf` deletes it too: a leaf left on disk would be registered again by the
+    next generate. Returns the fact as it was, plus `leaf_deleted`."""
+    from subrosa.memory import store
+
+    project.require_dir()
+    with _orm_mutation(db_url, project) as session:
+        fact = store.require_fact(session, project, slug_for_leaf(slug))
+        data = values.fact_to_dict(fact, project.memory_dir)
+        leaf = project.memory_dir / fact.path
+        present = leaf.is_file() or leaf.is_symlink()
+        if present and not delete_leaf:
+            raise InvalidInput(
+                f"{leaf}: the leaf is still there, and the next generate would register it "
+                "again; pass --delete-leaf to delete it too, or archive the fact instead "
+                "(`subrosa fact archive`)."
+            )
+        store.forget(session, project, fact.slug)
+        session.flush()
+        if present and leaf.parent == project.memory_dir:
+            leaf.unlink()
+        data["leaf_deleted"] = present
+        return data
 
 
 def list_facts(

@@ -11,20 +11,23 @@ what was written) are rewritten only where their bytes change.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from subrosa.errors import NotOwned
-from subrosa.fsutil import read_text_if_exists, sweep_temp_files, write_if_changed
+from subrosa.errors import NotOwned, SubrosaError
+from subrosa.fsutil import backup_beside, read_text_if_exists, sweep_temp_files, write_if_changed
 from subrosa.memory import generator, quick, rows
 from subrosa.memory.indexfile import IndexLine, foreign_lines, parse_index
-from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index
+from subrosa.memory.leaf import parse_leaf
+from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index, is_subrosa_text
 from subrosa.memory.project import Project
 from subrosa.memory.report import Report, Source
-from subrosa.memory.state import read_last_index, save_last_index
+from subrosa.memory.state import read_last_index, save_last_index, save_ranking
 from subrosa.memory.values import entry_for as entry_for  # re-exported: generate.entry_for
 from subrosa.paths import state_dir
 
@@ -34,6 +37,9 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session
 
+# Beside an index file, a copy of it as it was when it held lines no fact could take.
+UNPLACED_SUFFIX = ".unplaced"
+
 
 @dataclass
 class Outcome:
@@ -41,7 +47,15 @@ class Outcome:
 
     report: Report
     plan: generator.Plan
+    # True when an index file changed (a run that finds both files as they should be
+    # writes nothing, and says so).
     written: bool
+    # MEMORY.md was the one Claude Code writes from the leaves (written_by_claude_code).
+    replaced_claude_index: bool = False
+    # The index files whose bytes changed.
+    changed: list[str] = field(default_factory=list)
+    # Copies kept of index files holding lines the take-over could not place.
+    kept: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` shape (the issue's keys, plus a few more)."""
@@ -59,7 +73,10 @@ class Outcome:
             "synced": sorted(report.synced),
             "materialized": report.materialized,
             "unreadable": [name for name, _ in report.unreadable],
+            "unplaced": [item.to_dict() for item in report.unplaced],
+            "kept": self.kept,
             "written": self.written,
+            "replaced_claude_index": self.replaced_claude_index,
         }
 
 
@@ -76,18 +93,54 @@ def _cold_additions(
     }
 
 
+# A line of the MEMORY.md Claude Code (2.1) writes at session start when its auto-memory
+# dir holds leaves and no index: `- [stem](stem.md) — description`, or no description.
+_CLAUDE_CODE_LINE = re.compile(
+    r"- \[(?P<stem>[^\[\]\n]+)\]\((?P<target>[^()\s]+)\)(?: — (?P<said>.*))?"
+)
+
+
+def written_by_claude_code(memory_dir: Path) -> bool:
+    """True when MEMORY.md is exactly what Claude Code writes by itself from the leaves:
+    one `- [stem](stem.md) — description` line per leaf, each naming a leaf on disk with
+    that very description (or none). Such a file holds nothing of the user's, so
+    generate replaces it; a line anyone changed makes it the user's (adopt's job)."""
+    text = read_text_if_exists(memory_dir / INDEX)
+    if text is None or is_subrosa_text(text):
+        return False
+    for line in (line for line in text.split("\n") if line.strip()):
+        match = _CLAUDE_CODE_LINE.fullmatch(line.rstrip("\r"))
+        if match is None or match["target"] != f"{match['stem']}.md":
+            return False
+        leaf = memory_dir / match["target"]
+        if match["target"] in (INDEX, ARCHIVE) or not leaf.is_file():
+            return False
+        if match["said"] is not None:
+            try:
+                description = parse_leaf(leaf).description
+            except SubrosaError:
+                return False
+            if match["said"].split() != description.split():
+                return False
+    return True
+
+
 def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[Source]:
     """The lines of the subrosa-written index files that subrosa did not write (generate's
     take-over; lines added to MEMORY_archive.md give archived facts). Refuses a MEMORY.md
-    that subrosa never wrote: that is adopt's job."""
+    that subrosa never wrote (that is adopt's job), unless Claude Code wrote it from the
+    leaves alone (`written_by_claude_code`): that one is replaced."""
     foreign = foreign_index(memory_dir)
-    if foreign is not None:
+    if foreign is not None and not written_by_claude_code(memory_dir):
         raise NotOwned(
-            f"{foreign}: was not written by subrosa; run `subrosa adopt` once to take it "
-            "over (it keeps a backup), then generate."
+            f"{foreign}: was not written by subrosa; run `subrosa adopt "
+            f"{shlex.quote(str(memory_dir))}` once to take it over (it keeps a backup), "
+            "then generate."
         )
     sources = []
     for name in (INDEX, ARCHIVE):
+        if name == INDEX and foreign is not None:
+            continue
         text = read_text_if_exists(memory_dir / name)
         if text is None:
             continue
@@ -97,11 +150,26 @@ def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[Source]
         lines = parse_index(text)
         numbers = set(foreign_lines(text, last, registered_files))
         cold = name == ARCHIVE
+        unplaced: list[IndexLine] = []
         if cold:
-            numbers = _cold_additions(lines, numbers, registered_files)
-        if numbers:
+            additions = _cold_additions(lines, numbers, registered_files)
+            unplaced = [
+                line
+                for line in lines
+                if any(n in numbers for n in line.numbers)
+                and not any(n in additions for n in line.numbers)
+            ]
+            numbers = additions
+        if numbers or unplaced:
             sources.append(
-                Source(name, lines, cold=cold, foreign=numbers, by_section=cold and last is None)
+                Source(
+                    name,
+                    lines,
+                    cold=cold,
+                    foreign=numbers,
+                    by_section=cold and last is None,
+                    unplaced=unplaced,
+                )
             )
     return sources
 
@@ -150,15 +218,30 @@ def _reconcile(
     return report, [entry_for(f) for f in report.facts]
 
 
-def _write(memory_dir: Path, plan: generator.Plan) -> None:
-    """Both index files and the record of what was written, each only if it changed."""
+def keep_unplaced(memory_dir: Path, report: Report) -> list[str]:
+    """A copy of each index file holding lines the take-over could not place, beside it
+    as `NAME.unplaced` (not `.md`: no leaf, nothing the witness counts), before it is
+    rewritten. Returns the copies."""
+    kept = []
+    for origin in sorted({item.origin for item in report.unplaced}):
+        path = memory_dir / origin
+        if path.is_file():
+            kept.append(str(backup_beside(path, UNPLACED_SUFFIX)))
+    return kept
+
+
+def _write(memory_dir: Path, plan: generator.Plan) -> list[str]:
+    """Both index files and the record of what was written, each only if it changed;
+    returns the index files that changed."""
     # A writer killed mid-write leaves its temp file behind; tidy up under the lock.
     for directory in (memory_dir, state_dir(memory_dir)):
         sweep_temp_files(directory)
-    write_if_changed(memory_dir / ARCHIVE, plan.archive_md)
-    write_if_changed(memory_dir / INDEX, plan.memory_md)
+    archive = write_if_changed(memory_dir / ARCHIVE, plan.archive_md)
+    index = write_if_changed(memory_dir / INDEX, plan.memory_md)
     save_last_index(memory_dir, INDEX, plan.memory_md)
     save_last_index(memory_dir, ARCHIVE, plan.archive_md)
+    save_ranking(memory_dir, [generator.link_target(e.filename) for e in plan.ranked])
+    return [name for name, changed in ((INDEX, index), (ARCHIVE, archive)) if changed]
 
 
 def run_generate(
@@ -188,6 +271,7 @@ def run_generate(
     database = rows.database_file(db_url) if quickly and sources is None and not reorder else None
     engine = None if database is not None else _engine(db_url)
     with project.lock():
+        replaced = sources is None and foreign_index(project.memory_dir) is not None
         reconciled = quick.reconcile(database, project, dry_run=dry_run) if database else None
         if reconciled is None:
             engine = engine or _engine(db_url)
@@ -209,9 +293,17 @@ def run_generate(
             unreadable=report.unreadable,
         )
         if dry_run:
-            return Outcome(report, plan, written=False)
-        _write(project.memory_dir, plan)
-    return Outcome(report, plan, written=True)
+            return Outcome(report, plan, written=False, replaced_claude_index=replaced)
+        kept = keep_unplaced(project.memory_dir, report)
+        changed = _write(project.memory_dir, plan)
+    return Outcome(
+        report,
+        plan,
+        written=bool(changed),
+        replaced_claude_index=replaced,
+        changed=changed,
+        kept=kept,
+    )
 
 
 def _engine(db_url: str) -> Engine:

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from subrosa.errors import InvalidInput
 from subrosa.memory.leaf import humanize
 from subrosa.memory.marker import ARCHIVE, HEADER_TAG, INDEX
-from subrosa.text import sanitize_line
+from subrosa.text import escape_link_text, sanitize_field
 
 # The heading archived facts are listed under (the take-over reads it back).
 ARCHIVED_SECTION = "Archived"
@@ -69,6 +69,9 @@ class Plan:
     memory_md: str
     archive_md: str
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    # The hot tier again, in rank order (pinned first): what to keep when MEMORY.md must
+    # be cut shorter (the SessionStart hook's context cap).
+    ranked: list[Entry] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
@@ -89,9 +92,10 @@ def link_target(filename: str) -> str:
 
 
 def index_line(entry: Entry, suffix: str = "") -> str:
-    """`- [Title](file.md) — hook`: title and hook sanitized so they add no line or link."""
-    title = sanitize_line(entry.title) or humanize(entry.slug)
-    hook = sanitize_line(entry.hook + suffix)
+    """`- [Title](file.md) — hook`: title and hook sanitized so they add no line or link
+    (brackets kept: escaped in the title, broken apart where they would link in the hook)."""
+    title = escape_link_text(sanitize_field(entry.title) or humanize(entry.slug))
+    hook = sanitize_field(entry.hook + suffix)
     line = f"- [{title}]({link_target(entry.filename)})"
     return f"{line} — {hook}" if hook else line
 
@@ -101,7 +105,7 @@ def section_name(entry: Entry) -> str | None:
     closing sequence, so it is dropped."""
     if not entry.section:
         return None
-    return _CLOSING_HASHES.sub("", sanitize_line(entry.section)) or None
+    return _CLOSING_HASHES.sub("", sanitize_field(entry.section)) or None
 
 
 def _overhead(section: str | None) -> tuple[int, int]:
@@ -132,7 +136,8 @@ def select(
     used_lines = INDEX_HEADER.count("\n")
     if used_bytes > budget or used_lines > max_lines:
         raise InvalidInput(
-            f"the budget must leave room for the {used_bytes}-byte, {used_lines}-line header."
+            f"the budget must leave room for the {used_bytes}-byte, {used_lines}-line header; "
+            "raise --budget or --max-lines."
         )
     taken: set[str] = set()
     paid: set[str | None] = set()
@@ -172,7 +177,7 @@ def render_index(included: list[Entry], lines: Mapping[str, str] | None = None) 
 
 def _archived_suffix(entry: Entry) -> str:
     when = entry.archived_at.date().isoformat() if entry.archived_at else "undated"
-    reason = sanitize_line(entry.archive_reason or "") or "no reason given"
+    reason = sanitize_field(entry.archive_reason or "") or "no reason given"
     return f" (archived {when}: {reason})"
 
 
@@ -194,8 +199,9 @@ def render_archive(
     if unreadable:
         parts.append("\n## Unreadable leaves\n")
         for filename, problem in unreadable:
-            parts.append(f"- [{sanitize_line(filename)}]({link_target(filename)}) — ")
-            parts.append(f"{sanitize_line(problem)}\n")
+            shown = escape_link_text(sanitize_field(filename))
+            parts.append(f"- [{shown}]({link_target(filename)}) — ")
+            parts.append(f"{sanitize_field(problem)}\n")
     return "".join(parts)
 
 
@@ -229,6 +235,7 @@ def plan(
         memory_md=render_index(included, lines),
         archive_md=render_archive(below, archived_sorted, unreadable, lines),
         unreadable=unreadable,
+        ranked=[e for e in ranked if e.slug in taken],
     )
 
 

@@ -1,10 +1,22 @@
-"""Index files as others write them: each line that links topic files, or is a bullet.
+"""Index files as others write them: every line read, none dropped.
 
 Pure: text in, IndexLine values out. MEMORY.md is written by people and by Claude
 Code's auto memory as well as by subrosa, so the reader is tolerant (other
-separators, no hook, a link in the middle, emphasis, no link at all) and never drops
-a line it cannot place. The link grammar is the witness's (subrosa.memory.witness),
-so what the take-over reads as a link is what `subrosa check` counts as one.
+separators, no hook, a link in the middle, emphasis, no link at all) and places
+every line (issue 17: nothing a user wrote is lost):
+
+- a bullet keeps its continuation lines (the indented lines under it, as markdown
+  reads them) and their text belongs to its hook;
+- lines that are no index entry (prose, a table, a code block, a quote) come back
+  as prose items, one per paragraph, for the take-over to keep in a leaf;
+- a heading of level 2 or more is a section, and so is a level-1 heading that is not
+  the file's title (the first line of text); thematic breaks and blank lines
+  separate items and hold no text.
+
+The link grammar is the witness's (subrosa.memory.witness), so what the take-over
+reads as a link is what `subrosa check` counts as one. Hooks and titles are made
+one safe line (subrosa.text) but keep every character: a link inside a hook is
+escaped, not flattened.
 """
 
 from __future__ import annotations
@@ -13,90 +25,178 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from subrosa.memory.generator import ARCHIVE_HEADER, INDEX_HEADER
 from subrosa.memory.marker import INDEX_FILES
 from subrosa.memory.witness import load as load_witness
-from subrosa.text import sanitize_line
+from subrosa.text import sanitize_field
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 # A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_BREAK = re.compile(r"^\s{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _SEPARATOR = re.compile(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
 _EMPHASIS = re.compile(r"(?:\*\*|__|\*|_)?")
+_TITLE_ESCAPE = re.compile(r"\\([\[\]`])")
 # What generator.render_archive appends to an archived fact's line.
 _ARCHIVED_SUFFIX = re.compile(r"\s*\(archived (?:\d{4}-\d{2}-\d{2}|undated): (.*)\)\s*$")
+# The lines of subrosa's own headers: never someone else's prose.
+_HEADER_LINES = frozenset((INDEX_HEADER + ARCHIVE_HEADER).splitlines())
 
 
 @dataclass(frozen=True)
 class IndexLine:
-    """One line of an index file that links topic files or is a bullet."""
+    """One item of an index file: a bullet (with its continuation lines), a line that
+    links topic files, or a paragraph of prose."""
 
-    number: int
-    text: str
+    number: int  # its first line
+    text: str  # its lines as written, joined by "\n"
     section: str | None
     targets: tuple[str, ...]
     title: str | None
     hook: str
     bullet: bool
+    # The file the item's leading link names (`- [Title](file.md) — hook`): the item
+    # is that file's own line; any other target is mentioned in passing.
+    lead: str | None = None
+    # Not an index entry: a paragraph, table or code block, kept as it is.
+    prose: bool = False
+    # The whole item as one safe line (what a file it only mentions gets as its hook).
+    whole: str = ""
+
+    @property
+    def numbers(self) -> range:
+        """The line numbers the item spans."""
+        return range(self.number, self.number + self.text.count("\n") + 1)
 
 
-def _flatten_links(text: str) -> str:
-    """`see [x](x.md)` -> `see x`."""
-    link = load_witness().LINK
-    return str(link.sub(lambda m: m.group(0)[1 : m.group(0).index("](")], text))
+def _link_text(match: re.Match[str]) -> str:
+    """The text of a witness LINK match (`[text](target)`), its bracket escapes undone."""
+    whole = match.group(0)
+    end = whole.rfind("](", 0, match.start(1) - match.start())
+    return _TITLE_ESCAPE.sub(r"\1", whole[1:end])
+
+
+def plain_text(text: str) -> str:
+    """An item's text with its bullet marker dropped and each link read as its text."""
+    witness = load_witness()
+    lines = text.splitlines() or [""]
+    bullet = _BULLET.match(lines[0])
+    item = " ".join([bullet.group(1) if bullet else lines[0], *lines[1:]])
+    return str(witness.LINK.sub(lambda m: _link_text(m).strip("*_ "), item))
+
+
+def parse_item(number: int, lines: list[str], section: str | None) -> IndexLine | None:
+    """Read one index item in the wild: `- [Title](file.md) — hook` and its many cousins
+    (other separators, no hook, a link in the middle, no link at all, continuation
+    lines). None for an empty bullet; an item that links no topic file and is no
+    bullet (or a bullet that only links an index file) is prose."""
+    witness = load_witness()
+    raw = "\n".join(lines)
+    bullet = _BULLET.match(lines[0])
+    first = bullet.group(1) if bullet else lines[0].strip()
+    item = " ".join([first.strip(), *(line.strip() for line in lines[1:])]).strip()
+    linked = witness.md_targets(item)
+    targets = tuple(t for t in linked if t not in INDEX_FILES)
+    if not targets and (not bullet or linked):
+        hook = sanitize_field(item)
+        if not hook:
+            return None
+        return IndexLine(number, raw, section, (), None, hook, bool(bullet), prose=True, whole=hook)
+    title: str | None = None
+    lead: str | None = None
+    rest = item
+    emphasis = _EMPHASIS.match(item)  # `**[Title](file.md)** — hook`
+    wrapper = emphasis.group(0) if emphasis else ""
+    leading = witness.LINK.match(item, len(wrapper))
+    lead_targets = witness.md_targets(leading.group(0)) if leading else []
+    if leading is not None and lead_targets and lead_targets[0] in targets:
+        lead = lead_targets[0]
+        title = sanitize_field(_link_text(leading).strip("*_ ")) or None
+        end = leading.end()
+        if wrapper and item.startswith(wrapper, end):
+            end += len(wrapper)  # **[Title](file.md)**
+        rest = _SEPARATOR.sub("", item[end:], count=1)
+    hook = sanitize_field(rest)
+    if not hook and not targets:
+        return None  # an empty bullet
+    whole = sanitize_field(item)
+    return IndexLine(number, raw, section, targets, title, hook, bool(bullet), lead, whole=whole)
 
 
 def parse_line(number: int, raw: str, section: str | None) -> IndexLine | None:
-    """Read one index line in the wild: `- [Title](file.md) — hook` and its many cousins
-    (other separators, no hook, a link in the middle, no link at all). None for prose
-    without a link, blank lines and headings."""
-    witness = load_witness()
-    bullet = _BULLET.match(raw)
-    item = bullet.group(1) if bullet else raw.strip()
-    linked = witness.md_targets(item)
-    targets = tuple(t for t in linked if t not in INDEX_FILES)
-    if not bullet and not targets:
-        return None
-    if bullet and not targets and linked:
-        return None  # a bullet that only links an index file (a header pointer)
-    title: str | None = None
-    rest = item
-    stripped = item.strip()
-    emphasis = _EMPHASIS.match(stripped)  # `**[Title](file.md)** — hook`
-    wrapper = emphasis.group(0) if emphasis else ""
-    leading = witness.LINK.match(stripped, len(wrapper))
-    if targets and leading is not None:
-        text = leading.group(0)
-        title = sanitize_line(text[1 : text.index("](")].strip("*_ ")) or None
-        end = leading.end()
-        if wrapper and stripped.startswith(wrapper, end):
-            end += len(wrapper)  # **[Title](file.md)**
-        rest = _SEPARATOR.sub("", stripped[end:], count=1)
-    hook = sanitize_line(_flatten_links(rest))
-    if not hook and not targets:
-        return None  # an empty bullet
-    return IndexLine(number, raw, section, targets, title, hook, bool(bullet))
+    """One line read on its own (see parse_item)."""
+    return parse_item(number, [raw], section)
+
+
+def _fence_closes(line: str, fence: str) -> bool:
+    closing = line.strip()
+    return len(closing) >= len(fence) and set(closing) == {fence[0]}
 
 
 def parse_index(text: str) -> list[IndexLine]:
-    """Every linking line and bullet of an index file, with the `##` section it is under."""
-    lines: list[IndexLine] = []
+    """Every item of an index file, in order, with the section it is under: bullets
+    (continuation lines included), linking lines, and paragraphs of prose."""
+    items: list[IndexLine] = []
     section: str | None = None
-    fenced = False
+    pending: list[str] = []
+    start = 0
+    kind: str | None = None  # "bullet" or "prose" while an item is open
+    fence: str | None = None  # the opening run while inside a fenced block
+    seen_text = False
+
+    def flush() -> None:
+        nonlocal pending, kind
+        if pending:
+            parsed = parse_item(start, pending, section)
+            if parsed is not None:
+                items.append(parsed)
+        pending, kind = [], None
+
+    def begin(number: int, new_kind: str, line: str) -> None:
+        nonlocal start, kind
+        flush()
+        start, kind = number, new_kind
+        pending.append(line)
+
     for number, raw in enumerate(text.splitlines(), start=1):
-        if raw.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
+        if fence is not None:
+            pending.append(raw)
+            if _fence_closes(raw, fence):
+                fence = None
+            continue
+        opener = _FENCE.match(raw)
+        if opener:
+            if kind == "prose":
+                pending.append(raw)
+            else:
+                begin(number, "prose", raw)
+            fence = opener.group(1)
+            seen_text = True
+            continue
+        if not raw.strip() or _BREAK.match(raw):
+            flush()
             continue
         heading = _HEADING.match(raw)
-        if heading and not fenced:
-            if len(heading.group(1)) >= 2:
-                section = sanitize_line(heading.group(2)) or None
-            else:
-                section = None
+        if heading:
+            flush()
+            if len(heading.group(1)) >= 2 or seen_text:
+                section = sanitize_field(heading.group(2)) or None
+            seen_text = True
             continue
-        parsed = parse_line(number, raw, section)
-        if parsed is not None:
-            lines.append(parsed)
-    return lines
+        seen_text = True
+        if _BULLET.match(raw):
+            begin(number, "bullet", raw)
+        elif kind == "bullet" and raw[:1] in (" ", "\t"):
+            pending.append(raw)  # a continuation line: part of the bullet above
+        elif any(t not in INDEX_FILES for t in load_witness().md_targets(raw)):
+            begin(number, "line", raw)  # a line that links a topic file stands alone
+        elif kind == "prose":
+            pending.append(raw)
+        else:
+            begin(number, "prose", raw)
+    flush()
+    return items
 
 
 def split_archived_suffix(hook: str) -> tuple[str, str | None]:
@@ -109,10 +209,12 @@ def split_archived_suffix(hook: str) -> tuple[str, str | None]:
 
 
 def meaningful_title(line: IndexLine, filename: str) -> str | None:
-    """The link text as a title, unless it is just the filename."""
-    if not line.title:
+    """The link text as a title, when the item is `filename`'s own line and the text is
+    not just the filename."""
+    if not line.title or line.lead != filename:
         return None
-    if line.title in (filename, Path(filename).stem, f"({filename})"):
+    name = Path(filename).name
+    if line.title in (filename, name, Path(filename).stem, f"({filename})"):
         return None
     return line.title
 
@@ -122,14 +224,17 @@ def foreign_lines(current: str, last_written: str | None, known_files: set[str])
 
     With the record of the last MEMORY.md written, a line is foreign when that text did not
     contain it. Without the record (a fresh clone without `.subrosa/`), only lines that
-    would add something are foreign: links to files no registered fact has, and bullets
-    without a link; hooks of registered facts are then left as the database has them.
+    would add something are foreign: links to files no registered fact has, bullets
+    without a link and prose (subrosa's own header aside); hooks of registered facts
+    are then left as the database has them.
     """
     if last_written is not None:
         ours = set(last_written.splitlines())
         return [n for n, line in enumerate(current.splitlines(), 1) if line not in ours]
-    numbers = []
+    numbers: list[int] = []
     for parsed in parse_index(current):
+        if parsed.prose and all(line in _HEADER_LINES for line in parsed.text.splitlines()):
+            continue
         if not parsed.targets or any(t not in known_files for t in parsed.targets):
-            numbers.append(parsed.number)
+            numbers.extend(parsed.numbers)
     return numbers

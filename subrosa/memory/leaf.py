@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from subrosa.config import FACT_TYPES
-from subrosa.errors import LeafError
+from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.memory.marker import INDEX_FILES
-from subrosa.text import sanitize_line
+from subrosa.text import sanitize_field
 
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -40,6 +40,39 @@ _RACY_NS = 3_000_000_000
 
 class FrontmatterError(ValueError):
     """Frontmatter that is not YAML (or holds an alias); the message is YAML's first line."""
+
+
+class NotAMapping(Exception):
+    """Frontmatter that is valid YAML but not `key: value` lines with text keys."""
+
+
+_KINDS = {bool: "true/false", int: "a number", float: "a number", list: "a list", dict: "a mapping"}
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, datetime):
+        return "a date and time"
+    if type(value).__name__ == "date":
+        return "a date"
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _check_shape(data: object) -> None:
+    """Refuse frontmatter that parses but is no mapping of text keys (python-frontmatter
+    dropped a list silently and failed on a key like `2026-01-05:` or `0:`)."""
+    if data is None:
+        return  # `---` then `---`: empty, reported as such
+    if isinstance(data, str):
+        raise NotAMapping("its frontmatter is a line of text, not `key: value` lines")
+    if not isinstance(data, dict):
+        raise NotAMapping(f"its frontmatter is {_kind(data)}, not `key: value` lines")
+    for key in data:
+        if key is None:
+            raise NotAMapping("its frontmatter has an empty key (`: value`)")
+        if not isinstance(key, str):
+            raise NotAMapping(
+                f"its frontmatter key {str(key)!r} is {_kind(key)}, not text (quote it: '{key}': …)"
+            )
 
 
 def load_frontmatter(fm: str) -> Any:
@@ -75,6 +108,8 @@ def load_frontmatter(fm: str) -> Any:
     except yaml.YAMLError as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise FrontmatterError(detail) from None
+    except RecursionError:  # `[[[[…` in the pure-Python loader (libyaml has a limit)
+        raise FrontmatterError("nested too deeply") from None
 
 
 # `key: text`, a key YAML reads as a string (and the text after one or more spaces).
@@ -139,16 +174,18 @@ def _plain_mapping(fm: str) -> dict[str, Any] | None:
     return result
 
 
-def split_frontmatter(text: str) -> tuple[dict[Any, Any], str]:
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     """A leaf's metadata and content, as python-frontmatter's `loads` read them (its
-    YAML boundary, its stripping, CRLF made LF), without its import: metadata that is
-    not a mapping is none. Raises FrontmatterError for frontmatter that is not YAML."""
+    YAML boundary, its stripping, CRLF made LF), without its import. Raises
+    FrontmatterError for frontmatter that is not YAML, NotAMapping for YAML that is no
+    mapping of text keys (a list, a line of text, a key like `1:`)."""
     text = text.replace("\r\n", "\n").strip()
     parts = _BOUNDARY.split(text, 2)
     if len(parts) < 3:
         return {}, text
     _, fm, content = parts
     data = load_frontmatter(fm)
+    _check_shape(data)
     return (dict(data) if isinstance(data, dict) else {}), content.strip()
 
 
@@ -160,6 +197,9 @@ def stat_key(st: os.stat_result, now_ns: int | None = None) -> str | None:
     if now_ns - st.st_mtime_ns < _RACY_NS:
         return None
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+
+
+Read = tuple[bytes, os.stat_result]  # a leaf's bytes, and its stat taken before reading
 
 
 class Leaf:
@@ -182,6 +222,7 @@ class Leaf:
         "warnings",
         "explicit_title",
         "stat",
+        "rel",
     )
 
     def __init__(
@@ -200,6 +241,7 @@ class Leaf:
         warnings: list[str] | None = None,
         explicit_title: bool = False,
         stat: str | None = None,
+        rel: str | None = None,
     ) -> None:
         self.path = path
         self.slug = slug
@@ -215,12 +257,16 @@ class Leaf:
         # True when the leaf names its title (a `title:` key or a `# heading`), so an
         # update refreshes the title; otherwise the registered title is kept.
         self.explicit_title = explicit_title
-        # stat_key of the file, taken before it was read (None: too recent to trust).
+        # stat_key of the file, taken before it was read (None: too recent to trust,
+        # or a leaf a dry run would write).
         self.stat = stat
+        # A note in a subfolder that the index links (`notes/x.md`): its path from the
+        # memory dir, which is also its slug without `.md`.
+        self.rel = rel
 
     @property
     def filename(self) -> str:
-        return self.path.name
+        return self.rel or self.path.name
 
 
 def slug_for(path: Path) -> str:
@@ -236,7 +282,7 @@ def humanize(stem: str) -> str:
     """
     words = re.split(r"[_\-\s]+", _TYPE_PREFIX.sub("", stem) or stem)
     # Sanitized: a file name is untrusted text too, and this lands in the index.
-    return sanitize_line(" ".join(w[:1].upper() + w[1:] for w in words if w)) or "Untitled"
+    return sanitize_field(" ".join(w[:1].upper() + w[1:] for w in words if w)) or "Untitled"
 
 
 def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
@@ -247,16 +293,28 @@ def resolve_leaf_path(given: str | os.PathLike[str], memory_dir: Path) -> Path:
         candidate = memory_dir / candidate
     shown = candidate
     if candidate.suffix != ".md":
-        raise LeafError(shown, "is not a .md file")
+        raise LeafError(shown, "is not a .md file (name a leaf by its SLUG or as FILE.md)")
     root = memory_dir.resolve()
     try:
         real = candidate.resolve()
     except OSError as exc:
         raise LeafError(shown, f"cannot be resolved ({exc.strerror})") from None
     if real.parent != root or candidate.absolute().parent.resolve() != root:
-        raise LeafError(shown, f"is outside the memory dir {memory_dir}")
+        if real.is_relative_to(root) and candidate.absolute().parent.resolve() != root:
+            raise LeafError(
+                shown,
+                "is in a subfolder of the memory dir: such a note is registered through "
+                "the MEMORY.md line that links it (`subrosa generate`)",
+            )
+        raise LeafError(
+            shown,
+            f"is outside the memory dir {memory_dir} (move it there, or point --memory-dir "
+            "at its folder)",
+        )
     if not real.exists():
-        raise LeafError(shown, "does not exist")
+        raise LeafError(
+            shown, f"does not exist (write the leaf first; `ls {memory_dir}` shows the leaves)"
+        )
     if not real.is_file():
         raise LeafError(shown, "is not a regular file")
     if real.name in INDEX_FILES:
@@ -301,10 +359,17 @@ def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) ->
     """The leaf as it is on disk now, at most MAX_LEAF_BYTES (+1) of it, bad bytes replaced;
     None when it is gone, not a regular file, unreadable, or a symlink that leads out of
     the memory dir (never read a file outside it). `root` is the resolved memory dir, for
-    callers reading many leaves."""
-    path = memory_dir / Path(filename).name
+    callers reading many leaves. A `notes/x.md` filename is a note in a subfolder."""
+    root = root or memory_dir.resolve()
+    if "/" in filename:
+        note = subfolder_note(memory_dir, filename, root)
+        if note is None:
+            return None
+        path = note
+    else:
+        path = memory_dir / Path(filename).name
     try:
-        if path.is_symlink() and path.resolve().parent != (root or memory_dir.resolve()):
+        if "/" not in filename and path.is_symlink() and path.resolve().parent != root:
             return None
         if not path.is_file():
             return None
@@ -315,18 +380,64 @@ def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) ->
     return raw.decode("utf-8", errors="replace")
 
 
-def _read_text(
-    path: Path, read: tuple[bytes, os.stat_result] | None = None
-) -> tuple[bytes, str, os.stat_result]:
-    """The leaf's bytes, its text, and its stat taken before reading (so a change made
-    while it is read shows in the next stat); `read` is both when the caller has them."""
+def subfolder_note(memory_dir: Path, rel: str, root: Path | None = None) -> Path | None:
+    """The note an index line links in a subfolder of the memory dir (`notes/x.md`), or
+    None when it is not one subrosa may read: a regular `.md` file inside the memory dir
+    once symlinks are resolved, reached through no `..` and no hidden folder (`.subrosa/`,
+    `.git/`), its name free of what filename_problem refuses."""
+    parts = rel.split("/")
+    if (
+        len(parts) < 2
+        or not rel.lower().endswith(".md")
+        or "\\" in rel
+        or any(not part or part.startswith(".") for part in parts)
+        or filename_problem(rel) is not None
+    ):
+        return None
+    path = memory_dir.joinpath(*parts)
     try:
-        st = path.stat() if read is None else read[1]
-        if st.st_size > MAX_LEAF_BYTES:
-            raise LeafError(
-                path, f"is {st.st_size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit"
-            )
-        raw = path.read_bytes() if read is None else read[0]
+        real = path.resolve()
+        if not real.is_relative_to(root or memory_dir.resolve()) or not real.is_file():
+            return None
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        return None
+    return path
+
+
+def parse_note(
+    memory_dir: Path, rel: str, given: bytes | None = None, *, read: Read | None = None
+) -> Leaf:
+    """Leniently parse the note `rel` in a subfolder (see subfolder_note): a fact whose
+    slug is its path without `.md` (`notes/x`), so it never collides with a leaf.
+    `given` and `read` as for parse_leaf."""
+    leaf = parse_leaf_lenient(memory_dir.joinpath(*rel.split("/")), read, given=given)
+    leaf.slug = rel[: -len(".md")]
+    leaf.name = leaf.slug.replace("_", "-")
+    if not leaf.explicit_title:
+        leaf.title = humanize(Path(rel).stem)
+    leaf.rel = rel
+    # The strict reader's complaint that `name:` is not the filename means nothing here.
+    leaf.warnings = [w for w in leaf.warnings if "is not the filename" not in w]
+    return leaf
+
+
+def _read_text(
+    path: Path, read: Read | None = None, given: bytes | None = None
+) -> tuple[bytes, str, os.stat_result | None]:
+    """The leaf's bytes, its text, and its stat taken before reading (so a change made
+    while it is read shows in the next stat); `read` is both when the caller has them;
+    `given` the bytes of a leaf not on disk yet (what a dry run would write: no stat)."""
+    st: os.stat_result | None = None
+    try:
+        if given is not None:
+            raw = given
+        else:
+            st = path.stat() if read is None else read[1]
+            if st.st_size > MAX_LEAF_BYTES:
+                raise LeafError(
+                    path, f"is {st.st_size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit"
+                )
+            raw = path.read_bytes() if read is None else read[0]
     except OSError as exc:
         raise LeafError(path, f"cannot be read ({exc.strerror})") from None
     try:
@@ -336,8 +447,14 @@ def _read_text(
     return raw, text.removeprefix("\ufeff"), st
 
 
-def _mtime(st: os.stat_result) -> datetime:
+def _mtime(st: os.stat_result | None) -> datetime:
+    if st is None:  # a leaf a dry run would write: it would be new now
+        return datetime.now(UTC).replace(microsecond=0)
     return datetime.fromtimestamp(st.st_mtime, UTC).replace(microsecond=0)
+
+
+def _stat_key(st: os.stat_result | None) -> str | None:
+    return None if st is None else stat_key(st)
 
 
 def _first_heading(body: str) -> str | None:
@@ -345,15 +462,18 @@ def _first_heading(body: str) -> str | None:
     return match.group(1) if match else None
 
 
-def parse_leaf(path: Path, read: tuple[bytes, os.stat_result] | None = None) -> Leaf:
+def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = None) -> Leaf:
     """Strictly parse the leaf at `path` (already resolved); raise LeafError naming the
-    file. `read` is its bytes and the stat taken before reading them, when the caller
-    read it already."""
-    raw, text, st = _read_text(path, read)
+    file (InvalidLeaf when its frontmatter is YAML but no mapping of text keys). `read`
+    is its bytes and the stat taken before reading them, when the caller read it
+    already; `given` its bytes when it is not on disk yet (what a dry run would write)."""
+    raw, text, st = _read_text(path, read, given)
     if not _FRONTMATTER_START.match(text):
         raise LeafError(path, "has no YAML frontmatter (it must start with a '---' line)")
     try:
         meta, content = split_frontmatter(text)
+    except NotAMapping as exc:
+        raise InvalidLeaf(path, str(exc)) from None
     except FrontmatterError as exc:
         raise LeafError(path, f"has frontmatter that is not valid YAML ({exc})") from None
     except ValueError as exc:
@@ -391,7 +511,7 @@ def parse_leaf(path: Path, read: tuple[bytes, os.stat_result] | None = None) -> 
         path=path,
         slug=slug,
         name=name,
-        title=sanitize_line(title) or humanize(slug),
+        title=sanitize_field(title) or humanize(slug),
         type=fact_type,
         description=description,
         body=content,
@@ -400,7 +520,7 @@ def parse_leaf(path: Path, read: tuple[bytes, os.stat_result] | None = None) -> 
         extra=extra,
         warnings=warnings,
         explicit_title=bool(title_value or heading),
-        stat=stat_key(st),
+        stat=_stat_key(st),
     )
 
 
@@ -420,26 +540,29 @@ def _leaf_type(path: Path, meta: dict[str, Any], warnings: list[str]) -> str:
     return str(value)
 
 
-def parse_leaf_lenient(path: Path, read: tuple[bytes, os.stat_result] | None = None) -> Leaf:
+def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | None = None) -> Leaf:
     """Parse a leaf users already have, never refusing one that is readable text.
 
     A leaf the strict reader refuses (no frontmatter, YAML that does not parse, no
     description or type) is still the user's memory: title from the first heading or
     the filename, description from the first line of text, type from a filename
     prefix such as `feedback_`, else `reference`. The reason lands in `warnings`.
-    Unreadable files (not UTF-8, too large) still raise LeafError.
+    Unreadable files (not UTF-8, too large) and invalid ones (frontmatter that is YAML
+    but no mapping of text keys) still raise LeafError.
     """
     try:
-        return parse_leaf(path, read)
+        return parse_leaf(path, read, given=given)
+    except InvalidLeaf:
+        raise
     except LeafError as strict_error:
-        raw, text, st = _read_text(path, read)
+        raw, text, st = _read_text(path, read, given)
         reason = strict_error.problem
     body = text
-    meta: dict[Any, Any] = {}
+    meta: dict[str, Any] = {}
     if _FRONTMATTER_START.match(text):
         try:
             meta, body = split_frontmatter(text)
-        except ValueError:  # FrontmatterError among them
+        except (ValueError, NotAMapping):  # FrontmatterError among them
             end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
             body = text[3 + end.end() :] if end else text
     slug = slug_for(path)
@@ -458,15 +581,15 @@ def parse_leaf_lenient(path: Path, read: tuple[bytes, os.stat_result] | None = N
         path=path,
         slug=slug,
         name=str(meta.get("name") or slug.replace("_", "-")),
-        title=sanitize_line(title) or humanize(slug),
+        title=sanitize_field(title) or humanize(slug),
         type=fact_type,
-        description=sanitize_line(description),
+        description=sanitize_field(description),
         body=body,
         content_hash=content_hash(raw),
         mtime=_mtime(st),
         extra={},
         warnings=[reason],
-        stat=stat_key(st),
+        stat=_stat_key(st),
     )
 
 
@@ -497,7 +620,8 @@ def rewrite_canonical(leaf: Leaf, keep: Path) -> None:
     first original survives a second fix."""
     keep.mkdir(parents=True, exist_ok=True)
     if not (keep / leaf.path.name).exists():
-        atomic_write_bytes(keep / leaf.path.name, leaf.path.read_bytes())
+        original = leaf.path.read_bytes()  # the copy keeps the leaf's mode (0600 stays 0600)
+        atomic_write_bytes(keep / leaf.path.name, original, mode=leaf.path.stat().st_mode & 0o777)
     name = leaf.slug.replace("_", "-")
     atomic_write_text(leaf.path, render_leaf(name, leaf.description, leaf.type, leaf.body))
 
@@ -542,3 +666,26 @@ def leaf_names(memory_dir: Path) -> list[str]:
         names.append(name)
     names.sort()
     return names
+
+
+def write_leaf(path: Path, description: str, fact_type: str, body: str) -> bytes | None:
+    """Write the leaf `path` in the canonical shape (name: its stem in kebab-case), for a
+    fact stated whole by an agent; return the bytes it replaced, None when it is new.
+    A symlink or anything but a regular file at `path` is refused, never written
+    through."""
+    previous = None
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise LeafError(path, "is not a regular file; edit it by hand")
+    if path.exists():
+        previous = path.read_bytes()
+    name = slug_for(path).replace("_", "-")
+    atomic_write_text(path, render_leaf(name, description, fact_type, body))
+    return previous
+
+
+def restore_leaf(path: Path, previous: bytes | None) -> None:
+    """Put back what write_leaf replaced (remove the leaf it created)."""
+    if previous is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write_bytes(path, previous)

@@ -6,13 +6,15 @@ SQLAlchemy.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
-from subrosa.fsutil import file_lock
+from subrosa.fsutil import file_lock, refuse_link
+from subrosa.memory.marker import INDEX_FILES
 from subrosa.paths import state_dir
 
 LOCK_TIMEOUT_S = 60.0
@@ -50,12 +52,25 @@ class Project:
     def require_dir(self) -> None:
         """Refuse a memory dir that does not exist (every use case that writes checks it)."""
         if not self.memory_dir.is_dir():
-            raise InvalidInput(f"{self.memory_dir}: no such memory directory.")
+            raise InvalidInput(
+                f"{self.memory_dir}: no such memory directory; create it (mkdir -p "
+                f"{self.memory_dir}) or point at yours with --memory-dir DIR or "
+                "SUBROSA_MEMORY_DIR (`subrosa doctor` shows which one is used)."
+            )
 
     @contextmanager
     def lock(self, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-        """Serialize writers of this memory dir's index and sidecar across processes."""
+        """Serialize writers of this memory dir's index and sidecar across processes.
+
+        Every writer comes here first, so here subrosa refuses to go on when one of its
+        own files is a symbolic link (`.subrosa` or anything in it, the lock, the sidecar,
+        MEMORY.md, MEMORY_archive.md): nothing is then read or written through one."""
         directory = state_dir(self.memory_dir)
+        for name in INDEX_FILES:
+            refuse_link(self.memory_dir / name)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in os.scandir(directory):
+                refuse_link(Path(entry.path))
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

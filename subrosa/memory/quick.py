@@ -31,7 +31,14 @@ from typing import Any
 from subrosa.errors import LeafError
 from subrosa.fsutil import read_text_if_exists
 from subrosa.memory import generator, rows, values
-from subrosa.memory.leaf import content_hash, leaf_names, parse_leaf_lenient, stat_key
+from subrosa.memory.leaf import (
+    content_hash,
+    leaf_names,
+    parse_leaf_lenient,
+    parse_note,
+    stat_key,
+    subfolder_note,
+)
 from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index
 from subrosa.memory.project import Project
 from subrosa.memory.report import Report
@@ -128,6 +135,18 @@ class _Run:
 
     # -- the leaves -------------------------------------------------------------------
 
+    def _files(self, by_path: dict[str, rows.FactRow]) -> list[str]:
+        """The leaves on disk, and the notes in subfolders facts are registered under
+        (`notes/x.md`) that are there, in the take-over's order (takeover.files_on_disk)."""
+        memory_dir = self.project.memory_dir
+        names = leaf_names(memory_dir)
+        notes = [path for path in by_path if "/" in path]
+        if not notes:
+            return names
+        root = memory_dir.resolve()
+        names += [rel for rel in notes if subfolder_note(memory_dir, rel, root) is not None]
+        return sorted(names)
+
     def _read_leaves(self, by_path: dict[str, rows.FactRow], sidecar: Any) -> bool:
         """Stat every leaf; hash those whose stat changed, parse those whose hash did.
         False when a new leaf's slug is already a fact's (under another file name)."""
@@ -136,7 +155,7 @@ class _Run:
         slugs = {fact.slug for fact in self.facts}
         last_position = max((f.position for f in self.facts), default=0) + 10**6
         now = values.utcnow()
-        for name in leaf_names(memory_dir):
+        for name in self._files(by_path):
             fact = by_path.get(name)
             try:
                 st = os.stat(os.path.join(directory, name))
@@ -155,7 +174,10 @@ class _Run:
                 continue
             path = memory_dir / name
             try:
-                leaf = parse_leaf_lenient(path, (raw, st))
+                if "/" in name:  # a registered note: it is never new here
+                    leaf = parse_note(memory_dir, name, read=(raw, st))
+                else:
+                    leaf = parse_leaf_lenient(path, (raw, st))
             except LeafError as exc:
                 self.report.unreadable.append((name, exc.problem))
                 continue

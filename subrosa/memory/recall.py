@@ -20,6 +20,7 @@ is in the middle of a change of its own: its search skips the hits.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -28,43 +29,33 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from subrosa.errors import LockTimeout
+from subrosa.errors import InvalidInput, LockTimeout
 from subrosa.fsutil import file_lock, held_here
 from subrosa.memory.project import LOCK_FILE
 from subrosa.paths import state_dir
-from subrosa.query import MARK, Filters, Term, fts_query, one_line, significant, split_cjk
+from subrosa.query import (
+    Filters,
+    Unit,
+    one_line,
+    pieces,
+    significant,
+    snippet_pattern,
+    text_snippet,
+)
 
-SNIPPET_TOKENS = 16  # FTS5's snippet() around a match in a fact
 # The lock file of subrosa.memory.project.Project.lock, in the memory dir's state dir.
 HIT_LOCK_TIMEOUT_S = 0.05
+# A fact's fields, as weighted by the ranking (a match in the title counts most).
+FIELDS = ("title", "description", "hook", "body")
+WEIGHTS = (10.0, 5.0, 5.0, 1.0)
+CANDIDATES = 200  # facts ranked here at most, the best by FTS5's bm25 first
+BM25_K1, BM25_B = 1.2, 0.75
+VARIANT = 0.6  # a match by another form than the one typed (as for messages)
+
+Idf = Callable[[Unit], float | None]  # a unit's idf over the archive, None: none there
 
 
-def cjk_snippet(text: str, terms: list[Term], width: int = 40) -> str:
-    """A snippet around the first CJK match (FTS5's snippet() only sees the text column)."""
-    for term in terms:
-        for run in split_cjk(term)[0]:
-            at = text.find(run)
-            if at >= 0:
-                start = max(0, at - width)
-                end = at + len(run) + width
-                head = "…" if start > 0 else ""
-                tail = "…" if end < len(text) else ""
-                return (
-                    f"{head}{text[start:at]}{MARK[0]}{run}{MARK[1]}"
-                    f"{text[at + len(run) : end]}{tail}"
-                )
-    return text[: width * 2]
-
-
-def search_facts(
-    conn: sqlite3.Connection, terms: list[Term], filters: Filters, limit: int
-) -> list[dict[str, Any]]:
-    """The best `limit` facts for `terms` (few rows: ranked exactly). Each result
-    carries its `fact_id` for record_hits."""
-    if limit <= 0 or filters.role == "user" or filters.role == "assistant":
-        return []
-    match = fts_query(terms, None)
-    runs = [run for term in terms for run in split_cjk(term)[0]]
+def _fact_filters(filters: Filters) -> tuple[str, list[Any]]:
     where, params = "", []
     if filters.fact_project:
         where += " AND x.project = ?"
@@ -72,39 +63,108 @@ def search_facts(
     if filters.since:
         where += " AND x.updated_at >= ?"
         params.append(filters.since)
-    for run in runs:
-        # CJK in facts: unicode61 keeps a run of CJK as one token, and facts are few,
-        # so a substring test is exact and cheap.
-        where += " AND instr(x.title || ' ' || x.description || ' ' || x.hook || ' ' || x.body, ?)"
-        params.append(run)
+    return where, params
+
+
+def _cjk_test(runs: list[str]) -> tuple[str, list[str]]:
+    """SQL true when a fact holds any of the CJK runs: unicode61 keeps a run of CJK as
+    one token, and facts are few, so a substring test is exact and cheap."""
+    whole = "(x.title || ' ' || x.description || ' ' || x.hook || ' ' || x.body)"
+    return " OR ".join(f"instr({whole}, ?)" for _ in runs), runs
+
+
+def _candidates(
+    conn: sqlite3.Connection, units: list[Unit], filters: Filters
+) -> dict[int, tuple[Any, ...]]:
+    """The facts holding any of the units (the CANDIDATES best by FTS5's bm25, and
+    those holding a CJK run)."""
+    where, params = _fact_filters(filters)
+    columns = "x.id, x.slug, x.type, x.status, x.project, x.title, x.description, x.hook, x.body"
+    found: dict[int, tuple[Any, ...]] = {}
+    exprs = [unit.expr(None, unit.alts + unit.splits) for unit in units if not unit.cjk]
+    match = " OR ".join(e for e in exprs if e)
     if match:
-        sql = (
-            "SELECT x.id, x.slug, x.title, x.type, x.status, x.project,"
-            " bm25(facts_fts, 10.0, 5.0, 5.0, 1.0) AS score,"
-            " snippet(facts_fts, -1, ?, ?, '…', ?), x.body"
-            " FROM facts_fts JOIN facts x ON x.id = facts_fts.rowid"
-            f" WHERE facts_fts MATCH ?{where} ORDER BY score LIMIT ?"
+        for row in conn.execute(
+            f"SELECT {columns} FROM facts_fts JOIN facts x ON x.id = facts_fts.rowid"
+            f" WHERE facts_fts MATCH ?{where}"
+            " ORDER BY bm25(facts_fts, 10.0, 5.0, 5.0, 1.0) LIMIT ?",
+            [match, *params, CANDIDATES],
+        ):
+            found[row[0]] = row
+    runs = [unit.label for unit in units if unit.cjk]
+    if runs:
+        test, args = _cjk_test(runs)
+        for row in conn.execute(
+            f"SELECT {columns} FROM facts x WHERE ({test}){where}"
+            " ORDER BY x.updated_at DESC LIMIT ?",
+            [*args, *params, CANDIDATES],
+        ):
+            found[row[0]] = row
+    return found
+
+
+def _holders(conn: sqlite3.Connection, unit: Unit, ids: list[int]) -> set[int] | None:
+    """Which of the facts `ids` hold `unit` by the full-text index; None for a CJK
+    unit (tested on the text instead)."""
+    if unit.cjk:
+        return None
+    expr = unit.expr(None, unit.alts + unit.splits)
+    marks = ",".join("?" * len(ids))
+    return {
+        int(row[0])
+        for row in conn.execute(
+            f"SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? AND rowid IN ({marks})",
+            [expr, *ids],
         )
-        args: list[Any] = [*MARK, SNIPPET_TOKENS, match, *params, limit]
-    elif runs:
-        sql = (
-            "SELECT x.id, x.slug, x.title, x.type, x.status, x.project, 0.0, '', x.body"
-            f" FROM facts x WHERE 1{where} ORDER BY x.updated_at DESC LIMIT ?"
-        )
-        args = [*params, limit]
-    else:
+    }
+
+
+def _tf(unit: Unit, lowered: str, text: str) -> float:
+    """A unit's frequency in one field (substring counts, as for messages)."""
+    if unit.cjk:
+        return float(text.count(unit.label))
+    total = 0.0
+    for alt in unit.alts + unit.splits:
+        count = lowered.count(" ".join(alt.tokens))
+        total += count if alt.exact else VARIANT * count
+    return total
+
+
+def search_facts(
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    filters: Filters,
+    limit: int,
+    idf: Idf | None = None,
+) -> list[dict[str, Any]]:
+    """The best `limit` facts for the query's units, ranked exactly here (facts are
+    few): those holding every required unit first (`match` "all"), then those holding
+    some ("some"), by bm25 over the weighted fields with `idf` from the archive when it
+    has one (so that facts and messages of the second tier share one scale). Each
+    result carries its `fact_id` for record_hits."""
+    if limit <= 0 or filters.role in ("user", "assistant") or not units:
         return []
+    wide = list(dict.fromkeys(piece for unit in units for piece in pieces(unit)))
+    # Stopwords look for candidates only when nothing else is found.
+    rows = _candidates(conn, [u for u in wide if not u.stop], filters)
+    rows = rows or _candidates(conn, [u for u in wide if u.stop], filters)
+    if not rows:
+        return []
+    ids = list(rows)
+    scored = _score(conn, units, wide, rows, ids, idf)
+    scored.sort(key=lambda item: (item[1], -item[2], item[0]))
+    pattern = snippet_pattern([alt for unit in wide for alt in unit.alts])
     results = []
-    for fact_id, slug, title, fact_type, status, project, score, snippet, body in conn.execute(
-        sql, args
-    ):
-        if not match:
-            snippet = cjk_snippet(f"{title} {body}", terms)
+    for fact_id, tier, score in scored[:limit]:
+        _, slug, fact_type, status, project, title, description, hook, body = rows[fact_id]
+        shown = (body, description, hook, title)
+        best = next((f for f in shown if pattern is not None and pattern.search(f)), body)
         results.append(
             {
                 "kind": "fact",
-                "score": significant(-score),
-                "snippet": one_line(snippet),
+                "score": significant(score),
+                "match": "all" if tier == 1 else "some",
+                "snippet": one_line(text_snippet(best, pattern)),
                 "slug": slug,
                 "title": title,
                 "type": fact_type,
@@ -114,6 +174,64 @@ def search_facts(
             }
         )
     return results
+
+
+def _score(
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    wide: list[Unit],
+    rows: dict[int, tuple[Any, ...]],
+    ids: list[int],
+    idf: Idf | None,
+) -> list[tuple[int, int, float]]:
+    """(fact id, tier, score) for each candidate."""
+    holders = {unit: _holders(conn, unit, ids) for unit in dict.fromkeys(units + wide)}
+    total = max(1, len(ids))
+    lengths = {}
+    for fact_id in ids:
+        fields = rows[fact_id][5:]
+        lengths[fact_id] = sum(
+            w * (len(f.split()) + 1) for w, f in zip(WEIGHTS, fields, strict=True)
+        )
+    average = sum(lengths.values()) / total or 1.0
+    weights: dict[Unit, float] = {}
+    for unit in wide:
+        archive_idf = idf(unit) if idf is not None else None
+        if archive_idf is None:
+            held = holders[unit]
+            df = (
+                len(held)
+                if held is not None
+                else sum(1 for i in ids if any(unit.label in f for f in rows[i][5:]))
+            )
+            archive_idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        weights[unit] = archive_idf * unit.weight
+    required = [unit for unit in units if not unit.stop]
+    scored = []
+    for fact_id in ids:
+        fields = rows[fact_id][5:]
+        lowered = [f.lower() for f in fields]
+        holding = {unit for unit in holders if _holds(holders[unit], unit, fact_id, fields)}
+        tier = 1 if all(unit in holding for unit in required) else 2
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[fact_id] / average)
+        score = 0.0
+        for unit in wide:
+            if unit not in holding:
+                continue
+            tf = sum(
+                w * _tf(unit, low, f) for w, low, f in zip(WEIGHTS, lowered, fields, strict=True)
+            )
+            tf = max(tf, VARIANT)
+            score += weights[unit] * tf * (BM25_K1 + 1) / (tf + norm)
+        scored.append((fact_id, tier, score))
+    return scored
+
+
+def _holds(held: set[int] | None, unit: Unit, fact_id: int, fields: tuple[str, ...]) -> bool:
+    """Whether a fact holds a unit: by the full-text index, or for CJK by its text."""
+    if held is not None:
+        return fact_id in held
+    return any(unit.label in field for field in fields)
 
 
 # ---------------------------------------------------------------- hits
@@ -150,7 +268,10 @@ def _under_project_lock(project: str, write: Callable[[], None]) -> bool:
     memory dir's resolved path); False, without running it, when the lock is busy
     for HIT_LOCK_TIMEOUT_S or cannot be taken."""
     memory_dir = Path(project)
-    directory = state_dir(memory_dir)
+    try:
+        directory = state_dir(memory_dir)
+    except InvalidInput:
+        return False  # `.subrosa` is a link: no lock is taken through it, no hit counted
     if not memory_dir.is_absolute() or not directory.is_dir():
         return False  # the memory dir moved, or subrosa never wrote to it
     lock = directory / LOCK_FILE

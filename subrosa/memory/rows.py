@@ -26,7 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from subrosa.errors import InvalidInput, NotFound
+from subrosa.errors import InvalidInput
 from subrosa.memory import values
 from subrosa.memory.project import Project
 from subrosa.memory.state import STATE_KEYS, save_state, update_state
@@ -161,7 +161,7 @@ def get(conn: sqlite3.Connection, project: Project, slug: str) -> FactRow | None
 def require(conn: sqlite3.Connection, project: Project, slug: str) -> FactRow:
     fact = get(conn, project, slug)
     if fact is None:
-        raise NotFound(f"no fact named {slug!r} in {project.memory_dir}.")
+        raise values.no_such_fact(slug, project.memory_dir)
     return fact
 
 

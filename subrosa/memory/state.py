@@ -21,19 +21,30 @@ torn by a power cut during an append, which the next update cuts off.
 
 Beside it, `.subrosa/last-index.txt` and `last-archive.txt` record the text subrosa
 last wrote to each index file, so `generate` can tell the lines others added from its
-own. This module owns every file in `.subrosa/` but the lock (subrosa.memory.project).
+own, and `.subrosa/index-rank.json` (subrosa.memory.marker.RANKING) the hot tier's
+rank order, for the SessionStart hook. This module owns every file in `.subrosa/` but
+the lock (subrosa.memory.project).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from subrosa.errors import InvalidInput
-from subrosa.fsutil import atomic_write_bytes, atomic_write_text, write_if_changed
-from subrosa.memory.marker import INDEX
+from subrosa.fsutil import (
+    READ_CAP,
+    atomic_write_bytes,
+    atomic_write_text,
+    loads_json,
+    read_capped,
+    refuse_link,
+    write_if_changed,
+)
+from subrosa.memory.marker import INDEX, ranking_path, render_ranking
 from subrosa.paths import state_dir
 
 STATE_FILE = "facts.jsonl"
@@ -71,8 +82,9 @@ def render_state(rows: list[dict[str, Any]]) -> str:
 
 def _read_sidecar(memory_dir: Path) -> str | None:
     try:
-        return state_path(memory_dir).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = read_capped(state_path(memory_dir))  # never through a link, bounded
+        return None if data is None else data.decode("utf-8")
+    except (OSError, UnicodeDecodeError, InvalidInput):
         return None
 
 
@@ -107,9 +119,8 @@ def update_state(
     known = [row for row in rows if row["slug"] not in new]
     if not known:
         return _append_lines(path, b"".join(appended))
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    data = read_capped(path)  # never through a link, bounded
+    if data is None:
         return False
     body = _whole_lines(data)
     canonical = _canonical(body)
@@ -154,13 +165,23 @@ def _canonical(body: bytes) -> bool:
 
 def _append_lines(path: Path, data: bytes) -> bool:
     """Append whole lines, fsynced, after cutting a torn last line (or ending a whole one
-    written without its newline); False when there is no file."""
+    written without its newline); False when there is no file. Never through a link,
+    only to a regular file, and not past READ_CAP (what every reader would refuse)."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         return False
+    except OSError:
+        refuse_link(path)  # O_NOFOLLOW said ELOOP: one sentence naming the link
+        raise
     try:
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidInput(f"{path}: is not a regular file; subrosa does not read it.")
+        size = info.st_size
+        if size + len(data) > READ_CAP:
+            return False  # the caller writes it whole
         if size and os.pread(fd, 1, size - 1) != b"\n":
             tail = os.pread(fd, min(size, _TAIL_BYTES), max(0, size - _TAIL_BYTES))
             whole = _whole_lines(tail)
@@ -199,11 +220,14 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
     line is refused by name, a torn last line (a power cut during an append) skipped."""
     path = state_path(memory_dir)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
+        data = read_capped(path)  # a link, a FIFO or a huge file is refused by name
+        if data is None:
+            return {}
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path}: cannot be read ({exc}).") from None
+        raise InvalidInput(
+            f"{path}: cannot be read ({exc}); restore it from git (git checkout -- FILE)."
+        ) from None
     return _parse(text, path)
 
 
@@ -218,13 +242,19 @@ def _parse(text: str, path: Path) -> dict[str, dict[str, Any]]:
                 raise InvalidInput(f"{path}: line {number} is a git merge conflict; resolve it.")
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
+            row = loads_json(line)  # `[[[[…` is refused like any bad line
+        except ValueError:
             if number == len(lines):
                 continue  # no line end after it: torn by a power cut during an append
-            raise InvalidInput(f"{path}: line {number} is not valid JSON.") from None
+            raise InvalidInput(
+                f"{path}: line {number} is not valid JSON; fix that line, or restore the file "
+                "from git (git checkout -- FILE)."
+            ) from None
         if not isinstance(row, dict) or not isinstance(row.get("slug"), str):
-            raise InvalidInput(f"{path}: line {number} has no slug.")
+            raise InvalidInput(
+                f"{path}: line {number} has no slug; fix that line, or restore the file from "
+                "git (git checkout -- FILE)."
+            )
         rows[row["slug"]] = row
     return rows
 
@@ -237,11 +267,17 @@ def last_index_path(memory_dir: Path, name: str = INDEX) -> Path:
 def read_last_index(memory_dir: Path, name: str = INDEX) -> str | None:
     """The text subrosa last wrote to index file `name`, or None without a record."""
     try:
-        return last_index_path(memory_dir, name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = read_capped(last_index_path(memory_dir, name))
+        return None if data is None else data.decode("utf-8")
+    except (OSError, UnicodeDecodeError, InvalidInput):
         return None
 
 
 def save_last_index(memory_dir: Path, name: str, text: str) -> bool:
     """Record `text` as what subrosa wrote to index file `name`; True when it changed."""
     return write_if_changed(last_index_path(memory_dir, name), text)
+
+
+def save_ranking(memory_dir: Path, targets: list[str]) -> bool:
+    """Record the hot tier's link targets in rank order; True when it changed."""
+    return write_if_changed(ranking_path(memory_dir), render_ranking(targets))

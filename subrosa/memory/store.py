@@ -18,7 +18,7 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session, defer
 
 from subrosa.db import session_scope
-from subrosa.errors import InvalidInput, NotFound
+from subrosa.errors import InvalidInput
 from subrosa.memory import values
 from subrosa.memory.leaf import Leaf
 from subrosa.memory.project import Project as Project  # re-exported: store.Project
@@ -32,7 +32,7 @@ from subrosa.memory.values import fact_to_dict as fact_to_dict
 from subrosa.memory.values import hook_from_description as hook_from_description
 from subrosa.memory.values import utcnow as utcnow
 from subrosa.models import Fact
-from subrosa.text import sanitize_line
+from subrosa.text import sanitize_field
 
 # --- reading ---------------------------------------------------------------
 
@@ -44,7 +44,7 @@ def get_fact(session: Session, project: Project, slug: str) -> Fact | None:
 def require_fact(session: Session, project: Project, slug: str) -> Fact:
     fact = get_fact(session, project, slug)
     if fact is None:
-        raise NotFound(f"no fact named {slug!r} in {project.memory_dir}.")
+        raise values.no_such_fact(slug, project.memory_dir)
     return fact
 
 
@@ -309,6 +309,14 @@ def archive(
     return fact
 
 
+def forget(session: Session, project: Project, slug: str) -> Fact:
+    """Delete one fact's row (its sidecar line goes with the mutation's rewrite); no other
+    row is touched, hit counts included."""
+    fact = require_fact(session, project, slug)
+    session.delete(fact)
+    return fact
+
+
 def set_pinned(session: Session, project: Project, slug: str, pinned: bool) -> Fact:
     fact = require_fact(session, project, slug)
     fact.pinned = pinned
@@ -328,7 +336,7 @@ def move(
     fact = require_fact(session, project, slug)
     ordered = [f for f in list_facts(session, project, status=None) if f.slug != slug]
     if section is not None:
-        fact.section = sanitize_line(section) or None
+        fact.section = sanitize_field(section) or None
     anchor_slug = before or after
     if anchor_slug is not None:
         if anchor_slug == slug:

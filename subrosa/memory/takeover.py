@@ -13,8 +13,10 @@ they mean for the facts. Its queries are the store's, its file reads leaf's and 
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +26,21 @@ from subrosa.errors import LeafError
 from subrosa.fsutil import atomic_write_text, holds_text
 from subrosa.memory import store
 from subrosa.memory.generator import ARCHIVED_SECTION
-from subrosa.memory.indexfile import IndexLine, meaningful_title, split_archived_suffix
+from subrosa.memory.indexfile import (
+    IndexLine,
+    meaningful_title,
+    plain_text,
+    split_archived_suffix,
+)
 from subrosa.memory.leaf import (
+    content_hash,
     hash_leaf_file,
     humanize,
     list_leaf_files,
     parse_leaf_lenient,
+    parse_note,
     render_leaf,
+    subfolder_note,
 )
 
 # Loose, Report and Source live in subrosa.memory.report (plain values: generate's quick
@@ -38,18 +48,46 @@ from subrosa.memory.leaf import (
 from subrosa.memory.report import Loose as Loose
 from subrosa.memory.report import Report as Report
 from subrosa.memory.report import Source as Source
+from subrosa.memory.report import lines_of
 from subrosa.memory.state import load_state, sidecar_matches
 from subrosa.models import Fact
+from subrosa.text import sanitize_field
 
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
 
 
 # --- materializing lines that have no leaf --------------------------------------
 
+# A bullet's own words give its type only with a clear marker: `Project: …`,
+# `**feedback**: …` (a bullet that starts "User prefers…" is not thereby a user fact).
+_TYPE_MARKER = re.compile(
+    r"^(?:\*\*|__)?(user|feedback|project|reference)(?:\*\*|__)?\s*:", re.IGNORECASE
+)
+_TITLE_WORDS = 6
+
 
 def _slugify(text: str) -> str:
-    words = re.findall(r"\w+", text.lower())[:6]
+    words = re.findall(r"\w+", text.lower())[:_TITLE_WORDS]
     return "_".join(words)[:60].strip("_") or "note"
+
+
+def _first_words(text: str) -> str:
+    """The first words of a line, as written: the title of a leaf made from a bullet."""
+    words = text.split()
+    title = " ".join(words[:_TITLE_WORDS])
+    if len(title) > 60:
+        title = title[:59].rstrip() + "…"
+    elif len(words) > _TITLE_WORDS:
+        title += " …"
+    return title
+
+
+def _plain(line: IndexLine) -> str:
+    """The item's words with each link read as its text (`see [X](x.md)` -> `see X`): what
+    a leaf made from it is named and titled after (its hook keeps the links)."""
+    if line.title or not line.targets:
+        return line.title or line.hook
+    return sanitize_field(plain_text(line.text))
 
 
 def _leaf_names_for(line: IndexLine, target: str | None) -> Iterator[str]:
@@ -58,30 +96,48 @@ def _leaf_names_for(line: IndexLine, target: str | None) -> Iterator[str]:
         yield target
         stem = Path(target).stem
     else:
-        stem = _slugify(line.title or line.hook)
+        stem = _slugify(_plain(line))
     for n in range(1, 10_000):
         yield f"{stem}.md" if n == 1 else f"{stem}_{n}.md"
 
 
 def _materialized_text(filename: str, line: IndexLine, target: str | None, origin: str) -> str:
-    """The leaf `line` becomes when materialized as `filename` (the same bytes every run)."""
+    """The leaf `line` becomes when materialized as `filename` (the same bytes every run):
+    the item's lines as they were written, under a title."""
     stem = Path(filename).stem
-    prefix = _TYPE_PREFIX.match(filename)
-    title = (meaningful_title(line, target) if target else line.title) or humanize(stem)
-    body = (
-        f"# {title}\n\n{line.hook or title}\n\n"
-        f"(Taken over by subrosa from line {line.number} of {origin}, "
-        "which had no leaf of its own.)"
-    )
-    fact_type = prefix.group(1) if prefix else "reference"
+    prefix = _TYPE_PREFIX.match(filename) if target else None
+    marker = _TYPE_MARKER.match(line.hook)
+    if target and line.lead == target:
+        title = meaningful_title(line, target) or humanize(stem)
+    elif target:
+        title = humanize(stem)
+    else:
+        title = _first_words(_plain(line)) or humanize(stem)
+    if line.prose:
+        how = "text that was no index entry"
+    elif target:
+        how = "which had no leaf of its own"
+    else:
+        how = "a line with no leaf of its own"
+    where = lines_of(line, origin)
+    body = f"# {title}\n\n{line.text}\n\n(Taken over by subrosa from {where}, {how}.)"
+    typed = prefix or marker
+    fact_type = typed.group(1).lower() if typed else "reference"
     return render_leaf(stem.replace("_", "-"), line.hook or title, fact_type, body)
 
 
 def materialize(
-    memory_dir: Path, line: IndexLine, target: str | None, taken: set[str], origin: str
-) -> str:
+    memory_dir: Path,
+    line: IndexLine,
+    target: str | None,
+    taken: set[str],
+    origin: str,
+    *,
+    write: bool = True,
+) -> tuple[str, str]:
     """Write a leaf of its own for a line whose file does not exist (or a bullet without
-    a link), in the canonical shape; return its filename. Never overwrites a file.
+    a link, or prose), in the canonical shape; return its filename and text. Never
+    overwrites a file; with `write` False, only says what it would write.
 
     A file that already holds exactly what this line would be materialized as is that
     leaf, written by a run killed before it wrote the index: it is taken as it is, so
@@ -93,27 +149,66 @@ def materialize(
         if filename in taken or path.exists():
             if holds_text(path, text):
                 taken.add(filename)
-                return filename
+                return filename, text
             continue
-        atomic_write_text(path, text)
+        if write:
+            atomic_write_text(path, text)
         taken.add(filename)
-        return filename
+        return filename, text
     raise LeafError(target or line.title, "has too many namesakes to materialize")
 
 
 # --- the take-over itself ---------------------------------------------------------
 
 
+def files_on_disk(
+    memory_dir: Path, sources: list[Source], registered: Iterable[str] = ()
+) -> set[str]:
+    """The leaves on disk (by filename), and the notes in subfolders that the sources'
+    lines link or a fact is registered under (by their path: `notes/x.md`)."""
+    on_disk = {p.name for p in list_leaf_files(memory_dir)}
+    root = memory_dir.resolve()
+    wanted = {path for path in registered if "/" in path}
+    for source in sources:
+        for line in source.lines:
+            wanted.update(t for t in line.targets if "/" in t)
+    on_disk.update(rel for rel in wanted if subfolder_note(memory_dir, rel, root) is not None)
+    return on_disk
+
+
+def _first_lines(sources: list[Source], on_disk: set[str]) -> dict[str, tuple[Source, IndexLine]]:
+    """For each file on disk that a taken line links, the line that speaks for it: its own
+    line (`- [Title](file.md) — hook`) wherever it is, else the first that mentions it,
+    when it has no line of its own at all (a line someone adds that mentions facts listed
+    already never overwrites their hooks: it becomes a leaf of its own)."""
+    own = {line.lead for source in sources for line in source.lines if line.lead}
+    first: dict[str, tuple[Source, IndexLine]] = {}
+    for dedicated in (True, False):
+        for source in sources:
+            for line in source.taken_lines():
+                for target in line.targets:
+                    if target not in on_disk:
+                        continue
+                    if target == line.lead if dedicated else target not in own:
+                        first.setdefault(target, (source, line))
+    return first
+
+
 def find_loose(sources: list[Source], on_disk: set[str]) -> list[Loose]:
-    """Lines that link files not on disk, and bullets without any link."""
+    """Items no leaf stands behind: lines that link files not on disk, bullets without any
+    link, prose, and lines whose every link is spoken for by another line (a second line
+    for one file): each would be lost if not made a leaf of its own."""
+    first = _first_lines(sources, on_disk)
     loose: list[Loose] = []
     for source in sources:
         for line in source.taken_lines():
-            if not line.targets:
+            missing = [t for t in line.targets if t not in on_disk]
+            spoken_for = not missing and all(
+                t not in first or first[t][1] is not line for t in line.targets
+            )
+            if not line.targets or spoken_for:
                 loose.append(Loose(source.origin, line, None))
-            for target in line.targets:
-                if target not in on_disk:
-                    loose.append(Loose(source.origin, line, target))
+            loose.extend(Loose(source.origin, line, t) for t in missing)
     return loose
 
 
@@ -127,12 +222,16 @@ def unchanged_rows(
     The common case (generate run again, nothing changed) then builds no ORM objects:
     with thousands of facts that was most of the run.
     """
-    if any(source.taken_lines() for source in sources):
+    if any(source.taken_lines() or source.unplaced for source in sources):
         return None
     rows = store.rows_without_body(session, project)
     by_path = {row.path: row for row in rows}
     memory_dir = project.memory_dir
     names = [p.name for p in list_leaf_files(memory_dir)]
+    notes = [path for path in by_path if "/" in path]
+    if notes:
+        root = memory_dir.resolve()
+        names += [rel for rel in notes if subfolder_note(memory_dir, rel, root) is not None]
     if len(names) != len(by_path) or not all(name in by_path for name in names):
         return None
     directory = str(memory_dir)
@@ -147,6 +246,10 @@ def unchanged_rows(
     return rows
 
 
+# A leaf a dry run would write: its bytes, and the time it would carry.
+Virtual = dict[str, tuple[bytes, float | None]]
+
+
 def take_over(
     session: Session,
     project: store.Project,
@@ -158,59 +261,133 @@ def take_over(
 ) -> Report:
     """Reconcile the facts with the disk and take over `sources`' lines.
 
-    - loose lines are materialized as leaves (when asked and not a dry run), else reported;
+    - loose items are materialized as leaves (when asked; a dry run only says which it
+      would write, and counts them as written), else reported;
     - every readable leaf on disk is registered (hook from its line, else the sidecar,
       else its description) or refreshed when its content changed;
     - facts whose leaf is gone are reported as missing;
-    - `reorder` (adopt) sets the curated order and sections from the lines; otherwise a
-      new fact is placed after the fact whose line precedes its own.
+    - `reorder` (adopt) sets the curated order and sections from the lines, and gives
+      the leaves it makes times that rank them by their place in the old index, after
+      the leaves that were there; otherwise a new fact is placed after the fact whose
+      line precedes its own.
     """
     report = Report()
-    on_disk = {p.name for p in list_leaf_files(project.memory_dir)}
-    first_line = _materialize_loose(
-        project.memory_dir, sources, on_disk, report, materialize_loose and not dry_run
-    )
     facts = {f.slug: f for f in store.facts_without_body(session, project)}
+    on_disk = files_on_disk(project.memory_dir, sources, (f.path for f in facts.values()))
+    virtual: Virtual = {}
+    placed = _materialize_loose(
+        project.memory_dir,
+        sources,
+        on_disk,
+        report,
+        write=materialize_loose,
+        dry_run=dry_run,
+        virtual=virtual,
+        place_times=reorder,
+    )
+    first_line = _first_lines(sources, on_disk)
+    for filename, origin in placed.items():
+        first_line[filename] = origin
     # The sidecar is rewritten by every change, so where it disagrees with the database
     # it was changed under it (a git pull, another machine): it wins.
     state = load_state(project.memory_dir)
     for slug, row in state.items():
         if slug in facts and store.apply_state(facts[slug], row):
             report.synced.append(slug)
-    new_files = _register_leaves(session, project, sorted(on_disk), facts, state, report)
+    new_files = _register_leaves(session, project, sorted(on_disk), facts, state, report, virtual)
     by_file = {f.path: f for f in facts.values()}
     for filename, (source, line) in first_line.items():
         if filename in by_file:
+            dedicated = filename in placed or filename == line.lead
             _apply_line(
-                by_file[filename], filename, source, line, filename in new_files, reorder, report
-            )
-    _place(session, project, sources, first_line, by_file, new_files, reorder, bool(report.synced))
+                by_file[filename], filename, source, line, dedicated, filename in new_files,
+                reorder, report,
+            )  # fmt: skip
+        elif filename not in placed:
+            why = f"gives a hook to {filename}, which cannot be read; it is not taken over"
+            report.unplaced.append(Loose(source.origin, line, filename, why))
+    edited = "edits a line of the cold tier, which is not taken over (add a new line instead)"
+    for source in sources:
+        report.unplaced.extend(Loose(source.origin, line, None, edited) for line in source.unplaced)
+    links = _links(sources, on_disk, placed)
+    _place(session, project, sources, links, by_file, new_files, reorder, bool(report.synced))
     report.facts = [f for f in facts.values() if f.path in report.present]
     return report
 
 
-def _materialize_loose(
-    memory_dir: Path, sources: list[Source], on_disk: set[str], report: Report, write: bool
-) -> dict[str, tuple[Source, IndexLine]]:
-    """Give each loose line a leaf (when `write`), else report it; return, for each file on
-    disk, the first line that links it (that line gives the fact its hook and place)."""
-    first_line: dict[str, tuple[Source, IndexLine]] = {}
-    taken_names = set(on_disk) | {p.name for p in memory_dir.iterdir()}
-    for loose in find_loose(sources, on_disk):
-        if not write:
-            report.loose.append(loose)
+def _place_time(memory_dir: Path, on_disk: set[str], origin: str) -> float:
+    """The time below which adopt dates the leaves it makes: a second before the oldest
+    leaf there was (else before the index file), so that one-line leaves made from the
+    old index never outrank a real leaf by their file's newness."""
+    times = []
+    for name in on_disk:
+        try:
+            times.append(os.stat(memory_dir / name).st_mtime)
+        except OSError:
             continue
-        filename = materialize(memory_dir, loose.line, loose.target, taken_names, loose.origin)
-        report.materialized.append(filename)
-        on_disk.add(filename)
+    if not times:
+        try:
+            times.append(os.stat(memory_dir / origin).st_mtime)
+        except OSError:
+            times.append(0.0)
+    return float(int(min(times))) - 1
+
+
+def _materialize_loose(
+    memory_dir: Path,
+    sources: list[Source],
+    on_disk: set[str],
+    report: Report,
+    *,
+    write: bool,
+    dry_run: bool,
+    virtual: Virtual,
+    place_times: bool,
+) -> dict[str, tuple[Source, IndexLine]]:
+    """Give each loose item a leaf (when `write`; a dry run records what it would write
+    in `virtual`), else report it. Returns, for each leaf made, the item it came from
+    (which gives the fact its hook and place)."""
+    made: dict[str, tuple[Source, IndexLine]] = {}
+    loose_items = find_loose(sources, on_disk)
+    if not write:
+        report.loose.extend(loose_items)
+        return made
+    taken_names = set(on_disk) | {p.name for p in memory_dir.iterdir()}
+    base = (
+        _place_time(memory_dir, on_disk, sources[0].origin) if place_times and loose_items else 0.0
+    )
+    for loose in loose_items:
         source = next(s for s in sources if s.origin == loose.origin)
-        first_line.setdefault(filename, (source, loose.line))
+        filename, text = materialize(
+            memory_dir, loose.line, loose.target, taken_names, loose.origin, write=not dry_run
+        )
+        # Ranked by place in the old index: line 1 newest, the last line oldest.
+        when = base - loose.line.number if place_times else None
+        if dry_run and not (memory_dir / filename).exists():
+            virtual[filename] = (text.encode("utf-8"), when)
+        elif when is not None:
+            os.utime(memory_dir / filename, (when, when))
+        if filename not in made:
+            report.materialized.append(filename)
+        on_disk.add(filename)
+        made.setdefault(filename, (source, loose.line))
+    return made
+
+
+def _links(
+    sources: list[Source], on_disk: set[str], made: dict[str, tuple[Source, IndexLine]]
+) -> dict[tuple[str, int], list[str]]:
+    """The files each item stands for, in order: the files it links that are on disk,
+    then the leaves made from it."""
+    links: dict[tuple[str, int], list[str]] = {}
     for source in sources:
-        for line in source.taken_lines():
-            for target in line.targets:
-                if target in on_disk:
-                    first_line.setdefault(target, (source, line))
-    return first_line
+        for line in source.lines:
+            files = [t for t in line.targets if t in on_disk]
+            if files:
+                links[(source.origin, line.number)] = files
+    for filename, (source, line) in made.items():
+        links.setdefault((source.origin, line.number), []).append(filename)
+    return links
 
 
 def _register_leaves(
@@ -220,6 +397,7 @@ def _register_leaves(
     facts: dict[str, Fact],
     state: dict[str, dict[str, Any]],
     report: Report,
+    virtual: Virtual,
 ) -> list[str]:
     """Register leaves nobody registered, refresh changed ones, note missing and unreadable
     ones; `facts` (by slug) gains the new facts. Returns the new facts' filenames."""
@@ -229,8 +407,11 @@ def _register_leaves(
     last_position = max((f.position for f in facts.values()), default=0) + 10**6
     for filename in filenames:
         fact = by_file.get(filename)
+        given, when = virtual.get(filename, (None, None))
         try:
-            digest = hash_leaf_file(directory, filename)
+            digest = (
+                content_hash(given) if given is not None else hash_leaf_file(directory, filename)
+            )
         except OSError as exc:
             report.unreadable.append((filename, f"cannot be read ({exc.strerror})"))
             continue
@@ -239,10 +420,15 @@ def _register_leaves(
             continue
         path = project.memory_dir / filename
         try:
-            leaf = parse_leaf_lenient(path)
+            if "/" in filename:
+                leaf = parse_note(project.memory_dir, filename, given)
+            else:
+                leaf = parse_leaf_lenient(path, given=given)
         except LeafError as exc:
             report.unreadable.append((filename, exc.problem))
             continue
+        if when is not None:
+            leaf.mtime = datetime.fromtimestamp(when, UTC)
         report.present.add(filename)
         report.warnings.extend(f"{path}: {w}" for w in leaf.warnings)
         fact = fact or facts.get(leaf.slug)  # registered under another path spelling
@@ -271,19 +457,24 @@ def _apply_line(
     filename: str,
     source: Source,
     line: IndexLine,
+    dedicated: bool,
     is_new: bool,
     reorder: bool,
     report: Report,
 ) -> None:
-    """What a taken-over line says about its fact: hook (kept whole), title, section; a
-    new fact found only in a hand-kept archive stays in the cold tier."""
-    text, reason = split_archived_suffix(line.hook) if source.cold else (line.hook, None)
+    """What a taken-over line says about its fact: hook (kept whole; the whole line when
+    it only mentions the fact), title, section; a new fact found only in a hand-kept
+    archive stays in the cold tier."""
+    said = line.hook if dedicated else line.whole
+    text, reason = split_archived_suffix(said) if source.cold else (said, None)
+    if line.prose:
+        text = store.hook_from_description(text)  # the paragraph itself is in the leaf
     if text:
         hook, _ = store.clean_hook(text, strict=False)
         if hook != fact.hook:
             fact.hook = hook
             report.hooks_taken.append(fact.slug)
-    title = meaningful_title(line, filename)
+    title = meaningful_title(line, filename) if dedicated else None
     if title:
         fact.title = title
     archived_here = not source.by_section or line.section == ARCHIVED_SECTION
@@ -300,7 +491,7 @@ def _place(
     session: Session,
     project: store.Project,
     sources: list[Source],
-    first_line: dict[str, tuple[Source, IndexLine]],
+    links: dict[tuple[str, int], list[str]],
     by_file: dict[str, Fact],
     new_files: list[str],
     reorder: bool,
@@ -318,15 +509,16 @@ def _place(
         seen: set[str] = set()
         for source in sources:
             for line in source.lines:
-                for target in line.targets:
-                    fact = by_file.get(target)
+                for filename in links.get((source.origin, line.number), ()):
+                    fact = by_file.get(filename)
                     if fact is not None and fact.slug not in seen:
                         ordered.append(fact)
                         seen.add(fact.slug)
         rest = [f for f in current if f.slug not in seen]
         store.renumber(session, project, ordered + rest)
         return
-    placed = {by_file[f].slug for f in new_files if f in first_line and f in by_file}
+    placed = {by_file[f].slug for f in new_files if f in by_file}
+    placed &= {by_file[f].slug for files in links.values() for f in files if f in by_file}
     if not placed:
         store.renumber(session, project, current)
         return
@@ -334,8 +526,8 @@ def _place(
     hot = next((s for s in sources if not s.cold), None)
     anchor: str | None = None
     for line in hot.lines if hot else []:
-        for target in line.targets:
-            fact = by_file.get(target)
+        for filename in links.get((hot.origin, line.number), ()) if hot else ():
+            fact = by_file.get(filename)
             if fact is None:
                 continue
             if fact.slug in placed and fact not in ordered:

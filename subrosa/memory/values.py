@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from subrosa.errors import InvalidInput
+from subrosa.errors import InvalidInput, NotFound
 from subrosa.memory.state import STATE_KEYS
-from subrosa.text import sanitize_line, truncate_bytes
+from subrosa.text import sanitize_field, truncate_bytes
 
 if TYPE_CHECKING:
     from subrosa.memory.generator import Entry
@@ -48,13 +48,21 @@ def parse_time(value: object) -> datetime | None:
         return None
 
 
+def no_such_fact(slug: str, memory_dir: Path) -> NotFound:
+    """The error for a slug no fact of the memory dir has, saying how to find one."""
+    return NotFound(
+        f"no fact named {slug!r} in {memory_dir} (`subrosa fact list --all` "
+        "lists them; `subrosa fact upsert SLUG --hook TEXT` registers a leaf)."
+    )
+
+
 # --- hooks ----------------------------------------------------------------------------
 
 
 def clean_hook(raw: str, *, strict: bool = True) -> tuple[str, list[str]]:
     """Make a hook one safe line. New input (strict) warns past 150 characters and is
     refused past 300; hooks users already wrote (adopt) are kept whole."""
-    hook = sanitize_line(raw)
+    hook = sanitize_field(raw)
     warnings: list[str] = []
     if not hook:
         raise InvalidInput("the hook is empty once control characters and markup are removed.")
@@ -70,7 +78,7 @@ def clean_hook(raw: str, *, strict: bool = True) -> tuple[str, list[str]]:
 
 def hook_from_description(description: str) -> str:
     """The hook a fact gets when it arrives without one: its description, trimmed."""
-    hook = sanitize_line(description)
+    hook = sanitize_field(description)
     if len(hook) > HOOK_WARN_CHARS:
         hook = hook[: HOOK_WARN_CHARS - 1].rstrip() + "…"
     return truncate_bytes(hook, 600)
@@ -139,7 +147,7 @@ def leaf_values(leaf: Leaf, *, keep_title: bool) -> dict[str, Any]:
     values: dict[str, Any] = {
         "path": leaf.filename,
         "type": leaf.type,
-        "description": sanitize_line(leaf.description),
+        "description": sanitize_field(leaf.description),
         # PostgreSQL's text cannot hold NUL (SQLite's can): the cached copy gets U+FFFD
         # for it on both engines, so both hold the same. The leaf on disk keeps its bytes.
         "body": leaf.body.replace("\x00", "\ufffd"),
@@ -199,7 +207,7 @@ def archive_values(reason: str | None, now: datetime | None = None) -> dict[str,
     """Soft-delete: the fact leaves the index for the cold tier; the leaf stays on disk."""
     return {
         "status": "archived",
-        "archive_reason": sanitize_line(reason) if reason else "archived by hand",
+        "archive_reason": sanitize_field(reason) if reason else "archived by hand",
         "archived_at": now or utcnow(),
     }
 
@@ -239,17 +247,17 @@ def state_values(state: dict[str, Any]) -> dict[str, Any]:
     """A sidecar row as column values; keys it gives no usable value for are left out."""
     values: dict[str, Any] = {}
     for key in ("title", "hook"):
-        text = sanitize_line(str(state.get(key) or ""))
+        text = sanitize_field(str(state.get(key) or ""))
         if text:
             values[key] = text
     if "section" in state:
-        values["section"] = sanitize_line(str(state["section"] or "")) or None
+        values["section"] = sanitize_field(str(state["section"] or "")) or None
     if "pinned" in state:
         values["pinned"] = bool(state["pinned"])
     if "status" in state:
         archived = state["status"] == "archived"
         values["status"] = "archived" if archived else "active"
-        reason = sanitize_line(str(state.get("archive_reason") or "")) or None
+        reason = sanitize_field(str(state.get("archive_reason") or "")) or None
         values["archive_reason"] = reason if archived else None
         values["archived_at"] = parse_time(state.get("archived_at")) if archived else None
     if isinstance(state.get("position"), int):

@@ -36,11 +36,6 @@ def test_hooks_get_the_project_dir_and_bash_commands_do_not(
     assert f"CLAUDE_CODE_SESSION_ID={run.session_id}" in bash_env
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 13 (2): Bash-tool commands get no CLAUDE_PROJECT_DIR, so in a project with "
-    ".claude/memory they resolve Claude Code's auto-memory dir instead",
-)
 def test_bash_tool_commands_see_the_memory_the_hook_injected(
     cc: ClaudeProject, api: FakeAnthropic
 ) -> None:
@@ -52,13 +47,13 @@ def test_bash_tool_commands_see_the_memory_the_hook_injected(
     )
     cc.subrosa("--memory-dir", str(memory), "generate")
     (cc.project / "src").mkdir()
-    new_leaf = write_leaf(cc.root / "draft", "user_prefers_pnpm.md", "The user uses pnpm.", "user")
+    # The agent's own new leaf (written by hand here: Claude Code asks before a Bash
+    # command writes under .claude/, and `-p` has nobody to ask).
+    write_leaf(memory, "user_prefers_pnpm.md", "The user uses pnpm.", "user")
     api.respond_bash("subrosa fact list")
-    api.respond_bash("cd src && subrosa fact list")
+    api.respond_bash("cd src && env -u SUBROSA_MEMORY_DIR subrosa fact list")
     api.respond_bash(
-        f"cp {new_leaf} .claude/memory/ && "
-        'subrosa fact upsert --leaf .claude/memory/user_prefers_pnpm.md --hook "uses pnpm" && '
-        "subrosa generate"
+        'subrosa fact upsert --leaf user_prefers_pnpm.md --hook "uses pnpm" && subrosa generate'
     )
 
     cc.run("hello")
@@ -76,11 +71,38 @@ def test_bash_tool_commands_see_the_memory_the_hook_injected(
     assert not (cc.auto_memory_dir() / "MEMORY.md").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 13 (3): a session started in a subfolder is archived under the subfolder's "
-    "own project, so `subrosa search` at the repository root does not find it",
-)
+def test_subfolder_and_worktree_sessions_use_the_repositorys_memory(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    """Started in a subfolder, or in a worktree that has no .claude/memory of its own, the
+    hooks find the repository's .claude/memory, and tell the session's Bash commands
+    (SUBROSA_MEMORY_DIR in CLAUDE_ENV_FILE), which then see it from anywhere."""
+    cc.subrosa("install", "--scope", "user")  # a subfolder's session reads no project settings
+    memory = cc.project / ".claude" / "memory"
+    leaf = write_leaf(memory, "project_release_codename.md", "The release is ZEBRAFISH.")
+    cc.subrosa("--memory-dir", str(memory), "fact", "upsert", "--leaf", str(leaf), "--hook", "Z")
+    cc.subrosa("--memory-dir", str(memory), "generate")
+    (cc.project / "README").write_text("x\n")
+    cc.git("add", "README")
+    cc.git("commit", "-qm", "first")  # .claude/memory stays untracked: not in the worktree
+    worktree = cc.root / "worktree"
+    cc.git("worktree", "add", "-q", str(worktree), "-b", "feature")
+    subfolder = cc.project / "src" / "api"
+    subfolder.mkdir(parents=True)
+
+    for cwd in (subfolder, worktree):
+        api.clear()
+        api.respond_bash('echo "dir=$SUBROSA_MEMORY_DIR"')
+        api.respond_bash("cd / && subrosa fact list")
+        cc.run("hello", cwd=cwd)
+
+        first, echoed, listed = api.agent_requests[:3]
+        [injected] = [t for t in first.texts() if t.startswith(SESSION_START_PREFIX)]
+        assert "ZEBRAFISH" in injected or "project_release_codename" in injected, cwd
+        assert echoed.tool_results() == [f"dir={memory}"], cwd
+        assert "project_release_codename" in listed.tool_results()[0], cwd
+
+
 def test_a_session_started_in_a_subfolder_belongs_to_the_repository(
     cc: ClaudeProject, api: FakeAnthropic
 ) -> None:

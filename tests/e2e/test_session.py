@@ -120,11 +120,6 @@ def test_a_long_session_is_nudged_once_at_turn_15(cc: ClaudeProject, api: FakeAn
     assert len(history) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 13 (5): SessionStart cuts MEMORY.md in display order at 10,000 characters, "
-    "so a pinned fact shown late is not injected",
-)
 def test_a_pinned_fact_last_in_display_order_is_injected(
     cc: ClaudeProject, api: FakeAnthropic
 ) -> None:

@@ -100,11 +100,6 @@ def extract_then(cc: ClaudeProject, api: FakeAnthropic, *more_prompts: str) -> s
     return talk.session_id
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 13 (1): checkpoint-mark stamps the transcript size, and Claude Code always "
-    "appends past it (the mark's own tool result, the reply, last-prompt records)",
-)
 def test_a_session_that_ends_right_after_its_extraction_is_not_queued(
     cc: ClaudeProject, api: FakeAnthropic
 ) -> None:

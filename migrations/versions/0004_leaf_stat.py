@@ -4,8 +4,8 @@
 only the leaves whose stat changed (docs/architecture.md, "generate, quickly"). NULL
 means "not known": the leaf is hashed. A cache of the disk, like the rest of the row.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-04
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,125 @@
+"""Claude Code's settings files, read: which of them register subrosa's hooks, and which
+enable the subrosa plugin. Writing them is `install`'s job (subrosa.claude.install).
+
+Standard library only, and light: the plugin's SessionStart hook asks, to warn the user
+when `subrosa install` registered the same hooks too; `install` and `doctor` ask as well.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from subrosa.errors import InvalidInput
+from subrosa.fsutil import loads_json, read_capped
+from subrosa.paths import checkout_root, claude_root
+
+# typing stays off the hook's import path (see subrosa.claude.checkpoint).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# Claude Code's event name -> our hook name.
+EVENTS = {"SessionStart": "session-start", "Stop": "stop", "SessionEnd": "session-end"}
+PLUGIN_NAME = "subrosa"
+# Claude Code's settings files are small; a larger one is not read for these checks.
+MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+# `subrosa hook NAME`, also by a quoted absolute path (`'/venv/bin/subrosa' hook NAME`).
+_OURS = re.compile(r"\bsubrosa['\"]?\s+hook\s+(session-start|stop|session-end)\b")
+
+
+def is_ours(handler: object) -> bool:
+    """A hook handler that runs `subrosa hook NAME`."""
+    return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
+
+
+class Found:
+    """A settings file (its scope and path) that registers subrosa: `what` is its hook
+    events ("SessionStart, Stop, SessionEnd") or the plugin's name (`subrosa@MARKET`)."""
+
+    def __init__(self, scope: str, path: Path, what: str) -> None:
+        self.scope, self.path, self.what = scope, path, what
+
+    def __repr__(self) -> str:
+        return f"Found({self.scope!r}, {self.path!r}, {self.what!r})"
+
+
+class Registrations:
+    """Where subrosa is wired into Claude Code for a project."""
+
+    def __init__(self) -> None:
+        self.hooks: list[Found] = []
+        self.plugins: list[Found] = []
+
+    @property
+    def events(self) -> set[str]:
+        return {event for found in self.hooks for event in found.what.split(", ")}
+
+
+def settings_files(project_dir: Path | None = None) -> list[tuple[str, Path]]:
+    """The settings files Claude Code reads for a session started in `project_dir`
+    (default `$CLAUDE_PROJECT_DIR`), lowest precedence first: user, then project and
+    local in that folder and, when it is a subfolder, at the top of its git checkout
+    (Claude Code 2.1 reads the top's settings.local.json from a subfolder). Run by hand
+    (neither given), the top of the checkout around the current folder: where
+    `subrosa install` writes."""
+    given = project_dir or os.environ.get("CLAUDE_PROJECT_DIR")
+    here = Path(given or os.getcwd()).absolute()
+    top = checkout_root(here)
+    folders = [here] if top is None or top == here else [here, top]
+    if not given:
+        folders = [top or here]
+    found = [("user", claude_root() / "settings.json")]
+    for folder in folders:
+        found.append(("project", folder / ".claude" / "settings.json"))
+        found.append(("local", folder / ".claude" / "settings.local.json"))
+    return found
+
+
+def read_object(path: Path) -> dict[str, Any]:
+    """A settings file's object, or {} when it is missing, too big or not JSON."""
+    try:  # bounded, regular files only (a settings file linked to /dev/zero or a FIFO)
+        raw = read_capped(path, MAX_SETTINGS_BYTES, follow_links=True)
+        data = loads_json(raw.decode("utf-8-sig")) if raw is not None else {}
+    except (OSError, ValueError, InvalidInput):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def our_events(data: dict[str, Any]) -> list[str]:
+    """The events a settings object runs a subrosa hook on."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    return [
+        event
+        for event in EVENTS
+        if isinstance(hooks.get(event), list)
+        and any(
+            is_ours(handler)
+            for group in hooks[event]
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for handler in group["hooks"]
+        )
+    ]
+
+
+def registrations(project_dir: Path | None = None) -> Registrations:
+    """Which settings files put subrosa's hooks in, and which enable the subrosa plugin
+    (`enabledPlugins`; a later scope overrides an earlier one). A plugin loaded with
+    `claude --plugin-dir` is in no settings file and is not seen here."""
+    found = Registrations()
+    enabled: dict[str, Found | None] = {}
+    for scope, path in settings_files(project_dir):
+        data = read_object(path)
+        events = our_events(data)
+        if events:
+            found.hooks.append(Found(scope, path, ", ".join(events)))
+        plugins = data.get("enabledPlugins")
+        if isinstance(plugins, dict):
+            for name, on in plugins.items():
+                if isinstance(name, str) and name.split("@")[0] == PLUGIN_NAME:
+                    enabled[name] = Found(scope, path, name) if on is True else None
+    found.plugins = [entry for entry in enabled.values() if entry is not None]
+    return found

@@ -1,0 +1,48 @@
+"""What a markdown reader makes of a line: the links in it, by CommonMark (markdown-it-py,
+which rich already brings) and by the witness's grammar.
+
+Issue 17 keeps a user's square brackets in the index (`players[pid]`) instead of turning
+them into parentheses; the tests then check the rule that matters, not a proxy: a
+fragment of user text forms no link, reference link or `[[wikilink]]`, whoever reads it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+
+from subrosa.memory.witness import load
+
+_MD = MarkdownIt("commonmark")
+# Two brackets that would join into a link: inline `](`, wikilink `[[`.
+_JOIN = re.compile(r"(?<!\\)\]\(|(?<!\\)\[\[")
+# A link definition (`[y]: url`), without which `[x][y]` is no link: only a whole line.
+_DEFINITION = re.compile(r"^\s{0,3}\[(?:\\.|[^\[\]\\])*\]:")
+# An item as the generator renders it; the title may hold backslash escapes.
+ITEM = re.compile(r"^- \[((?:\\.|[^\[\]\\])*)\]\(([^\s()<>]+)\)(?: — (.*))?$")
+# A link to a leaf file beside the index (what SessionStart keeps of a foreign index).
+LEAF_LINK = re.compile(r"\[(?:\\.|[^\[\]\\])*\]\([^\s()]*\.md(?:#[^\s()]*)?\)")
+
+
+def links(text: str) -> list[str]:
+    """The targets of every link or image CommonMark reads in `text` (one line)."""
+    found = []
+    for token in _MD.parseInline(text):
+        for child in token.children or ():
+            if child.type in ("link_open", "image"):
+                found.append(str(child.attrs.get("href") or child.attrs.get("src") or ""))
+    return found
+
+
+def forms_link(text: str, *, whole_line: bool = False) -> bool:
+    """True when `text` holds a link for CommonMark, the witness, or a wikilink reader
+    (or, when it is a `whole_line`, is a link definition)."""
+    witness = load()
+    return bool(
+        links(text)
+        or witness.LINK.search(text)
+        or witness.WIKILINK.search(text)
+        or _JOIN.search(text)
+        or (whole_line and _DEFINITION.match(text))
+    )
