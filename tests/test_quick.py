@@ -339,8 +339,42 @@ def test_each_fast_entry_takes_the_click_commands_options(
     fast = next(c for c in fastpath.COMMANDS if c.words == words)
     for option in fast.options:
         assert clicked.get(option.name) == (option.dest, option.kind == "flag"), option.name
+        if option.kind == "count":  # the same bounds (generate's caps: 25,000 B, 200 lines)
+            bounds = _click_bounds(getattr(importlib.import_module(module), attribute))
+            assert bounds[option.name] == (1, option.maximum), option.name
 
 
+def _click_bounds(command: Any) -> dict[str, tuple[int | None, int | None]]:
+    import click
+
+    return {
+        name: (param.type.min, param.type.max)
+        for param in command.params
+        if isinstance(param.type, click.IntRange)
+        for name in param.opts
+    }
+
+
+def _invalid_leaf(memory_dir: Path) -> None:
+    (memory_dir / "bad.md").write_text("---\n1: x\ndescription: y\n---\n\nBody.\n")
+
+
+def _secret_description(memory_dir: Path) -> None:
+    write_leaf(memory_dir, "d.md", "The key is AKIAQWERTYUIOPASDFGH.", name="d")
+
+
+def _note_in_a_subfolder(memory_dir: Path) -> None:
+    (memory_dir / "notes").mkdir(exist_ok=True)
+    write_leaf(memory_dir / "notes", "n.md", "A note kept in a subfolder.", name="n")
+    with (memory_dir / "MEMORY.md").open("a") as index:
+        index.write("- [The note](notes/n.md) — a note in a subfolder\n")
+
+
+def _gone(name: str) -> Callable[[Path], None]:
+    return lambda memory_dir: (memory_dir / name).unlink(missing_ok=True)
+
+
+# "MEMORY_DIR" in a case's arguments stands for the memory dir.
 CASES: list[tuple[list[str], Callable[[Path], None]]] = [
     (["fact", "upsert", "--leaf", "a.md", "--hook", "first"], lambda _: None),
     (["fact", "upsert", "--leaf=a.md", "--pin", "--json"], lambda _: None),
@@ -360,6 +394,24 @@ CASES: list[tuple[list[str], Callable[[Path], None]]] = [
     (["ingest", "--json"], lambda _: None),
     (["ingest"], lambda _: None),
     (["ingest", "--all-projects", "nowhere"], lambda _: None),  # click: no such path
+    # What main's later issues added, held on the fast entries too:
+    (["fact", "upsert", "b", "--hook", "named by its slug"], lambda _: None),
+    (["fact", "pin", "b.md"], lambda _: None),  # a SLUG ending in .md is a file
+    (["fact", "unpin", "b", "--leaf", "b.md"], lambda _: None),  # both: click's usage error
+    (["fact", "archive"], lambda _: None),  # neither
+    (["fact", "upsert", "c", "--hook", "x", "--memory-dir", "MEMORY_DIR"], lambda _: None),
+    (["fact", "upsert", "--leaf", "bad.md", "--hook", "x"], _invalid_leaf),  # invalid: exit 2
+    (["generate"], lambda _: None),  # warns: invalid leaf, skipped
+    (["generate"], _gone("bad.md")),  # nothing to write: MEMORY.md unchanged
+    (["fact", "upsert", "--leaf", "d.md", "--hook", "d"], _secret_description),  # exit 2
+    (["generate", "--budget", "25001"], lambda _: None),  # past the witness's cap
+    (["generate", "--max-lines", "201"], lambda _: None),  # past what Claude Code loads
+    (["generate", "--max-lines", "200", "--json"], _gone("d.md")),
+    (["generate"], _note_in_a_subfolder),  # the line taken over: the note registered
+    (["fact", "pin", "--leaf", "notes/n.md"], lambda _: None),  # a note by its path
+    (["fact", "archive", "--leaf", "notes/n.md", "--reason", "old"], lambda _: None),
+    (["generate"], lambda _: None),
+    (["fact", "upsert", "--leaf", "notes/n.md", "--hook", "x"], lambda _: None),  # exit 2
 ]
 
 
@@ -375,7 +427,8 @@ def test_the_fast_entries_answer_as_the_click_commands_do(
     write_leaf(memory_dir, "b.md", "The b fact.", name="b")
     write_leaf(memory_dir, "c.md", "The c fact.", name="c")
     (tmp_path / "outside.md").write_text("---\ndescription: x\nmetadata:\n  type: user\n---\n")
-    for args, prepare in CASES:
+    for case, prepare in CASES:
+        args = [str(memory_dir) if arg == "MEMORY_DIR" else arg for arg in case]
         prepare(memory_dir)
         saved = tmp_path / "saved"
         Workspace(memory_dir, tmp_path / "subrosa.db", saved).save()
@@ -460,3 +513,37 @@ def test_the_per_fact_commands_import_the_standard_library_only(
         assert code == 0, (args, result.stderr)
         loaded = {module.split(".")[0] for module in modules}
         assert not loaded & heavy, (args, loaded & heavy)
+
+
+def test_the_fast_entries_keep_the_rules_added_since(memory_dir: Path) -> None:
+    """What later issues taught the click commands holds on the fast entries (each of
+    these is answered there, not by click): a fact named by SLUG, root options after the
+    command, an invalid leaf refused and warned about by name, a secret in a leaf's
+    description refused, a note in a subfolder pinned by its path, an unchanged MEMORY.md
+    said to be unchanged."""
+    from subrosa.cli import fastpath
+
+    def fast(*args: str, code: int = 0) -> tuple[str, str]:
+        assert fastpath.parse(list(args)) is not None, args
+        done = subrosa_process(*args)
+        assert done.returncode == code, (args, done.stderr)
+        return done.stdout.decode(), done.stderr.decode()
+
+    write_leaf(memory_dir, "a.md", "The a fact.", name="a")
+    assert fast("fact", "upsert", "a", "--hook", "the a hook")[0] == "added a (position 1)\n"
+    out, _ = fast("fact", "pin", "a", "--memory-dir", str(memory_dir))
+    assert out == "pinned a\n"
+    _invalid_leaf(memory_dir)
+    _, err = fast("fact", "upsert", "--leaf", "bad.md", "--hook", "x", code=2)
+    assert "invalid leaf: " in err and "key '1' is a number" in err
+    _, err = fast("generate")
+    assert "warning: invalid leaf: bad.md: " in err
+    assert fast("generate")[0].startswith("MEMORY.md unchanged: ")
+    _secret_description(memory_dir)
+    _, err = fast("fact", "upsert", "d", "--hook", "d", code=2)
+    assert "the description holds a secret" in err
+    _gone("d.md")(memory_dir)
+    _note_in_a_subfolder(memory_dir)
+    fast("generate")
+    assert fast("fact", "pin", "--leaf", "notes/n.md")[0] == "pinned notes/n\n"
+    assert fast("generate")[0].startswith("MEMORY.md unchanged: ")
