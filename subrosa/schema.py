@@ -159,47 +159,34 @@ def is_current(path: Path) -> bool:
     return current and not reindexing
 
 
-# The first 16 bytes of every SQLite database file.
-SQLITE_MAGIC = b"SQLite format 3\x00"
+# Every SQLite database file starts with a header of this many bytes.
+SQLITE_HEADER_BYTES = 100
 
 
 def file_problem(path: Path) -> str | None:
     """Why the file at `path` cannot be a subrosa database, in a few words; None when it
-    does not exist yet (it will be made) or starts as an SQLite database does (damage
-    further in shows when it is read: see subrosa.errors.corruption)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(100)
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        return "it is a directory"
-    except OSError:
-        return None  # unreadable for another reason: opening it says which
-    if not head:
-        return "it is empty, 0 bytes"
-    if not head.startswith(SQLITE_MAGIC):
-        return "it is not an SQLite database"
-    if len(head) < 100:
-        return "it is cut short"
-    return _tables_problem(path)
+    does not exist yet (it will be made) or SQLite reads it as a database (damage
+    further in shows when it is read: see subrosa.errors.corruption).
 
-
-def _problem_seen_by_sqlite(path: Path) -> str | None:
-    """file_problem for a file this process may already have open through SQLite (an
-    engine's pooled connection): its size from a stat, the rest through SQLite itself.
-    Never a descriptor of our own on it: POSIX drops every lock a process holds on a
-    file when any of its descriptors on that file is closed, so reading the header with
-    open() would drop the open connection's shared lock, and another process closing
-    the database would then think itself the last one and delete the WAL under it."""
+    Only a stat and SQLite itself look at it, never a descriptor of subrosa's own: POSIX
+    drops every lock a process holds on a file when any of its descriptors on that file
+    is closed, so reading the header with open() in a process that has the database
+    open through SQLite already (an engine's pooled connection, the MCP server's
+    archive) would drop that connection's shared lock; another process closing the
+    database would then take itself for the last one and delete the WAL under it
+    ("database disk image is malformed")."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
         return None
+    except OSError:
+        return None  # unreadable for another reason: opening it says which
     if stat.S_ISDIR(info.st_mode):
         return "it is a directory"
     if info.st_size == 0:
         return "it is empty, 0 bytes"
+    if info.st_size < SQLITE_HEADER_BYTES:
+        return f"it is cut short ({info.st_size} bytes, less than an SQLite header)"
     return _tables_problem(path)
 
 
@@ -218,6 +205,8 @@ def _tables_problem(path: Path) -> str | None:
     except sqlite3.OperationalError:
         return None  # locked, or unreadable for a reason opening it will name
     except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):  # SQLITE_NOTADB: no SQLite header
+            return "it is not an SQLite database"
         return str(exc) or "damaged"
     if names and "alembic_version" not in names:
         return "it holds another program's tables and no subrosa schema"
@@ -256,8 +245,8 @@ def prepare_file(path: Path) -> None:
     holding SQLite's header (WAL set): it is made under a temporary name and linked into
     place, so no process ever sees it empty, and an empty file always means a lost
     database (`file_problem`). A file already there that cannot be a subrosa database
-    is refused before anything opens it (DatabaseUnreadable); one that cannot be made,
-    or a dangling link where it would be, is a DatabaseError."""
+    is refused before anything writes to it (DatabaseUnreadable); one that cannot be
+    made, or a dangling link where it would be, is a DatabaseError."""
     from subrosa.errors import DatabaseError, DatabaseUnreadable
 
     if path.exists():
@@ -306,14 +295,7 @@ def ensure_current(path: Path) -> bool:
         return True
     from subrosa.fsutil import file_lock
 
-    if not path.exists():
-        prepare_file(path)
-    else:
-        problem = _problem_seen_by_sqlite(path)
-        if problem is not None:
-            from subrosa.errors import DatabaseUnreadable
-
-            raise DatabaseUnreadable(path, problem)
+    prepare_file(path)  # made, or refused when it cannot be a subrosa database
     with file_lock(migrate_lock_path(path), 60, f"{path}: another process is migrating it."):
         conn = connect(path)
         try:

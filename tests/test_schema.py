@@ -211,3 +211,35 @@ def test_an_older_sqlite_file_is_left_to_alembic(tmp_path: Path) -> None:
     open_database(resolve_db_url(str(path)))
     assert ensure_current(path)
     assert _sqlite_schema(path)["alembic_version"] == [(SCHEMA_HEAD,)]
+
+
+@pytest.mark.engines("sqlite")
+def test_looking_at_a_database_keeps_this_process_locks(tmp_path: Path) -> None:
+    """Vetting an existing database file (prepare_file, file_problem: every engine's first
+    contact, ensure_current) while this process has it open through SQLite must not
+    drop that connection's locks: POSIX drops every lock a process holds on a file when
+    any descriptor of it on that file is closed. Another process closing the database
+    would then take itself for the last one and delete the WAL under the open
+    connection ("database disk image is malformed" on its next read)."""
+    import subprocess
+    import sys
+
+    from subrosa.schema import connect, file_problem, prepare_file
+
+    path = tmp_path / "subrosa.db"
+    assert ensure_current(path)
+    conn = connect(path)
+    try:
+        conn.execute("SELECT count(*) FROM facts").fetchone()  # the WAL opened: locks held
+        prepare_file(path)
+        assert file_problem(path) is None
+        assert ensure_current(path)
+        other = (
+            f"import sqlite3; c = sqlite3.connect({str(path)!r}); c.execute('SELECT 1'); c.close()"
+        )
+        subprocess.run([sys.executable, "-c", other], check=True, timeout=60)
+        assert Path(f"{path}-wal").exists()  # the other process saw this one still there
+        conn.execute("INSERT INTO alembic_version VALUES ('x')")
+        assert conn.execute("SELECT count(*) FROM alembic_version").fetchone() == (2,)
+    finally:
+        conn.close()
