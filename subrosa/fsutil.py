@@ -12,15 +12,20 @@ file is opened O_NOFOLLOW (`file_lock`).
 
 from __future__ import annotations
 
+import _thread  # threading's own lock, without threading's import (the hooks load this)
 import contextlib
 import os
 import stat
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from subrosa.errors import InvalidInput, LockTimeout
+
+# Not typing.TYPE_CHECKING: the hooks load this module, and typing costs them more than
+# the hook's own work (mypy treats this name like typing's).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 # A file subrosa reads to decide what to write is its own and small (MEMORY.md is
 # ~23 KB, the sidecar a line per fact); anything bigger is refused rather than read.
@@ -315,7 +320,7 @@ class _Held:
 # Re-entrant by path, so a command that holds a memory dir's lock can call code that
 # takes it again.
 _held: dict[str, _Held] = {}
-_held_guard = threading.RLock()
+_held_guard = _thread.RLock()
 _POLL_FIRST_S, _POLL_MAX_S = 0.001, 0.05
 
 
