@@ -13,11 +13,8 @@ are serialized by a file lock beside an SQLite file, by an advisory lock on a se
 
 from __future__ import annotations
 
-import os
-import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
@@ -25,13 +22,20 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
-from subrosa.errors import DatabaseUnreadable, SubrosaError, corruption, hide_passwords
-from subrosa.fsutil import make_private_dir
+from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
+from subrosa.errors import DatabaseUnreadable, corruption, hide_passwords
+from subrosa.fsutil import file_lock
 from subrosa.paths import sqlite_path
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
-from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS, file_problem
+from subrosa.schema import (
+    BUSY_TIMEOUT_MS,
+    CONNECTION_PRAGMAS,
+    ensure_current,
+    migrate_lock_path,
+    prepare_file,
+)
 from subrosa.schema import SCHEMA_HEAD as SCHEMA_HEAD
 
 CONNECT_TIMEOUT_S = 10
@@ -47,41 +51,6 @@ INSTALL_DRIVER = (
 )
 
 _engines: dict[str, Engine] = {}
-
-
-class DatabaseError(SubrosaError):
-    """The database cannot be opened or migrated."""
-
-
-def _prepare_sqlite_file(path: Path) -> None:
-    """Create the database file readable by its owner only, before SQLite does, already
-    holding SQLite's header (WAL set): it is made under a temporary name and linked into
-    place, so no process ever sees it empty, and an empty file always means a lost
-    database (schema.file_problem). A file already there that cannot be a subrosa
-    database is refused before anything opens it."""
-    if path.exists():
-        problem = file_problem(path)
-        if problem is not None:
-            raise DatabaseUnreadable(path, problem)
-        return
-    if os.path.islink(path):  # planted where the file will be (a database in /tmp)
-        raise DatabaseError(f"{path}: is a link to nothing; subrosa will not create it there.")
-    make_private_dir(path.parent)
-    temp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.new")
-    fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    os.close(fd)
-    try:
-        conn = sqlite3.connect(str(temp), timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-        finally:
-            conn.close()
-        os.link(temp, path)  # fails if another process made it first: theirs is as good
-    except FileExistsError:
-        pass
-    finally:
-        for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
-            leftover.unlink(missing_ok=True)
 
 
 def database_url(value: str) -> URL:
@@ -123,11 +92,7 @@ def get_engine(url: str) -> Engine:
     target = database_url(url)
     path = sqlite_path(url)
     if path is not None:
-        try:
-            _prepare_sqlite_file(path)
-        except (OSError, sqlite3.Error) as exc:
-            why = exc.strerror if isinstance(exc, OSError) else str(exc)
-            raise DatabaseError(f"{path}: cannot create the database ({why}).") from None
+        prepare_file(path)  # refuses a file that is no subrosa database, or cannot be made
         engine = create_engine(target, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
     else:
@@ -238,24 +203,19 @@ def alembic_config(engine: Engine) -> Any:
 
 def upgrade(engine: Engine) -> None:
     """Run Alembic to the newest revision, serialized across processes."""
-    from filelock import FileLock
-
     path = sqlite_path(engine.url.render_as_string(hide_password=False))
-    lock = FileLock(str(path) + ".migrate.lock") if path is not None else None
-    if lock is not None:
-        lock.acquire(timeout=60)
-    try:
-        if current_revision(engine) == SCHEMA_HEAD:
-            return
-        _run_alembic(engine)
-    except DBAPIError as exc:
-        damage = corruption(exc)
-        if damage is not None:
-            raise DatabaseUnreadable(shown(engine.url), damage) from None
-        raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
-    finally:
-        if lock is not None:
-            lock.release()
+    with ExitStack() as held:
+        if path is not None:
+            held.enter_context(file_lock(migrate_lock_path(path), 60, f"{path}: busy migrating."))
+        try:
+            if current_revision(engine) == SCHEMA_HEAD:
+                return
+            _run_alembic(engine)
+        except DBAPIError as exc:
+            damage = corruption(exc)
+            if damage is not None:
+                raise DatabaseUnreadable(shown(engine.url), damage) from None
+            raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
 
 
 def _run_alembic(engine: Engine) -> None:
@@ -273,9 +233,13 @@ def _run_alembic(engine: Engine) -> None:
 
 
 def ensure_schema(engine: Engine) -> None:
-    """Migrate on first use; when the schema is current this is one query."""
+    """Migrate on first use; when the schema is current this is one query. A blank
+    SQLite file gets the newest schema directly, without Alembic (subrosa.schema)."""
     revision = current_revision(engine)
     if revision == SCHEMA_HEAD:
+        return
+    path = sqlite_path(engine.url.render_as_string(hide_password=False))
+    if revision is None and path is not None and ensure_current(path):
         return
     upgrade(engine)
 

@@ -74,6 +74,10 @@ class NotOwned(ProblemFound):
     """MEMORY.md exists but subrosa did not write it: `subrosa adopt` must take it over first."""
 
 
+class DatabaseError(SubrosaError):
+    """The database cannot be opened, created or migrated (subrosa.db re-exports it)."""
+
+
 class DatabaseUnreadable(InvalidInput):
     """The database file is not a readable subrosa database (empty, not SQLite, damaged):
     one sentence naming it, and what to do."""

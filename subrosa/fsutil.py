@@ -1,22 +1,31 @@
-"""Atomic file writes, and the bounded reads that decide whether to write. Standard
-library only: the hooks use this too.
+"""Atomic file writes, the bounded reads that decide whether to write, and the one file
+lock every writer takes. Standard library only: the hooks use this too.
 
 The files subrosa keeps for itself (MEMORY.md, MEMORY_archive.md, what is in
 `.subrosa/` and `.extract/`) sit in a folder a repository can fill: a checked-out
 branch may hold `MEMORY.md -> ~/.ssh/id_rsa` or `.subrosa/facts.jsonl -> /dev/zero`.
 So they are read only in place (never through a symbolic link), only when they are
 regular files, and only up to a size cap; a link is refused by name (`refuse_link`),
-and a write replaces a file rather than writing through what it points to.
+a write replaces a file rather than writing through what it points to, and a lock
+file is opened O_NOFOLLOW (`file_lock`).
 """
 
 from __future__ import annotations
 
+import _thread  # threading's own lock, without threading's import (the hooks load this)
 import contextlib
 import os
 import stat
+import time
 from pathlib import Path
 
-from subrosa.errors import InvalidInput
+from subrosa.errors import InvalidInput, LockTimeout
+
+# Not typing.TYPE_CHECKING: the hooks load this module, and typing costs them more than
+# the hook's own work (mypy treats this name like typing's).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 # A file subrosa reads to decide what to write is its own and small (MEMORY.md is
 # ~23 KB, the sidecar a line per fact); anything bigger is refused rather than read.
@@ -150,9 +159,15 @@ def make_private_dir(directory: Path) -> Path:
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, mode: int | None = None, *, durable: bool = True
+    path: Path,
+    data: bytes | list[bytes | memoryview],
+    mode: int | None = None,
+    *,
+    durable: bool = True,
 ) -> None:
-    """Write `data` to `path` so a crash leaves the old file or the new one, never a mix.
+    """Write `data` (bytes, or parts written one after the other, so a large file spliced
+    from slices of another is not copied first) to `path` so a crash leaves the old file
+    or the new one, never a mix.
 
     A unique temp file in the same directory (so concurrent writers never share one),
     fsync, then os.replace, then fsync of the directory so the rename is durable.
@@ -170,7 +185,8 @@ def atomic_write_bytes(
     fd, tmp = _create_temp(path, perms)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for part in [data] if isinstance(data, bytes) else data:
+                handle.write(part)
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())
@@ -287,3 +303,108 @@ def sweep_temp_files(directory: Path, older_than_s: float = 600.0) -> list[Path]
         except OSError:
             continue
     return removed
+
+
+# --- the file lock --------------------------------------------------------------------
+
+
+class _Held:
+    """A lock this process holds: the descriptor holding it (or filelock's object, where
+    there is no flock) and how many times it was taken."""
+
+    def __init__(self, handle: object) -> None:
+        self.handle = handle
+        self.depth = 1
+
+
+# Re-entrant by path, so a command that holds a memory dir's lock can call code that
+# takes it again.
+_held: dict[str, _Held] = {}
+_held_guard = _thread.RLock()
+_POLL_FIRST_S, _POLL_MAX_S = 0.001, 0.05
+
+
+@contextlib.contextmanager
+def file_lock(path: Path | str, timeout: float, busy: str) -> Iterator[None]:
+    """Hold an exclusive lock on the file at `path` (created when missing) across
+    processes; raise LockTimeout(`busy`) when another process held it for `timeout`
+    seconds, OSError when it cannot be taken at all. Re-entrant within the process.
+
+    flock(2) on POSIX, by hand rather than with the filelock package: that takes exactly
+    this lock on this file (so the two exclude each other), but importing it costs ~50 ms
+    of CPU, more than a whole `fact upsert` may. Where there is no flock (Windows),
+    filelock's lock is used (hence the dependency, filelock>=3.20.1). A process killed
+    while holding the lock loses it with its descriptors: nothing is left to clean up.
+
+    The lock file is opened O_NOFOLLOW and never truncated, as filelock >= 3.20.1 opens
+    its own (CVE-2025-68146: a lock path planted as a link had its target truncated):
+    a link there fails with ELOOP (an OSError naming the file), its target untouched.
+    """
+    key = os.path.abspath(path)
+    with _held_guard:
+        held = _held.get(key)
+        if held is not None:
+            held.depth += 1
+    if held is None:
+        held = _Held(_acquire(key, timeout, busy))
+        with _held_guard:
+            _held[key] = held
+    try:
+        yield
+    finally:
+        with _held_guard:
+            held.depth -= 1
+            last = held.depth == 0
+            if last:
+                del _held[key]
+        if last:
+            _release(held.handle)
+
+
+def held_here(path: Path | str) -> bool:
+    """Whether this process holds the file_lock of `path` now."""
+    with _held_guard:
+        return os.path.abspath(path) in _held
+
+
+def _acquire(key: str, timeout: float, busy: str) -> object:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(key)
+        try:
+            lock.acquire(timeout=timeout)
+        except Timeout:
+            raise LockTimeout(busy) from None
+        return lock
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(key, flags, 0o644)
+    deadline = time.monotonic() + timeout
+    pause = _POLL_FIRST_S
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(busy) from None
+                time.sleep(pause)
+                pause = min(pause * 2, _POLL_MAX_S)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _release(handle: object) -> None:
+    if not isinstance(handle, int):
+        handle.release()  # type: ignore[attr-defined]
+        return
+    import fcntl
+
+    try:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        os.close(handle)

@@ -73,6 +73,9 @@ class Fact(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
     last_hit_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     content_hash: Mapped[str] = mapped_column(String, nullable=False)
+    # The leaf's size, mtime (ns) and inode when content_hash was taken, or NULL: a leaf
+    # whose stat is unchanged is not read again by generate (subrosa.memory.leaf.stat_key).
+    leaf_stat: Mapped[str | None] = mapped_column(String, nullable=True)
 
 
 class TranscriptSession(Base):

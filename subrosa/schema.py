@@ -1,19 +1,135 @@
-"""The newest schema revision, importable without SQLAlchemy.
+"""The newest schema revision, and the schema itself on SQLite, without SQLAlchemy.
 
-`subrosa search` and `subrosa ingest` check the stored revision with the standard
-library's sqlite3 (and whether the archive's re-index after migration 0003 is done)
-and only load SQLAlchemy and Alembic when a migration is due:
-importing SQLAlchemy costs more than a whole search. subrosa.db re-exports it; a
-test asserts it equals the migration scripts' head.
+`subrosa search`, `ingest`, `generate` and the `fact` commands check the stored revision
+(and whether the archive's re-index after migration 0003 is done) with the standard
+library's sqlite3 and only load SQLAlchemy and Alembic when a migration is due:
+importing them costs more than the whole command (~0.5 s of CPU). A blank SQLite file
+does not need Alembic either: `ensure_current` creates the newest schema in it directly
+(SQLITE_SCHEMA) and stamps it with SCHEMA_HEAD, as Alembic would have. Alembic stays
+the one way to move a database from one revision to the next, and PostgreSQL's only
+way. subrosa.db re-exports SCHEMA_HEAD; tests assert it equals the migration scripts'
+head and that SQLITE_SCHEMA is what the migrations make.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 from pathlib import Path
 from urllib.parse import quote
 
 SCHEMA_HEAD = "0006"
+
+# What migrations 0001-0006 make on SQLite, in one place. When a migration is added,
+# this follows it (tests/test_schema.py compares the two, table by table).
+SQLITE_SCHEMA = (
+    """CREATE TABLE alembic_version (
+        version_num VARCHAR(32) NOT NULL,
+        CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))""",
+    """CREATE TABLE facts (
+        id INTEGER NOT NULL,
+        project VARCHAR NOT NULL,
+        slug VARCHAR NOT NULL,
+        path VARCHAR NOT NULL,
+        title VARCHAR NOT NULL,
+        type VARCHAR NOT NULL,
+        description TEXT NOT NULL,
+        hook TEXT NOT NULL,
+        body TEXT NOT NULL,
+        section VARCHAR,
+        pinned BOOLEAN NOT NULL,
+        status VARCHAR NOT NULL,
+        archive_reason TEXT,
+        archived_at DATETIME,
+        hits INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        created_at DATETIME NOT NULL,
+        updated_at DATETIME NOT NULL,
+        last_hit_at DATETIME,
+        content_hash VARCHAR NOT NULL, leaf_stat VARCHAR,
+        PRIMARY KEY (id),
+        CONSTRAINT uq_facts_project_slug UNIQUE (project, slug),
+        CONSTRAINT ck_facts_status CHECK (status IN ('active', 'archived')),
+        CONSTRAINT ck_facts_type CHECK (type IN ('user', 'feedback', 'project', 'reference')))""",
+    "CREATE INDEX ix_facts_project_position ON facts (project, position)",
+    """CREATE TABLE sessions (
+        id INTEGER NOT NULL,
+        session_id VARCHAR NOT NULL,
+        project VARCHAR NOT NULL,
+        cwd VARCHAR,
+        git_branch VARCHAR,
+        title TEXT,
+        summary TEXT,
+        first_at DATETIME,
+        last_at DATETIME,
+        message_count INTEGER NOT NULL,
+        host VARCHAR,
+        username VARCHAR,
+        PRIMARY KEY (id),
+        UNIQUE (session_id))""",
+    "CREATE INDEX ix_sessions_project_last ON sessions (project, last_at)",
+    """CREATE TABLE messages (
+        id INTEGER NOT NULL,
+        session_pk INTEGER NOT NULL,
+        uuid VARCHAR NOT NULL,
+        role VARCHAR NOT NULL,
+        timestamp DATETIME,
+        text TEXT NOT NULL,
+        terms TEXT,
+        PRIMARY KEY (id),
+        FOREIGN KEY(session_pk) REFERENCES sessions (id) ON DELETE CASCADE,
+        UNIQUE (uuid))""",
+    "CREATE INDEX ix_messages_session ON messages (session_pk)",
+    """CREATE TABLE ingested_files (
+        path VARCHAR NOT NULL,
+        project VARCHAR NOT NULL,
+        inode INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        "offset" INTEGER NOT NULL,
+        head_hash VARCHAR NOT NULL,
+        updated_at DATETIME NOT NULL,
+        PRIMARY KEY (path))""",
+    # Migration 0003: the archive's re-index state (no row: nothing to re-index), and
+    # the update and delete triggers that skip what the index does not hold yet.
+    """CREATE TABLE archive_reindex (
+        id INTEGER NOT NULL,
+        next_id INTEGER NOT NULL,
+        PRIMARY KEY (id))""",
+    """CREATE VIRTUAL TABLE messages_fts USING fts5(
+        text, terms, content='messages', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2', prefix='3')""",
+    """CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages
+    WHEN NOT EXISTS (SELECT 1 FROM archive_reindex WHERE old.id >= next_id) BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, text, terms)
+        VALUES ('delete', old.id, old.text, old.terms);
+    END""",
+    """CREATE TRIGGER messages_fts_au AFTER UPDATE OF text, terms ON messages
+    WHEN NOT EXISTS (SELECT 1 FROM archive_reindex WHERE old.id >= next_id) BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, text, terms)
+        VALUES ('delete', old.id, old.text, old.terms);
+        INSERT INTO messages_fts(rowid, text, terms) VALUES (new.id, new.text, new.terms);
+    END""",
+    """CREATE VIRTUAL TABLE facts_fts USING fts5(
+        title, description, hook, body, content='facts', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2')""",
+    """CREATE TRIGGER facts_fts_ai AFTER INSERT ON facts BEGIN
+        INSERT INTO facts_fts(rowid, title, description, hook, body)
+        VALUES (new.id, new.title, new.description, new.hook, new.body);
+    END""",
+    """CREATE TRIGGER facts_fts_ad AFTER DELETE ON facts BEGIN
+        INSERT INTO facts_fts(facts_fts, rowid, title, description, hook, body)
+        VALUES ('delete', old.id, old.title, old.description, old.hook, old.body);
+    END""",
+    """CREATE TRIGGER facts_fts_au AFTER UPDATE OF title, description, hook, body ON facts
+    BEGIN
+        INSERT INTO facts_fts(facts_fts, rowid, title, description, hook, body)
+        VALUES ('delete', old.id, old.title, old.description, old.hook, old.body);
+        INSERT INTO facts_fts(rowid, title, description, hook, body)
+        VALUES (new.id, new.title, new.description, new.hook, new.body);
+    END""",
+)
 
 
 def state(path: Path) -> tuple[bool, bool]:
@@ -45,29 +161,34 @@ def is_current(path: Path) -> bool:
     return current and not reindexing
 
 
-# The first 16 bytes of every SQLite database file.
-SQLITE_MAGIC = b"SQLite format 3\x00"
+# Every SQLite database file starts with a header of this many bytes.
+SQLITE_HEADER_BYTES = 100
 
 
 def file_problem(path: Path) -> str | None:
     """Why the file at `path` cannot be a subrosa database, in a few words; None when it
-    does not exist yet (it will be made) or starts as an SQLite database does (damage
-    further in shows when it is read: see subrosa.errors.corruption)."""
+    does not exist yet (it will be made) or SQLite reads it as a database (damage
+    further in shows when it is read: see subrosa.errors.corruption).
+
+    Only a stat and SQLite itself look at it, never a descriptor of subrosa's own: POSIX
+    drops every lock a process holds on a file when any of its descriptors on that file
+    is closed, so reading the header with open() in a process that has the database
+    open through SQLite already (an engine's pooled connection, the MCP server's
+    archive) would drop that connection's shared lock; another process closing the
+    database would then take itself for the last one and delete the WAL under it
+    ("database disk image is malformed")."""
     try:
-        with path.open("rb") as handle:
-            head = handle.read(100)
+        info = os.stat(path)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        return "it is a directory"
     except OSError:
         return None  # unreadable for another reason: opening it says which
-    if not head:
+    if stat.S_ISDIR(info.st_mode):
+        return "it is a directory"
+    if info.st_size == 0:
         return "it is empty, 0 bytes"
-    if not head.startswith(SQLITE_MAGIC):
-        return "it is not an SQLite database"
-    if len(head) < 100:
-        return "it is cut short"
+    if info.st_size < SQLITE_HEADER_BYTES:
+        return f"it is cut short ({info.st_size} bytes, less than an SQLite header)"
     return _tables_problem(path)
 
 
@@ -86,6 +207,8 @@ def _tables_problem(path: Path) -> str | None:
     except sqlite3.OperationalError:
         return None  # locked, or unreadable for a reason opening it will name
     except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):  # SQLITE_NOTADB: no SQLite header
+            return "it is not an SQLite database"
         return str(exc) or "damaged"
     if names and "alembic_version" not in names:
         return "it holds another program's tables and no subrosa schema"
@@ -103,3 +226,93 @@ CONNECTION_PRAGMAS = (
     "PRAGMA foreign_keys = ON",
     "PRAGMA synchronous = NORMAL",
 )
+
+
+def migrate_lock_path(path: Path) -> str:
+    """The lock beside the SQLite file at `path` that serializes creating and migrating it."""
+    return f"{path}.migrate.lock"
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A DB-API connection set up like subrosa.db's engine (WAL, busy timeout, foreign
+    keys); transactions are begun explicitly (BEGIN IMMEDIATE for writes)."""
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    for pragma in CONNECTION_PRAGMAS:
+        conn.execute(pragma)
+    return conn
+
+
+def prepare_file(path: Path) -> None:
+    """Create the database file readable by its owner only, before SQLite does, already
+    holding SQLite's header (WAL set): it is made under a temporary name and linked into
+    place, so no process ever sees it empty, and an empty file always means a lost
+    database (`file_problem`). A file already there that cannot be a subrosa database
+    is refused before anything writes to it (DatabaseUnreadable); one that cannot be
+    made, or a dangling link where it would be, is a DatabaseError."""
+    from subrosa.errors import DatabaseError, DatabaseUnreadable
+
+    if path.exists():
+        problem = file_problem(path)
+        if problem is not None:
+            raise DatabaseUnreadable(path, problem)
+        return
+    if os.path.islink(path):  # planted where the file will be (a database in /tmp)
+        raise DatabaseError(f"{path}: is a link to nothing; subrosa will not create it there.")
+    try:
+        _create_file(path)
+    except (OSError, sqlite3.Error) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise DatabaseError(f"{path}: cannot create the database ({why}).") from None
+
+
+def _create_file(path: Path) -> None:
+    from subrosa.fsutil import make_private_dir
+
+    make_private_dir(path.parent)
+    temp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.new")
+    fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(str(temp), timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        os.link(temp, path)  # fails if another process made it first: theirs is as good
+    except FileExistsError:
+        pass
+    finally:
+        for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
+def ensure_current(path: Path) -> bool:
+    """Whether the SQLite file at `path` is at SCHEMA_HEAD (its archive's re-index may be
+    under way: see `state`), made so here when it is blank (missing, or made by
+    `prepare_file` and without a single table): the newest schema is created and
+    stamped in one transaction, under the lock Alembic's runs take. False when it holds
+    an older schema: that is subrosa.db's job, with Alembic. A file that cannot be a
+    subrosa database is refused (DatabaseUnreadable), before anything writes to it."""
+    if state(path)[0]:
+        return True
+    from subrosa.fsutil import file_lock
+
+    prepare_file(path)  # made, or refused when it cannot be a subrosa database
+    with file_lock(migrate_lock_path(path), 60, f"{path}: another process is migrating it."):
+        conn = connect(path)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    conn.execute("ROLLBACK")
+                    return state(path)[0]
+                for statement in SQLITE_SCHEMA:
+                    conn.execute(statement)
+                conn.execute("INSERT INTO alembic_version (version_num) VALUES (?)", [SCHEMA_HEAD])
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    return True

@@ -541,3 +541,21 @@ def test_repeats_are_left_out_of_table_and_index_alike(tmp_path: Path) -> None:
     assert sorted(hit[0] for hit in hits) == [rows[1][0], rows[2][0]]
     # Foreign keys are off only inside the ingest's own transactions.
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_a_limit_past_the_rerank_window_is_honoured(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`search --limit N` returns N results when N messages match, even past the window
+    of newest matches ranked here (RERANK; 1,000, made 10 here) and with a common
+    phrase (SELECTIVE made 1, so the rerank path runs). Each text its own (copies of one
+    text would be one result): its number spelled in letters."""
+    monkeypatch.setattr("subrosa.archive.search.RERANK", 10)
+    monkeypatch.setattr("subrosa.archive.search.SELECTIVE", 1)
+    spelled = ["".join("abcdefghij"[int(d)] for d in str(n)) for n in range(40)]
+    records = (_record(f"m{n}", f"deploy step {word}") for n, word in enumerate(spelled))
+    _transcript("s-1.jsonl", *records)
+    _ingest(run)
+    assert len(_search(run, "deploy", "--transcripts", "--limit", "25")) == 25
+    assert len(_search(run, "deploy", "--transcripts", "--limit", "500")) == 40
+    assert len(_search(run, "deploy", "--transcripts", "--limit", "5")) == 5

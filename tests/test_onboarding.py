@@ -76,7 +76,7 @@ def test_every_variable_the_code_reads_is_in_the_settings_page() -> None:
 def test_every_key_of_the_settings_file_is_in_the_settings_page() -> None:
     page = SETTINGS_PAGE.read_text(encoding="utf-8")
     code = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "subrosa").rglob("*.py"))
-    keys = set(Settings.__dataclass_fields__) | set(re.findall(r"text_setting\(\"(\w+)\"", code))
+    keys = set(Settings._fields) | set(re.findall(r"text_setting\(\"(\w+)\"", code))
     keys |= set(re.findall(r"read_file\(env\)\.get\(\"(\w+)\"\)", code))  # tables
     assert {"budget", "db", "user", "projects", "type_weights"} <= keys
     in_example = re.compile(r"^(?:(\w+) = |\[(\w+)\])", re.MULTILINE)

@@ -4,6 +4,7 @@ on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
 from pathlib import Path
@@ -15,8 +16,9 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from subrosa.config import resolve_db_url
-from subrosa.db import SCHEMA_HEAD, alembic_config, open_database
+from subrosa.db import SCHEMA_HEAD, alembic_config, get_engine, open_database, upgrade
 from subrosa.models import Base
+from subrosa.schema import ensure_current
 from tests.conftest import Db
 
 pytestmark = pytest.mark.engines
@@ -96,13 +98,19 @@ def test_schema_head_is_the_newest_migration(tmp_path: Path) -> None:
     assert script.get_current_head() == SCHEMA_HEAD
 
 
-def test_models_match_the_migrations(db: Db) -> None:
+@pytest.mark.parametrize("how", ["as subrosa makes it", "by Alembic"])
+def test_models_match_the_migrations(db: Db, how: str) -> None:
     """Autogenerate finds nothing to do: the models and the migrations agree (the FTS
     virtual tables and their shadow tables, and PostgreSQL's full-text indexes, are left
-    out of the comparison)."""
+    out of the comparison). A blank SQLite file gets its schema without Alembic
+    (subrosa.schema.SQLITE_SCHEMA); it is compared too, and so is one Alembic made."""
     from subrosa.resources import migrations_dir
 
-    engine = open_database(resolve_db_url(db.url))
+    if how == "by Alembic":
+        engine = get_engine(resolve_db_url(db.url))
+        upgrade(engine)
+    else:
+        engine = open_database(resolve_db_url(db.url))
     source = (migrations_dir() / "env.py").read_text()
     namespace: dict[str, object] = {}
     # Only the filter is needed; running env.py itself would start a migration.
@@ -158,3 +166,82 @@ def test_facts_written_before_the_archive_revision_are_searchable(db: Db) -> Non
 def test_database_file_is_owner_only(tmp_path: Path) -> None:
     path = _migrated(tmp_path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def _sqlite_schema(path: Path) -> dict[str, object]:
+    """Every table, index and trigger of an SQLite file: its SQL with the spacing
+    normalized, and for each table its columns, indexes and foreign keys as SQLite
+    reads them."""
+    conn = sqlite3.connect(path)
+    try:
+        found: dict[str, object] = {}
+        for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master"):
+            spaced = re.sub(r"\s*([(),])\s*", r"\1", " ".join((sql or "").split()))
+            found[f"{kind} {name}"] = spaced
+            if kind == "table":
+                for pragma in ("table_info", "index_list", "foreign_key_list"):
+                    rows = conn.execute(f"PRAGMA {pragma}('{name}')").fetchall()
+                    found[f"{pragma} {name}"] = rows
+        found["alembic_version"] = conn.execute("SELECT * FROM alembic_version").fetchall()
+        return found
+    finally:
+        conn.close()
+
+
+def test_a_blank_sqlite_file_gets_exactly_what_the_migrations_make(tmp_path: Path) -> None:
+    """subrosa.schema creates the newest schema in a blank file without Alembic (a new
+    archive or memory costs no Alembic import); it must be the migrations' schema."""
+    direct = tmp_path / "direct.db"
+    assert ensure_current(direct)
+    migrated = tmp_path / "migrated.db"
+    upgrade(get_engine(resolve_db_url(str(migrated))))
+    assert _sqlite_schema(direct) == _sqlite_schema(migrated)
+    assert stat.S_IMODE(os.stat(direct).st_mode) == 0o600
+
+
+def test_an_older_sqlite_file_is_left_to_alembic(tmp_path: Path) -> None:
+    """ensure_current creates a schema only in a blank file; an older one is migrated."""
+    from alembic import command
+
+    path = tmp_path / "old.db"
+    engine = get_engine(resolve_db_url(str(path)))
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0002")
+    assert not ensure_current(path)
+    open_database(resolve_db_url(str(path)))
+    assert ensure_current(path)
+    assert _sqlite_schema(path)["alembic_version"] == [(SCHEMA_HEAD,)]
+
+
+@pytest.mark.engines("sqlite")
+def test_looking_at_a_database_keeps_this_process_locks(tmp_path: Path) -> None:
+    """Vetting an existing database file (prepare_file, file_problem: every engine's first
+    contact, ensure_current) while this process has it open through SQLite must not
+    drop that connection's locks: POSIX drops every lock a process holds on a file when
+    any descriptor of it on that file is closed. Another process closing the database
+    would then take itself for the last one and delete the WAL under the open
+    connection ("database disk image is malformed" on its next read)."""
+    import subprocess
+    import sys
+
+    from subrosa.schema import connect, file_problem, prepare_file
+
+    path = tmp_path / "subrosa.db"
+    assert ensure_current(path)
+    conn = connect(path)
+    try:
+        conn.execute("SELECT count(*) FROM facts").fetchone()  # the WAL opened: locks held
+        prepare_file(path)
+        assert file_problem(path) is None
+        assert ensure_current(path)
+        other = (
+            f"import sqlite3; c = sqlite3.connect({str(path)!r}); c.execute('SELECT 1'); c.close()"
+        )
+        subprocess.run([sys.executable, "-c", other], check=True, timeout=60)
+        assert Path(f"{path}-wal").exists()  # the other process saw this one still there
+        conn.execute("INSERT INTO alembic_version VALUES ('x')")
+        assert conn.execute("SELECT count(*) FROM alembic_version").fetchone() == (2,)
+    finally:
+        conn.close()

@@ -19,7 +19,7 @@ subrosa.memory.pgfacts: PostgreSQL uses an expression index only for a query tha
 spells the same expression. On SQLite this revision changes nothing.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-30
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

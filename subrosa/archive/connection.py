@@ -20,19 +20,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
-from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS
+from subrosa.fsutil import file_lock
+from subrosa.schema import connect as connect  # one setup for every sqlite3 connection
 
 # A background `ingest --pending` and a search or a manual ingest may race.
 INGEST_LOCK_TIMEOUT_S = 120.0
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """A DB-API connection set up like subrosa.db's engine (WAL, busy timeout, FKs);
-    transactions are begun explicitly (BEGIN IMMEDIATE for writes)."""
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    for pragma in CONNECTION_PRAGMAS:
-        conn.execute(pragma)
-    return conn
 
 
 def archive_path(db_url: str) -> Path:
@@ -52,14 +44,14 @@ def archive_path(db_url: str) -> Path:
 def open_archive(
     db_url: str, progress: Callable[[int, int], None] | None = None
 ) -> Iterator[sqlite3.Connection]:
-    """The archive's connection, the database created or migrated first when due (the
-    only time SQLAlchemy and Alembic are loaded), and its full-text index rebuilt
-    first when a migration asked for it (subrosa.archive.reindex, under the ingest
-    lock; `progress` is told the messages indexed and to index). On a PostgreSQL
-    server, subrosa.archive.pgstore's connection (no re-index: the server keeps its
-    indexes in step)."""
+    """The archive's connection, the database created first when it is new (directly,
+    subrosa.schema.ensure_current) or migrated when it is older (the only time SQLAlchemy
+    and Alembic are loaded), and its full-text index rebuilt first when a migration
+    asked for it (subrosa.archive.reindex, under the ingest lock; `progress` is told
+    the messages indexed and to index). On a PostgreSQL server, subrosa.archive.pgstore's
+    connection (no re-index: the server keeps its indexes in step)."""
     from subrosa.pg import is_server
-    from subrosa.schema import state
+    from subrosa.schema import ensure_current, state
 
     if is_server(db_url):
         from subrosa.archive.pgstore import open_server
@@ -70,9 +62,10 @@ def open_archive(
     path = archive_path(db_url)
     current, reindexing = state(path)
     if not current:
-        from subrosa.db import open_database
+        if not ensure_current(path):
+            from subrosa.db import open_database
 
-        open_database(db_url)
+            open_database(db_url)
         current, reindexing = state(path)
     conn = connect(path)
     try:
@@ -102,19 +95,9 @@ def archive_lock(db_url: str) -> Iterator[None]:
 @contextmanager
 def ingest_lock(path: Path) -> Iterator[None]:
     """One ingest at a time into the archive at `path` (a file beside it)."""
-    from filelock import FileLock, Timeout
-
-    from subrosa.errors import LockTimeout
-
-    lock = FileLock(str(path) + ".ingest.lock")
-    try:
-        lock.acquire(timeout=INGEST_LOCK_TIMEOUT_S)
-    except Timeout:
-        raise LockTimeout(
-            f"{path}.ingest.lock: another ingest held the lock for "
-            f"{INGEST_LOCK_TIMEOUT_S:.0f} s; try again."
-        ) from None
-    try:
+    busy = (
+        f"{path}.ingest.lock: another ingest held the lock for "
+        f"{INGEST_LOCK_TIMEOUT_S:.0f} s; try again."
+    )
+    with file_lock(f"{path}.ingest.lock", INGEST_LOCK_TIMEOUT_S, busy):
         yield
-    finally:
-        lock.release()

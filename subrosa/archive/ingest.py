@@ -16,22 +16,18 @@ spend more time building objects than SQLite spends indexing them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from subrosa.archive import pending
 from subrosa.archive.connection import archive_lock, open_archive
-from subrosa.archive.redact import Redactor
-from subrosa.archive.transcripts import LINE_TOO_LONG, Message, Parsed, SessionInfo, parse_lines
 from subrosa.identity import ingested_by, legacy_sessions_key, sessions_key
 from subrosa.paths import (
     checkout_root,
@@ -39,6 +35,12 @@ from subrosa.paths import (
     encode_project_path,
     project_transcript_dir,
 )
+
+# The parser and the redactor (msgspec, ahocorasick, the secret rules: ~30 ms of CPU to
+# import) load when a file has something new to read: a no-op ingest is a stat per file.
+if TYPE_CHECKING:
+    from subrosa.archive.redact import Redactor
+    from subrosa.archive.transcripts import Message, Parsed, SessionInfo
 
 CHUNK_BYTES = 4 << 20
 # Bytes of transcript per write transaction. FTS5 writes a new index segment per
@@ -56,22 +58,24 @@ MAX_LINE_BYTES = 32 << 20
 Progress = Callable[[int], None]
 
 
-@dataclass
 class IngestReport:
-    """What one ingest did; `--json` prints it."""
+    """What one ingest did; `--json` prints it. (The classes of this module are not
+    dataclasses: importing dataclasses, and inspect with it, cost a no-op ingest ~15 ms
+    of CPU, a tenth of its budget.)"""
 
-    files_seen: int = 0
-    files_read: int = 0
-    files_restarted: int = 0
-    bytes_read: int = 0
-    new_messages: int = 0
-    duplicate_messages: int = 0
-    sessions: set[str] = field(default_factory=set)
-    skipped: Counter[str] = field(default_factory=Counter)
-    # Lines read in spite of a flaw (bad UTF-8 bytes replaced), by kind.
-    repaired: Counter[str] = field(default_factory=Counter)
-    redacted: Counter[str] = field(default_factory=Counter)
-    missing: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.files_seen = 0
+        self.files_read = 0
+        self.files_restarted = 0
+        self.bytes_read = 0
+        self.new_messages = 0
+        self.duplicate_messages = 0
+        self.sessions: set[str] = set()
+        self.skipped: Counter[str] = Counter()
+        # Lines read in spite of a flaw (bad UTF-8 bytes replaced), by kind.
+        self.repaired: Counter[str] = Counter()
+        self.redacted: Counter[str] = Counter()
+        self.missing: list[str] = []
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -90,23 +94,23 @@ class IngestReport:
         }
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """A transcript file and the project its sessions belong to. The path is a string:
-    a no-op re-ingest of thousands of files must not pay for building Path objects."""
+    a no-op re-ingest of thousands of files must not pay for building Path objects.
+    `absolute` is the path already absolute and normalized, when discovery knows it."""
 
     path: str
     project: str
+    absolute: str = ""
 
     @property
     def key(self) -> str:
         """The file's absolute path, normalized without touching the disk (a no-op
         re-ingest of thousands of files must not pay for resolving each one)."""
-        return os.path.abspath(self.path)
+        return self.absolute or os.path.abspath(self.path)
 
 
-@dataclass(frozen=True)
-class _FileState:
+class _FileState(NamedTuple):
     inode: int
     size: int
     mtime_ns: int
@@ -117,8 +121,16 @@ class _FileState:
 def project_of(path: str | Path, default: str, env: dict[str, str] | None = None) -> str:
     """The encoded project folder a transcript lives in under `<claude root>/projects/`,
     else `default` (a file ingested from elsewhere joins the current project)."""
-    projects = os.path.join(os.path.abspath(claude_root(env)), "projects") + os.sep
-    absolute = os.path.abspath(path)
+    return _project_under(os.path.abspath(path), _projects_prefix(env), default)
+
+
+def _projects_prefix(env: dict[str, str] | None = None) -> str:
+    """`<claude root>/projects/`, absolute, ending in the separator."""
+    return os.path.join(os.path.abspath(claude_root(env)), "projects") + os.sep
+
+
+def _project_under(absolute: str, projects: str, default: str) -> str:
+    """project_of for an absolute, normalized path and the projects folder's prefix."""
     if not absolute.startswith(projects):
         return default
     parts = absolute[len(projects) :].split(os.sep)
@@ -143,8 +155,12 @@ def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
     sources: list[Source] = []
     for path in paths:
         if path.is_dir():
+            # Its paths are the folder's, made absolute once, joined with names: absolute
+            # already (a no-op re-ingest of thousands of files resolves none of them).
             project = project_of(path / "x.jsonl", default_project)
-            sources += [Source(file, project_of(file, project)) for file in transcripts_under(path)]
+            projects = _projects_prefix()
+            for file in transcripts_under(Path(os.path.abspath(path))):
+                sources.append(Source(file, _project_under(file, projects, project), file))
         else:
             sources.append(Source(str(path), project_of(path, default_project)))
     return sources
@@ -177,6 +193,8 @@ def project_dirs_around(folder: Path) -> list[Path]:
 
 def _head_hash_of(path: str, length: int) -> str:
     """A hash of the file's first `length` bytes (at most HEAD_BYTES)."""
+    import hashlib  # here: its OpenSSL start-up (~6 ms) is for files with news only
+
     try:
         with open(path, "rb") as handle:
             return hashlib.sha1(handle.read(min(length, HEAD_BYTES))).hexdigest()
@@ -184,8 +202,7 @@ def _head_hash_of(path: str, length: int) -> str:
         return ""
 
 
-@dataclass(frozen=True)
-class _Plan:
+class _Plan(NamedTuple):
     """A file to read, its stat when planned, and the offset to read from."""
 
     source: Source
@@ -193,11 +210,19 @@ class _Plan:
     start: int
 
 
-def _load_states(conn: sqlite3.Connection) -> dict[str, _FileState]:
-    rows = conn.execute(
-        'SELECT path, inode, size, mtime_ns, "offset", head_hash FROM ingested_files'
-    ).fetchall()
-    return {row[0]: _FileState(*row[1:]) for row in rows}
+def _load_stats(conn: sqlite3.Connection) -> dict[str, tuple[int, int, int]]:
+    """Each ingested file's inode, size and mtime: all a no-op ingest compares (the rest
+    of a file's state is read when its stat changed, _load_state)."""
+    cursor = conn.execute("SELECT path, inode, size, mtime_ns FROM ingested_files")
+    return {path: (inode, size, mtime_ns) for path, inode, size, mtime_ns in cursor}
+
+
+def _load_state(conn: sqlite3.Connection, key: str) -> _FileState | None:
+    row = conn.execute(
+        'SELECT inode, size, mtime_ns, "offset", head_hash FROM ingested_files WHERE path = ?',
+        (key,),
+    ).fetchone()
+    return None if row is None else _FileState(*row)
 
 
 def _is_whole_object(line: bytes) -> bool:
@@ -223,8 +248,8 @@ class Ingester:
         self.tool_result_chars = tool_result_chars
         self.progress = progress
         self.report = report if report is not None else IngestReport()
-        self.redactor = Redactor(self.report.redacted)
-        self._states = _load_states(conn)
+        self._redactor: Redactor | None = None
+        self._stats = _load_stats(conn)
         self._session_pks: dict[str, int] = {}
         self._projects: dict[str, str] = {}
         self._in_transaction = False
@@ -239,23 +264,48 @@ class Ingester:
         # inserts, and at a million messages most would otherwise miss the cache.
         self.conn.execute("PRAGMA cache_size = -32768")
 
+    @property
+    def redactor(self) -> Redactor:
+        """The redactor, made on first use (see the imports)."""
+        if self._redactor is None:
+            from subrosa.archive.redact import Redactor
+
+            self._redactor = Redactor(self.report.redacted)
+        return self._redactor
+
     def bytes_to_read(self, sources: list[Source]) -> int:
         """An estimate for the progress bar: what changed since the last ingest."""
         total = 0
         for source in sources:
             try:
-                size = os.stat(source.path).st_size
+                stat = os.stat(source.path)
             except OSError:
                 continue
-            state = self._states.get(source.key)
+            size = stat.st_size
+            known = self._stats.get(source.key)
+            if known == (stat.st_ino, size, stat.st_mtime_ns):
+                continue
+            state = _load_state(self.conn, source.key) if known is not None else None
             total += size - state.offset if state and size >= state.offset else size
         return total
 
     def ingest(self, sources: list[Source]) -> IngestReport:
         """Ingest `sources`; committed when it returns, rolled back when it raises."""
+        self.report.files_seen += len(sources)
+        stats, stat_of, isreg, abspath = self._stats, os.stat, S_ISREG, os.path.abspath
         try:
             for source in sources:
-                plan = self._plan(source)
+                # The common case, inlined: one stat, and the file is as it was.
+                key = source.absolute or abspath(source.path)
+                try:
+                    stat = stat_of(key)
+                except OSError:
+                    self.report.missing.append(key)
+                    continue
+                known = stats.get(key)
+                if known == (stat.st_ino, stat.st_size, stat.st_mtime_ns) and isreg(stat.st_mode):
+                    continue
+                plan = self._plan(source, key, stat)
                 if plan is not None:
                     self._ingest_inline(plan)
         except BaseException:
@@ -264,27 +314,20 @@ class Ingester:
         self.commit()
         return self.report
 
-    def _plan(self, source: Source) -> _Plan | None:
-        """Where to start reading `source`, or None when it has not changed."""
-        key = source.key
-        self.report.files_seen += 1
-        try:
-            stat = os.stat(key)
-        except OSError:
-            self.report.missing.append(key)
-            return None
+    def _plan(self, source: Source, key: str, stat: os.stat_result) -> _Plan | None:
+        """Where to start reading `source` (at `key`, as `stat` found it), or None when it
+        has not changed or cannot be read."""
         if not S_ISREG(stat.st_mode):  # a FIFO would block, /dev/zero never end
             self.report.skipped["not a regular file"] += 1
             return None
-        state = self._states.get(key)
+        known = self._stats.get(key)
+        if known is None:
+            return _Plan(source, stat, 0)
+        if known == (stat.st_ino, stat.st_size, stat.st_mtime_ns):
+            return None
+        state = _load_state(self.conn, key)
         if state is None:
             return _Plan(source, stat, 0)
-        if (state.inode, state.size, state.mtime_ns) == (
-            stat.st_ino,
-            stat.st_size,
-            stat.st_mtime_ns,
-        ):
-            return None
         if (
             state.inode == stat.st_ino
             and stat.st_size >= state.offset
@@ -296,6 +339,8 @@ class Ingester:
 
     def _ingest_inline(self, plan: _Plan) -> None:
         """Read, parse and store one file here, batch by batch (any size, little memory)."""
+        from subrosa.archive.transcripts import parse_lines
+
         source = plan.source
         offset = plan.start
         with open(source.path, "rb") as handle:
@@ -367,7 +412,7 @@ class Ingester:
             self.conn.execute("ROLLBACK")
             self._in_transaction = False
             self.conn.execute("PRAGMA foreign_keys = ON")
-            self._states = _load_states(self.conn)
+            self._stats = _load_stats(self.conn)
         self._uncommitted = 0
 
     def _save_state(self, plan: _Plan, offset: int) -> None:
@@ -382,7 +427,7 @@ class Ingester:
             " updated_at = excluded.updated_at",
             (key, project, stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head),
         )
-        self._states[key] = _FileState(stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head)
+        self._stats[key] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
     def _store(self, source: Source, parsed: Parsed) -> None:
         """Store one batch (inside the caller's transaction, with the new offset)."""
@@ -391,6 +436,8 @@ class Ingester:
         by_session: dict[str, list[Message]] = {}
         for message in parsed.messages:
             by_session.setdefault(message.session_id, []).append(message)
+        from subrosa.archive.transcripts import SessionInfo
+
         for session_id in parsed.sessions.keys() | by_session.keys():
             info = parsed.sessions.get(session_id) or SessionInfo(session_id)
             pk = self._upsert_session(info, self._project_of_session(info, source.project))
@@ -557,6 +604,8 @@ def _batches(
     A line that grows past MAX_LINE_BYTES is not held in memory: it is read past, and
     stands in its batch as LINE_TOO_LONG, which the parser counts as skipped.
     """
+    from subrosa.archive.transcripts import LINE_TOO_LONG
+
     handle.seek(start)
     offset = start  # just past the last complete line: where `rest` begins
     rest = b""

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
-from subrosa.archive.ingest import Ingester, _FileState, _head_hash_of, _load_states, _Plan
+from subrosa.archive.ingest import Ingester, _head_hash_of, _load_stats, _Plan
 from subrosa.archive.transcripts import Message, Parsed, SessionInfo
 from subrosa.pg import Connection, connect
 from subrosa.schema import SCHEMA_HEAD
@@ -121,7 +121,7 @@ class PgIngester(Ingester):
         self.conn.execute("ROLLBACK")
         self._in_transaction = False
         self._session_pks.clear()  # a session row made in the transaction is gone
-        self._states = _load_states(self.conn)
+        self._stats = _load_stats(self.conn)
 
     def commit(self) -> None:
         if self._in_transaction:
@@ -147,7 +147,7 @@ class PgIngester(Ingester):
             " updated_at = excluded.updated_at",
             (key, project, stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head),
         )
-        self._states[key] = _FileState(stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head)
+        self._stats[key] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
     def _store(self, source: Any, parsed: Parsed) -> None:
         """A batch's sessions upserted (in id order) and its messages inserted at once."""

@@ -33,6 +33,8 @@ from subrosa.query import (
 # unit's documents over its whole doclist (~0.1-0.3 s for a word in most of a million
 # messages) and score every match: the newest RERANK matches are ranked here instead.
 SELECTIVE = 4000
+# A --limit past these windows (RERANK, RERANK_BEST, RERANK_SOME) widens them to the
+# limit, so `--limit 5000` returns 5,000 results when that many messages match.
 RERANK = 1000
 # When every unit is selective, FTS5's bm25 picks this many of all matches, to be ranked
 # here (forms, tool output, copies).
@@ -365,21 +367,23 @@ def _rank(stats: list[Stats], candidates: list[Row], held: list[Held], tier: int
 
 
 def _first_tier(
-    conn: sqlite3.Connection, stats: list[Stats], filters: Filters
+    conn: sqlite3.Connection, stats: list[Stats], filters: Filters, limit: int
 ) -> tuple[list[Hit], dict[int, Row]]:
     """The messages holding every required unit, best first (exact when they are at
-    most RERANK or every unit is selective, else the best of the newest RERANK)."""
+    most the window, RERANK or `limit`, or every unit is selective, else the best of
+    the newest in the window)."""
     required = [s for s in stats if not s.unit.stop]
     if not required or any(not s.expr for s in required):
         return [], {}
     match = _all_of(conn, [s.expr for s in required])
+    window = max(RERANK, limit)
     if not isinstance(conn, sqlite3.Connection) and all(s.kth is None for s in required):
         # A server has no bm25(): all the matches (fewer than SELECTIVE, as every unit
         # is selective) are ranked here, a superset of what FTS5's bm25 would pick.
-        candidates = _candidates(conn, match, filters, SELECTIVE)
+        candidates = _candidates(conn, match, filters, max(SELECTIVE, limit))
     elif (
         all(s.kth is None for s in required)
-        and len(_rowids(conn, match, filters, RERANK + 1)) > RERANK
+        and len(_rowids(conn, match, filters, window + 1)) > window
     ):
         # More matches than RERANK, but every unit's doclist is short: FTS5's bm25
         # picks the best RERANK_BEST of them all, exactly and cheaply, to rank here.
@@ -389,12 +393,12 @@ def _first_tier(
             for row in conn.execute(
                 f"SELECT f.rowid FROM messages_fts f{joins} WHERE messages_fts MATCH ?{where}"
                 " ORDER BY bm25(messages_fts) LIMIT ?",
-                [match, *params, RERANK_BEST],
+                [match, *params, max(RERANK_BEST, limit)],
             )
         ]
         candidates = _texts(conn, best)
     else:
-        candidates = _candidates(conn, match, filters, RERANK)
+        candidates = _candidates(conn, match, filters, window)
     present = [s for s in stats if s.expr]
     held = [SHOWN if s.unit.stop else ALL for s in present]
     texts = {row[0]: row for row in candidates}
@@ -407,10 +411,12 @@ def _second_tier(
     filters: Filters,
     exclude: set[int],
     cache: Cache,
+    limit: int,
 ) -> tuple[list[Hit], dict[int, Row], list[Stats]]:
     """The messages holding some of the units, by bm25 (any word may match): the
-    candidates are every match of each selective unit and the newest RERANK of each
-    common one, and the RERANK_SOME of them holding the rarest units are ranked."""
+    candidates are every match of each selective unit and the newest RERANK (or
+    `limit`) of each common one, and the RERANK_SOME (or `limit`) of them holding the
+    rarest units are ranked."""
     wide = list(dict.fromkeys(piece for s in stats for piece in pieces(s.unit)))[: 2 * MAX_UNITS]
     known = {s.unit: s for s in stats}
     fresh = unit_stats(conn, [u for u in wide if u not in known], cache)
@@ -421,13 +427,13 @@ def _second_tier(
     held: list[Held] = []
     weight: dict[int, float] = {}
     for s in present:
-        cap = SELECTIVE if s.kth is None else RERANK
+        cap = SELECTIVE if s.kth is None else max(RERANK, limit)
         ids = _rowids(conn, s.expr, filters, cap)
         held.append(Held(set(ids), complete=len(ids) < cap))
         for rowid in ids:
             if rowid not in exclude:
                 weight[rowid] = weight.get(rowid, 0.0) + s.idf * s.unit.weight
-    chosen = sorted(weight, key=lambda rowid: (-weight[rowid], -rowid))[:RERANK_SOME]
+    chosen = sorted(weight, key=lambda rowid: (-weight[rowid], -rowid))[: max(RERANK_SOME, limit)]
     candidates = _texts(conn, chosen)
     texts = {row[0]: row for row in candidates}
     return _rank(present, candidates, held, 2), texts, present
@@ -514,14 +520,17 @@ def _ranked(
     filters: Filters,
     enough: Callable[[list[Hit], dict[int, Row]], bool],
     cache: Cache | None,
+    limit: int,
 ) -> tuple[list[Hit], dict[int, Row], list[Stats]]:
-    """The first tier, then (unless `enough` of it) the second, best first in each."""
+    """The first tier, then (unless `enough` of it) the second, best first in each
+    (`limit` results wanted: it widens their windows past it)."""
     cache = {} if cache is None else cache
     stats = unit_stats(conn, units, cache)
-    hits, texts = _first_tier(conn, stats, filters)
+    hits, texts = _first_tier(conn, stats, filters, limit)
     shown = [s for s in stats if s.expr]
     if not enough(hits, texts):  # the pieces of a unit may be there when it is not
-        more, more_texts, used = _second_tier(conn, stats, filters, {h.rowid for h in hits}, cache)
+        exclude = {h.rowid for h in hits}
+        more, more_texts, used = _second_tier(conn, stats, filters, exclude, cache, limit)
         texts.update(more_texts)
         more = _with_replies(conn, hits, more, texts, filters)
         hits += more
@@ -586,7 +595,7 @@ def search_messages(
     def enough(hits: list[Hit], texts: dict[int, Row]) -> bool:
         return len(collapse(hits, texts, limit, count_all=False, keys=keys)) >= limit
 
-    hits, texts, shown = _ranked(conn, units, filters, enough, cache)
+    hits, texts, shown = _ranked(conn, units, filters, enough, cache, limit)
     groups = collapse(hits, texts, limit, keys=keys)
     details = _details(conn, [rowid for group in groups for rowid in group.copies])
     pattern = _pattern(shown)
@@ -629,7 +638,7 @@ def search_sessions(
     def enough(hits: list[Hit], _texts: dict[int, Row]) -> bool:
         return len(_by_session(conn, hits)) >= limit
 
-    hits, texts, shown = _ranked(conn, units, filters, enough, cache)
+    hits, texts, shown = _ranked(conn, units, filters, enough, cache, limit)
     sessions = _by_session(conn, hits)[:limit]
     details = _details(conn, [group.hit.rowid for group in sessions])
     pattern = _pattern(shown)

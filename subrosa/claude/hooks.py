@@ -471,7 +471,16 @@ def render_ranked(
     whole = len(_index_header(index, why)) + 1 + sum(len(line) + 1 for line in lines)
     if whole <= budget and len(lines) <= INDEX_MAX_LINES:
         return render_index(lines, index, why, budget)
-    first = next((n for n, line in enumerate(lines) if _FACT_LINE.match(line)), len(lines))
+    # The preamble ends at the first fact, or at the section heading before it (that
+    # heading belongs to its facts: shown only when one of them is).
+    first = next(
+        (
+            n
+            for n, line in enumerate(lines)
+            if _FACT_LINE.match(line) or (n and line.lstrip().startswith("##"))
+        ),
+        len(lines),
+    )
     preamble = lines[:first]
     while preamble and not preamble[-1].strip():
         preamble.pop()

@@ -2,10 +2,10 @@
 
 Standard library only at import: `subrosa hook …` runs on every turn of the agent
 and must not pay for click, rich or SQLAlchemy, so it is dispatched before any of
-them load; so is `subrosa search` when it can be answered directly
-(subrosa.cli.fastsearch says why and when), and `subrosa check`
-(subrosa.cli.fastcheck). Everything else goes to the click application in
-subrosa.cli.app.
+them load; so are `subrosa search` when it can be answered directly
+(subrosa.cli.fastsearch says why and when), `subrosa check` (subrosa.cli.fastcheck)
+and the commands the extraction skill runs once per fact (subrosa.cli.fastpath).
+Everything else goes to the click application in subrosa.cli.app.
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ def main() -> None:
             print("subrosa: the hook is unavailable in this install.", file=sys.stderr)
             sys.exit(0)
         sys.exit(run_hook(argv[1:]))
-    if "search" in argv and not {"--help", "-h"} & set(argv):
+    asks_help = bool({"--help", "-h"} & set(argv))
+    if not asks_help and argv[:1] != ["search"]:
+        # The commands the extraction skill runs once per fact, and generate, answered
+        # without click (subrosa.cli.fastpath says why); None: the click command runs.
+        from subrosa.cli import fastpath
+
+        code = fastpath.main(argv)
+        if code is not None:
+            sys.exit(code)
+    if "search" in argv and not asks_help:
         # `subrosa search` answers in a fraction of the time click + SQLAlchemy take
         # to import; it falls back to the click command whenever it cannot.
         from subrosa.cli import fastsearch
@@ -31,7 +40,7 @@ def main() -> None:
         code = fastsearch.main(argv)
         if code is not None:
             sys.exit(code)
-    if "check" in argv and not {"--help", "-h"} & set(argv):
+    if "check" in argv and not asks_help:
         # The witness needs neither click nor the database (subrosa.cli.fastcheck).
         from subrosa.cli import fastcheck
 

@@ -10,10 +10,9 @@ from typing import Any
 import click
 
 from subrosa import __version__
-from subrosa.cli.common import AppContext, CliError, CliInputError, cli_error, click_options
-from subrosa.cli.fastsearch import ROOT_OPTIONS
-from subrosa.errors import DatabaseUnreadable, SubrosaError, corruption
-from subrosa.paths import sqlite_path
+from subrosa.cli.common import AppContext, cli_error, click_options
+from subrosa.cli.fastsearch import ROOT_OPTIONS, root_options_first
+from subrosa.cli.output import error_of
 
 # name -> (module, attribute, one-line help). The help is here so that `subrosa
 # --help` lists every command without importing any of them.
@@ -47,36 +46,6 @@ def _load(name: str) -> click.Command:
     command = getattr(importlib.import_module(module_name), attribute)
     assert isinstance(command, click.Command), name
     return command
-
-
-_ROOT_NAMES = {option.name for option in ROOT_OPTIONS}
-
-
-def root_options_first(args: list[str]) -> list[str]:
-    """`fact list --memory-dir DIR` read as `--memory-dir DIR fact list`: the root
-    options are taken after the command name too (no command has options of the same
-    name), the last one given winning. Nothing after `--` moves."""
-    head = 0
-    while head < len(args) and args[head].partition("=")[0] in _ROOT_NAMES:
-        head += 1 if "=" in args[head] else 2
-    if head >= len(args) or args[head].startswith("-"):
-        return args
-    moved: list[str] = []
-    kept = [args[head]]
-    rest = iter(args[head + 1 :])
-    for arg in rest:
-        if arg == "--":
-            kept += [arg, *rest]
-            break
-        name, has_value, _ = arg.partition("=")
-        value = None if name not in _ROOT_NAMES or has_value else next(rest, None)
-        if name in _ROOT_NAMES and has_value:
-            moved.append(arg)
-        elif value is not None:
-            moved += [arg, value]
-        else:  # not ours, or ours without its value: click says what is wrong
-            kept.append(arg)
-    return args[:head] + moved + kept
 
 
 class SubrosaGroup(click.Group):
@@ -113,24 +82,14 @@ class SubrosaGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except SubrosaError as exc:
-            raise cli_error(str(exc), exc.exit_code) from None
-        except OSError as exc:
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise CliError(f"{where}{exc.strerror or exc}.") from None
-        except UnicodeEncodeError as exc:
-            # An argument, variable or file name made of bytes that are not UTF-8
-            # (Python carries them as surrogates, which no file or database takes).
-            shown = exc.object if isinstance(exc.object, str) else repr(exc.object)
-            raise CliInputError(f"{shown[:200]}: is not valid UTF-8 text.") from None
         except Exception as exc:
-            # A database damaged in the middle (SQLite finds it only when it reads that
-            # page): the same sentence as a file refused on opening, never a traceback.
-            damage = corruption(exc)
-            if damage is None or not isinstance(ctx.obj, AppContext):
+            # One wording for both entries (subrosa.cli.output; the fast paths use it
+            # too), a damaged database included; anything else is a bug: its traceback.
+            app = ctx.obj if isinstance(ctx.obj, AppContext) else None
+            shown = error_of(exc, (lambda: app.db_url) if app is not None else None)
+            if shown is None:
                 raise
-            database = sqlite_path(ctx.obj.db_url) or ctx.obj.db_url
-            raise CliInputError(str(DatabaseUnreadable(database, damage))) from None
+            raise cli_error(*shown) from None
 
 
 @click.group(cls=SubrosaGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -29,6 +29,7 @@ from subrosa.claude.install import (
 )
 from subrosa.claude.settings import registrations
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
+from subrosa.cli.fastpath import show_marked
 from subrosa.errors import InvalidInput
 from subrosa.memory.generate import written_by_claude_code
 from subrosa.memory.marker import foreign_index
@@ -87,14 +88,8 @@ def checkpoint_mark(app: AppContext, session_id: str | None, as_json: bool) -> N
     the session off the queue and restarts its turn count (the next Stop nudge comes
     N turns from now).
     """
-    marked = checkpoint.mark_session(app.memory_dir, session_id)
-    if as_json:
-        print_json(marked)
-    else:
-        say(
-            f"marked {marked['session_id']}: extraction covers {marked['size']} bytes of "
-            f"{marked['transcript_path']}"
-        )
+    # subrosa.cli.fastpath runs it without click too, and prints it for both entries.
+    show_marked(checkpoint.mark_session(app.memory_dir, session_id), as_json)
 
 
 @click.command("checkpoint-clear")

@@ -1,9 +1,9 @@
-"""What every command shares: the resolved project, the database, output helpers."""
+"""What every command shares: the resolved project, the database, output helpers
+(subrosa.cli.output's, re-exported)."""
 
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -15,10 +15,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from subrosa.cli.fastsearch import JSON_HELP, Option
+
+# Re-exported: every command prints through subrosa.cli.output, as the fast paths do.
+from subrosa.cli.output import note as note
+from subrosa.cli.output import print_json as print_json
+from subrosa.cli.output import say as say
+from subrosa.cli.output import show_error
+from subrosa.cli.output import warn as warn
 from subrosa.config import Settings, load_settings, resolve_db_url
 from subrosa.memory.project import Project
 from subrosa.paths import resolve_memory_dir
-from subrosa.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,23 +34,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @functools.cache
 def err_console() -> Console:
-    """rich, for people, on stderr; imported on first use (it costs ~50 ms)."""
+    """rich, on stderr, for the ingest progress bar; imported on first use (~50 ms)."""
     from rich.console import Console
 
     return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-@functools.cache
-def out_console() -> Console:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=True)
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 class CliError(click.ClickException):
@@ -53,7 +46,7 @@ class CliError(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"Error: {printable(self.format_message())}", err=True)
+        show_error(self.format_message())
 
 
 class CliInputError(CliError):
@@ -92,25 +85,6 @@ class AppContext:
 
 
 pass_app = click.make_pass_decorator(AppContext, ensure=True)
-
-
-def print_json(value: Any) -> None:
-    """Print exactly one JSON document on stdout."""
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
-
-
-def warn(message: str) -> None:
-    err_console().print(f"[yellow]warning:[/] {_escape(printable(message))}")
-
-
-def note(message: str) -> None:
-    """A progress or status line for people, on stderr (stdout is for results)."""
-    err_console().print(_escape(message))
-
-
-def say(message: str) -> None:
-    """A result line on stdout, markup-free so user text is printed as is."""
-    out_console().print(_escape(message))
 
 
 def is_terminal() -> bool:
@@ -162,7 +136,8 @@ def click_options(options: Iterable[Option]) -> Callable[[F], F]:
         if option.kind == "flag":
             kwargs["is_flag"] = True
         elif option.kind == "count":
-            kwargs.update(type=click.IntRange(min=1), default=option.default, show_default=True)
+            kwargs["type"] = click.IntRange(min=1, max=option.maximum)
+            kwargs.update(default=option.default, show_default=True)
         elif option.kind == "choice":
             kwargs["type"] = click.Choice(list(option.choices))
         elif option.kind == "dir":

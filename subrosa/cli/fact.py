@@ -1,6 +1,8 @@
 """`subrosa fact …`: register leaves and curate what subrosa knows about them.
 
-Adapters only: each command calls one use case of subrosa.memory.facts."""
+Adapters only: each command calls one use case of subrosa.memory.facts. upsert, pin,
+unpin and archive have a second entry without click (subrosa.cli.fastpath), which
+prints their output for both."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
-from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
+from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say
+from subrosa.cli.fastpath import show_archived, show_pinned, show_upserted
 from subrosa.config import FACT_TYPES
 from subrosa.errors import ProblemFound
 from subrosa.memory import facts
@@ -69,12 +72,7 @@ def upsert(
     """
     leaf = leaf_named(app, slug, leaf_arg)
     result = facts.upsert(app.db_url, app.project, leaf, hook=hook, pin=pin)
-    for message in result.warnings:
-        warn(message)
-    if as_json:
-        print_json({"action": result.action, "fact": result.fact})
-    else:
-        say(f"{result.action} {result.fact['slug']} (position {result.fact['position']})")
+    show_upserted(result, as_json)  # subrosa.cli.fastpath prints it for both entries
 
 
 @fact.command(name="archive")
@@ -88,13 +86,12 @@ def archive_cmd(
 
     `subrosa fact upsert SLUG` brings it back.
     """
-    row = facts.archive(app.db_url, app.project, leaf_named(app, slug, leaf_arg), reason)
-    say(f"archived {row['slug']}: {row['archive_reason']}")
+    show_archived(facts.archive(app.db_url, app.project, leaf_named(app, slug, leaf_arg), reason))
 
 
 def _set_pin(app: AppContext, slug: str | None, leaf_arg: str | None, pinned: bool) -> None:
-    row = facts.set_pinned(app.db_url, app.project, leaf_named(app, slug, leaf_arg), pinned)
-    say(f"{'pinned' if pinned else 'unpinned'} {row['slug']}")
+    leaf = leaf_named(app, slug, leaf_arg)
+    show_pinned(facts.set_pinned(app.db_url, app.project, leaf, pinned), pinned)
 
 
 @fact.command()

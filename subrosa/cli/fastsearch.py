@@ -20,20 +20,19 @@ from __future__ import annotations
 import sys
 from typing import Any, NamedTuple
 
-from subrosa.query import one_line
-
 
 class Option(NamedTuple):
     """One command-line option, for the fast parser and for click alike."""
 
     name: str  # as typed: --limit
     dest: str  # the parameter's name
-    kind: str  # "flag", "count" (an integer >= 1), "text", "choice", "dir"
+    kind: str  # "flag", "count" (an integer >= 1, at most `maximum`), "text", "choice", "dir"
     help: str
     default: Any = None
     metavar: str | None = None
     choices: tuple[str, ...] = ()
     envvar: str | None = None  # read by click; the fast path lets subrosa.paths read it
+    maximum: int | None = None  # a count's largest value
 
 
 # The root group's options, which may come before `search`.
@@ -54,6 +53,36 @@ ROOT_OPTIONS = (
         envvar="SUBROSA_DB",
     ),
 )
+_ROOT_NAMES = {option.name for option in ROOT_OPTIONS}
+
+
+def root_options_first(args: list[str]) -> list[str]:
+    """`fact list --memory-dir DIR` read as `--memory-dir DIR fact list`: the root
+    options are taken after the command name too (no command has options of the same
+    name), the last one given winning. Nothing after `--` moves."""
+    head = 0
+    while head < len(args) and args[head].partition("=")[0] in _ROOT_NAMES:
+        head += 1 if "=" in args[head] else 2
+    if head >= len(args) or args[head].startswith("-"):
+        return args
+    moved: list[str] = []
+    kept = [args[head]]
+    rest = iter(args[head + 1 :])
+    for arg in rest:
+        if arg == "--":
+            kept += [arg, *rest]
+            break
+        name, has_value, _ = arg.partition("=")
+        value = None if name not in _ROOT_NAMES or has_value else next(rest, None)
+        if name in _ROOT_NAMES and has_value:
+            moved.append(arg)
+        elif value is not None:
+            moved += [arg, value]
+        else:  # not ours, or ours without its value: click says what is wrong
+            kept.append(arg)
+    return args[:head] + moved + kept
+
+
 JSON_HELP = "Print one JSON document on stdout instead of text."
 SEARCH_OPTIONS = (
     Option("--limit", "limit", "count", "How many results.", default=10),
@@ -94,6 +123,8 @@ SEARCH_OPTIONS = (
 
 def _head(result: dict[str, Any]) -> str:
     """A result's first line: what and where it is, its score, and how it matched."""
+    from subrosa.query import one_line
+
     if result["kind"] == "fact":
         head = f"fact {one_line(result['slug'])} ({result['type']}, {result['status']})"
     elif result["kind"] == "session":
@@ -149,7 +180,8 @@ def _value(option: Option, value: str) -> Any:
             number = int(value)
         except ValueError:
             return None
-        return number if number >= 1 else None
+        too_big = option.maximum is not None and number > option.maximum
+        return number if number >= 1 and not too_big else None
     if option.kind == "choice":
         return value if value in option.choices else None
     return value

@@ -1,72 +1,20 @@
 """`subrosa generate` (the two index files, byte-budgeted) and `subrosa check` (the witness).
 
-Adapters only: the generate use case is subrosa.memory.generate; `print_summary` and
-`report_problems` are shared with `subrosa adopt`."""
+Adapters only: the generate use case is subrosa.memory.generate; its report is printed
+by subrosa.cli.fastpath (generate's entry without click), whose `print_summary` and
+`report_problems` `subrosa adopt` shares."""
 
 from __future__ import annotations
 
 import click
 
-from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
+from subrosa.cli.common import AppContext, json_option, pass_app
+
+# print_summary and report_problems are adopt's too (re-exported for subrosa.cli.adopt).
+from subrosa.cli.fastpath import generate_and_report
+from subrosa.cli.fastpath import print_summary as print_summary
+from subrosa.cli.fastpath import report_problems as report_problems
 from subrosa.config import BYTE_CAP, LINE_CAP
-from subrosa.errors import ProblemFound
-from subrosa.memory.generate import Outcome, run_generate
-from subrosa.memory.marker import ARCHIVE, INDEX
-from subrosa.memory.takeover import Report
-
-
-def _names(slugs: list[str], limit: int = 12) -> str:
-    shown = ", ".join(slugs[:limit])
-    return shown + (f", … ({len(slugs) - limit} more)" if len(slugs) > limit else "")
-
-
-def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) -> None:
-    plan, report = outcome.plan, outcome.report
-    if dry_run:
-        verb = "would write MEMORY.md"
-    elif INDEX in outcome.changed:
-        verb = "wrote MEMORY.md"
-    else:
-        verb = "MEMORY.md unchanged" + (f" (wrote {ARCHIVE})" if outcome.changed else "")
-    say(
-        f"{verb}: {len(plan.included)} facts, {plan.bytes:,} / {budget:,} bytes, "
-        f"{plan.lines} / {max_lines} lines"
-    )
-    groups = (
-        ("below budget (in MEMORY_archive.md)", [e.slug for e in plan.below_budget]),
-        ("archived", [e.slug for e in plan.archived]),
-        ("adopted (registered from disk)", sorted(report.adopted)),
-        ("hooks taken from lines written by others", sorted(report.hooks_taken)),
-        ("taken from a sidecar changed under the database", sorted(report.synced)),
-        ("materialized as leaves", report.materialized),
-    )
-    for label, slugs in groups:
-        if slugs:
-            say(f"{label} ({len(slugs)}): {_names(slugs)}")
-    if outcome.replaced_claude_index:
-        say("replaced the MEMORY.md Claude Code had written from the leaves (nothing else in it)")
-    for path in outcome.kept:
-        say(f"kept a copy of the lines not taken over: {path}")
-
-
-def report_problems(report: Report) -> None:
-    """Warnings on stderr: facts whose leaf is gone, unreadable leaves, lenient parses."""
-    for slug in report.missing:
-        warn(
-            f"{slug}: registered, but its leaf is gone; left out of both index files "
-            f"(restore the leaf, or forget the fact: `subrosa fact forget {slug}`)."
-        )
-    for filename, problem in report.unreadable:
-        where = "listed under 'Unreadable leaves' in MEMORY_archive.md"
-        if problem.startswith("invalid leaf: "):
-            why = problem.removeprefix("invalid leaf: ")
-            warn(f"invalid leaf: {filename}: {why}; skipped ({where}).")
-        else:
-            warn(f"{filename}: {problem}; {where}.")
-    for message in report.warnings:
-        warn(message)
-    for item in report.unplaced:
-        warn(f"{item.describe()}.")
 
 
 @click.command()
@@ -98,28 +46,8 @@ def generate(
     Exit 1 when pinned facts do not all fit (what fits is written), or when MEMORY.md was
     not written by subrosa (run `subrosa adopt` once).
     """
-    settings = app.settings
-    budget = budget or settings.budget
-    max_lines = max_lines or settings.max_lines
-    outcome = run_generate(
-        app.db_url,
-        app.project,
-        budget=budget,
-        max_lines=max_lines,
-        weights=settings.type_weights,
-        dry_run=dry_run,
-    )
-    report_problems(outcome.report)
-    if as_json:
-        print_json(outcome.to_dict())
-    else:
-        print_summary(outcome, budget, max_lines, dry_run)
-    if outcome.plan.pinned_left_out:
-        raise ProblemFound(
-            "pinned facts do not all fit the budget; left out: "
-            + ", ".join(e.slug for e in outcome.plan.pinned_left_out)
-            + " (unpin some, shorten their hooks, or raise --budget)."
-        )
+    # The use case and its report, shared with the entry without click (fastpath).
+    generate_and_report(app.db_url, app.memory_dir, budget, max_lines, dry_run, as_json)
 
 
 @click.command()

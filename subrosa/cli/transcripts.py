@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -18,39 +17,16 @@ from subrosa.cli.common import (
     click_options,
     is_terminal,
     json_option,
-    note,
     pass_app,
     print_json,
     reindex_bar,
     say,
 )
+from subrosa.cli.fastpath import run_ingest, show_ingested
 from subrosa.cli.fastsearch import SEARCH_OPTIONS
 from subrosa.errors import InvalidInput
 
 # ---------------------------------------------------------------- ingest
-
-
-def _describe(report: Any) -> str:
-    data = report.to_dict()
-    line = (
-        f"{data['new_messages']} new messages from {data['files_read']} of "
-        f"{data['files_seen']} files ({data['sessions']} sessions, "
-        f"{data['bytes_read'] / 1e6:.1f} MB read)"
-    )
-    if data["duplicate_messages"]:
-        line += f"; {data['duplicate_messages']} already archived"
-    line += f"; {data['redacted']} secrets redacted"
-    if data["files_restarted"]:
-        line += f"; {data['files_restarted']} replaced or truncated files read again"
-    skipped = sum(data["skipped"].values())
-    if skipped:
-        kinds = ", ".join(f"{k} {v}" for k, v in data["skipped"].items())
-        line += f"; {skipped} records skipped ({kinds})"
-    repaired = sum(data["repaired"].values())
-    if repaired:
-        kinds = ", ".join(f"{k} {v}" for k, v in data["repaired"].items())
-        line += f"; {repaired} records read in spite of a flaw ({kinds})"
-    return line
 
 
 @click.command()
@@ -77,28 +53,12 @@ def ingest(
     (API keys, tokens, private keys, passwords in URLs, ...) are replaced by
     [REDACTED:<kind>] before anything is stored.
     """
-    from subrosa.archive.ingest import ingest_transcripts
-    from subrosa.paths import project_transcript_dir
-
+    # Without a progress bar (not a terminal) subrosa.cli.fastpath runs it without click
+    # too; the ingest and its report are defined there, for both entries.
     bars = is_terminal() and not as_json and not pending_only
     with _progress_bar(enabled=bars) as progress, reindex_bar(enabled=bars) as reindexing:
-        done = ingest_transcripts(
-            app.db_url,
-            list(paths),
-            all_projects=all_projects,
-            pending_only=pending_only,
-            tool_result_chars=app.settings.tool_result_chars,
-            progress=progress,
-            reindex_progress=reindexing,
-        )
-    if as_json:
-        print_json(done.report.to_dict())
-        return
-    if pending_only:
-        return
-    if not done.transcripts and not paths:
-        note(f"no transcripts in {done.roots[0] if done.roots else project_transcript_dir()}")
-    say(_describe(done.report))
+        done = run_ingest(app.db_url, list(paths), all_projects, pending_only, progress, reindexing)
+    show_ingested(done, bool(paths), pending_only, as_json)
 
 
 @contextmanager

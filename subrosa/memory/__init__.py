@@ -18,6 +18,13 @@ Data and rules they use:
                 every machine, subrosa.identity), and its lock
     store       the facts in the database: every query and change (upsert, archive, pin,
                 move, rebuild, the named reads the use cases need)
+    rows        the facts table through sqlite3, for the per-fact commands and generate
+                on an SQLite file at the newest schema (no SQLAlchemy import)
+    quick       generate's quick path: the facts reconciled with the leaves through sqlite3
+                when nothing needs a take-over (a stat per leaf, changed ones read)
+    report      plain values: what a reconcile found and did, the lines a take-over reads
+    values      pure: a fact's column values from a leaf, a sidecar row or a command, and
+                its --json and sidecar shapes (shared by store and rows)
     marker      the index files' names, and how subrosa recognizes the ones it wrote
     indexfile   pure: index lines as others write them, parsed
     takeover    index lines written by others, taken over; facts reconciled with the disk
@@ -31,9 +38,11 @@ Data and rules they use:
                 a fact the target has is left alone)
 
 Rules: the leaves are the truth and are never rewritten unless the user asks; every
-change to the facts runs under the project lock and rewrites the sidecar; `store` runs
-every query, and `leaf`, `state`, `marker` (an index file's header) and subrosa.fsutil
-every file read and write (the use cases and `takeover` go through them); nothing here
+change to the facts runs under the project lock and brings the sidecar in step before
+it commits; `store` runs every SQLAlchemy query and `rows` (and `recall`) every sqlite3
+one, both with the values of `values`; `leaf`, `state`, `marker` (an index file's
+header) and subrosa.fsutil every file read and write (the use cases, `takeover` and
+`quick` go through them); nothing here
 imports the archive half, the Claude Code half or click. This file imports nothing,
 so the hooks can load a module of this folder without paying for the rest.
 """

@@ -2,36 +2,43 @@
 about it (hook, pin, status, place), list and show facts, resolve wikilinks.
 
 Each takes plain values (a database URL, a project, the names a user gave) and returns plain
-values: a fact as `store.fact_to_dict` shapes it (the `--json` interface), or lists of
-them. Changes run through `store.mutation`, under the project lock, with the sidecar
-rewritten after.
+values: a fact as `values.fact_to_dict` shapes it (the `--json` interface), or lists of
+them. Changes run under the project lock, with the sidecar lines of the facts they
+changed rewritten before the commit.
+
+Upsert, pin, unpin and archive, which the extraction skill runs once per fact, go
+through sqlite3 (subrosa.memory.rows) when the database is an SQLite file at the newest
+schema, and through SQLAlchemy (subrosa.memory.store) otherwise: this module imports
+neither SQLAlchemy nor the store until it needs them, so `subrosa fact upsert` does not
+pay ~0.4 s for them. Both ways compute every value with subrosa.memory.values.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from subrosa.db import open_database, session_scope
 from subrosa.errors import InvalidInput
-from subrosa.memory import store
-from subrosa.memory.leaf import list_leaf_files, parse_leaf, read_leaf_text, resolve_leaf_path
-from subrosa.memory.witness import resolve_wikilink, wikilinks
+from subrosa.memory import rows, values
+from subrosa.memory.leaf import parse_leaf, resolve_leaf_path
+from subrosa.memory.project import Project
 from subrosa.secrets import find_secret
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
-@dataclass
-class Upserted:
+
+class Upserted(NamedTuple):
     """A registered or refreshed fact, and the warnings about its leaf and hook."""
 
     action: str  # added | updated | restored
     fact: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str]
 
 
 def upsert(
-    db_url: str, project: store.Project, leaf_arg: str, *, hook: str | None, pin: bool
+    db_url: str, project: Project, leaf_arg: str, *, hook: str | None, pin: bool
 ) -> Upserted:
     """Register the leaf `leaf_arg` (as given, or relative to the memory dir), or refresh
     it; a new fact needs a hook. The leaf is read strictly: a broken one is refused
@@ -42,12 +49,20 @@ def upsert(
     warnings = [f"{path}: {message}" for message in leaf.warnings]
     clean = None
     if hook is not None:
-        clean, hook_warnings = store.clean_hook(hook)
+        clean, hook_warnings = values.clean_hook(hook)
         warnings.extend(hook_warnings)
-    with store.mutation(open_database(db_url), project) as session:
-        action, row = store.upsert(session, project, leaf, hook=clean, pin=True if pin else None)
+    pinned = True if pin else None
+    database = rows.database_file(db_url)
+    if database is not None:
+        with rows.change(database, project) as change:
+            action, row = change.upsert(leaf, hook=clean, pin=pinned)
+        return Upserted(action, values.fact_to_dict(row, project.memory_dir), warnings)
+    from subrosa.memory import store
+
+    with _orm_mutation(db_url, project) as session:
+        action, fact = store.upsert(session, project, leaf, hook=clean, pin=pinned)
         session.flush()
-        return Upserted(action, store.fact_to_dict(row, project.memory_dir), warnings)
+        return Upserted(action, values.fact_to_dict(fact, project.memory_dir), warnings)
 
 
 def _refuse_secrets(path: Path, hook: str | None, description: str) -> None:
@@ -63,40 +78,76 @@ def _refuse_secrets(path: Path, hook: str | None, description: str) -> None:
             )
 
 
-def slug_for_leaf(leaf_arg: str, registered: set[str] | None = None) -> str:
+def slug_for_leaf(leaf_arg: str, registered: Callable[[str], bool] | None = None) -> str:
     """Archive, pin and unpin name a leaf that may be malformed or gone: only its name
     matters (`x.md` and `x` both name the fact `x`); a note in a subfolder is named by its
-    path (`notes/x.md` names the fact `notes/x`, when there is one)."""
+    path (`notes/x.md` names the fact `notes/x`, when `registered` says there is one)."""
     given = Path(leaf_arg)
     if given.suffix != ".md":
         return leaf_arg
     note = given.as_posix().removeprefix("./")[: -len(".md")]
-    if registered and "/" in note and note in registered:
+    if registered is not None and "/" in note and registered(note):
         return note
     return given.stem
 
 
-def archive(
-    db_url: str, project: store.Project, leaf_arg: str, reason: str | None
+def _orm_mutation(db_url: str, project: Project) -> Any:
+    """store.mutation on the database at `db_url` (SQLAlchemy, migrated when due)."""
+    from subrosa.db import open_database
+    from subrosa.memory import store
+
+    return store.mutation(open_database(db_url), project)
+
+
+def _set(
+    db_url: str, project: Project, leaf_arg: str, changes_of: Callable[[Any], dict[str, Any]]
 ) -> dict[str, Any]:
+    """Give the fact of leaf `leaf_arg` (slug_for_leaf) the column values
+    `changes_of(fact)`, either way in."""
+    database = rows.database_file(db_url)
+    if database is not None:
+        with rows.change(database, project) as change:
+            slug = slug_for_leaf(leaf_arg, lambda s: rows.get(change.conn, project, s) is not None)
+            row = change.set(slug, changes_of)
+        return values.fact_to_dict(row, project.memory_dir)
+    from subrosa.memory import store
+
+    session: Session
+    with _orm_mutation(db_url, project) as session:
+
+        def found(slug: str) -> bool:
+            return store.get_fact(session, project, slug) is not None
+
+        fact = store.require_fact(session, project, slug_for_leaf(leaf_arg, found))
+        for key, value in changes_of(fact).items():
+            setattr(fact, key, value)
+        return values.fact_to_dict(fact, project.memory_dir)
+
+
+def archive(db_url: str, project: Project, leaf_arg: str, reason: str | None) -> dict[str, Any]:
     """Archive the fact of leaf `leaf_arg`: it leaves MEMORY.md; the leaf stays on disk."""
-    with store.mutation(open_database(db_url), project) as session:
-        slug = slug_for_leaf(leaf_arg, store.registered_slugs(session, project))
-        row = store.archive(session, project, slug, reason)
-        return store.fact_to_dict(row, project.memory_dir)
+    now = values.utcnow()
+    return _set(db_url, project, leaf_arg, lambda _: values.archive_values(reason, now))
+
+
+def set_pinned(db_url: str, project: Project, leaf_arg: str, pinned: bool) -> dict[str, Any]:
+    """Pin or unpin the fact of leaf `leaf_arg`."""
+    return _set(db_url, project, leaf_arg, lambda _: {"pinned": pinned})
 
 
 def forget(
-    db_url: str, project: store.Project, slug: str, *, delete_leaf: bool = False
+    db_url: str, project: Project, slug: str, *, delete_leaf: bool = False
 ) -> dict[str, Any]:
     """Forget one fact: its row and its sidecar line go; no other fact changes (unlike
     `rebuild`, which loses every fact's hits). Its leaf must be gone already, or
     `delete_leaf` deletes it too: a leaf left on disk would be registered again by the
     next generate. Returns the fact as it was, plus `leaf_deleted`."""
+    from subrosa.memory import store
+
     project.require_dir()
-    with store.mutation(open_database(db_url), project) as session:
+    with _orm_mutation(db_url, project) as session:
         fact = store.require_fact(session, project, slug_for_leaf(slug))
-        data = store.fact_to_dict(fact, project.memory_dir)
+        data = values.fact_to_dict(fact, project.memory_dir)
         leaf = project.memory_dir / fact.path
         present = leaf.is_file() or leaf.is_symlink()
         if present and not delete_leaf:
@@ -113,35 +164,33 @@ def forget(
         return data
 
 
-def set_pinned(db_url: str, project: store.Project, leaf_arg: str, pinned: bool) -> dict[str, Any]:
-    """Pin or unpin the fact of leaf `leaf_arg`."""
-    with store.mutation(open_database(db_url), project) as session:
-        slug = slug_for_leaf(leaf_arg, store.registered_slugs(session, project))
-        row = store.set_pinned(session, project, slug, pinned)
-        return store.fact_to_dict(row, project.memory_dir)
-
-
 def list_facts(
-    db_url: str, project: store.Project, *, status: str | None, fact_type: str | None
+    db_url: str, project: Project, *, status: str | None, fact_type: str | None
 ) -> list[dict[str, Any]]:
     """Facts in curated order; `status=None` lists active and archived alike."""
+    from subrosa.db import open_database, session_scope
+    from subrosa.memory import store
+
     with session_scope(open_database(db_url)) as session:
-        rows = store.list_facts(session, project, status=status, fact_type=fact_type)
-        return [store.fact_to_dict(row, project.memory_dir) for row in rows]
+        found = store.list_facts(session, project, status=status, fact_type=fact_type)
+        return [values.fact_to_dict(row, project.memory_dir) for row in found]
 
 
-def show(db_url: str, project: store.Project, slug: str) -> dict[str, Any]:
+def show(db_url: str, project: Project, slug: str) -> dict[str, Any]:
     """One fact, with when a search last found it."""
+    from subrosa.db import open_database, session_scope
+    from subrosa.memory import store
+
     with session_scope(open_database(db_url)) as session:
         row = store.require_fact(session, project, slug)
-        data = store.fact_to_dict(row, project.memory_dir)
+        data = values.fact_to_dict(row, project.memory_dir)
         data["last_hit_at"] = row.last_hit_at.isoformat() + "Z" if row.last_hit_at else None
         return data
 
 
 def move(
     db_url: str,
-    project: store.Project,
+    project: Project,
     slug: str,
     *,
     before: str | None,
@@ -149,14 +198,19 @@ def move(
     section: str | None,
 ) -> dict[str, Any]:
     """Move a fact in the curated order and/or into a section (`""` clears it)."""
-    with store.mutation(open_database(db_url), project) as session:
+    from subrosa.memory import store
+
+    with _orm_mutation(db_url, project) as session:
         row = store.move(session, project, slug, before=before, after=after, section=section)
-        return store.fact_to_dict(row, project.memory_dir)
+        return values.fact_to_dict(row, project.memory_dir)
 
 
 def wikilink_report(memory_dir: Path, slug: str | None) -> list[dict[str, object]]:
     """Each [[wikilink]] of leaf `slug` (None: of every leaf) and the leaf it resolves to
     (None when it dangles)."""
+    from subrosa.memory.leaf import list_leaf_files, read_leaf_text
+    from subrosa.memory.witness import resolve_wikilink, wikilinks
+
     files = list_leaf_files(memory_dir)
     stems = {p.stem for p in files}
     targets = files if slug is None else [resolve_leaf_path(f"{slug}.md", memory_dir)]

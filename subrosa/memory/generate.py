@@ -17,21 +17,25 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session
-
-from subrosa.db import open_database, session_scope
 from subrosa.errors import NotOwned, SubrosaError
 from subrosa.fsutil import backup_beside, read_text_if_exists, sweep_temp_files, write_if_changed
-from subrosa.memory import generator, store, takeover
+from subrosa.memory import generator, quick, rows
 from subrosa.memory.indexfile import IndexLine, foreign_lines, parse_index
 from subrosa.memory.leaf import parse_leaf
 from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index, is_subrosa_text
+from subrosa.memory.project import Project
+from subrosa.memory.report import Report, Source
 from subrosa.memory.state import read_last_index, save_last_index, save_ranking
-from subrosa.models import Fact
+from subrosa.memory.values import entry_for as entry_for  # re-exported: generate.entry_for
 from subrosa.paths import state_dir
+
+# SQLAlchemy (and the store and take-over built on it) load only when the quick path
+# (subrosa.memory.quick) cannot answer: ~0.4 s of CPU a `generate` need not pay.
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session
 
 # Beside an index file, a copy of it as it was when it held lines no fact could take.
 UNPLACED_SUFFIX = ".unplaced"
@@ -41,7 +45,7 @@ UNPLACED_SUFFIX = ".unplaced"
 class Outcome:
     """What a generate did (or, in a dry run, would do)."""
 
-    report: takeover.Report
+    report: Report
     plan: generator.Plan
     # True when an index file changed (a run that finds both files as they should be
     # writes nothing, and says so).
@@ -74,25 +78,6 @@ class Outcome:
             "written": self.written,
             "replaced_claude_index": self.replaced_claude_index,
         }
-
-
-def entry_for(fact: Fact | Any) -> generator.Entry:
-    """A fact (an ORM object, or a plain row of the same columns) as the generator sees it."""
-    return generator.Entry(
-        slug=fact.slug,
-        filename=fact.path,
-        title=fact.title,
-        hook=fact.hook,
-        type=fact.type,
-        updated_at=fact.updated_at,
-        position=fact.position,
-        section=fact.section,
-        pinned=bool(fact.pinned),
-        archived=fact.status == "archived",
-        archive_reason=fact.archive_reason,
-        archived_at=fact.archived_at,
-        hits=fact.hits,
-    )
 
 
 def _cold_additions(
@@ -140,7 +125,7 @@ def written_by_claude_code(memory_dir: Path) -> bool:
     return True
 
 
-def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[takeover.Source]:
+def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[Source]:
     """The lines of the subrosa-written index files that subrosa did not write (generate's
     take-over; lines added to MEMORY_archive.md give archived facts). Refuses a MEMORY.md
     that subrosa never wrote (that is adopt's job), unless Claude Code wrote it from the
@@ -177,7 +162,7 @@ def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[takeove
             numbers = additions
         if numbers or unplaced:
             sources.append(
-                takeover.Source(
+                Source(
                     name,
                     lines,
                     cold=cold,
@@ -190,10 +175,13 @@ def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[takeove
 
 
 @contextmanager
-def _session(engine: Engine, project: store.Project, dry_run: bool) -> Iterator[Session]:
+def _session(engine: Engine, project: Project, dry_run: bool) -> Iterator[Session]:
     """A write under the project lock (sidecar rewritten after), or a dry run rolled back."""
+    from subrosa.db import session_scope
+    from subrosa.memory import store
+
     if not dry_run:
-        with store.mutation(engine, project) as session:
+        with store.mutation(engine, project, whole=True) as session:
             yield session
         return
     with session_scope(engine) as session:
@@ -203,20 +191,22 @@ def _session(engine: Engine, project: store.Project, dry_run: bool) -> Iterator[
 
 def _reconcile(
     session: Session,
-    project: store.Project,
-    sources: list[takeover.Source] | None,
+    project: Project,
+    sources: list[Source] | None,
     *,
     materialize: bool,
     reorder: bool,
     dry_run: bool,
-) -> tuple[takeover.Report, list[generator.Entry]]:
+) -> tuple[Report, list[generator.Entry]]:
     """The take-over, and every fact as an entry; a run where nothing changed on disk
     reads plain rows and skips the take-over."""
+    from subrosa.memory import store, takeover
+
     if sources is None:
         sources = appended_lines(project.memory_dir, store.registered_paths(session, project))
-    rows = takeover.unchanged_rows(session, project, sources)
-    if rows is not None:
-        return takeover.Report(present={row.path for row in rows}), [entry_for(r) for r in rows]
+    plain = takeover.unchanged_rows(session, project, sources)
+    if plain is not None:
+        return Report(present={row.path for row in plain}), [entry_for(r) for r in plain]
     report = takeover.take_over(
         session,
         project,
@@ -228,7 +218,7 @@ def _reconcile(
     return report, [entry_for(f) for f in report.facts]
 
 
-def keep_unplaced(memory_dir: Path, report: takeover.Report) -> list[str]:
+def keep_unplaced(memory_dir: Path, report: Report) -> list[str]:
     """A copy of each index file holding lines the take-over could not place, beside it
     as `NAME.unplaced` (not `.md`: no leaf, nothing the witness counts), before it is
     rewritten. Returns the copies."""
@@ -256,28 +246,45 @@ def _write(memory_dir: Path, plan: generator.Plan) -> list[str]:
 
 def run_generate(
     db_url: str,
-    project: store.Project,
+    project: Project,
     *,
     budget: int,
     max_lines: int,
     weights: dict[str, int],
     dry_run: bool = False,
-    sources: list[takeover.Source] | None = None,
+    sources: list[Source] | None = None,
     materialize: bool = True,
     reorder: bool = False,
+    quickly: bool = True,
 ) -> Outcome:
     """Take over what others wrote, reconcile with the disk, select, render and write both
     index files, all under the project lock. `sources` (adopt's foreign index) replaces the
     lines generate takes over. The database is opened (and migrated on first use) once
-    the memory dir is known to exist."""
+    the memory dir is known to exist.
+
+    On an SQLite file at the newest schema, a run with no lines to take over and no
+    sidecar changed under the database reconciles through sqlite3 (subrosa.memory.quick:
+    a stat per leaf, only changed leaves read, new ones registered in one statement);
+    anything else takes the full path through SQLAlchemy. `quickly=False` forces the full
+    path (tests compare the two)."""
     project.require_dir()
-    engine = open_database(db_url)
+    database = rows.database_file(db_url) if quickly and sources is None and not reorder else None
+    engine = None if database is not None else _engine(db_url)
     with project.lock():
         replaced = sources is None and foreign_index(project.memory_dir) is not None
-        with _session(engine, project, dry_run) as session:
-            report, entries = _reconcile(
-                session, project, sources, materialize=materialize, reorder=reorder, dry_run=dry_run
-            )
+        reconciled = quick.reconcile(database, project, dry_run=dry_run) if database else None
+        if reconciled is None:
+            engine = engine or _engine(db_url)
+            with _session(engine, project, dry_run) as session:
+                reconciled = _reconcile(
+                    session,
+                    project,
+                    sources,
+                    materialize=materialize,
+                    reorder=reorder,
+                    dry_run=dry_run,
+                )
+        report, entries = reconciled
         plan = generator.plan(
             entries,
             budget=budget,
@@ -297,3 +304,9 @@ def run_generate(
         changed=changed,
         kept=kept,
     )
+
+
+def _engine(db_url: str) -> Engine:
+    from subrosa.db import open_database
+
+    return open_database(db_url)

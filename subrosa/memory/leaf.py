@@ -14,15 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 import unicodedata
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import frontmatter
-import yaml
-from frontmatter.default_handlers import YAMLHandler
 
 from subrosa.config import FACT_TYPES
 from subrosa.errors import InvalidLeaf, LeafError
@@ -33,37 +29,20 @@ from subrosa.text import sanitize_field
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
+# python-frontmatter's YAML boundary, which subrosa used until it split leaves itself.
+_BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
+# A file changed this recently may change again within its file system's timestamp
+# granularity (1 s on ext3 and HFS+, 2 s on FAT) without its stat changing: its stat is
+# not trusted to say "unchanged" (see stat_key).
+_RACY_NS = 3_000_000_000
 
 
-_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # C when libyaml is there
+class FrontmatterError(ValueError):
+    """Frontmatter that is not YAML (or holds an alias); the message is YAML's first line."""
 
 
-class _LeafYAMLHandler(YAMLHandler):
-    """YAML frontmatter without aliases (`*name`).
-
-    Nine lines of nested aliases (a "billion laughs") load into a small shared graph,
-    but `str()` of it never finishes: a hostile leaf would hang every command that
-    reads it. No leaf needs an alias, so one is refused. The events are scanned
-    first (cheap, in C) rather than using a pure-Python loader, 5x slower.
-    """
-
-    def load(self, fm: str, **kwargs: object) -> Any:
-        try:
-            for event in yaml.parse(fm, Loader=_SafeLoader):
-                if isinstance(event, yaml.AliasEvent):
-                    line = event.start_mark.line + 1 if event.start_mark else "?"
-                    raise yaml.YAMLError(
-                        f"line {line}: YAML aliases (*name) are not allowed in a leaf"
-                    )
-            data = yaml.load(fm, Loader=_SafeLoader)  # noqa: S506 - a safe loader
-        except RecursionError:  # `[[[[…` in the pure-Python loader (libyaml has a limit)
-            raise yaml.YAMLError("nested too deeply") from None
-        _check_shape(data)
-        return data
-
-
-class _NotAMapping(Exception):
+class NotAMapping(Exception):
     """Frontmatter that is valid YAML but not `key: value` lines with text keys."""
 
 
@@ -80,46 +59,210 @@ def _kind(value: object) -> str:
 
 def _check_shape(data: object) -> None:
     """Refuse frontmatter that parses but is no mapping of text keys (python-frontmatter
-    would drop a list silently and fail on a key like `2026-01-05:` or `0:`)."""
+    dropped a list silently and failed on a key like `2026-01-05:` or `0:`)."""
     if data is None:
         return  # `---` then `---`: empty, reported as such
     if isinstance(data, str):
-        raise _NotAMapping("its frontmatter is a line of text, not `key: value` lines")
+        raise NotAMapping("its frontmatter is a line of text, not `key: value` lines")
     if not isinstance(data, dict):
-        raise _NotAMapping(f"its frontmatter is {_kind(data)}, not `key: value` lines")
+        raise NotAMapping(f"its frontmatter is {_kind(data)}, not `key: value` lines")
     for key in data:
         if key is None:
-            raise _NotAMapping("its frontmatter has an empty key (`: value`)")
+            raise NotAMapping("its frontmatter has an empty key (`: value`)")
         if not isinstance(key, str):
-            raise _NotAMapping(
+            raise NotAMapping(
                 f"its frontmatter key {str(key)!r} is {_kind(key)}, not text (quote it: '{key}': …)"
             )
 
 
-_YAML = _LeafYAMLHandler()
+def load_frontmatter(fm: str) -> Any:
+    """YAML frontmatter, without aliases (`*name`); raises FrontmatterError.
+
+    Most frontmatter is a few `key: text` lines, which `_plain_mapping` reads without
+    yaml (~0.1 ms of PyYAML's constructor per leaf, and its ~20 ms import, are most of
+    registering a few thousand leaves); anything else goes to yaml itself, imported
+    here on first use.
+
+    Nine lines of nested aliases (a "billion laughs") load into a small shared graph,
+    but `str()` of it never finishes: a hostile leaf would hang every command that
+    reads it. No leaf needs an alias, so one is refused. Every alias starts with `*`:
+    frontmatter without one is loaded at once (with libyaml's C loader where it is
+    there); one with a `*` is scanned for alias events first (cheap, in C) rather than
+    loaded by a pure-Python loader, 5x slower.
+    """
+    plain = _plain_mapping(fm)
+    if plain is not None:
+        return plain
+    import yaml
+
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        if "*" in fm:
+            for event in yaml.parse(fm, Loader=loader):
+                if isinstance(event, yaml.AliasEvent):
+                    line = event.start_mark.line + 1 if event.start_mark else "?"
+                    raise FrontmatterError(
+                        f"line {line}: YAML aliases (*name) are not allowed in a leaf"
+                    )
+        return yaml.load(fm, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FrontmatterError(detail) from None
+    except RecursionError:  # `[[[[…` in the pure-Python loader (libyaml has a limit)
+        raise FrontmatterError("nested too deeply") from None
 
 
-@dataclass
+# `key: text`, a key YAML reads as a string (and the text after one or more spaces).
+_PLAIN_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,127}):(?: +(.*))?")
+# Plain words YAML 1.1 (PyYAML's resolver) reads as booleans or null, not as text.
+_YAML_WORDS = frozenset(
+    ("yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False")
+    + ("FALSE", "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL")
+)
+
+
+def _plain_text(value: str) -> str | None:
+    """`value` when YAML reads it, unquoted in a block mapping, as exactly this text;
+    else None. Only the plainest case: it starts with a letter (no indicator, number,
+    date or sign), is printable (no tab, no line separator), holds no `: ` or ` #`
+    (a mapping, a comment) and is not a word YAML makes a boolean or null."""
+    value = value.rstrip(" ")
+    if not value or not value[0].isalpha() or not value.isprintable() or value in _YAML_WORDS:
+        return None
+    if ": " in value or " #" in value or value.endswith(":"):
+        return None
+    return value
+
+
+def _plain_mapping(fm: str) -> dict[str, Any] | None:
+    """The mapping frontmatter holds when it is only `key: text` lines and mappings of
+    them one level deep (`metadata:` then indented `type: project`), read without yaml;
+    None for anything else (quotes, lists, comments, numbers, continued lines...), which
+    yaml then reads. Tests hold the two readers to the same result."""
+    result: dict[str, Any] = {}
+    open_key: str | None = None  # a top-level key with no text: its mapping may follow
+    indent = 0
+    for line in fm.split("\n"):
+        if not line.strip(" "):
+            continue
+        stripped = line.lstrip(" ")
+        depth = len(line) - len(stripped)
+        match = _PLAIN_LINE.fullmatch(stripped)
+        if match is None or match.group(1) in _YAML_WORDS:
+            return None
+        key, raw = match.groups()
+        if depth == 0:
+            if raw is not None and not raw.strip(" "):
+                raw = None
+            open_key = key if raw is None else None
+            indent = 0
+            text = None if raw is None else _plain_text(raw)
+            if raw is not None and text is None:
+                return None
+            result[key] = text
+            continue
+        if open_key is None or (indent and depth != indent) or raw is None:
+            return None
+        indent = depth
+        text = _plain_text(raw)
+        if text is None:
+            return None
+        nested = result[open_key]
+        if nested is None:
+            nested = result[open_key] = {}
+        nested[key] = text
+    return result
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
+    """A leaf's metadata and content, as python-frontmatter's `loads` read them (its
+    YAML boundary, its stripping, CRLF made LF), without its import. Raises
+    FrontmatterError for frontmatter that is not YAML, NotAMapping for YAML that is no
+    mapping of text keys (a list, a line of text, a key like `1:`)."""
+    text = text.replace("\r\n", "\n").strip()
+    parts = _BOUNDARY.split(text, 2)
+    if len(parts) < 3:
+        return {}, text
+    _, fm, content = parts
+    data = load_frontmatter(fm)
+    _check_shape(data)
+    return (dict(data) if isinstance(data, dict) else {}), content.strip()
+
+
+def stat_key(st: os.stat_result, now_ns: int | None = None) -> str | None:
+    """What a leaf's stat says about its content: size, mtime (ns) and inode, or None when
+    it changed too recently to be trusted (_RACY_NS). Equal keys mean an unchanged leaf,
+    so `generate` reads and hashes only leaves whose key changed (as git's index does)."""
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    if now_ns - st.st_mtime_ns < _RACY_NS:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+
+
+Read = tuple[bytes, os.stat_result]  # a leaf's bytes, and its stat taken before reading
+
+
 class Leaf:
-    """What a leaf file says, plus what subrosa derives from it."""
+    """What a leaf file says, plus what subrosa derives from it.
 
-    path: Path
-    slug: str
-    name: str
-    title: str
-    type: str
-    description: str
-    body: str
-    content_hash: str
-    mtime: datetime
-    extra: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    # True when the leaf names its title (a `title:` key or a `# heading`), so an
-    # update refreshes the title; otherwise the registered title is kept.
-    explicit_title: bool = False
-    # A note in a subfolder that the index links (`notes/x.md`): its path from the
-    # memory dir, which is also its slug without `.md`.
-    rel: str | None = None
+    A plain class rather than a dataclass: importing dataclasses (and inspect with it)
+    cost ~15 ms of CPU, a fifth of a whole `fact upsert`."""
+
+    __slots__ = (
+        "path",
+        "slug",
+        "name",
+        "title",
+        "type",
+        "description",
+        "body",
+        "content_hash",
+        "mtime",
+        "extra",
+        "warnings",
+        "explicit_title",
+        "stat",
+        "rel",
+    )
+
+    def __init__(
+        self,
+        *,
+        path: Path,
+        slug: str,
+        name: str,
+        title: str,
+        type: str,
+        description: str,
+        body: str,
+        content_hash: str,
+        mtime: datetime,
+        extra: dict[str, Any] | None = None,
+        warnings: list[str] | None = None,
+        explicit_title: bool = False,
+        stat: str | None = None,
+        rel: str | None = None,
+    ) -> None:
+        self.path = path
+        self.slug = slug
+        self.name = name
+        self.title = title
+        self.type = type
+        self.description = description
+        self.body = body
+        self.content_hash = content_hash
+        self.mtime = mtime
+        self.extra = extra if extra is not None else {}
+        self.warnings = warnings if warnings is not None else []
+        # True when the leaf names its title (a `title:` key or a `# heading`), so an
+        # update refreshes the title; otherwise the registered title is kept.
+        self.explicit_title = explicit_title
+        # stat_key of the file, taken before it was read (None: too recent to trust,
+        # or a leaf a dry run would write).
+        self.stat = stat
+        # A note in a subfolder that the index links (`notes/x.md`): its path from the
+        # memory dir, which is also its slug without `.md`.
+        self.rel = rel
 
     @property
     def filename(self) -> str:
@@ -261,42 +404,57 @@ def subfolder_note(memory_dir: Path, rel: str, root: Path | None = None) -> Path
     return path
 
 
-def parse_note(memory_dir: Path, rel: str, given: bytes | None = None) -> Leaf:
+def parse_note(
+    memory_dir: Path, rel: str, given: bytes | None = None, *, read: Read | None = None
+) -> Leaf:
     """Leniently parse the note `rel` in a subfolder (see subfolder_note): a fact whose
-    slug is its path without `.md` (`notes/x`), so it never collides with a leaf."""
-    leaf = parse_leaf_lenient(memory_dir.joinpath(*rel.split("/")), given)
-    slug = rel[: -len(".md")]
-    name = slug.replace("_", "-")
-    title = leaf.title if leaf.explicit_title else humanize(Path(rel).stem)
+    slug is its path without `.md` (`notes/x`), so it never collides with a leaf.
+    `given` and `read` as for parse_leaf."""
+    leaf = parse_leaf_lenient(memory_dir.joinpath(*rel.split("/")), read, given=given)
+    leaf.slug = rel[: -len(".md")]
+    leaf.name = leaf.slug.replace("_", "-")
+    if not leaf.explicit_title:
+        leaf.title = humanize(Path(rel).stem)
+    leaf.rel = rel
     # The strict reader's complaint that `name:` is not the filename means nothing here.
-    warnings = [w for w in leaf.warnings if "is not the filename" not in w]
-    return replace(leaf, slug=slug, name=name, title=title, rel=rel, warnings=warnings)
+    leaf.warnings = [w for w in leaf.warnings if "is not the filename" not in w]
+    return leaf
 
 
-def _read_text(path: Path, given: bytes | None = None) -> tuple[bytes, str]:
-    raw = given if given is not None else _read_bytes(path)
+def _read_text(
+    path: Path, read: Read | None = None, given: bytes | None = None
+) -> tuple[bytes, str, os.stat_result | None]:
+    """The leaf's bytes, its text, and its stat taken before reading (so a change made
+    while it is read shows in the next stat); `read` is both when the caller has them;
+    `given` the bytes of a leaf not on disk yet (what a dry run would write: no stat)."""
+    st: os.stat_result | None = None
+    try:
+        if given is not None:
+            raw = given
+        else:
+            st = path.stat() if read is None else read[1]
+            if st.st_size > MAX_LEAF_BYTES:
+                raise LeafError(
+                    path, f"is {st.st_size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit"
+                )
+            raw = path.read_bytes() if read is None else read[0]
+    except OSError as exc:
+        raise LeafError(path, f"cannot be read ({exc.strerror})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LeafError(path, f"is not UTF-8 text (bad byte at offset {exc.start})") from None
-    return raw, text.removeprefix("\ufeff")
+    return raw, text.removeprefix("\ufeff"), st
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        size = path.stat().st_size
-        if size > MAX_LEAF_BYTES:
-            raise LeafError(path, f"is {size:,} bytes, over the {MAX_LEAF_BYTES:,}-byte leaf limit")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LeafError(path, f"cannot be read ({exc.strerror})") from None
-    return raw
-
-
-def _mtime(path: Path, virtual: bool = False) -> datetime:
-    if virtual:  # a leaf a dry run would write: it would be new now
+def _mtime(st: os.stat_result | None) -> datetime:
+    if st is None:  # a leaf a dry run would write: it would be new now
         return datetime.now(UTC).replace(microsecond=0)
-    return datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0)
+    return datetime.fromtimestamp(st.st_mtime, UTC).replace(microsecond=0)
+
+
+def _stat_key(st: os.stat_result | None) -> str | None:
+    return None if st is None else stat_key(st)
 
 
 def _first_heading(body: str) -> str | None:
@@ -304,24 +462,22 @@ def _first_heading(body: str) -> str | None:
     return match.group(1) if match else None
 
 
-def parse_leaf(path: Path, given: bytes | None = None) -> Leaf:
-    """Strictly parse the leaf at `path` (already resolved); raise LeafError naming the file.
-    `given` is the leaf's bytes when it is not on disk yet (what a dry run would write)."""
-    raw, text = _read_text(path, given)
+def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = None) -> Leaf:
+    """Strictly parse the leaf at `path` (already resolved); raise LeafError naming the
+    file (InvalidLeaf when its frontmatter is YAML but no mapping of text keys). `read`
+    is its bytes and the stat taken before reading them, when the caller read it
+    already; `given` its bytes when it is not on disk yet (what a dry run would write)."""
+    raw, text, st = _read_text(path, read, given)
     if not _FRONTMATTER_START.match(text):
         raise LeafError(path, "has no YAML frontmatter (it must start with a '---' line)")
     try:
-        post = frontmatter.loads(text, handler=_YAML)
-    except _NotAMapping as exc:
+        meta, content = split_frontmatter(text)
+    except NotAMapping as exc:
         raise InvalidLeaf(path, str(exc)) from None
-    except yaml.YAMLError as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LeafError(path, f"has frontmatter that is not valid YAML ({detail})") from None
+    except FrontmatterError as exc:
+        raise LeafError(path, f"has frontmatter that is not valid YAML ({exc})") from None
     except ValueError as exc:
         raise LeafError(path, f"has unreadable frontmatter ({exc})") from None
-    except TypeError:  # a key that is not text (`1: x`): python-frontmatter takes them as **kwargs
-        raise LeafError(path, "has a frontmatter key that is not text (keys are names)") from None
-    meta: dict[str, Any] = dict(post.metadata)
     if not meta:
         raise LeafError(path, "has empty frontmatter (name, description and type are expected)")
     warnings: list[str] = []
@@ -349,7 +505,7 @@ def parse_leaf(path: Path, given: bytes | None = None) -> Leaf:
     known = {"name", "description", "metadata", "type", "title"}
     extra = {k: v for k, v in meta.items() if k not in known}
     title_value = meta.get("title")
-    heading = _first_heading(post.content)
+    heading = _first_heading(content)
     title = str(title_value) if title_value else heading or humanize(slug)
     return Leaf(
         path=path,
@@ -358,12 +514,13 @@ def parse_leaf(path: Path, given: bytes | None = None) -> Leaf:
         title=sanitize_field(title) or humanize(slug),
         type=fact_type,
         description=description,
-        body=post.content,
+        body=content,
         content_hash=content_hash(raw),
-        mtime=_mtime(path, given is not None),
+        mtime=_mtime(st),
         extra=extra,
         warnings=warnings,
         explicit_title=bool(title_value or heading),
+        stat=_stat_key(st),
     )
 
 
@@ -383,7 +540,7 @@ def _leaf_type(path: Path, meta: dict[str, Any], warnings: list[str]) -> str:
     return str(value)
 
 
-def parse_leaf_lenient(path: Path, given: bytes | None = None) -> Leaf:
+def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | None = None) -> Leaf:
     """Parse a leaf users already have, never refusing one that is readable text.
 
     A leaf the strict reader refuses (no frontmatter, YAML that does not parse, no
@@ -394,19 +551,18 @@ def parse_leaf_lenient(path: Path, given: bytes | None = None) -> Leaf:
     but no mapping of text keys) still raise LeafError.
     """
     try:
-        return parse_leaf(path, given)
+        return parse_leaf(path, read, given=given)
     except InvalidLeaf:
         raise
     except LeafError as strict_error:
-        raw, text = _read_text(path, given)
+        raw, text, st = _read_text(path, read, given)
         reason = strict_error.problem
     body = text
     meta: dict[str, Any] = {}
     if _FRONTMATTER_START.match(text):
         try:
-            post = frontmatter.loads(text, handler=_YAML)
-            meta, body = dict(post.metadata), post.content
-        except (yaml.YAMLError, ValueError, TypeError):
+            meta, body = split_frontmatter(text)
+        except (ValueError, NotAMapping):  # FrontmatterError among them
             end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
             body = text[3 + end.end() :] if end else text
     slug = slug_for(path)
@@ -430,9 +586,10 @@ def parse_leaf_lenient(path: Path, given: bytes | None = None) -> Leaf:
         description=sanitize_field(description),
         body=body,
         content_hash=content_hash(raw),
-        mtime=_mtime(path, given is not None),
+        mtime=_mtime(st),
         extra={},
         warnings=[reason],
+        stat=_stat_key(st),
     )
 
 
@@ -446,6 +603,8 @@ def _first_text_line(body: str) -> str | None:
 
 def render_leaf(name: str, description: str, fact_type: str, body: str) -> str:
     """A leaf in the canonical shape of document 000."""
+    import yaml
+
     header = yaml.safe_dump(
         {"name": name, "description": description, "metadata": {"type": fact_type}},
         sort_keys=False,
@@ -468,34 +627,45 @@ def rewrite_canonical(leaf: Leaf, keep: Path) -> None:
 
 
 def list_leaf_files(memory_dir: Path) -> list[Path]:
-    """Every topic `.md` file directly in the memory dir (the index files excluded).
+    """Every topic `.md` file directly in the memory dir (the index files excluded), sorted
+    by name: `leaf_names` as paths."""
+    return [memory_dir / name for name in leaf_names(memory_dir)]
+
+
+def leaf_names(memory_dir: Path) -> list[str]:
+    """The file names of every topic `.md` file directly in the memory dir (the index
+    files excluded), sorted.
 
     A symlink counts only when it resolves to a file inside the memory dir: one that
     points elsewhere would make subrosa read a file outside it. A name that is not
     UTF-8 is left out: it cannot be stored or linked (the witness still reports the
-    file as unreferenced, which tells the user to rename it).
+    file as unreferenced, which tells the user to rename it). Plain names from scandir,
+    and a symlink resolved only when there is one: with thousands of leaves, a Path and
+    a character-by-character check per name were most of a `generate` with nothing to do.
     """
-    # scandir and plain names: sorting thousands of Path objects was the slow part.
     try:
         with os.scandir(memory_dir) as scan:
-            entries = sorted(
-                (e for e in scan if e.name.endswith(".md") and e.name != ".md"),
-                key=lambda e: e.name,
-            )
+            entries = [e for e in scan if e.name.endswith(".md") and e.name != ".md"]
     except (FileNotFoundError, NotADirectoryError):
         return []
-    root = memory_dir.resolve()
-    leaves = []
+    root: Path | None = None
+    names = []
     for entry in entries:
-        if entry.name in INDEX_FILES or not entry.is_file():
+        name = entry.name
+        if name in INDEX_FILES or not entry.is_file():
             continue
-        path = memory_dir / entry.name
-        if entry.is_symlink() and path.resolve().parent != root:
-            continue
-        if any(unicodedata.category(ch) == "Cs" for ch in path.name):
-            continue
-        leaves.append(path)
-    return leaves
+        if entry.is_symlink():
+            root = root or memory_dir.resolve()
+            if (memory_dir / name).resolve().parent != root:
+                continue
+        if not name.isascii():
+            try:
+                name.encode("utf-8")  # a name that is not UTF-8 holds surrogates (Cs)
+            except UnicodeEncodeError:
+                continue
+        names.append(name)
+    names.sort()
+    return names
 
 
 def write_leaf(path: Path, description: str, fact_type: str, body: str) -> bytes | None:

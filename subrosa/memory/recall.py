@@ -12,28 +12,25 @@ behind a `generate`: when the lock stays busy for HIT_LOCK_TIMEOUT_S, or the mem
 dir is gone or cannot be written, that project's hits are skipped, silently. A
 search never creates a memory dir's `.subrosa/`.
 
-The lock is taken with fcntl.flock on the lock file itself rather than through
-Project.lock: on POSIX filelock takes exactly that lock on that file (so the two
-exclude each other across processes), but importing filelock costs ~45 ms of CPU
-here, as much as all the rest of a `subrosa search` process (measured: filelock
-4.3). Within one process the two do not share re-entry: a process holding
-Project.lock skips its own search's hits. Where there is no fcntl (Windows),
-Project.lock is used as it is.
+The lock is subrosa.fsutil.file_lock on the lock file of Project.lock (flock(2)
+taken by hand: importing the filelock package would cost ~45 ms of CPU here, as much
+as all the rest of a `subrosa search` process). A process that holds the lock already
+is in the middle of a change of its own: its search skips the hits.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import sqlite3
-import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from subrosa.errors import InvalidInput
+from subrosa.errors import InvalidInput, LockTimeout
+from subrosa.fsutil import file_lock, held_here
 from subrosa.memory.project import LOCK_FILE
 from subrosa.paths import state_dir
 from subrosa.query import (
@@ -48,7 +45,6 @@ from subrosa.query import (
 
 # The lock file of subrosa.memory.project.Project.lock, in the memory dir's state dir.
 HIT_LOCK_TIMEOUT_S = 0.05
-_POLL_S = 0.005
 # A fact's fields, as weighted by the ranking (a match in the title counts most).
 FIELDS = ("title", "description", "hook", "body")
 WEIGHTS = (10.0, 5.0, 5.0, 1.0)
@@ -288,43 +284,16 @@ def _under_project_lock(project: str, write: Callable[[], None]) -> bool:
         return False  # `.subrosa` is a link: no lock is taken through it, no hit counted
     if not memory_dir.is_absolute() or not directory.is_dir():
         return False  # the memory dir moved, or subrosa never wrote to it
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): filelock's own lock, whatever it costs
-        return _under_filelock(memory_dir, write)
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(directory / LOCK_FILE, flags, 0o644)
-    except OSError:
-        return False  # not writable (a read-only memory dir, a lock that is not a file)
-    try:
-        deadline = time.monotonic() + HIT_LOCK_TIMEOUT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    return False
-                time.sleep(_POLL_S)
-            except OSError:
-                return False  # no flock on this file system: filelock falls back, we skip
-        try:
-            write()
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-    return True
-
-
-def _under_filelock(memory_dir: Path, write: Callable[[], None]) -> bool:
-    from subrosa.errors import SubrosaError
-    from subrosa.memory.project import Project
-
-    try:
-        with Project(memory_dir).lock(timeout=HIT_LOCK_TIMEOUT_S):
-            write()
-    except SubrosaError:  # LockTimeout, or the lock cannot be taken (InvalidInput)
+    lock = directory / LOCK_FILE
+    if held_here(lock):
+        # This process is in the middle of a change (its write transaction may be open):
+        # a hit written now would wait behind it.
         return False
+    held = ExitStack()
+    try:
+        held.enter_context(file_lock(lock, HIT_LOCK_TIMEOUT_S, "busy"))
+    except (LockTimeout, OSError):  # busy, not writable, or no flock on this file system
+        return False
+    with held:
+        write()
     return True

@@ -2,12 +2,22 @@
 
 `<memory dir>/.subrosa/facts.jsonl` holds, per fact, the hook, title, section,
 pin, status, archive reason and date, curated position and creation time: the
-things a leaf does not say. It is rewritten (atomically, under the project lock)
-after every change to those fields, so the database can always be rebuilt from the
-memory dir alone and the memory dir can live in git. One JSON object per line,
-sorted by slug, so two machines' changes to different facts merge line by line.
-Hit counts are deliberately left out: they change on every search and are the one
-thing a rebuild may lose.
+things a leaf does not say. It is brought in step (under the project lock, before the
+database commits) with every change to those fields, so the database can always be
+rebuilt from the memory dir alone and the memory dir can live in git. Hit counts are
+deliberately left out: they change on every search and are the one thing a rebuild
+may lose.
+
+One JSON object per line, one line per fact. `generate` (and adopt, rebuild) write it
+whole, sorted by slug, so two machines' changes to different facts merge line by line.
+The `fact` commands touch only the lines of the facts they change (`update_state`):
+their cost must not grow with the number of facts, and rendering ten thousand rows per
+`fact upsert` did. A fact the sidecar has no line for yet gets one appended at the end
+(one write(2) of whole lines, fsynced: a process killed during it leaves the line or
+nothing); a fact it has gets its line replaced where it is (the file rewritten
+atomically from slices of itself, no other line rendered). The next `generate` sorts
+the appended lines into place. Readers take a slug's last line, and skip a last line
+torn by a power cut during an append, which the next update cuts off.
 
 Beside it, `.subrosa/last-index.txt` and `last-archive.txt` record the text subrosa
 last wrote to each index file, so `generate` can tell the lines others added from its
@@ -19,11 +29,21 @@ the lock (subrosa.memory.project).
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from subrosa.errors import InvalidInput
-from subrosa.fsutil import atomic_write_text, loads_json, read_capped, write_if_changed
+from subrosa.fsutil import (
+    READ_CAP,
+    atomic_write_bytes,
+    atomic_write_text,
+    loads_json,
+    read_capped,
+    refuse_link,
+    write_if_changed,
+)
 from subrosa.memory.marker import INDEX, ranking_path, render_ranking
 from subrosa.paths import state_dir
 
@@ -48,12 +68,15 @@ def state_path(memory_dir: Path) -> Path:
     return state_dir(memory_dir) / STATE_FILE
 
 
+def render_row(row: dict[str, Any]) -> str:
+    """One sidecar line (without its newline) for `row`, a dict with STATE_KEYS."""
+    ordered = {key: row.get(key) for key in STATE_KEYS}
+    return json.dumps(ordered, ensure_ascii=False, sort_keys=False)
+
+
 def render_state(rows: list[dict[str, Any]]) -> str:
     """The sidecar's text for `rows` (each a dict with STATE_KEYS)."""
-    lines = []
-    for row in sorted(rows, key=lambda r: str(r["slug"])):
-        ordered = {key: row.get(key) for key in STATE_KEYS}
-        lines.append(json.dumps(ordered, ensure_ascii=False, sort_keys=False))
+    lines = [render_row(row) for row in sorted(rows, key=lambda r: str(r["slug"]))]
     return "".join(line + "\n" for line in lines)
 
 
@@ -82,8 +105,119 @@ def save_state(memory_dir: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
+def update_state(
+    memory_dir: Path, rows: list[dict[str, Any]], new: frozenset[str] = frozenset()
+) -> bool:
+    """Bring the sidecar's lines of `rows` in step (the caller holds the project lock):
+    each row's line replaced where it is, or appended when the sidecar has none. The
+    slugs in `new` (facts the database did not have: the sidecar has no line for them,
+    or one a later line may outrank) are appended without looking: a new fact costs the
+    same however many the sidecar holds. False, having written nothing, when there is
+    no sidecar: the caller writes it whole."""
+    path = state_path(memory_dir)
+    appended = [(render_row(row) + "\n").encode("utf-8") for row in rows if row["slug"] in new]
+    known = [row for row in rows if row["slug"] not in new]
+    if not known:
+        return _append_lines(path, b"".join(appended))
+    data = read_capped(path)  # never through a link, bounded
+    if data is None:
+        return False
+    body = _whole_lines(data)
+    canonical = _canonical(body)
+    spliced: list[tuple[int, int, bytes]] = []
+    for row in known:
+        line = (render_row(row) + "\n").encode("utf-8")
+        at = _line_of(body, str(row["slug"]), canonical)
+        if at is None:
+            appended.append(line)
+        else:
+            spliced.append((*at, line))
+    if not spliced and body == data:
+        return _append_lines(path, b"".join(appended))
+    parts: list[bytes | memoryview] = []
+    view, done = memoryview(body), 0
+    for start, end, line in sorted(spliced):
+        parts += [view[done:start], line]
+        done = end
+    atomic_write_bytes(path, [*parts, view[done:], *appended])
+    return True
+
+
+def _line_of(body: bytes, slug: str, canonical: bool) -> tuple[int, int] | None:
+    """Where the line for `slug` is in `body` (start, end), or None. Only when every line
+    is one subrosa wrote (`canonical`: each starts with its slug, spelled as json.dumps
+    spells it, so a slug's line is found by that start alone); otherwise None, and the
+    line is appended, to win as a slug's last line does."""
+    if not canonical:
+        return None
+    head = b'{"slug": ' + json.dumps(slug, ensure_ascii=False).encode("utf-8") + b", "
+    at = body.rfind(b"\n" + head) + 1
+    if at == 0 and not body.startswith(head):
+        return None
+    return at, body.index(b"\n", at) + 1
+
+
+def _canonical(body: bytes) -> bool:
+    """Every line of `body` (which ends with a line end) starts as subrosa writes one."""
+    start = b'{"slug": "'
+    return body.count(b"\n" + start) + body.startswith(start) == body.count(b"\n")
+
+
+def _append_lines(path: Path, data: bytes) -> bool:
+    """Append whole lines, fsynced, after cutting a torn last line (or ending a whole one
+    written without its newline); False when there is no file. Never through a link,
+    only to a regular file, and not past READ_CAP (what every reader would refuse)."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        refuse_link(path)  # O_NOFOLLOW said ELOOP: one sentence naming the link
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidInput(f"{path}: is not a regular file; subrosa does not read it.")
+        size = info.st_size
+        if size + len(data) > READ_CAP:
+            return False  # the caller writes it whole
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            tail = os.pread(fd, min(size, _TAIL_BYTES), max(0, size - _TAIL_BYTES))
+            whole = _whole_lines(tail)
+            if b"\n" not in tail and size > _TAIL_BYTES:
+                return False  # no line end in the last MiB: the caller writes it whole
+            if len(whole) < len(tail):
+                os.ftruncate(fd, size - len(tail) + len(whole))
+            else:
+                data = whole[len(tail) :] + data
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
+_TAIL_BYTES = 1 << 20
+
+
+def _whole_lines(data: bytes) -> bytes:
+    """`data` ending with a line end: a last line that is whole JSON (written by hand
+    without its newline) gets one; a part of a line a power cut tore during an append
+    is cut off."""
+    if not data or data.endswith(b"\n"):
+        return data
+    cut = data.rfind(b"\n") + 1
+    try:
+        json.loads(data[cut:])
+        return data + b"\n"
+    except ValueError:
+        return data[:cut]
+
+
 def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
-    """Read the sidecar; a missing file is empty, a broken line is refused by name."""
+    """Read the sidecar (the last line of a slug wins); a missing file is empty, a broken
+    line is refused by name, a torn last line (a power cut during an append) skipped."""
     path = state_path(memory_dir)
     try:
         data = read_capped(path)  # a link, a FIFO or a huge file is refused by name
@@ -94,10 +228,15 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
         raise InvalidInput(
             f"{path}: cannot be read ({exc}); restore it from git (git checkout -- FILE)."
         ) from None
+    return _parse(text, path)
+
+
+def _parse(text: str, path: Path) -> dict[str, dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     # Split on "\n" only: rows are written with ensure_ascii=False, and a slug (a file
     # name) may hold U+2028 or \x85, which str.splitlines() would break a row at.
-    for number, line in enumerate(text.split("\n"), start=1):
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith(("<<<<<<<", "=======", ">>>>>>>")):
             if line.startswith("<<<<<<<"):
                 raise InvalidInput(f"{path}: line {number} is a git merge conflict; resolve it.")
@@ -105,6 +244,8 @@ def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:
         try:
             row = loads_json(line)  # `[[[[…` is refused like any bad line
         except ValueError:
+            if number == len(lines):
+                continue  # no line end after it: torn by a power cut during an append
             raise InvalidInput(
                 f"{path}: line {number} is not valid JSON; fix that line, or restore the file "
                 "from git (git checkout -- FILE)."

@@ -11,54 +11,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session, defer
 
 from subrosa.db import session_scope
-from subrosa.errors import InvalidInput, NotFound
+from subrosa.errors import InvalidInput
+from subrosa.memory import values
 from subrosa.memory.leaf import Leaf
 from subrosa.memory.project import Project as Project  # re-exported: store.Project
-from subrosa.memory.state import STATE_KEYS, load_state, save_state, state_path
+from subrosa.memory.state import STATE_KEYS, load_state, save_state, state_path, update_state
+
+# Re-exported: the pure rules live in subrosa.memory.values, shared with the DB-API path.
+from subrosa.memory.values import HOOK_MAX_CHARS as HOOK_MAX_CHARS
+from subrosa.memory.values import HOOK_WARN_CHARS as HOOK_WARN_CHARS
+from subrosa.memory.values import clean_hook as clean_hook
+from subrosa.memory.values import fact_to_dict as fact_to_dict
+from subrosa.memory.values import hook_from_description as hook_from_description
+from subrosa.memory.values import utcnow as utcnow
 from subrosa.models import Fact
-from subrosa.text import sanitize_field, truncate_bytes
-
-HOOK_WARN_CHARS = 150
-HOOK_MAX_CHARS = 300
-
-
-def utcnow() -> datetime:
-    """Now, as naive UTC to the second (how times are stored)."""
-    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-
-
-def clean_hook(raw: str, *, strict: bool = True) -> tuple[str, list[str]]:
-    """Make a hook one safe line. New input (strict) warns past 150 characters and is
-    refused past 300; hooks users already wrote (adopt) are kept whole."""
-    hook = sanitize_field(raw)
-    warnings: list[str] = []
-    if not hook:
-        raise InvalidInput("the hook is empty once control characters and markup are removed.")
-    if strict and len(hook) > HOOK_MAX_CHARS:
-        raise InvalidInput(
-            f"the hook is {len(hook)} characters; keep it under {HOOK_WARN_CHARS} "
-            f"(at most {HOOK_MAX_CHARS}) and put the detail in the leaf."
-        )
-    if len(hook) > HOOK_WARN_CHARS:
-        warnings.append(f"the hook is {len(hook)} characters; aim for {HOOK_WARN_CHARS} or fewer.")
-    return hook, warnings
-
-
-def hook_from_description(description: str) -> str:
-    """The hook a fact gets when it arrives without one: its description, trimmed."""
-    hook = sanitize_field(description)
-    if len(hook) > HOOK_WARN_CHARS:
-        hook = hook[: HOOK_WARN_CHARS - 1].rstrip() + "…"
-    return truncate_bytes(hook, 600)
-
+from subrosa.text import sanitize_field
 
 # --- reading ---------------------------------------------------------------
 
@@ -70,10 +44,7 @@ def get_fact(session: Session, project: Project, slug: str) -> Fact | None:
 def require_fact(session: Session, project: Project, slug: str) -> Fact:
     fact = get_fact(session, project, slug)
     if fact is None:
-        raise NotFound(
-            f"no fact named {slug!r} in {project.memory_dir} (`subrosa fact list --all` "
-            "lists them; `subrosa fact upsert SLUG --hook TEXT` registers a leaf)."
-        )
+        raise values.no_such_fact(slug, project.memory_dir)
     return fact
 
 
@@ -124,41 +95,7 @@ def rows_without_body(session: Session, project: Project) -> list[Any]:
     return list(session.execute(query).all())
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() + "Z" if value is not None else None
-
-
-def fact_to_dict(fact: Fact, memory_dir: Path) -> dict[str, Any]:
-    """The `--json` shape of a fact (PRODUCT.md's interface: keep the keys)."""
-    return {
-        "slug": fact.slug,
-        "title": fact.title,
-        "type": fact.type,
-        "description": fact.description,
-        "hook": fact.hook,
-        "section": fact.section,
-        "pinned": bool(fact.pinned),
-        "status": fact.status,
-        "archive_reason": fact.archive_reason,
-        "archived_at": _iso(fact.archived_at),
-        "hits": fact.hits,
-        "position": fact.position,
-        "path": str(memory_dir / fact.path),
-        "created_at": _iso(fact.created_at),
-        "updated_at": _iso(fact.updated_at),
-    }
-
-
 # --- writing ---------------------------------------------------------------
-
-
-def _state_row(fact: Any) -> dict[str, Any]:
-    """The sidecar row of a fact (a Fact or a plain row with the same attributes)."""
-    row = {key: getattr(fact, key) for key in STATE_KEYS}
-    row["pinned"] = bool(row["pinned"])
-    row["archived_at"] = _iso(row["archived_at"])
-    row["created_at"] = _iso(row["created_at"])
-    return row
 
 
 def state_rows(session: Session, project: Project) -> list[dict[str, Any]]:
@@ -167,7 +104,7 @@ def state_rows(session: Session, project: Project) -> list[dict[str, Any]]:
     # building ORM instances cost most of the time.
     columns = [getattr(Fact, key) for key in STATE_KEYS]
     query = select(*columns).where(Fact.project == project.key)
-    return [_state_row(r) for r in session.execute(query.order_by(Fact.position, Fact.slug))]
+    return [values.state_row(r) for r in session.execute(query.order_by(Fact.position, Fact.slug))]
 
 
 def write_state(session: Session, project: Project) -> None:
@@ -176,19 +113,56 @@ def write_state(session: Session, project: Project) -> None:
 
 
 @contextmanager
-def mutation(engine: Engine, project: Project) -> Iterator[Session]:
-    """A write transaction under the project lock, followed by a sidecar rewrite when it
-    changed rows (or the sidecar is missing). A transaction that changed nothing leaves
-    the sidecar alone: a sidecar just pulled from git is not overwritten by a stale
-    database before `subrosa rebuild` reads it."""
+def mutation(engine: Engine, project: Project, *, whole: bool = False) -> Iterator[Session]:
+    """A write transaction under the project lock, the sidecar brought in step before it
+    commits (a kill between the two leaves the sidecar ahead, which generate then takes
+    from).
+
+    A change to a few facts (`whole=False`: upsert, pin, archive, move) rewrites only the
+    lines of the facts it touched (subrosa.memory.state.update_state), so it does not
+    render every fact, and a transaction that changed nothing leaves the sidecar alone: a
+    sidecar just pulled from git is not overwritten by a stale database before `subrosa
+    rebuild` reads it. `whole` (generate, which has taken the sidecar's values first)
+    writes the whole file from the database wherever it differs: one sorted line a fact.
+    """
     with project.lock(), session_scope(engine, write=True) as session:
-        flushed: list[bool] = []
-        event.listen(session, "after_flush", lambda *_: flushed.append(True))
+        touched: set[str] = set()
+        added: set[str] = set()  # facts inserted, none of that slug deleted before
+        deleted: set[str] = set()
+
+        def note(session: Session, *_: Any) -> None:
+            for obj in (*session.new, *session.dirty, *session.deleted):
+                if isinstance(obj, Fact):
+                    touched.add(obj.slug)
+            deleted.update(obj.slug for obj in session.deleted if isinstance(obj, Fact))
+            added.update(obj.slug for obj in session.new if isinstance(obj, Fact))
+
+        event.listen(session, "before_flush", note)
         move_legacy_rows(session, project)
         yield session
         session.flush()
-        if flushed or not state_path(project.memory_dir).exists():
+        if whole or not state_path(project.memory_dir).exists():
             write_state(session, project)
+        elif touched:
+            write_state_lines(session, project, touched, frozenset(added - deleted))
+
+
+LINES_LIMIT = 500  # more facts changed than this: the whole file, from one query
+
+
+def write_state_lines(
+    session: Session, project: Project, slugs: set[str], added: frozenset[str] = frozenset()
+) -> None:
+    """The sidecar lines of `slugs` as the database has them now; the whole file when a
+    fact is gone (update_state only replaces and adds lines) or there are many."""
+    if len(slugs) > LINES_LIMIT:
+        write_state(session, project)
+        return
+    columns = [getattr(Fact, key) for key in STATE_KEYS]
+    query = select(*columns).where(Fact.project == project.key, Fact.slug.in_(sorted(slugs)))
+    rows = [values.state_row(row) for row in session.execute(query.order_by(Fact.slug))]
+    if len(rows) < len(slugs) or not update_state(project.memory_dir, rows, added):
+        write_state(session, project)
 
 
 def move_legacy_rows(session: Session, project: Project) -> int:
@@ -228,17 +202,9 @@ def renumber(session: Session, project: Project, ordered: list[Fact] | None = No
             fact.position = index
 
 
-def _apply_leaf(fact: Fact, leaf: Leaf, *, keep_title: bool) -> None:
-    fact.path = leaf.filename
-    fact.type = leaf.type
-    fact.description = sanitize_field(leaf.description)
-    # PostgreSQL's text cannot hold NUL (SQLite's can): the cached copy gets U+FFFD for
-    # it on both engines, so both hold the same. The leaf on disk keeps its bytes.
-    fact.body = leaf.body.replace("\x00", "\ufffd")
-    fact.content_hash = leaf.content_hash
-    fact.updated_at = leaf.mtime.replace(tzinfo=None)
-    if not keep_title:
-        fact.title = leaf.title
+def _set(fact: Fact, changes: dict[str, Any]) -> None:
+    for key, value in changes.items():
+        setattr(fact, key, value)
 
 
 class Registrar:
@@ -273,29 +239,21 @@ class Registrar:
             if hook is None:
                 raise InvalidInput(f"{leaf.path}: is not registered yet; a new fact needs --hook.")
             fact = Fact(
-                project=self.project.key,
-                slug=leaf.slug,
-                hook=hook,
-                pinned=bool(pin),
-                status="active",
-                hits=0,
-                position=self.next_position,
-                created_at=now or utcnow(),
+                **values.new_fact_values(
+                    self.project.key,
+                    leaf,
+                    hook=hook,
+                    pinned=bool(pin),
+                    position=self.next_position,
+                    now=now or utcnow(),
+                )
             )
             self.next_position += 1
-            _apply_leaf(fact, leaf, keep_title=False)
             self.session.add(fact)
             self.by_slug[leaf.slug] = fact
             return "added", fact
-        action = "restored" if fact.status == "archived" else "updated"
-        fact.status = "active"
-        fact.archive_reason = None
-        fact.archived_at = None
-        if hook is not None:
-            fact.hook = hook
-        if pin is not None:
-            fact.pinned = pin
-        refresh_from_leaf(fact, leaf)
+        action, changes = values.upsert_values(fact, leaf, hook=hook, pin=pin)
+        _set(fact, changes)
         return action, fact
 
 
@@ -330,75 +288,41 @@ def register_from_disk(
     yet) and a position, so that no query, and no flush, is issued per leaf.
     """
     now = now or utcnow()
-    state = state or {}
     # Computed before the new row joins the session: the query would autoflush a row
     # whose position is not set yet.
     if fallback_position is None:
         fallback_position = next_position(session, project) + 10**6
     fact = None if known_new else get_fact(session, project, leaf.slug)
     if fact is None:
-        fact = Fact(project=project.key, slug=leaf.slug, hits=0)
-    _apply_leaf(fact, leaf, keep_title=False)
+        fact = Fact(
+            **values.registration_values(
+                project.key, leaf, state, position=fallback_position, now=now
+            )
+        )
+        session.add(fact)
+        return fact
+    _set(fact, values.leaf_values(leaf, keep_title=False))
     fact.hook = hook_from_description(leaf.description)
     fact.pinned = False
     fact.status = "active"
     fact.position = fallback_position
     fact.created_at = fact.created_at or now
-    apply_state(fact, state)
-    session.add(fact)
+    apply_state(fact, state or {})
     return fact
-
-
-def _state_values(state: dict[str, Any]) -> dict[str, Any]:
-    """A sidecar row as Fact attributes; keys it does not give usable values for are left out."""
-    values: dict[str, Any] = {}
-    for key in ("title", "hook"):
-        text = sanitize_field(str(state.get(key) or ""))
-        if text:
-            values[key] = text
-    if "section" in state:
-        values["section"] = sanitize_field(str(state["section"] or "")) or None
-    if "pinned" in state:
-        values["pinned"] = bool(state["pinned"])
-    if "status" in state:
-        archived = state["status"] == "archived"
-        values["status"] = "archived" if archived else "active"
-        reason = sanitize_field(str(state.get("archive_reason") or "")) or None
-        values["archive_reason"] = reason if archived else None
-        values["archived_at"] = _parse_time(state.get("archived_at")) if archived else None
-    if isinstance(state.get("position"), int):
-        values["position"] = state["position"]
-    created = _parse_time(state.get("created_at"))
-    if created is not None:
-        values["created_at"] = created
-    return values
 
 
 def apply_state(fact: Fact, state: dict[str, Any]) -> bool:
     """Take what only subrosa knows from a sidecar row into `fact` (registering from disk,
     or the sidecar changed under the database, e.g. by a git pull). True when it changed."""
-    changed = False
-    for key, value in _state_values(state).items():
-        if getattr(fact, key) != value:
-            setattr(fact, key, value)
-            changed = True
-    return changed
+    changes = values.changed(fact, values.state_values(state))
+    _set(fact, changes)
+    return bool(changes)
 
 
 def refresh_from_leaf(fact: Fact, leaf: Leaf) -> None:
     """Take a changed leaf's description, type, body and hash (and its title when the leaf
     names one); what only subrosa knows is kept."""
-    _apply_leaf(fact, leaf, keep_title=not leaf.explicit_title)
-
-
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.removesuffix("Z"))
-        return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
-    except (ValueError, OverflowError):  # "9999-12-31T23:59:59-14:00" is past year 9999 in UTC
-        return None
+    _set(fact, values.refreshed_values(leaf))
 
 
 def archive(
@@ -406,9 +330,7 @@ def archive(
 ) -> Fact:
     """Soft-delete: the fact leaves the index for the cold tier; the leaf stays on disk."""
     fact = require_fact(session, project, slug)
-    fact.status = "archived"
-    fact.archive_reason = sanitize_field(reason) if reason else "archived by hand"
-    fact.archived_at = now or utcnow()
+    _set(fact, values.archive_values(reason, now))
     return fact
 
 

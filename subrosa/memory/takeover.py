@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,13 @@ from subrosa.memory.leaf import (
     render_leaf,
     subfolder_note,
 )
+
+# Loose, Report and Source live in subrosa.memory.report (plain values: generate's quick
+# path, which never loads this module, reports with them too); re-exported here.
+from subrosa.memory.report import Loose as Loose
+from subrosa.memory.report import Report as Report
+from subrosa.memory.report import Source as Source
+from subrosa.memory.report import lines_of
 from subrosa.memory.state import load_state, sidecar_matches
 from subrosa.models import Fact
 from subrosa.text import sanitize_field
@@ -95,13 +101,6 @@ def _leaf_names_for(line: IndexLine, target: str | None) -> Iterator[str]:
         yield f"{stem}.md" if n == 1 else f"{stem}_{n}.md"
 
 
-def _lines_of(line: IndexLine, origin: str) -> str:
-    numbers = line.numbers
-    if len(numbers) == 1:
-        return f"line {line.number} of {origin}"
-    return f"lines {numbers[0]}–{numbers[-1]} of {origin}"
-
-
 def _materialized_text(filename: str, line: IndexLine, target: str | None, origin: str) -> str:
     """The leaf `line` becomes when materialized as `filename` (the same bytes every run):
     the item's lines as they were written, under a title."""
@@ -120,7 +119,7 @@ def _materialized_text(filename: str, line: IndexLine, target: str | None, origi
         how = "which had no leaf of its own"
     else:
         how = "a line with no leaf of its own"
-    where = _lines_of(line, origin)
+    where = lines_of(line, origin)
     body = f"# {title}\n\n{line.text}\n\n(Taken over by subrosa from {where}, {how}.)"
     typed = prefix or marker
     fact_type = typed.group(1).lower() if typed else "reference"
@@ -160,87 +159,6 @@ def materialize(
 
 
 # --- the take-over itself ---------------------------------------------------------
-
-
-@dataclass
-class Loose:
-    """An item no leaf stands behind: a line that links a file that does not exist, a
-    bullet with no link, prose, or a line whose every link has a line of its own."""
-
-    origin: str
-    line: IndexLine
-    target: str | None
-    # Why it cannot be placed, when it cannot (Report.unplaced).
-    why: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {
-            "file": self.origin,
-            "line": self.line.number,
-            "target": self.target,
-            "text": self.line.text,
-        }
-        if self.why:
-            data["why"] = self.why
-        return data
-
-    def describe(self) -> str:
-        """Where the item is and what is wrong with it, for a person."""
-        where = f"{self.origin} {_lines_of(self.line, self.origin).rsplit(' of ', 1)[0]}"
-        if self.why:
-            return f"{where} {self.why}"
-        if self.target:
-            return f"{where} links {self.target}, which does not exist"
-        if self.line.prose:
-            verb = "is" if len(self.line.numbers) == 1 else "are"
-            return f"{where} {verb} text, not an index entry"
-        if self.line.targets:
-            return f"{where} only mentions files that have lines of their own"
-        return f"{where} has no link"
-
-
-@dataclass
-class Report:
-    """What a take-over did (or, in a dry run, would do)."""
-
-    adopted: list[str] = field(default_factory=list)
-    refreshed: list[str] = field(default_factory=list)
-    hooks_taken: list[str] = field(default_factory=list)
-    materialized: list[str] = field(default_factory=list)
-    loose: list[Loose] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    unreadable: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    present: set[str] = field(default_factory=set)
-    # Facts whose hook, pin, status, order… were taken from a sidecar changed under the db.
-    synced: list[str] = field(default_factory=list)
-    # Lines written by others that the take-over cannot place (an edit of a cold-tier
-    # line, a hook for a leaf that cannot be read): reported, and their file kept.
-    unplaced: list[Loose] = field(default_factory=list)
-    # The facts whose leaf is on disk and readable, after the take-over.
-    facts: list[Fact] = field(default_factory=list)
-
-
-@dataclass
-class Source:
-    """Index lines to take over: from MEMORY.md (hot) or a foreign MEMORY_archive.md (cold)."""
-
-    origin: str
-    lines: list[IndexLine]
-    cold: bool = False
-    # Line numbers to take over; None takes over every line (adopt).
-    foreign: set[int] | None = None
-    # A subrosa-written archive read without the record of what subrosa wrote (a clone
-    # without .subrosa/): its "## Archived" section says which facts were archived.
-    by_section: bool = False
-    # Foreign lines this source cannot take over (see Report.unplaced).
-    unplaced: list[IndexLine] = field(default_factory=list)
-
-    def taken_lines(self) -> list[IndexLine]:
-        if self.foreign is None:
-            return self.lines
-        foreign = self.foreign
-        return [line for line in self.lines if any(n in foreign for n in line.numbers)]
 
 
 def files_on_disk(
@@ -505,12 +423,12 @@ def _register_leaves(
             if "/" in filename:
                 leaf = parse_note(project.memory_dir, filename, given)
             else:
-                leaf = parse_leaf_lenient(path, given)
+                leaf = parse_leaf_lenient(path, given=given)
         except LeafError as exc:
             report.unreadable.append((filename, exc.problem))
             continue
         if when is not None:
-            leaf = replace(leaf, mtime=datetime.fromtimestamp(when, UTC))
+            leaf.mtime = datetime.fromtimestamp(when, UTC)
         report.present.add(filename)
         report.warnings.extend(f"{path}: {w}" for w in leaf.warnings)
         fact = fact or facts.get(leaf.slug)  # registered under another path spelling
@@ -529,10 +447,8 @@ def _register_leaves(
         else:
             store.refresh_from_leaf(fact, leaf)
             report.refreshed.append(fact.slug)
-    unreadable = {name for name, _ in report.unreadable}
-    report.missing = sorted(
-        f.slug for f in facts.values() if f.path not in report.present | unreadable
-    )
+    seen = report.present | {name for name, _ in report.unreadable}  # once, not per fact
+    report.missing = sorted(f.slug for f in facts.values() if f.path not in seen)
     return new_files
 
 

@@ -1,0 +1,482 @@
+"""The commands the extraction skill runs once per fact, without click: `fact upsert`,
+`fact pin`, `fact unpin`, `fact archive`, `checkpoint-mark`, and `generate` after them;
+and `ingest`, which the SessionEnd hook starts after every session.
+
+Why this exists: each is a whole process, a few milliseconds of work, and click cost
+~40 ms of CPU to import (SQLAlchemy, ~0.4 s, is kept out by the use cases themselves:
+subrosa.memory.rows, subrosa.memory.quick, subrosa.archive.connection). So
+subrosa.cli.__init__ hands these commands to main() first; it parses exactly the
+options the click command takes and calls the same use case, printing through the
+same functions (below, and subrosa.cli.output). Anything else
+(`--help`, an option or value it does not know, a missing option) returns None and
+the click command runs: it says what is wrong. A test holds each command's options
+here to the click command's.
+
+Each command's output is defined once, here, and the click commands call it too.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from subrosa.cli.fastsearch import JSON_HELP, ROOT_OPTIONS, Option, root_options_first
+from subrosa.cli.output import error_of, note, print_json, say, show_error, warn
+from subrosa.config import BYTE_CAP, LINE_CAP
+
+if TYPE_CHECKING:
+    from subrosa.archive.ingest import Ingested, IngestReport
+    from subrosa.memory.facts import Upserted
+    from subrosa.memory.generate import Outcome
+    from subrosa.memory.takeover import Report
+
+JSON = Option("--json", "as_json", "flag", JSON_HELP, default=False)
+LEAF = Option("--leaf", "leaf_arg", "text", "The leaf file.", metavar="FILE")
+
+
+class Command(NamedTuple):
+    """A command this module answers: its words, options, required options and runner;
+    `paths`: it takes existing paths as arguments (into opts["paths"]); `slug`: it
+    names a fact by SLUG or --leaf FILE, one of the two (into opts["leaf_arg"])."""
+
+    words: tuple[str, ...]
+    options: tuple[Option, ...]
+    required: tuple[str, ...]
+    run: Callable[[dict[str, Any], dict[str, Any]], None]
+    paths: bool = False
+    slug: bool = False
+
+
+# ---------------------------------------------------------------- output, shared with click
+
+
+def show_upserted(result: Upserted, as_json: bool) -> None:
+    """What `fact upsert` prints."""
+    for message in result.warnings:
+        warn(message)
+    if as_json:
+        print_json({"action": result.action, "fact": result.fact})
+    else:
+        say(f"{result.action} {result.fact['slug']} (position {result.fact['position']})")
+
+
+def show_pinned(row: dict[str, Any], pinned: bool) -> None:
+    """What `fact pin` and `fact unpin` print."""
+    say(f"{'pinned' if pinned else 'unpinned'} {row['slug']}")
+
+
+def show_archived(row: dict[str, Any]) -> None:
+    """What `fact archive` prints."""
+    say(f"archived {row['slug']}: {row['archive_reason']}")
+
+
+def show_marked(marked: dict[str, Any], as_json: bool) -> None:
+    """What `checkpoint-mark` prints."""
+    if as_json:
+        print_json(marked)
+    else:
+        say(
+            f"marked {marked['session_id']}: extraction covers {marked['size']} bytes of "
+            f"{marked['transcript_path']}"
+        )
+
+
+def _names(slugs: list[str], limit: int = 12) -> str:
+    shown = ", ".join(slugs[:limit])
+    return shown + (f", … ({len(slugs) - limit} more)" if len(slugs) > limit else "")
+
+
+def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) -> None:
+    """What `generate` (and `adopt`) print about a run: the hot tier, then who went where."""
+    from subrosa.memory.marker import ARCHIVE, INDEX
+
+    plan, report = outcome.plan, outcome.report
+    if dry_run:
+        verb = "would write MEMORY.md"
+    elif INDEX in outcome.changed:
+        verb = "wrote MEMORY.md"
+    else:
+        verb = "MEMORY.md unchanged" + (f" (wrote {ARCHIVE})" if outcome.changed else "")
+    say(
+        f"{verb}: {len(plan.included)} facts, {plan.bytes:,} / {budget:,} bytes, "
+        f"{plan.lines} / {max_lines} lines"
+    )
+    groups = (
+        ("below budget (in MEMORY_archive.md)", [e.slug for e in plan.below_budget]),
+        ("archived", [e.slug for e in plan.archived]),
+        ("adopted (registered from disk)", sorted(report.adopted)),
+        ("hooks taken from lines written by others", sorted(report.hooks_taken)),
+        ("taken from a sidecar changed under the database", sorted(report.synced)),
+        ("materialized as leaves", report.materialized),
+    )
+    for label, slugs in groups:
+        if slugs:
+            say(f"{label} ({len(slugs)}): {_names(slugs)}")
+    if outcome.replaced_claude_index:
+        say("replaced the MEMORY.md Claude Code had written from the leaves (nothing else in it)")
+    for path in outcome.kept:
+        say(f"kept a copy of the lines not taken over: {path}")
+
+
+def report_problems(report: Report) -> None:
+    """Warnings on stderr: facts whose leaf is gone, unreadable leaves, lenient parses."""
+    for slug in report.missing:
+        warn(
+            f"{slug}: registered, but its leaf is gone; left out of both index files "
+            f"(restore the leaf, or forget the fact: `subrosa fact forget {slug}`)."
+        )
+    for filename, problem in report.unreadable:
+        where = "listed under 'Unreadable leaves' in MEMORY_archive.md"
+        if problem.startswith("invalid leaf: "):
+            why = problem.removeprefix("invalid leaf: ")
+            warn(f"invalid leaf: {filename}: {why}; skipped ({where}).")
+        else:
+            warn(f"{filename}: {problem}; {where}.")
+    for message in report.warnings:
+        warn(message)
+    for item in report.unplaced:
+        warn(f"{item.describe()}.")
+
+
+def generate_and_report(
+    db_url: str,
+    memory_dir: Path,
+    budget: int | None,
+    max_lines: int | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """`subrosa generate`: the use case with the settings' defaults, then its report.
+    Raises ProblemFound (exit 1) when pinned facts do not all fit."""
+    from subrosa.config import load_settings
+    from subrosa.errors import ProblemFound
+    from subrosa.memory.generate import run_generate as generate
+    from subrosa.memory.project import Project
+
+    settings = load_settings()
+    budget = budget or settings.budget
+    max_lines = max_lines or settings.max_lines
+    outcome = generate(
+        db_url,
+        Project(memory_dir),
+        budget=budget,
+        max_lines=max_lines,
+        weights=settings.type_weights,
+        dry_run=dry_run,
+    )
+    report_problems(outcome.report)
+    if as_json:
+        print_json(outcome.to_dict())
+    else:
+        print_summary(outcome, budget, max_lines, dry_run)
+    if outcome.plan.pinned_left_out:
+        raise ProblemFound(
+            "pinned facts do not all fit the budget; left out: "
+            + ", ".join(e.slug for e in outcome.plan.pinned_left_out)
+            + " (unpin some, shorten their hooks, or raise --budget)."
+        )
+
+
+def describe_ingest(report: IngestReport) -> str:
+    """An ingest report as one line for people."""
+    data: dict[str, Any] = report.to_dict()
+    line = (
+        f"{data['new_messages']} new messages from {data['files_read']} of "
+        f"{data['files_seen']} files ({data['sessions']} sessions, "
+        f"{data['bytes_read'] / 1e6:.1f} MB read)"
+    )
+    if data["duplicate_messages"]:
+        line += f"; {data['duplicate_messages']} already archived"
+    line += f"; {data['redacted']} secrets redacted"
+    if data["files_restarted"]:
+        line += f"; {data['files_restarted']} replaced or truncated files read again"
+    skipped = sum(data["skipped"].values())
+    if skipped:
+        kinds = ", ".join(f"{k} {v}" for k, v in data["skipped"].items())
+        line += f"; {skipped} records skipped ({kinds})"
+    repaired = sum(data["repaired"].values())
+    if repaired:
+        kinds = ", ".join(f"{k} {v}" for k, v in data["repaired"].items())
+        line += f"; {repaired} records read in spite of a flaw ({kinds})"
+    return line
+
+
+def run_ingest(
+    db_url: str,
+    paths: list[Path],
+    all_projects: bool,
+    pending_only: bool,
+    progress: Callable[[int, int], None] | None = None,
+    reindex_progress: Callable[[int, int], None] | None = None,
+) -> Ingested:
+    """`subrosa ingest`'s use case, with the settings' tool_result_chars."""
+    from subrosa.archive.ingest import ingest_transcripts
+    from subrosa.config import load_settings
+
+    return ingest_transcripts(
+        db_url,
+        paths,
+        all_projects=all_projects,
+        pending_only=pending_only,
+        tool_result_chars=load_settings().tool_result_chars,
+        progress=progress,
+        reindex_progress=reindex_progress,
+    )
+
+
+def show_ingested(done: Ingested, named_paths: bool, pending_only: bool, as_json: bool) -> None:
+    """What `subrosa ingest` prints."""
+    from subrosa.paths import project_transcript_dir
+
+    if as_json:
+        print_json(done.report.to_dict())
+        return
+    if pending_only:
+        return
+    if not done.transcripts and not named_paths:
+        note(f"no transcripts in {done.roots[0] if done.roots else project_transcript_dir()}")
+    say(describe_ingest(done.report))
+
+
+# ---------------------------------------------------------------- the commands
+
+
+def _memory_dir(root: dict[str, Any]) -> Path:
+    from subrosa.paths import resolve_memory_dir
+
+    return resolve_memory_dir(root["memory_dir"] or None)
+
+
+def _db_url(root: dict[str, Any]) -> str:
+    from subrosa.config import resolve_db_url
+
+    return resolve_db_url(root["db"] or None)
+
+
+def _project(root: dict[str, Any]) -> Any:
+    from subrosa.memory.project import Project
+
+    return Project(_memory_dir(root))
+
+
+def _leaf(root: dict[str, Any], opts: dict[str, Any]) -> str:
+    """The leaf file SLUG or --leaf names (subrosa.cli.fact.leaf_named's rule): SLUG is
+    `<memory dir>/SLUG.md`, a name ending in .md a file as --leaf takes it."""
+    slug = opts["slug"]
+    if slug is None:
+        return str(opts["leaf_arg"])
+    return str(slug if slug.endswith(".md") else _memory_dir(root) / f"{slug}.md")
+
+
+def _upsert(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    from subrosa.memory import facts
+
+    result = facts.upsert(
+        _db_url(root), _project(root), _leaf(root, opts), hook=opts["hook"], pin=opts["pin"]
+    )
+    show_upserted(result, opts["as_json"])
+
+
+def _pin(pinned: bool) -> Callable[[dict[str, Any], dict[str, Any]], None]:
+    def run(root: dict[str, Any], opts: dict[str, Any]) -> None:
+        from subrosa.memory import facts
+
+        row = facts.set_pinned(_db_url(root), _project(root), _leaf(root, opts), pinned)
+        show_pinned(row, pinned)
+
+    return run
+
+
+def _archive(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    from subrosa.memory import facts
+
+    row = facts.archive(_db_url(root), _project(root), _leaf(root, opts), opts["reason"])
+    show_archived(row)
+
+
+def _mark(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    from subrosa.claude import checkpoint
+
+    show_marked(checkpoint.mark_session(_memory_dir(root), opts["session_id"]), opts["as_json"])
+
+
+def _ingest(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    paths = [Path(p) for p in opts["paths"]]
+    done = run_ingest(_db_url(root), paths, opts["all_projects"], opts["pending_only"])
+    show_ingested(done, bool(paths), opts["pending_only"], opts["as_json"])
+
+
+def _generate(root: dict[str, Any], opts: dict[str, Any]) -> None:
+    generate_and_report(
+        _db_url(root),
+        _memory_dir(root),
+        opts["budget"],
+        opts["max_lines"],
+        opts["dry_run"],
+        opts["as_json"],
+    )
+
+
+COMMANDS = (
+    Command(
+        ("fact", "upsert"),
+        (
+            LEAF,
+            Option("--hook", "hook", "text", "The hook."),
+            Option("--pin", "pin", "flag", "Pin it.", default=False),
+            JSON,
+        ),
+        (),
+        _upsert,
+        slug=True,
+    ),
+    Command(("fact", "pin"), (LEAF,), (), _pin(True), slug=True),
+    Command(("fact", "unpin"), (LEAF,), (), _pin(False), slug=True),
+    Command(
+        ("fact", "archive"),
+        (LEAF, Option("--reason", "reason", "text", "Why.")),
+        (),
+        _archive,
+        slug=True,
+    ),
+    Command(
+        ("checkpoint-mark",),
+        (Option("--session", "session_id", "text", "The session.", metavar="ID"), JSON),
+        (),
+        _mark,
+    ),
+    Command(
+        ("generate",),
+        (
+            Option("--budget", "budget", "count", "Bytes.", maximum=BYTE_CAP),
+            Option("--max-lines", "max_lines", "count", "Lines.", maximum=LINE_CAP),
+            Option("--dry-run", "dry_run", "flag", "Write nothing.", default=False),
+            JSON,
+        ),
+        (),
+        _generate,
+    ),
+    Command(
+        ("ingest",),
+        (
+            Option("--all-projects", "all_projects", "flag", "Every project.", default=False),
+            Option("--pending", "pending_only", "flag", "Only ended sessions.", default=False),
+            JSON,
+        ),
+        (),
+        _ingest,
+        paths=True,
+    ),
+)
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _convert(option: Option, value: str) -> Any:
+    """`value` as click converts it, or None when click would refuse it."""
+    if option.kind == "count":
+        try:
+            number = int(value)
+        except ValueError:
+            return None
+        too_big = option.maximum is not None and number > option.maximum
+        return number if number >= 1 and not too_big else None
+    if option.kind == "dir" and os.path.isfile(value):
+        return None  # click.Path(file_okay=False) refuses a file
+    return value
+
+
+def _take(argv: list[str], i: int, by_name: dict[str, Option], into: dict[str, Any]) -> int | None:
+    """Read the option at argv[i] (and its value) into `into`; the next index, or None
+    when click would say something about it instead."""
+    name, has_value, value = argv[i].partition("=")
+    option = by_name.get(name)
+    if option is None:
+        return None
+    if option.kind == "flag":
+        if has_value:
+            return None
+        into[option.dest] = True
+        return i + 1
+    if not has_value:
+        if i + 1 >= len(argv):
+            return None
+        value, i = argv[i + 1], i + 1
+    converted = _convert(option, value)
+    if converted is None:
+        return None
+    into[option.dest] = converted
+    return i + 1
+
+
+def parse(argv: list[str]) -> tuple[Command, dict[str, Any], dict[str, Any]] | None:
+    """`[root options] COMMAND [options]` as click reads it (root options after the
+    command too: subrosa.cli.app reads them so): the command, the root options and the
+    command's options by `dest` (defaults filled in); None for anything else."""
+    argv = root_options_first(argv)
+    root_by_name = {option.name: option for option in ROOT_OPTIONS}
+    root: dict[str, Any] = {option.dest: option.default for option in ROOT_OPTIONS}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        step = _take(argv, i, root_by_name, root)
+        if step is None:
+            return None
+        i = step
+    envvar = os.environ.get("SUBROSA_MEMORY_DIR")
+    if not root["memory_dir"] and envvar and _convert(ROOT_OPTIONS[0], envvar) is None:
+        return None  # click reads the variable through the same type
+    command = next((c for c in COMMANDS if tuple(argv[i : i + len(c.words)]) == c.words), None)
+    if command is None:
+        return None
+    by_name = {option.name: option for option in command.options}
+    opts: dict[str, Any] = {option.dest: option.default for option in command.options}
+    opts["paths"], opts["slug"] = [], None
+    i += len(command.words)
+    while i < len(argv):
+        if command.paths and not argv[i].startswith("-") and os.path.exists(argv[i]):
+            opts["paths"].append(argv[i])  # click.Path(exists=True)
+            i += 1
+            continue
+        if command.slug and opts["slug"] is None and not argv[i].startswith("-"):
+            opts["slug"] = argv[i]  # click.argument("slug", required=False)
+            i += 1
+            continue
+        step = _take(argv, i, by_name, opts)
+        if step is None:
+            return None  # an unknown option, a bad value, or an argument
+        i = step
+    if any(opts[dest] is None for dest in command.required):
+        return None
+    if command.slug and (opts["slug"] is None) == (opts["leaf_arg"] is None):
+        return None  # neither or both: click says how to name the fact
+    if command.paths and sys.stderr.isatty() and not opts["as_json"] and not opts["pending_only"]:
+        return None  # a terminal gets click's command and its progress bar
+    return command, root, opts
+
+
+def main(argv: list[str]) -> int | None:
+    """Run one of COMMANDS (argv without the program name) without click; None means
+    "not here": the click command runs instead."""
+    parsed = parse(argv)
+    if parsed is None:
+        return None
+    command, root, opts = parsed
+    try:
+        command.run(root, opts)
+    except KeyboardInterrupt:
+        sys.stderr.write("Aborted!\n")  # click's word for it
+        return 1
+    except Exception as exc:
+        shown = error_of(exc, lambda: _db_url(root))
+        if shown is None:
+            raise
+        show_error(shown[0])
+        return shown[1]
+    finally:
+        sys.stdout.flush()
+    return 0
