@@ -351,6 +351,38 @@ def test_facts_filed_under_a_path_move_at_the_next_change(
     assert _rows(url, "SELECT project, slug, hits FROM facts") == [(NAME, "project_cache", 7)]
 
 
+def test_the_fast_entries_file_rows_under_a_path_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fact pin` and `generate` as real processes answer without click or SQLAlchemy on
+    an SQLite file (issue 19): they file a row still under its path as the slow path
+    does, or leave it to the slow path."""
+    from subrosa.config import resolve_db_url
+
+    url = resolve_db_url(str(tmp_path / "fast.db"))
+    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "fast.db"))
+    clone = _clone(tmp_path / "tool", SSH)
+    memory = clone / ".claude" / "memory"
+    write_leaf(memory, "project_cache.md")
+    monkeypatch.chdir(clone)
+    assert subrosa_process("generate").returncode == 0
+    _insert(url, "facts", [_fact_row(str(memory.resolve()), "project_old", 3)])
+    write_leaf(memory, "project_old.md")
+    pinned = subrosa_process("fact", "pin", "project_old")
+    assert pinned.returncode == 0, pinned.stderr
+    assert _rows(url, "SELECT project, slug, hits, pinned FROM facts ORDER BY slug") == [
+        (NAME, "project_cache", 0, 0),
+        (NAME, "project_old", 3, 1),
+    ]
+    # A twin under the path again: generate's quick path steps aside, the slow one files it.
+    _insert(url, "facts", [_fact_row(str(memory.resolve()), "project_cache", 2)])
+    assert subrosa_process("generate").returncode == 0
+    assert _rows(url, "SELECT project, slug, hits FROM facts ORDER BY slug") == [
+        (NAME, "project_cache", 2),
+        (NAME, "project_old", 3),
+    ]
+
+
 def test_sessions_filed_under_the_folder_move_at_the_next_ingest(
     tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
