@@ -559,3 +559,27 @@ def test_a_limit_past_the_rerank_window_is_honoured(
     assert len(_search(run, "deploy", "--transcripts", "--limit", "25")) == 25
     assert len(_search(run, "deploy", "--transcripts", "--limit", "500")) == 40
     assert len(_search(run, "deploy", "--transcripts", "--limit", "5")) == 5
+
+
+def test_transcripts_under_walks_as_os_walk_does(tmp_path: Path) -> None:
+    """transcripts_under is os.walk by hand (one scandir per folder, for a no-op
+    re-ingest of thousands of files): the same files in the same order, hidden and
+    symlinked folders left out, links and FIFOs named .jsonl listed as os.walk lists them."""
+    from subrosa.archive.ingest import transcripts_under
+
+    top = tmp_path / "t"
+    for folder in ("a/b/c", ".hidden", "z", "a/subagents", "a/.git"):
+        (top / folder).mkdir(parents=True)
+    for name in ("1", "a/2", "a/b/3", "a/b/c/4", ".hidden/5", "z/6", "a/subagents/7", "a/.git/8"):
+        (top / f"{name}.jsonl").write_text("{}\n")
+    (top / "a" / "notes.txt").write_text("x")
+    (top / "a" / "linked").symlink_to(top / "z", target_is_directory=True)
+    (top / "a" / "link.jsonl").symlink_to(top / "1.jsonl")
+    (top / "a" / "dangling.jsonl").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(top / "a" / "fifo.jsonl")
+    walked = []
+    for root, dirs, files in os.walk(top, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        walked += [os.path.join(root, f) for f in sorted(files) if f.endswith(".jsonl")]
+    assert transcripts_under(top) == walked
+    assert len(walked) == 9

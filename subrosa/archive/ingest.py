@@ -139,12 +139,34 @@ def _project_under(absolute: str, projects: str, default: str) -> str:
 
 def transcripts_under(directory: Path) -> list[str]:
     """Every `*.jsonl` file under `directory`, at any depth (a project folder, a folder
-    of project folders, a copy of `projects/`), in a stable order. Symlinked folders are
-    not followed (no loops), nor hidden ones (`.subrosa/facts.jsonl` is no transcript)."""
+    of project folders, a copy of `projects/`), in a stable order: a folder's files by
+    name, then its folders by name, each walked the same way. Symlinked folders are not
+    followed (no loops), nor hidden ones (`.subrosa/facts.jsonl` is no transcript).
+
+    os.walk's order and rules, by hand: one scandir per folder and nothing built per
+    entry but what is kept (a no-op re-ingest of thousands of files is mostly this)."""
     found: list[str] = []
-    for root, dirs, files in os.walk(directory, onerror=None, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".jsonl")]
+    todo = [str(directory)]
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = list(scan)
+        except OSError:
+            continue  # gone or unreadable: as os.walk skips it
+        files, folders = [], []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                if entry.name.endswith(".jsonl"):
+                    files.append(entry.name)
+            elif not entry.name.startswith(".") and not entry.is_symlink():
+                folders.append(entry.name)
+        found += [os.path.join(folder, name) for name in sorted(files)]
+        todo += [os.path.join(folder, name) for name in sorted(folders, reverse=True)]
     return found
 
 
@@ -153,16 +175,23 @@ def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
     `--all-projects` searches `<claude root>/projects/`. A transcript under that root
     belongs to its project folder's project; one elsewhere to the folder's (the default)."""
     sources: list[Source] = []
+    projects = _projects_prefix()
     for path in paths:
-        if path.is_dir():
-            # Its paths are the folder's, made absolute once, joined with names: absolute
-            # already (a no-op re-ingest of thousands of files resolves none of them).
-            project = project_of(path / "x.jsonl", default_project)
-            projects = _projects_prefix()
-            for file in transcripts_under(Path(os.path.abspath(path))):
-                sources.append(Source(file, _project_under(file, projects, project), file))
-        else:
+        if not path.is_dir():
             sources.append(Source(str(path), project_of(path, default_project)))
+            continue
+        # Its paths are the folder's, made absolute once, joined with names: absolute
+        # already (a no-op re-ingest of thousands of files resolves none of them). A
+        # folder inside a project folder gives all its transcripts that project.
+        folder = os.path.abspath(path)
+        project = _project_under(os.path.join(folder, "x.jsonl"), projects, default_project)
+        files = transcripts_under(Path(folder))
+        if folder.startswith(projects):
+            sources += [Source(file, project, file) for file in files]
+        else:
+            sources += [
+                Source(file, _project_under(file, projects, project), file) for file in files
+            ]
     return sources
 
 
