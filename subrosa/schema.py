@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-SCHEMA_HEAD = "0005"
+SCHEMA_HEAD = "0007"
 
 
 def state(path: Path) -> tuple[bool, bool]:
