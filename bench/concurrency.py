@@ -14,6 +14,13 @@ transaction), and what the database holds afterwards against what was written: l
 (a uuid written but not stored, or a session's count short) and duplicated (a uuid
 stored twice, or a count too high). Target: 0 and 0 everywhere, and PostgreSQL's
 throughput at 8 processes >= 2x its throughput at 1.
+
+Also printed: the CPU time of one message in the ingesting processes (client) and,
+when the server runs on this machine, in the server (all its processes, read from
+/proc), and how many cores that kept busy (CPU per message x messages/s). The run
+starts by measuring how many cores this machine gives at all (one busy loop per
+core for a second: a machine shared with other work gives less than its count), and
+ends with the ceiling that sets on the speed-up: cores available / cores busy at 1.
 """
 
 from __future__ import annotations
@@ -141,6 +148,36 @@ def check(db: str, expected: int) -> tuple[int, int]:
     return lost, duplicated
 
 
+def _spin(seconds: float, out: int) -> None:
+    start, cpu = time.perf_counter(), time.process_time()
+    while time.perf_counter() - start < seconds:
+        pass
+    os.write(out, str(time.process_time() - cpu).encode())
+
+
+def available_cores(seconds: float = 1.0) -> float:
+    """How many cores this machine gives now: one busy loop per core for `seconds`,
+    the CPU seconds they got over the wall seconds."""
+    readers = []
+    for _ in range(os.cpu_count() or 1):
+        read, write = os.pipe()
+        if os.fork() == 0:
+            _spin(seconds, write)
+            os._exit(0)
+        os.close(write)
+        readers.append(read)
+    got = 0.0
+    for read in readers:
+        got += float(os.read(read, 64) or b"0")
+        os.close(read)
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+    return got / seconds
+
+
 def _ticks(pid: int) -> tuple[int, int]:
     """CPU ticks a process spent (user + system) and those of its children it reaped."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -252,15 +289,21 @@ def main() -> None:
         folder.mkdir()
         expected = write_sessions(folder)
         files = sorted(str(p) for p in folder.glob("*.jsonl"))
-        print(f"\n{SESSIONS} sessions, {expected:,} messages, one project\n")
+        cores = available_cores()
+        print(
+            f"\n{SESSIONS} sessions, {expected:,} messages, one project;"
+            f" {cores:.2f} of {os.cpu_count()} cores available to a busy loop\n"
+        )
         print(
             "| engine | processes | messages/s | vs 1 | batch p50 / p95 | lost | duplicated"
             " | CPU µs per message: client / server | cores busy |"
         )
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         engines = [("SQLite", None), *([("PostgreSQL", args.pg)] if args.pg else [])]
+        ceilings = []
         for engine, admin in engines:
             base = 0.0
+            busy_at_1 = 0.0
             for processes in PROCESSES:
                 if admin is None:
                     db = f"sqlite:///{work}/sqlite-{processes}.db"
@@ -271,12 +314,22 @@ def main() -> None:
                 server = "-" if r["server_us"] is None else f"{r['server_us']:.0f}"
                 cpu_us = r["client_us"] + (r["server_us"] or 0.0)
                 busy = f"{cpu_us * r['rate'] / 1e6:.2f}"
+                busy_at_1 = busy_at_1 or cpu_us * r["rate"] / 1e6
                 print(
                     f"| {engine} | {processes} | {r['rate']:,.0f} | {r['rate'] / base:.2f}x |"
                     f" {r['p50'] * 1e3:.0f} / {r['p95'] * 1e3:.0f} ms | {r['lost']} |"
                     f" {r['duplicated']} | {r['client_us']:.0f} / {server} | {busy} |",
                     flush=True,
                 )
+            if admin is not None:
+                ceilings.append(
+                    f"{engine}: one process keeps {busy_at_1:.2f} cores busy; with"
+                    f" {cores:.2f} available, no number of processes can go past"
+                    f" {cores / busy_at_1:.2f}x (on {os.cpu_count()} idle cores:"
+                    f" {(os.cpu_count() or 1) / busy_at_1:.2f}x)"
+                )
+        for line in ceilings:
+            print(f"\n{line}")
 
 
 if __name__ == "__main__":
