@@ -14,6 +14,13 @@ transaction), and what the database holds afterwards against what was written: l
 (a uuid written but not stored, or a session's count short) and duplicated (a uuid
 stored twice, or a count too high). Target: 0 and 0 everywhere, and PostgreSQL's
 throughput at 8 processes >= 2x its throughput at 1.
+
+Also printed: the CPU time of one message in the ingesting processes (client) and,
+when the server runs on this machine, in the server (all its processes, read from
+/proc), and how many cores that kept busy (CPU per message x messages/s). The run
+starts by measuring how many cores this machine gives at all (one busy loop per
+core for a second: a machine shared with other work gives less than its count), and
+ends with the ceiling that sets on the speed-up: cores available / cores busy at 1.
 """
 
 from __future__ import annotations
@@ -110,6 +117,7 @@ def worker(db: str, files: list[str], out: str) -> None:
     Path(out + ".ready").touch()
     while not Path(out + ".go").exists():
         time.sleep(0.002)
+    cpu = time.process_time()
     with open_archive(db) as conn, archive_lock(db):
         ingester = new_ingester(conn)
         store = ingester._store_batch
@@ -122,7 +130,8 @@ def worker(db: str, files: list[str], out: str) -> None:
 
         ingester._store_batch = timed  # type: ignore[method-assign]
         report = ingester.ingest([Source(f, "-work-app") for f in files])
-    Path(out).write_text(json.dumps({"times": times, "new": report.new_messages}))
+    cpu = time.process_time() - cpu
+    Path(out).write_text(json.dumps({"times": times, "new": report.new_messages, "cpu": cpu}))
 
 
 def check(db: str, expected: int) -> tuple[int, int]:
@@ -139,11 +148,77 @@ def check(db: str, expected: int) -> tuple[int, int]:
     return lost, duplicated
 
 
+def _spin(seconds: float, out: int) -> None:
+    start, cpu = time.perf_counter(), time.process_time()
+    while time.perf_counter() - start < seconds:
+        pass
+    os.write(out, str(time.process_time() - cpu).encode())
+
+
+def available_cores(seconds: float = 1.0) -> float:
+    """How many cores this machine gives now: one busy loop per core for `seconds`,
+    the CPU seconds they got over the wall seconds."""
+    readers = []
+    for _ in range(os.cpu_count() or 1):
+        read, write = os.pipe()
+        if os.fork() == 0:
+            _spin(seconds, write)
+            os._exit(0)
+        os.close(write)
+        readers.append(read)
+    got = 0.0
+    for read in readers:
+        got += float(os.read(read, 64) or b"0")
+        os.close(read)
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+    return got / seconds
+
+
+def _ticks(pid: int) -> tuple[int, int]:
+    """CPU ticks a process spent (user + system) and those of its children it reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def server_cpu(db: str) -> float | None:
+    """CPU seconds the PostgreSQL server behind `db` has spent so far (postmaster, its
+    live processes and those that have ended), when it runs on this machine; else None."""
+    if db.startswith("sqlite"):
+        return None
+    from subrosa.archive.connection import open_archive
+
+    try:
+        with open_archive(db) as conn:
+            row = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'"
+            ).fetchone()
+        status = Path(f"/proc/{row[0]}/status").read_text()
+        postmaster = int(status.split("PPid:")[1].split()[0])
+        own, reaped = _ticks(postmaster)
+        total = own + reaped
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+                    total += _ticks(int(entry.name))[0]
+    except (OSError, TypeError, IndexError, ValueError):
+        return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def run(db: str, files: list[str], processes: int, work: Path, expected: int) -> dict[str, Any]:
     from subrosa.archive.connection import open_archive
 
     with open_archive(db):
         pass  # created and migrated before the clock starts
+    server_before = server_cpu(db)
     shares = [files[p::processes] for p in range(processes)]
     outs = [str(work / f"out-{processes}-{p}.json") for p in range(processes)]
     env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
@@ -160,7 +235,16 @@ def run(db: str, files: list[str], processes: int, work: Path, expected: int) ->
         if proc.wait() != 0:
             raise SystemExit(f"a worker failed ({proc.returncode})")
     wall = time.perf_counter() - start
-    times = [t for out in outs for t in json.loads(Path(out).read_text())["times"]]
+    time.sleep(0.3)  # the server reaps the workers' backends
+    server_after = server_cpu(db)
+    results = [json.loads(Path(out).read_text()) for out in outs]
+    times = [t for r in results for t in r["times"]]
+    client = sum(r["cpu"] for r in results)
+    server = (
+        server_after - server_before
+        if server_after is not None and server_before is not None
+        else None
+    )
     lost, duplicated = check(db, expected)
     ordered = sorted(times)
     return {
@@ -170,6 +254,8 @@ def run(db: str, files: list[str], processes: int, work: Path, expected: int) ->
         "lost": lost,
         "duplicated": duplicated,
         "wall": wall,
+        "client_us": client / expected * 1e6,
+        "server_us": None if server is None else server / expected * 1e6,
     }
 
 
@@ -203,12 +289,21 @@ def main() -> None:
         folder.mkdir()
         expected = write_sessions(folder)
         files = sorted(str(p) for p in folder.glob("*.jsonl"))
-        print(f"\n{SESSIONS} sessions, {expected:,} messages, one project\n")
-        print("| engine | processes | messages/s | vs 1 | batch p50 / p95 | lost | duplicated |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+        cores = available_cores()
+        print(
+            f"\n{SESSIONS} sessions, {expected:,} messages, one project;"
+            f" {cores:.2f} of {os.cpu_count()} cores available to a busy loop\n"
+        )
+        print(
+            "| engine | processes | messages/s | vs 1 | batch p50 / p95 | lost | duplicated"
+            " | CPU µs per message: client / server | cores busy |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         engines = [("SQLite", None), *([("PostgreSQL", args.pg)] if args.pg else [])]
+        ceilings = []
         for engine, admin in engines:
             base = 0.0
+            busy_at_1 = 0.0
             for processes in PROCESSES:
                 if admin is None:
                     db = f"sqlite:///{work}/sqlite-{processes}.db"
@@ -216,12 +311,25 @@ def main() -> None:
                     db = new_pg_database(admin, f"subrosa_concurrency_{processes}")
                 r = run(db, files, processes, work, expected)
                 base = base or r["rate"]
+                server = "-" if r["server_us"] is None else f"{r['server_us']:.0f}"
+                cpu_us = r["client_us"] + (r["server_us"] or 0.0)
+                busy = f"{cpu_us * r['rate'] / 1e6:.2f}"
+                busy_at_1 = busy_at_1 or cpu_us * r["rate"] / 1e6
                 print(
                     f"| {engine} | {processes} | {r['rate']:,.0f} | {r['rate'] / base:.2f}x |"
                     f" {r['p50'] * 1e3:.0f} / {r['p95'] * 1e3:.0f} ms | {r['lost']} |"
-                    f" {r['duplicated']} |",
+                    f" {r['duplicated']} | {r['client_us']:.0f} / {server} | {busy} |",
                     flush=True,
                 )
+            if admin is not None:
+                ceilings.append(
+                    f"{engine}: one process keeps {busy_at_1:.2f} cores busy; with"
+                    f" {cores:.2f} available, no number of processes can go past"
+                    f" {cores / busy_at_1:.2f}x (on {os.cpu_count()} idle cores:"
+                    f" {(os.cpu_count() or 1) / busy_at_1:.2f}x)"
+                )
+        for line in ceilings:
+            print(f"\n{line}")
 
 
 if __name__ == "__main__":

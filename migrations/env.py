@@ -14,7 +14,8 @@ config = context.config
 # The full-text pieces are made by raw SQL in migrations 0002, 0003 and 0005: FTS5
 # virtual tables and their shadow tables (`messages_fts_data`, …) on SQLite, GIN
 # indexes over tsvector expressions on PostgreSQL. Models cannot express them, so
-# autogenerate must not see them (it would propose dropping them).
+# autogenerate must not see them (it would propose dropping them). Nor the tsvector
+# column migration 0007 adds to messages on PostgreSQL only (what the GIN index reads).
 FTS_TABLES = ("messages_fts", "facts_fts")
 FTS_INDEXES = (
     "ix_messages_text_tsv",
@@ -24,6 +25,7 @@ FTS_INDEXES = (
     "ix_messages_words",
     "ix_facts_words",
 )
+FTS_COLUMNS = (("messages", "words"),)
 
 
 def include_name(name: str | None, type_: str, parent_names: object) -> bool:
@@ -31,6 +33,8 @@ def include_name(name: str | None, type_: str, parent_names: object) -> bool:
         return not any(name == fts or name.startswith(fts + "_") for fts in FTS_TABLES)
     if type_ == "index":
         return name not in FTS_INDEXES
+    if type_ == "column" and isinstance(parent_names, dict):
+        return (parent_names.get("table_name"), name) not in FTS_COLUMNS
     return True
 
 

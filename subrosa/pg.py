@@ -58,6 +58,9 @@ class Connection:
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
+        # What the archive's search has learnt of its queries (subrosa.archive.pgsearch:
+        # how many messages match, to choose a plan; never a result).
+        self.matches: dict[str, float] = {}
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """Run one statement; the cursor, to fetch from or iterate."""
@@ -86,11 +89,16 @@ def connect(url: str) -> Connection:
             return bytes(data).decode()
 
     try:
-        raw = psycopg.connect(conninfo(url), autocommit=True)
+        # No server-side prepared statements: after five runs of one statement the
+        # server would plan it once for any parameter, and a search's best plan depends
+        # on its words (a rare one: the index's few matches; a common one: the newest
+        # ids, each row tested). Each statement is planned for its own parameters.
+        raw = psycopg.connect(conninfo(url), autocommit=True, prepare_threshold=None)
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())
         raise SubrosaError(f"{hide_passwords(url)}: cannot connect ({reason}).") from None
     raw.adapters.register_loader("timestamp", TimeText)
-    # ISO whatever the server's default: times compare and print as SQLite's text.
-    raw.execute("SET datestyle = 'ISO, YMD'")
+    # ISO whatever the server's default: times compare and print as SQLite's text. No
+    # parallel workers: subrosa's statements take milliseconds, a worker's start as much.
+    raw.execute("SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0")
     return Connection(raw)

@@ -13,15 +13,19 @@ first tier the AND (`&`) of the required units. Tokens are put in the tsquery as
 lexemes, quoted, so no input is a syntax error (PostgreSQL's own to_tsquery would
 cut them again, its way).
 
-`VECTOR` is the index's expression word for word: PostgreSQL uses an expression
-index only for a query that spells the same expression.
+`VECTOR` is the column migration 0007 stores that vector in (computed by the server
+when a row is written) and `ix_messages_words` indexes: a phrase or a prefix, which a
+GIN index cannot settle alone, is rechecked against the stored vector, not against a
+vector rebuilt from the text for every candidate row.
 
 FTS5 walks a term's matches newest first and stops when it has enough; a GIN index
-hands over all of a term's matches at once, in no order. A question about the newest
-matches of a common word ("the newest thousand holding `error`") is therefore asked
-of a window of the newest ids first, widened fourfold until it holds enough or is the
-whole table: the server then reads the word's matches from the index (compressed,
-fast) and only the rows in the window from the table.
+hands over all of a term's matches at once, in no order. Each question ("the newest
+thousand holding `error`") is one statement, and the server's planner, which knows
+how common each word is (ANALYZE keeps the column's most common lexemes), picks the
+walk: the ids newest first, each row's stored vector tested, for a common word; the
+index's matches sorted for a rare one. One statement per question also keeps the
+round trips (a tenth of a millisecond or more each, where FTS5's are microseconds)
+few: the SELECTIVE-th newest match and the count up to it come back together.
 """
 
 from __future__ import annotations
@@ -30,14 +34,11 @@ from typing import Any
 
 from subrosa.query import Alt, Filters, Unit
 
-VECTOR = (
-    "(to_tsvector('simple'::regconfig,"
-    " regexp_replace(left(m.text, 250000), '[^[:alnum:]]+', ' ', 'g'))"
-    " || to_tsvector('simple'::regconfig, left(coalesce(m.terms, ''), 250000)))"
-)
-# The first window of newest ids looked in, as a multiple of the matches wanted.
-WINDOW = 8
-GROWTH = 4
+VECTOR = "m.words"
+# How much dearer testing a row's stored vector is than reading a row the index found.
+WALK_COST = 4
+# Past this many remembered queries, the memory of their match counts starts afresh.
+REMEMBER = 4096
 
 
 def _lexeme(token: str) -> str:
@@ -84,6 +85,7 @@ def _filters(filters: Filters) -> tuple[str, str, list[Any]]:
 def newest_id(conn: Any) -> int:
     """The newest message's id (ids grow with ingest; search.py counts with it)."""
     row = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
+    _remember(conn, "", int(row[0]))
     return int(row[0])
 
 
@@ -100,26 +102,45 @@ def existing(conn: Any, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
     return tuple(found)
 
 
+def _remember(conn: Any, query: str, matches: float) -> None:
+    if len(conn.matches) >= REMEMBER:
+        conn.matches.clear()
+    conn.matches[query] = matches
+
+
+def _from_the_index(conn: Any, query: str, wanted: int) -> bool:
+    """Whether the newest `wanted` matches of `query` are best found by sorting all its
+    matches from the index (else: the planner picks, for a common query the ids newest
+    first). The planner knows how many rows match but not that testing a row reads
+    and decompresses its vector (a few µs): for a query in some percent of the
+    messages it walks tens of thousands of rows where the index has a few thousand.
+    Sorting M matches costs about M rows read; walking, wanted * total / M rows
+    tested, each several times dearer. M comes from probe() (a unit's count, or its
+    estimate; an AND of units: its least common one), so it is known only for the
+    queries search.py has probed; it only chooses the plan, never the rows."""
+    known = [conn.matches.get(part) for part in query.split(" & ")]
+    matches = min((m for m in known if m is not None), default=None)
+    if matches is None:
+        return False
+    total = float(conn.matches.get("", 0.0))
+    return bool(matches * matches <= WALK_COST * wanted * total)
+
+
 def _newest(
     conn: Any, columns: str, query: str, filters: Filters, limit: int, offset: int = 0
 ) -> list[Any]:
     """The rows of the newest `limit` messages matching `query` (after `offset`), newest
-    first, asked of ever wider windows of the newest ids (see the module's docstring)."""
+    first, in one statement (see the module's docstring). `m.id + 0` hides the order of
+    the primary key from the planner, when all the index's matches are to be sorted."""
     joins, where, params = _filters(filters)
-    sql = (
-        f"SELECT {columns} FROM messages m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
-        "{window} ORDER BY m.id DESC LIMIT ? OFFSET ?"
-    )
-    top = newest_id(conn)
-    window = WINDOW * (limit + offset)
-    while window < top:
-        rows = conn.execute(
-            sql.format(window=" AND m.id > ?"), [query, *params, top - window, limit, offset]
+    order = "m.id + 0" if _from_the_index(conn, query, limit + offset) else "m.id"
+    return list(
+        conn.execute(
+            f"SELECT {columns} FROM messages m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
+            f" ORDER BY {order} DESC LIMIT ? OFFSET ?",
+            [query, *params, limit, offset],
         ).fetchall()
-        if len(rows) >= limit:
-            return list(rows)
-        window *= GROWTH
-    return list(conn.execute(sql.format(window=""), [query, *params, limit, offset]).fetchall())
+    )
 
 
 def count_upto(conn: Any, query: str, cap: int) -> int:
@@ -131,12 +152,23 @@ def count_upto(conn: Any, query: str, cap: int) -> int:
     return int(row[0])
 
 
-def probe(conn: Any, query: str, selective: int) -> int | None:
-    """The id of the query's `selective`-th newest match, or None when it has fewer."""
-    if count_upto(conn, query, selective) < selective:
-        return None
-    rows = _newest(conn, "m.id", query, Filters(), 1, offset=selective - 1)
-    return int(rows[0][0]) if rows else None
+def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
+    """The id of the query's `selective`-th newest match (None when it has fewer) and
+    how many matches it has up to `selective`, in one statement: the server walks the
+    ids newest first for a common query and sorts the few matches of a rare one."""
+    row = conn.execute(
+        f"SELECT count(*), min(id) FROM (SELECT m.id FROM messages m WHERE {VECTOR}"
+        " @@ ?::tsquery ORDER BY m.id DESC LIMIT ?) x",
+        [query, selective],
+    ).fetchone()
+    count = int(row[0])
+    if count < selective:
+        _remember(conn, query, count)
+        return None, count
+    kth = int(row[1])
+    total = conn.matches.get("") or newest_id(conn)
+    _remember(conn, query, selective * total / max(1, total - kth + 1))
+    return kth, count
 
 
 def candidates(conn: Any, query: str, filters: Filters, limit: int) -> list[Any]:

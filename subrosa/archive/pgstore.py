@@ -79,6 +79,10 @@ class PgIngester(Ingester):
     conn: Any  # a subrosa.pg.Connection
 
     def _tune_connection(self) -> None:
+        # A commit returns before its WAL reaches the disk (docs/team.md, "Writes"): a
+        # server crash may lose the last batches, their files' offsets with them, and
+        # the next ingest reads those lines again. Nothing else waits for an fsync.
+        self.conn.execute("SET synchronous_commit = off")
         self.conn.execute(
             "CREATE TEMPORARY TABLE IF NOT EXISTS messages_in"
             " (LIKE messages INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
@@ -200,15 +204,17 @@ class PgIngester(Ingester):
         self.report.duplicate_messages += self._counts["duplicate"]
 
     def _id_block(self, count: int) -> int:
-        """The first of `count` consecutive ids no other writer will take."""
-        self.conn.execute("SELECT pg_advisory_lock(?)", (ID_LOCK_KEY,))
-        try:
-            row = self.conn.execute(
-                "SELECT setval(?::regclass, nextval(?::regclass) + ?)",
-                (self._sequence, self._sequence, count - 1),
-            ).fetchone()
-        finally:
-            self.conn.execute("SELECT pg_advisory_unlock(?)", (ID_LOCK_KEY,))
+        """The first of `count` consecutive ids no other writer will take: the
+        sequence moved on by `count` under an advisory lock, taken and let go in the
+        same statement (one round trip; the CTEs run in the order they depend on each
+        other)."""
+        row = self.conn.execute(
+            "WITH locked AS MATERIALIZED (SELECT pg_advisory_lock(?)),"
+            " block AS MATERIALIZED (SELECT setval(?::regclass, nextval(?::regclass) + ?)"
+            " AS last FROM locked)"
+            " SELECT last, pg_advisory_unlock(?) FROM block",
+            (ID_LOCK_KEY, self._sequence, self._sequence, count - 1, ID_LOCK_KEY),
+        ).fetchone()
         return int(row[0]) - count + 1
 
     def _insert_all(self, messages: list[Message], pks: dict[str, int]) -> None:
@@ -236,7 +242,8 @@ class PgIngester(Ingester):
                 " ORDER BY uuid, id ON CONFLICT (uuid) DO NOTHING RETURNING session_pk"
             )
             added = Counter(int(r[0]) for r in cursor.fetchall())
-            cursor.execute("TRUNCATE messages_in")
+            # messages_in empties itself at the commit (ON COMMIT DELETE ROWS); a
+            # TRUNCATE here would give it a new file and write the catalog each batch.
         self._counts["new"] += sum(added.values())
         self._counts["duplicate"] += len(messages) - sum(added.values())
         by_pk: dict[int, list[str]] = {}

@@ -148,18 +148,21 @@ def _count_upto(conn: sqlite3.Connection, expr: str, cap: int) -> int:
     return int(row[0])
 
 
-def _probe(conn: sqlite3.Connection, expr: str) -> int | None:
-    """The rowid of the expression's SELECTIVE-th newest match, or None when it has
-    fewer (FTS5 walks doclists newest-first lazily: this reads SELECTIVE entries at most)."""
+def _probe(conn: sqlite3.Connection, expr: str) -> tuple[int | None, int]:
+    """The rowid of the expression's SELECTIVE-th newest match (None when it has fewer)
+    and how many matches it has up to SELECTIVE (FTS5 walks doclists newest-first
+    lazily: this reads SELECTIVE entries at most; a server answers both at once)."""
     if not isinstance(conn, sqlite3.Connection):
-        found: int | None = _pg().probe(conn, expr, SELECTIVE)
+        found: tuple[int | None, int] = _pg().probe(conn, expr, SELECTIVE)
         return found
     row = conn.execute(
         "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
         " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
         [expr, SELECTIVE - 1],
     ).fetchone()
-    return None if row is None else int(row[0])
+    if row is not None:
+        return int(row[0]), SELECTIVE
+    return None, _count_upto(conn, expr, SELECTIVE)
 
 
 def _newest_id(conn: sqlite3.Connection) -> int:
@@ -213,11 +216,11 @@ def unit_stats(
         ):
             alts += _existing(conn, unit.splits)
         expr = _expr(conn, unit, alts) if alts else ""
-        kth = _probe(conn, expr) if expr else None
+        kth, matches = _probe(conn, expr) if expr else (None, 0)
         if not expr:
             df = 0.0
         elif kth is None:
-            df = float(_count_upto(conn, expr, SELECTIVE))
+            df = float(matches)
         else:
             df = min(float(total), SELECTIVE * total / max(1, total - kth + 1))
         idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
