@@ -119,6 +119,40 @@ def test_archive_outlives_the_source_and_ingest_is_incremental(
     assert [r["session_id"] for r in _search(run, "zanzibarite")] == ["s-1"]
 
 
+def test_ingest_shows_a_bar_in_bytes_on_a_terminal(memory_dir: Path) -> None:
+    """On a terminal (a pseudo-terminal here) ingest shows its bar on stderr, counting
+    the bytes read of the bytes to read; the summary goes to stdout alone."""
+    pty = pytest.importorskip("pty")
+    path = _transcript("s-1.jsonl", _record("m1", "the zanzibarite deployment plan"))
+    size = path.stat().st_size
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "100"}
+    env.pop("NO_COLOR", None)
+    main, side = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "subrosa", "ingest"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=side,
+            timeout=120,
+        )
+    finally:
+        os.close(side)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal's other end is closed: all was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert done.returncode == 0
+    assert done.stdout.startswith(b"1 new messages from 1 of ")
+    assert f"{size}/{size} bytes".encode() in shown
+
+
 def test_half_a_line_waits_until_it_is_complete(memory_dir: Path, run: RunCli) -> None:
     line = _record("m2", "the quokkaflux migration is done")
     path = _transcript("s-1.jsonl", _record("m1", "first message"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -92,36 +92,64 @@ def is_terminal() -> bool:
 
 
 @contextmanager
-def reindex_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar on stderr for the archive's re-index after a migration (it takes
-    about as long as ingesting the archive afresh), advanced by (messages just indexed,
-    messages in all); shown from the re-index's first report to its last (so that the
-    command's own bar can follow: a terminal shows one at a time)."""
+def progress_bar(
+    enabled: bool,
+    label: str,
+    *,
+    in_bytes: bool = False,
+    announce: str | None = None,
+    stop_when_done: bool = False,
+) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr, advanced by (just done, in all; the total may grow as
+    work is found): items, or bytes when `in_bytes`. It starts at the first report (so
+    that another bar may come first: a terminal shows one at a time) and says
+    `announce` then; with `stop_when_done` it goes when the total is reached, so that
+    a bar after it can show."""
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
-    columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    bar = Progress(*columns, console=err_console(), transient=True)
+    counts: tuple[ProgressColumn, ...] = (
+        (DownloadColumn(), TransferSpeedColumn()) if in_bytes else (MofNCompleteColumn(),)
+    )
+    bar = Progress(
+        BarColumn(), *counts, TimeRemainingColumn(), console=err_console(), transient=True
+    )
     task = None
-    indexed = 0
+    done_so_far = 0
 
     def advance(done: int, total: int) -> None:
-        nonlocal task, indexed
+        nonlocal task, done_so_far
         if task is None:
-            note("re-indexing the archive for search (once, after an upgrade)")
+            if announce:
+                note(announce)
             bar.start()
-            task = bar.add_task("re-index", total=total)
-        indexed += done
-        bar.update(task, advance=done)
-        if indexed >= total:
+            task = bar.add_task(label, total=total)
+        done_so_far += done
+        bar.update(task, total=total, advance=done)
+        if stop_when_done and done_so_far >= total:
             bar.stop()
 
     try:
         yield advance
     finally:
         bar.stop()
+
+
+def reindex_bar(enabled: bool) -> AbstractContextManager[Callable[[int, int], None] | None]:
+    """The bar for the archive's re-index after a migration (it takes about as long as
+    ingesting the archive afresh), advanced by (messages just indexed, messages in all)."""
+    announce = "re-indexing the archive for search (once, after an upgrade)"
+    return progress_bar(enabled, "re-index", announce=announce, stop_when_done=True)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help=JSON_HELP)

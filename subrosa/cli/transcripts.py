@@ -6,8 +6,6 @@ Adapters: each parses its options, calls one use case of the archive half
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -19,6 +17,7 @@ from subrosa.cli.common import (
     json_option,
     pass_app,
     print_json,
+    progress_bar,
     reindex_bar,
     say,
 )
@@ -56,42 +55,12 @@ def ingest(
     # Without a progress bar (not a terminal) subrosa.cli.fastpath runs it without click
     # too; the ingest and its report are defined there, for both entries.
     bars = is_terminal() and not as_json and not pending_only
-    with _progress_bar(enabled=bars) as progress, reindex_bar(enabled=bars) as reindexing:
+    with (
+        progress_bar(bars, "ingest", in_bytes=True) as progress,
+        reindex_bar(enabled=bars) as reindexing,
+    ):
         done = run_ingest(app.db_url, list(paths), all_projects, pending_only, progress, reindexing)
     show_ingested(done, bool(paths), pending_only, as_json)
-
-
-@contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar on stderr, advanced by (bytes just read, bytes to read in all)."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    from subrosa.cli.common import err_console
-
-    columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-    bar = Progress(*columns, console=err_console(), transient=True)
-    task = None
-
-    def advance(read: int, total: int) -> None:
-        nonlocal task
-        if task is None:  # started at the first bytes: a re-index's bar may come first
-            bar.start()
-            task = bar.add_task("ingest", total=total)
-        bar.update(task, total=total, advance=read)
-
-    try:
-        yield advance
-    finally:
-        bar.stop()
 
 
 # ---------------------------------------------------------------- transcript list / show

@@ -5,13 +5,19 @@ Adapters over subrosa.transfer: options parsed, one use case called, a summary p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
-from subrosa.cli.common import AppContext, is_terminal, json_option, pass_app, print_json, say
+from subrosa.cli.common import (
+    AppContext,
+    is_terminal,
+    json_option,
+    pass_app,
+    print_json,
+    progress_bar,
+    say,
+)
 
 
 @click.command(name="export")
@@ -74,7 +80,7 @@ def import_cmd(app: AppContext, file: Path, as_json: bool) -> None:
     """
     from subrosa.transfer import import_file
 
-    with _bar(enabled=is_terminal() and not as_json) as progress:
+    with progress_bar(is_terminal() and not as_json, "import") as progress:
         done = import_file(app.db_url, file, progress)
     if as_json:
         print_json(done.to_dict())
@@ -89,30 +95,3 @@ def import_cmd(app: AppContext, file: Path, as_json: bool) -> None:
     if present:
         line += f"; {present} already here (left as they are)"
     say(line)
-
-
-@contextmanager
-def _bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar on stderr, advanced by (messages just written, messages in all)."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    from subrosa.cli.common import err_console
-
-    columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    bar = Progress(*columns, console=err_console(), transient=True)
-    task = None
-
-    def advance(done: int, total: int) -> None:
-        nonlocal task
-        if task is None:
-            bar.start()
-            task = bar.add_task("import", total=total)
-        bar.update(task, total=total, advance=done)
-
-    try:
-        yield advance
-    finally:
-        bar.stop()
