@@ -118,9 +118,8 @@ def test_a_session_started_in_a_subfolder_belongs_to_the_repository(
     everywhere = wait_for(
         lambda: cc.subrosa_json("search", "--all-projects", "KOOKABURRA"), "the archive"
     )
-    # The prompt, and the assistant's reply ranked after it: one session.
-    assert {h["session_id"] for h in everywhere} == {run.session_id}
+    assert [h["session_id"] for h in everywhere] == [run.session_id]
     at_root = cc.subrosa_json("search", "KOOKABURRA")
-    assert {h["session_id"] for h in at_root} == {run.session_id}
+    assert [h["session_id"] for h in at_root] == [run.session_id]
     in_subfolder = cc.subrosa_json("search", "KOOKABURRA", cwd=subfolder)
-    assert {h["session_id"] for h in in_subfolder} == {run.session_id}
+    assert [h["session_id"] for h in in_subfolder] == [run.session_id]
