@@ -607,7 +607,10 @@ def _with_replies(
     }
     best = {h.rowid: h for h in first}
     for hit in parents:
+        after_tool = is_tool_io("user", texts[hit.rowid][1])
         for rowid in replies[hit.rowid]:
+            if not own[rowid] and not after_tool:
+                continue  # to a prompt, a reply showing no word of the query: "got it"
             # Right after its parent at best: the message holding every word is the
             # surer of the two (a decision stated, the error itself).
             score = min(own[rowid] + REPLY * hit.score, hit.score)
