@@ -96,15 +96,19 @@ def search(
         facts = search_facts(conn, units, filters, limit, _archive_idf(conn, cache))
     if transcripts_only or not facts_only:
         messages = search_messages(conn, units, filters, limit, cache)
-    found = [r for r in facts + messages if r["match"] == "all"]
-    found += sorted(
-        (r for r in facts + messages if r["match"] != "all"), key=lambda r: -float(r["score"])
-    )  # "some" words and "reply" (subrosa.archive.search): one bm25 scale
+    # The first tier (every word, and the replies ranked among those messages) in its
+    # order; then the second, "some" words (subrosa.archive.search): one bm25 scale.
+    first = [r for r in facts + messages if r.get("tier", 1 if r["match"] == "all" else 2) == 1]
+    found = first + sorted(
+        (r for r in facts + messages if not any(r is f for f in first)),
+        key=lambda r: -float(r["score"]),
+    )
     found = found[:limit]
     hits = [r for r in found if r["kind"] == "fact" and r["match"] == "all"]
     record_hits(conn, [(r["fact_id"], _lock_dir(r["project"], filters)) for r in hits])
     for result in found:
         result.pop("fact_id", None)
+        result.pop("tier", None)
     return found
 
 

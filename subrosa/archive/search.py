@@ -56,12 +56,16 @@ SPLIT_BELOW = 10
 DUP_PREFIX = 200
 DUP_WINDOW = 300
 _SPACES_DIGITS = b"0123456789 \t\n\r\f\v"
-# The assistant's reply to one of the REPLY_PARENTS best messages holding every word
-# (found within REPLY_REACH messages after it) gains REPLY of its score in the second
-# tier: the explanation of an error rarely repeats the error.
+# The assistant's reply to one of the REPLY_PARENTS best first-tier messages that are
+# the user's (words typed or pasted, or a tool's output) is ranked among them: its own
+# bm25 plus REPLY of that message's score. The explanation of an error rarely repeats
+# the error. The reply is the assistant's first words after it (after any tool calls)
+# and, to a prompt, also its last words before the next prompt (within REPLY_REACH
+# messages): "let me look" comes first, what was found and fixed last.
 REPLY = 0.5
 REPLY_PARENTS = 20
-REPLY_REACH = 3
+REPLY_REACH = 30
+_PREFIX = 200  # enough of a text to tell a tool call or output (is_tool_io)
 # A tool call or a tool's output ranks below what was said, by this much: people look
 # for the conversation (what was explained, decided, reported); tool output is most of
 # an archive, long and repetitive, and still found, only after the words around it.
@@ -327,7 +331,13 @@ def _frequencies(stats: Stats, lowered: list[str], texts: list[str]) -> list[flo
     return [max(0.0, t) for t in total]
 
 
-def _rank(stats: list[Stats], candidates: list[Row], held: list[Held], tier: int) -> list[Hit]:
+def _rank(
+    stats: list[Stats],
+    candidates: list[Row],
+    held: list[Held],
+    tier: int,
+    average: float | None = None,
+) -> list[Hit]:
     """bm25 (Okapi, with Lucene's always-positive idf) over the candidates, computed
     here from their text: FTS5's bm25() would first count documents over the whole
     doclist of every unit, then score every match. A tool call or a tool's output
@@ -339,7 +349,8 @@ def _rank(stats: list[Stats], candidates: list[Row], held: list[Held], tier: int
     # Lengths in characters (a CJK character counts about as much as a word: its terms
     # count it again, twice): bm25 only compares them, and counting words costs more.
     lengths = [len(row[1]) + len(row[2] or "") for row in candidates]
-    average = sum(lengths) / len(lengths) or 1.0
+    if average is None:
+        average = sum(lengths) / len(lengths) or 1.0
     norms = [BM25_K1 * (1 - BM25_B + BM25_B * length / average) for length in lengths]
     scores = [0.0] * len(candidates)
     for s, holds in zip(stats, held, strict=True):
@@ -498,9 +509,9 @@ def _pattern(stats: list[Stats]) -> re.Pattern[str] | None:
 
 
 def _match(hit: Hit) -> str:
-    """How a result matched: "all" the words, "some", or some as the "reply" to a
-    message holding all."""
-    return "all" if hit.tier == 1 else "reply" if hit.reply else "some"
+    """How a result matched: "all" the words, "some", or as the "reply" to a message
+    holding all (ranked among those)."""
+    return "reply" if hit.reply else "all" if hit.tier == 1 else "some"
 
 
 def _details(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
@@ -531,11 +542,11 @@ def _ranked(
     stats = unit_stats(conn, units, cache)
     hits, texts = _first_tier(conn, stats, filters, limit)
     shown = [s for s in stats if s.expr]
+    hits = _with_replies(conn, shown, hits, texts, filters)
     if not enough(hits, texts):  # the pieces of a unit may be there when it is not
         exclude = {h.rowid for h in hits}
         more, more_texts, used = _second_tier(conn, stats, filters, exclude, cache, limit)
         texts.update(more_texts)
-        more = _with_replies(conn, hits, more, texts, filters)
         hits += more
         shown += [s for s in used if s not in shown]
     return hits, texts, shown
@@ -543,41 +554,71 @@ def _ranked(
 
 def _with_replies(
     conn: sqlite3.Connection,
+    stats: list[Stats],
     first: list[Hit],
-    second: list[Hit],
     texts: dict[int, Row],
     filters: Filters,
 ) -> list[Hit]:
-    """The second tier, where the assistant's reply to one of the best first-tier
-    messages (its next words in the session, after any tool calls) gains REPLY of
-    that message's score: an error pasted or printed holds every word of the query,
-    the explanation and the fix that follow it often only some."""
+    """The first tier with the assistant's replies to its REPLY_PARENTS best messages
+    that are the user's ranked among them (see REPLY): an error pasted or printed
+    holds every word of the query; its explanation and fix often only some."""
     if filters.role == "user" or not first:
-        return second
-    parents = first[:REPLY_PARENTS]
-    ids = {h.rowid + step for h in parents for step in range(REPLY_REACH + 1)}
-    rows: dict[int, Row] = {}
-    sessions: dict[int, int] = {}
-    marks = ",".join("?" * len(ids))
-    for rowid, session_pk, text, terms, role in conn.execute(
-        f"SELECT id, session_pk, text, terms, role FROM messages WHERE id IN ({marks})", list(ids)
-    ):
-        rows[rowid] = (rowid, text, terms, role)
-        sessions[rowid] = session_pk
-    bonus: dict[int, float] = {}
+        return first
+    parents = [h for h in first[:REPLY_PARENTS] if texts[h.rowid][3] == "user"]
+    if not parents:
+        return first
+    ids = sorted({h.rowid + step for h in parents for step in range(REPLY_REACH + 1)})
+    heads: dict[int, tuple[int, str, str]] = {}  # id -> session, role, the text's start
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for rowid, session_pk, role, head in conn.execute(
+            f"SELECT id, session_pk, role, substr(text, 1, {_PREFIX}) FROM messages"
+            f" WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ):
+            heads[rowid] = (session_pk, role, head)
+    replies: dict[int, list[int]] = {}  # parent -> its replies
     for hit in parents:
-        for step in range(1, REPLY_REACH + 1):
-            row = rows.get(hit.rowid + step)
-            if row is None or sessions.get(row[0]) != sessions.get(hit.rowid):
+        after_tool = is_tool_io("user", texts[hit.rowid][1])
+        session = heads[hit.rowid][0]
+        said: list[int] = []
+        for rowid in range(hit.rowid + 1, hit.rowid + REPLY_REACH + 1):
+            found = heads.get(rowid)
+            if found is None or found[0] != session:
                 break
-            if row[3] == "assistant" and not is_tool_io(row[3], row[1]) and row[0] in texts:
-                bonus[row[0]] = max(bonus.get(row[0], 0.0), REPLY * hit.score)
-                break
-    out = [
-        h._replace(score=h.score + bonus[h.rowid], reply=True) if h.rowid in bonus else h
-        for h in second
-    ]
-    out.sort(key=lambda hit: (-hit.score, -hit.rowid))
+            _session, role, head = found
+            if role == "user" and not is_tool_io(role, head):
+                break  # the next prompt
+            if role == "assistant" and not is_tool_io(role, head):
+                said.append(rowid)
+                if after_tool:
+                    break  # what a tool printed is answered by the next words
+        replies[hit.rowid] = list(dict.fromkeys(said[:1] + said[-1:]))
+    wanted = [r for rowid in replies for r in replies[rowid] if r not in texts]
+    rows = {row[0]: row for row in _texts(conn, list(dict.fromkeys(wanted)))}
+    rows.update({r: texts[r] for said in replies.values() for r in said if r in texts})
+    if not rows:
+        return first
+    lengths = [len(row[1]) + len(row[2] or "") for row in texts.values()]
+    average = sum(lengths) / len(lengths) or 1.0
+    own = {
+        h.rowid: h.score
+        for h in _rank(stats, list(rows.values()), [SHOWN] * len(stats), 1, average)
+    }
+    best = {h.rowid: h for h in first}
+    for hit in parents:
+        after_tool = is_tool_io("user", texts[hit.rowid][1])
+        for rowid in replies[hit.rowid]:
+            if not own[rowid] and not after_tool:
+                continue  # to a prompt, a reply showing no word of the query: "got it"
+            # Right after its parent at best: the message holding every word is the
+            # surer of the two (a decision stated, the error itself).
+            score = min(own[rowid] + REPLY * hit.score, hit.score)
+            if rowid not in best or best[rowid].score < score:
+                best[rowid] = Hit(rowid, score, 1, reply=True)
+                texts[rowid] = rows[rowid]
+    out = list(best.values())
+    out.sort(key=lambda hit: (-hit.score, hit.reply, -hit.rowid))
     return out
 
 
@@ -617,6 +658,7 @@ def search_messages(
             "message_id": rowid,
             "uuid": uuid,
             "project": project,
+            "tier": group.hit.tier,  # for subrosa.recall's merge; not shown
         }
         if len(group.copies) > 1:
             result["copies"] = len(group.copies)

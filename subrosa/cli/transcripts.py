@@ -192,7 +192,8 @@ def search(
     ending in * matches as a prefix (dep* finds deploy and dependency). Anything else is
     searched as plain text, never as syntax. Chinese, Japanese and Korean text is found
     by any part of it. A tool call or a tool's output ranks below what was said; the
-    assistant's reply to a message holding every word ranks higher in the second tier.
+    assistant's reply to a message of the user's (or a tool's output) holding every
+    word ranks right after it.
     Copies of one text (an error pasted many times) are one result that says how many
     there are. --sessions lists the sessions instead, each once, best first. Each
     result shows its kind, score, where it is (a fact's slug, or a message's session,
