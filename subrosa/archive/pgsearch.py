@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from subrosa.archive.search import SELECTIVE
 from subrosa.query import Alt, Filters, Unit
 
 VECTOR = "m.words"
@@ -39,6 +40,10 @@ VECTOR = "m.words"
 WALK_COST = 4
 # Past this many remembered queries, the memory of their match counts starts afresh.
 REMEMBER = 4096
+# existing() tests a common word on this many newest messages before asking the index.
+NEWEST = 16
+# _probe_ahead() sends a query's matches along when it has at most this many.
+PREFETCH = 100
 
 
 def _lexeme(token: str) -> str:
@@ -56,7 +61,12 @@ def alt_query(alt: Alt) -> str:
 def unit_query(unit: Unit, alts: tuple[Alt, ...] | None = None) -> str:
     """A unit as a tsquery: any of `alts` (default: its own); CJK runs included (their
     characters are in the vector, from the terms column)."""
-    queries = [alt_query(alt) for alt in (unit.alts if alts is None else alts)]
+    return unit_query_of(unit.alts if alts is None else alts)
+
+
+def unit_query_of(alts: tuple[Alt, ...]) -> str:
+    """Any of `alts`, as a tsquery."""
+    queries = [alt_query(alt) for alt in alts]
     if not queries:
         return ""
     return queries[0] if len(queries) == 1 else "(" + " | ".join(queries) + ")"
@@ -83,23 +93,87 @@ def _filters(filters: Filters) -> tuple[str, str, list[Any]]:
 
 
 def newest_id(conn: Any) -> int:
-    """The newest message's id (ids grow with ingest; search.py counts with it)."""
-    row = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
+    """The newest message's id (ids grow with ingest; search.py counts with it). It
+    is the first question of every search: what the last one learnt ahead is dropped.
+    The first time on a connection, the column's most common lexemes come along."""
+    conn.answers.clear()
+    if conn.common is None:
+        row = conn.execute(
+            "SELECT coalesce(max(id), 0), (SELECT most_common_elems::text::text[] FROM pg_stats"
+            " WHERE schemaname = current_schema() AND tablename = 'messages'"
+            " AND attname = 'words') FROM messages"
+        ).fetchone()
+        conn.common = frozenset(row[1] or ())
+    else:
+        row = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
     _remember(conn, "", int(row[0]))
     return int(row[0])
 
 
+def _common(conn: Any, alt: Alt) -> bool:
+    """Whether an alternative may be in many messages: a prefix, or words all among
+    the column's most common lexemes (ANALYZE's list; it only chooses a plan)."""
+    return alt.prefix or all(token in (conn.common or ()) for token in alt.tokens)
+
+
+def _exists(common: bool) -> str:
+    """Whether any message matches (one parameter, twice for a common alternative),
+    asked of the index: a rare or absent word's posting list is short. A common
+    one's is long (81 ms for `the` at 1 GB), so the NEWEST newest messages are tested
+    first: it is there. Needs the CTE `newest`."""
+    index = f"EXISTS (SELECT 1 FROM messages m WHERE {VECTOR} @@ ?::tsquery)"
+    if not common:
+        return index
+    return f"(EXISTS (SELECT 1 FROM newest n WHERE n.words @@ ?::tsquery) OR {index})"
+
+
 def existing(conn: Any, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
-    """The alternatives the index holds (a hundred lookups per statement)."""
-    probe = f"EXISTS (SELECT 1 FROM messages m WHERE {VECTOR} @@ ?::tsquery)"
+    """The alternatives the index holds (a hundred lookups per statement), asked with
+    sequential scans off: a word the column's statistics do not list (most generated
+    forms: absent) is estimated at a few hundred rows, and for an EXISTS the planner
+    would walk the table expecting to meet one soon: a second at 1 GB, for a word
+    that is nowhere."""
     found: list[Alt] = []
     for start in range(0, len(alts), 100):
         batch = alts[start : start + 100]
-        row = conn.execute(
-            f"SELECT {', '.join([probe] * len(batch))}", [alt_query(alt) for alt in batch]
-        ).fetchone()
+        common = [_common(conn, alt) for alt in batch]
+        params = [
+            query
+            for alt, often in zip(batch, common, strict=True)
+            for query in [alt_query(alt)] * (1 + often)
+        ]
+        row = conn.execute_without(
+            "enable_seqscan",
+            f"WITH newest AS MATERIALIZED (SELECT words FROM messages ORDER BY id DESC"
+            f" LIMIT {NEWEST}) SELECT {', '.join(_exists(often) for often in common)}",
+            params,
+        )[0]
         found += [alt for alt, hit in zip(batch, row, strict=True) if hit]
     return tuple(found)
+
+
+def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
+    """The query's SELECTIVE-th newest match (its id; with fewer, the oldest's) and
+    how many it has up to SELECTIVE, and the rows of all of them when they are at
+    most PREFETCH (the candidates of a rare word): what count_upto(), probe(),
+    candidates() and rowids() ask next, in one round trip. The server walks the ids
+    newest first for a common query and sorts the few matches of a rare one."""
+    known: tuple[int, int | None] | None = conn.answers.get(("probe", query))
+    if known is not None:
+        return known
+    rows = conn.execute(
+        f"WITH hits AS MATERIALIZED (SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery"
+        " ORDER BY m.id DESC LIMIT ?), counted AS (SELECT count(*) AS n, min(id) AS kth"
+        " FROM hits) SELECT c.n, c.kth, r.* FROM counted c LEFT JOIN (SELECT m.id, m.text,"
+        " m.terms, m.role FROM messages m WHERE m.id = ANY(ARRAY(SELECT id FROM hits))"
+        " AND (SELECT n FROM counted) <= ?) r ON true ORDER BY r.id DESC",
+        [query, SELECTIVE, PREFETCH],
+    ).fetchall()
+    count, kth = int(rows[0][0]), rows[0][1]
+    conn.answers[("probe", query)] = (count, kth)
+    if count <= PREFETCH:
+        conn.answers[("rows", query)] = [tuple(row[2:]) for row in rows if row[2] is not None]
+    return count, kth
 
 
 def _remember(conn: Any, query: str, matches: float) -> None:
@@ -145,6 +219,8 @@ def _newest(
 
 def count_upto(conn: Any, query: str, cap: int) -> int:
     """How many messages match `query`, counted up to `cap`."""
+    if cap <= SELECTIVE:
+        return min(_probe_ahead(conn, query)[0], cap)
     row = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM messages m WHERE {VECTOR} @@ ?::tsquery LIMIT ?) x",
         [query, cap],
@@ -155,12 +231,16 @@ def count_upto(conn: Any, query: str, cap: int) -> int:
 def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
     """The id of the query's `selective`-th newest match (None when it has fewer) and
     how many matches it has up to `selective`, in one statement: the server walks the
-    ids newest first for a common query and sorts the few matches of a rare one."""
-    row = conn.execute(
-        f"SELECT count(*), min(id) FROM (SELECT m.id FROM messages m WHERE {VECTOR}"
-        " @@ ?::tsquery ORDER BY m.id DESC LIMIT ?) x",
-        [query, selective],
-    ).fetchone()
+    ids newest first for a common query and sorts the few matches of a rare one
+    (with what count_upto() and candidates() ask next: _probe_ahead())."""
+    if selective == SELECTIVE:
+        row: Any = _probe_ahead(conn, query)
+    else:
+        row = conn.execute(
+            f"SELECT count(*), min(id) FROM (SELECT m.id FROM messages m WHERE {VECTOR}"
+            " @@ ?::tsquery ORDER BY m.id DESC LIMIT ?) x",
+            [query, selective],
+        ).fetchone()
     count = int(row[0])
     if count < selective:
         _remember(conn, query, count)
@@ -171,11 +251,25 @@ def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
     return kth, count
 
 
+def _prefetched(conn: Any, query: str, filters: Filters) -> list[Any] | None:
+    """All of the query's matches, newest first, when _probe_ahead() sent them along."""
+    if filters.role or filters.since or filters.transcript_project:
+        return None
+    rows: list[Any] | None = conn.answers.get(("rows", query))
+    return rows
+
+
 def candidates(conn: Any, query: str, filters: Filters, limit: int) -> list[Any]:
     """The newest `limit` messages matching `query`: id, text, terms, role."""
+    rows = _prefetched(conn, query, filters)
+    if rows is not None:
+        return rows[:limit]
     return _newest(conn, "m.id, m.text, m.terms, m.role", query, filters, limit)
 
 
 def rowids(conn: Any, query: str, filters: Filters, limit: int) -> list[int]:
     """The ids of the newest `limit` messages matching `query`."""
+    rows = _prefetched(conn, query, filters)
+    if rows is not None:
+        return [int(row[0]) for row in rows[:limit]]
     return [int(row[0]) for row in _newest(conn, "m.id", query, filters, limit)]
