@@ -81,8 +81,9 @@ class Connection:
         # What one statement of the current search answered ahead of the questions that
         # follow it (subrosa.archive.pgsearch); forgotten when the next search starts.
         self.answers: dict[Any, Any] = {}
-        # The archive's most common lexemes (ANALYZE's statistics), read once by search.
-        self.common: frozenset[str] | None = None
+        # The archive's most common lexemes and the share of messages holding each
+        # (ANALYZE's statistics), read once by search.
+        self.common: dict[str, float] | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """Run one statement; the cursor, to fetch from or iterate. A query whose best
@@ -90,18 +91,23 @@ class Connection:
         native = _native(sql)
         return self.raw.execute(native, params if params else None, prepare=_planned_once(native))
 
-    def execute_without(self, setting: str, sql: str, params: Sequence[Any]) -> list[Any]:
-        """The rows of one statement run with a planner `setting` off (`enable_seqscan`),
-        in one round trip: the setting, the statement and the setting back, pipelined."""
+    def execute_without(self, settings: str, sql: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of one statement run with planner settings off (`enable_seqscan`,
+        several comma-separated), in one round trip: the settings, the statement and
+        the settings back, pipelined."""
+        names = [name.strip() for name in settings.split(",")]
         try:
             with self.raw.pipeline():
-                self.raw.execute(f"SET {setting} = off")
+                for name in names:
+                    self.raw.execute(f"SET {name} = off")
                 cursor = self.raw.execute(_native(sql), params)
-                self.raw.execute(f"RESET {setting}")
+                for name in names:
+                    self.raw.execute(f"RESET {name}")
             return list(cursor.fetchall())
         except BaseException:
-            with contextlib.suppress(Exception):
-                self.raw.execute(f"RESET {setting}")
+            for name in names:
+                with contextlib.suppress(Exception):
+                    self.raw.execute(f"RESET {name}")
             raise
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
