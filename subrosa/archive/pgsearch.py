@@ -107,11 +107,14 @@ def newest_id(conn: Any) -> int:
     The first time on a connection, the column's most common lexemes come along."""
     conn.answers.clear()
     if conn.common is None:
+        stats = (
+            "FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'messages'"
+            " AND attname = 'words'"
+        )
         row = conn.execute(
-            "SELECT coalesce(max(id), 0), s.most_common_elems::text::text[],"
-            " s.most_common_elem_freqs FROM messages LEFT JOIN pg_stats s ON s.schemaname ="
-            " current_schema() AND s.tablename = 'messages' AND s.attname = 'words'"
-            " GROUP BY s.most_common_elems::text, s.most_common_elem_freqs"
+            "SELECT (SELECT coalesce(max(id), 0) FROM messages),"
+            f" (SELECT most_common_elems::text::text[] {stats}),"
+            f" (SELECT most_common_elem_freqs {stats})"
         ).fetchone()
         conn.common = dict(zip(row[1] or (), row[2] or (), strict=False))
     else:
