@@ -19,13 +19,17 @@ GIN index cannot settle alone, is rechecked against the stored vector, not again
 vector rebuilt from the text for every candidate row.
 
 FTS5 walks a term's matches newest first and stops when it has enough; a GIN index
-hands over all of a term's matches at once, in no order. Each question ("the newest
-thousand holding `error`") is one statement, and the server's planner, which knows
-how common each word is (ANALYZE keeps the column's most common lexemes), picks the
-walk: the ids newest first, each row's stored vector tested, for a common word; the
-index's matches sorted for a rare one. One statement per question also keeps the
+hands over all of a term's matches at once, in no order, and each row it finds is read
+from the table for its id. Each question ("the newest thousand holding `error`") is one
+statement, its walk chosen for the word: the ids newest first, each row's stored vector
+tested, for a common word; the index's matches (among the newest ids, for a word in a
+few percent of the messages) sorted for a rarer one. The planner's statistics (ANALYZE
+keeps the column's most common lexemes) tell which, but its guess for a word they do
+not list (most generated forms: absent) is a few hundred rows, so existing() and
+_probe_ahead() set the walk themselves. One statement per question also keeps the
 round trips (a tenth of a millisecond or more each, where FTS5's are microseconds)
-few: the SELECTIVE-th newest match and the count up to it come back together.
+few: the probe brings the count, the SELECTIVE-th newest match, the ids and a rare
+word's rows at once (docs/team.md, "The archive on PostgreSQL").
 """
 
 from __future__ import annotations
@@ -192,37 +196,42 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     then, only when they are fewer, among the older ones: with plain index scans off,
     the server reads only those rows, not the tens of thousands a walk would test
     for a word in a few percent of the messages (330 ms at 1 GB)."""
-    ids: list[int] | None = conn.answers.get(("ids", query))
-    if ids is not None:
-        return len(ids), (ids[-1] if ids else None)
+    known: tuple[int, int | None] | None = conn.answers.get(("probe", query))
+    if known is not None:
+        return known
     share = _share(conn, query)
     newest = int(conn.matches.get("") or newest_id(conn))
-    floor = 0
-    if share is not None and share < WALK_SHARE:
-        floor = max(0, newest - math.ceil(SPAN * SELECTIVE / share)) if share else 0
+    walk = share is None or share >= WALK_SHARE
+    floor = 0 if walk or not share else max(0, newest - math.ceil(SPAN * SELECTIVE / share))
+    # The ids come along unless a common query's were walked for: 4,000 of them cost
+    # more to send and read than the newest thousand cost to walk for again.
     sql = (
         "WITH near AS MATERIALIZED (SELECT m.id FROM messages m WHERE"
         f" {VECTOR} @@ ?::tsquery AND m.id > ? ORDER BY m.id DESC LIMIT ?), far AS"
         " MATERIALIZED (SELECT m.id FROM messages m WHERE (SELECT count(*) FROM near) < ?"
         f" AND m.id <= ? AND {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?),"
         " hits AS MATERIALIZED (SELECT id FROM near UNION ALL SELECT id FROM far"
-        " ORDER BY id DESC LIMIT ?)"
-        " SELECT (SELECT array_agg(id ORDER BY id DESC) FROM hits), NULL::integer,"
-        " NULL::text, NULL::text, NULL::varchar UNION ALL SELECT NULL, m.id, m.text,"
-        " m.terms, m.role FROM messages m WHERE m.id = ANY(ARRAY(SELECT id FROM hits))"
-        " AND (SELECT count(*) FROM hits) <= ?"
+        " ORDER BY id DESC LIMIT ?), counted AS (SELECT count(*) AS n, min(id) AS kth FROM hits)"
+        " SELECT c.n, c.kth, CASE WHEN ? OR c.n < ? THEN (SELECT array_agg(id ORDER BY id DESC)"
+        " FROM hits) END, NULL::integer, NULL::text, NULL::text, NULL::varchar FROM counted c"
+        " UNION ALL SELECT NULL, NULL, NULL, m.id, m.text, m.terms, m.role FROM messages m"
+        " WHERE m.id = ANY(ARRAY(SELECT id FROM hits)) AND (SELECT n FROM counted) <= ?"
     )
-    params = [query, floor, SELECTIVE, SELECTIVE, floor, query, SELECTIVE, SELECTIVE, PREFETCH]
-    if share is not None and share < WALK_SHARE:
-        rows = conn.execute_without("enable_seqscan, enable_indexscan", sql, params)
-    else:
+    params = [query, floor, SELECTIVE, SELECTIVE, floor, query, SELECTIVE, SELECTIVE]
+    params += [not walk, SELECTIVE, PREFETCH]
+    if walk:
         rows = conn.execute(sql, params).fetchall()
-    ids = next((list(row[0]) for row in rows if row[0] is not None), [])
-    conn.answers[("ids", query)] = ids
-    if len(ids) <= PREFETCH:
-        matches = sorted((tuple(row[1:]) for row in rows if row[1] is not None), reverse=True)
+    else:
+        rows = conn.execute_without("enable_seqscan, enable_indexscan", sql, params)
+    first = next(row for row in rows if row[0] is not None)
+    count, kth = int(first[0]), first[1]
+    conn.answers[("probe", query)] = (count, kth)
+    if first[2] is not None:
+        conn.answers[("ids", query)] = list(first[2])
+    if count <= PREFETCH:
+        matches = sorted((tuple(row[3:]) for row in rows if row[3] is not None), reverse=True)
         conn.answers[("rows", query)] = matches
-    return len(ids), (ids[-1] if ids else None)
+    return count, kth
 
 
 def _remember(conn: Any, query: str, matches: float) -> None:
