@@ -55,8 +55,9 @@ WALK_SHARE = 0.25
 # matches (a word comes in bursts; when they hold fewer, the older ones are read too).
 SPAN = 1.25
 _TOKEN = re.compile(r"'((?:[^']|'')*)'")
-# _probe_ahead() sends a query's matches along when it has at most this many.
-PREFETCH = 100
+# _probe_ahead() sends a query's matches along when it has at most this many (a rare
+# word's ~250 at 1 GB).
+PREFETCH = 300
 
 
 def _lexeme(token: str) -> str:
