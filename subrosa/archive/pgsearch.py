@@ -206,19 +206,30 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     floor = 0 if walk or not share else max(0, newest - math.ceil(SPAN * SELECTIVE / share))
     # The ids come along unless a common query's were walked for: 4,000 of them cost
     # more to send and read than the newest thousand cost to walk for again.
+    if floor:
+        hits = (
+            "near AS MATERIALIZED (SELECT m.id FROM messages m WHERE"
+            f" {VECTOR} @@ ?::tsquery AND m.id > ? ORDER BY m.id DESC LIMIT ?), far AS"
+            " MATERIALIZED (SELECT m.id FROM messages m WHERE (SELECT count(*) FROM near) < ?"
+            f" AND m.id <= ? AND {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?),"
+            " hits AS MATERIALIZED (SELECT id FROM near UNION ALL SELECT id FROM far"
+            " ORDER BY id DESC LIMIT ?)"
+        )
+        params: list[Any] = [query, floor, SELECTIVE, SELECTIVE, floor, query, SELECTIVE]
+        params.append(SELECTIVE)
+    else:  # every match is wanted, or a common query's newest: one walk
+        hits = (
+            f"hits AS MATERIALIZED (SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery"
+            " ORDER BY m.id DESC LIMIT ?)"
+        )
+        params = [query, SELECTIVE]
     sql = (
-        "WITH near AS MATERIALIZED (SELECT m.id FROM messages m WHERE"
-        f" {VECTOR} @@ ?::tsquery AND m.id > ? ORDER BY m.id DESC LIMIT ?), far AS"
-        " MATERIALIZED (SELECT m.id FROM messages m WHERE (SELECT count(*) FROM near) < ?"
-        f" AND m.id <= ? AND {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?),"
-        " hits AS MATERIALIZED (SELECT id FROM near UNION ALL SELECT id FROM far"
-        " ORDER BY id DESC LIMIT ?), counted AS (SELECT count(*) AS n, min(id) AS kth FROM hits)"
+        f"WITH {hits}, counted AS (SELECT count(*) AS n, min(id) AS kth FROM hits)"
         " SELECT c.n, c.kth, CASE WHEN ? OR c.n < ? THEN (SELECT array_agg(id ORDER BY id DESC)"
         " FROM hits) END, NULL::integer, NULL::text, NULL::text, NULL::varchar FROM counted c"
         " UNION ALL SELECT NULL, NULL, NULL, m.id, m.text, m.terms, m.role FROM messages m"
         " WHERE m.id = ANY(ARRAY(SELECT id FROM hits)) AND (SELECT n FROM counted) <= ?"
     )
-    params = [query, floor, SELECTIVE, SELECTIVE, floor, query, SELECTIVE, SELECTIVE]
     params += [not walk, SELECTIVE, PREFETCH]
     if walk:
         rows = conn.execute(sql, params).fetchall()
