@@ -3,6 +3,7 @@
     python bench/transcripts.py                 # 100 MB
     python bench/transcripts.py --size 1000     # 1 GB (long: run it with nohup)
     python bench/transcripts.py --pg URL        # and the same on PostgreSQL (an empty database)
+    python bench/transcripts.py --search-only --pg URL   # searches only, archives reused
 
 Generates a deterministic corpus (bench/gen_transcripts.py) under bench/out/ (never
 committed), then in the same run measures, each against a baseline measured here too:
@@ -40,6 +41,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -211,12 +213,72 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def bench(size_mb: int, out: Path, pg: str | None = None) -> None:
+Timings = dict[str, list[float]]
+
+
+def searches(
+    conn: Any, env: dict[str, str], subrosa: list[str]
+) -> tuple[Timings, Timings, dict[str, list[int]]]:
+    """Each query's time in this process (the best of three) and as a whole `subrosa
+    search` process (the median of three), by class; and how many results each found."""
+    in_proc: Timings = {}
+    whole: Timings = {}
+    found: dict[str, list[int]] = {}
+    for cls, queries in CLASSES.items():
+        for query in queries:
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                results = search(conn, query, Filters(), 10)
+                times.append(time.perf_counter() - start)
+            in_proc.setdefault(cls, []).append(min(times))
+            found.setdefault(cls, []).append(len(results))
+            # The median of three processes: one run is at the mercy of a busy machine.
+            runs = [
+                run_measured([*subrosa, "search", "--all-projects", query], env)[0]
+                for _ in range(3)
+            ]
+            whole.setdefault(cls, []).append(statistics.median(runs))
+    return in_proc, whole, found
+
+
+def greps(conn: sqlite3.Connection, root: Path) -> Timings:
+    """`grep -rF` over the raw JSONL for each query's rarest word, by class."""
+    grep: Timings = {}
+    for cls, queries in CLASSES.items():
+        for query in queries:
+            needle = _grep_needle(conn, query)
+            start = time.perf_counter()
+            subprocess.run(
+                ["grep", "-rFc", "--", needle, str(root / "projects")],
+                capture_output=True,
+                check=False,
+            )
+            grep.setdefault(cls, []).append(time.perf_counter() - start)
+    return grep
+
+
+def table(engine: str, in_proc: Timings, whole: Timings) -> None:
+    print(
+        f"\n{engine}:\n\n| class | in-process p50 / p95 / max | whole process p50 / p95 / max |"
+        "\n| --- | --- | --- |"
+    )
+    for cls in CLASSES:
+        ip, wp = in_proc[cls], whole[cls]
+        print(
+            f"| {cls} ({len(ip)}) | {pct(ip, 0.5) * 1e3:.1f} / {pct(ip, 0.95) * 1e3:.1f} /"
+            f" {max(ip) * 1e3:.1f} ms | {pct(wp, 0.5) * 1e3:.0f} / {pct(wp, 0.95) * 1e3:.0f} /"
+            f" {max(wp) * 1e3:.0f} ms |"
+        )
+
+
+def bench(size_mb: int, out: Path, pg: str | None = None, search_only: bool = False) -> None:
     root, jsonl_bytes = corpus(size_mb, out)
     work = out / f"work-{size_mb}mb"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
     db = work / "subrosa.db"
+    if not (search_only and db.exists()):
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
     env = {
         **os.environ,
         "HOME": str(work),
@@ -234,11 +296,23 @@ def bench(size_mb: int, out: Path, pg: str | None = None) -> None:
         check=True,
         capture_output=True,
     )
-    (work / "memory").mkdir()
+    (work / "memory").mkdir(exist_ok=True)
     # The installed console script, as users run it (`python -m` adds runpy).
     subrosa = [str(Path(sys.executable).parent / "subrosa")]
     mb = jsonl_bytes / 1e6
     print(f"\n## {size_mb} MB corpus: {mb:.0f} MB of JSONL", flush=True)
+    if search_only:
+        # The archives of an earlier run (or a copy of one), searched again: no ingest
+        # figures, no grep; what is missing is ingested first, unmeasured.
+        if not db.exists():
+            run_measured([*subrosa, "ingest", "--all-projects"], env)
+        conn = connect(db)
+        in_proc, whole, _ = searches(conn, env, subrosa)
+        table("SQLite", in_proc, whole)
+        conn.close()
+        if pg is not None:
+            postgres(pg, env, subrosa, mb, None, in_proc, whole)
+        return
 
     # The archive is created (and migrated: SQLAlchemy and Alembic load only for that)
     # once per user, not per ingest: an ingest of the current project, which has no
@@ -289,33 +363,8 @@ def bench(size_mb: int, out: Path, pg: str | None = None) -> None:
             )
         )
 
-    in_proc: dict[str, list[float]] = {}
-    whole: dict[str, list[float]] = {}
-    grep: dict[str, list[float]] = {}
-    found: dict[str, list[int]] = {}
-    for cls, queries in CLASSES.items():
-        for query in queries:
-            times = []
-            for _ in range(3):
-                start = time.perf_counter()
-                results = search(conn, query, Filters(), 10)
-                times.append(time.perf_counter() - start)
-            in_proc.setdefault(cls, []).append(min(times))
-            found.setdefault(cls, []).append(len(results))
-            # The median of three processes: one run is at the mercy of a busy machine.
-            runs = [
-                run_measured([*subrosa, "search", "--all-projects", query], env)[0]
-                for _ in range(3)
-            ]
-            whole.setdefault(cls, []).append(statistics.median(runs))
-            needle = _grep_needle(conn, query)
-            start = time.perf_counter()
-            subprocess.run(
-                ["grep", "-rFc", "--", needle, str(root / "projects")],
-                capture_output=True,
-                check=False,
-            )
-            grep.setdefault(cls, []).append(time.perf_counter() - start)
+    in_proc, whole, found = searches(conn, env, subrosa)
+    grep = greps(conn, root)
     # How many messages hold every word of each class's queries (verifies the classes).
     share = {}
     for cls, queries in CLASSES.items():
@@ -350,54 +399,57 @@ def postgres(
     env: dict[str, str],
     subrosa: list[str],
     mb: float,
-    sqlite_ingest_s: float,
-    sqlite_in_proc: dict[str, list[float]],
-    sqlite_whole: dict[str, list[float]],
+    sqlite_ingest_s: float | None,
+    sqlite_in_proc: Timings,
+    sqlite_whole: Timings,
 ) -> None:
-    """The PostgreSQL column: the same corpus and queries on the server at `url`."""
+    """The PostgreSQL column: the same corpus and queries on the server at `url` (an
+    empty database, ingested here; with --search-only, one ingested before is reused)."""
     from subrosa.archive.pgstore import open_server
 
     pg_env = {**env, "SUBROSA_DB": url}
     run_measured([*subrosa, "ingest"], pg_env)  # created and migrated, as for SQLite
-    ingest_s, ingest_rss, ingest_cpu = run_measured([*subrosa, "ingest", "--all-projects"], pg_env)
     with open_server(url) as conn:
-        # What autovacuum does after a bulk load (visibility map, planner statistics).
-        conn.execute("VACUUM ANALYZE")
+        ingested = bool(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+    if sqlite_ingest_s is None and ingested:
+        ingest = None
+    else:
+        ingest = run_measured([*subrosa, "ingest", "--all-projects"], pg_env)
+    with open_server(url) as conn:
+        if ingest is not None:
+            # What autovacuum does after a bulk load (visibility map, planner statistics).
+            conn.execute("VACUUM ANALYZE")
         size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-        in_proc: dict[str, list[float]] = {}
-        whole: dict[str, list[float]] = {}
-        for cls, queries in CLASSES.items():
-            for query in queries:
-                times = []
-                for _ in range(3):
-                    start = time.perf_counter()
-                    search(conn, query, Filters(), 10)
-                    times.append(time.perf_counter() - start)
-                in_proc.setdefault(cls, []).append(min(times))
-                runs = [
-                    run_measured([*subrosa, "search", "--all-projects", query], pg_env)[0]
-                    for _ in range(3)
-                ]
-                whole.setdefault(cls, []).append(statistics.median(runs))
+        in_proc, whole, _ = searches(conn, pg_env, subrosa)
     print(f"\n### PostgreSQL, same corpus ({size / 1e6:.0f} MB database)\n")
+    if ingest is not None:
+        ingest_s, ingest_rss, ingest_cpu = ingest
+        against = (
+            f"; SQLite {sqlite_ingest_s:.1f} s: {ingest_s / sqlite_ingest_s:.2f}x"
+            if sqlite_ingest_s
+            else ""
+        )
+        print(
+            f"ingest: {mb / ingest_s:.1f} MB/s ({ingest_s:.1f} s wall, {ingest_cpu:.1f} s CPU in"
+            f" the client, {ingest_rss / 1e6:.0f} MB peak RSS){against}\n"
+        )
     print(
-        f"ingest: {mb / ingest_s:.1f} MB/s ({ingest_s:.1f} s wall, {ingest_cpu:.1f} s CPU in the"
-        f" client, {ingest_rss / 1e6:.0f} MB peak RSS); SQLite {sqlite_ingest_s:.1f} s:"
-        f" {ingest_s / sqlite_ingest_s:.2f}x\n"
-    )
-    print(
-        "| class | SQLite in-process p50 / p95 / max | PostgreSQL p50 / p95 / max"
-        " | PostgreSQL / SQLite, worst query | whole process p50, SQLite / PostgreSQL |"
-        "\n| --- | --- | --- | --- | --- |"
+        "| class | in-process p50 / p95 / max, SQLite | PostgreSQL | PostgreSQL / SQLite:"
+        " p50, p95, worst query | whole process p50 / p95, SQLite | PostgreSQL |"
+        " PostgreSQL / SQLite: p50, p95 |\n| --- | --- | --- | --- | --- | --- | --- |"
     )
     for cls in CLASSES:
         sq, pq = sqlite_in_proc[cls], in_proc[cls]
+        sw, pw = sqlite_whole[cls], whole[cls]
         worst = max(p / s for p, s in zip(pq, sq, strict=True))
         print(
             f"| {cls} ({len(pq)}) | {pct(sq, 0.5) * 1e3:.1f} / {pct(sq, 0.95) * 1e3:.1f} /"
             f" {max(sq) * 1e3:.1f} ms | {pct(pq, 0.5) * 1e3:.1f} / {pct(pq, 0.95) * 1e3:.1f} /"
-            f" {max(pq) * 1e3:.1f} ms | {worst:.1f}x (target <= 2) |"
-            f" {pct(sqlite_whole[cls], 0.5) * 1e3:.0f} / {pct(whole[cls], 0.5) * 1e3:.0f} ms |"
+            f" {max(pq) * 1e3:.1f} ms | {pct(pq, 0.5) / pct(sq, 0.5):.1f}x,"
+            f" {pct(pq, 0.95) / pct(sq, 0.95):.1f}x, {worst:.1f}x (target <= 2) |"
+            f" {pct(sw, 0.5) * 1e3:.0f} / {pct(sw, 0.95) * 1e3:.0f} ms |"
+            f" {pct(pw, 0.5) * 1e3:.0f} / {pct(pw, 0.95) * 1e3:.0f} ms |"
+            f" {pct(pw, 0.5) / pct(sw, 0.5):.2f}x, {pct(pw, 0.95) / pct(sw, 0.95):.2f}x |"
         )
 
 
@@ -406,9 +458,14 @@ def main() -> None:
     parser.add_argument("--size", type=int, action="append", help="corpus size in MB")
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--pg", help="an empty PostgreSQL database's URL: measure it too")
+    parser.add_argument(
+        "--search-only",
+        action="store_true",
+        help="only the searches, on the archives of an earlier run under --out (and --pg)",
+    )
     args = parser.parse_args()
     for size in args.size or [100]:
-        bench(size, args.out, args.pg)
+        bench(size, args.out, args.pg, args.search_only)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ only when a server is named. Every error names the server without its password.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -22,6 +23,9 @@ from subrosa.errors import SubrosaError, hide_passwords
 
 SCHEMES = ("postgresql://", "postgresql+psycopg://", "postgres://")
 CONNECT_TIMEOUT_S = 10
+# psycopg's count of runs after which it prepares a statement itself: never (None would
+# forbid preparing even the statements Connection.execute() asks it to).
+NEVER = 2**62
 _DRIVER = re.compile(r"^postgres(?:ql)?(?:\+psycopg)?://")
 INSTALL_DRIVER = (
     "psycopg is not installed beside subrosa: pip install 'psycopg[binary]' in its venv, "
@@ -52,6 +56,19 @@ def _native(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
+@lru_cache(maxsize=512)
+def _planned_once(sql: str) -> bool:
+    """Whether to prepare a statement, to be planned once for any parameters (after
+    five runs, when the server finds the generic plan no dearer): a query that does
+    not test the archive's words (details by id, sessions, facts, the newest id).
+    Planning costs 0.3-1 ms a statement here, more than running most of them, and a
+    process that searches again and again (the MCP server) plans each once. A test
+    of the words is planned for its words each time: the plan for `the` is the wrong
+    one for `zanzibarite`. (`plan_cache_mode` cannot say this: it applies to the
+    unnamed statements too.)"""
+    return sql.lstrip()[:6].upper() == "SELECT" and "words @@" not in sql
+
+
 class Connection:
     """A psycopg connection with sqlite3's manners (see the module's docstring).
     `raw` is the psycopg connection, for what only PostgreSQL has (COPY)."""
@@ -61,10 +78,37 @@ class Connection:
         # What the archive's search has learnt of its queries (subrosa.archive.pgsearch:
         # how many messages match, to choose a plan; never a result).
         self.matches: dict[str, float] = {}
+        # What one statement of the current search answered ahead of the questions that
+        # follow it (subrosa.archive.pgsearch); forgotten when the next search starts.
+        self.answers: dict[Any, Any] = {}
+        # The archive's most common lexemes and the share of messages holding each
+        # (ANALYZE's statistics), read once by search.
+        self.common: dict[str, float] | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
-        """Run one statement; the cursor, to fetch from or iterate."""
-        return self.raw.execute(_native(sql), params if params else None)
+        """Run one statement; the cursor, to fetch from or iterate. A query whose best
+        plan does not depend on its parameters is prepared (see _planned_once())."""
+        native = _native(sql)
+        return self.raw.execute(native, params if params else None, prepare=_planned_once(native))
+
+    def execute_without(self, settings: str, sql: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of one statement run with planner settings off (`enable_seqscan`,
+        several comma-separated), in one round trip: the settings, the statement and
+        the settings back, pipelined."""
+        names = [name.strip() for name in settings.split(",")]
+        try:
+            with self.raw.pipeline():
+                for name in names:
+                    self.raw.execute(f"SET {name} = off")
+                cursor = self.raw.execute(_native(sql), params)
+                for name in names:
+                    self.raw.execute(f"RESET {name}")
+            return list(cursor.fetchall())
+        except BaseException:
+            for name in names:
+                with contextlib.suppress(Exception):
+                    self.raw.execute(f"RESET {name}")
+            raise
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
         """Run one statement for each row (psycopg pipelines them)."""
@@ -89,11 +133,11 @@ def connect(url: str) -> Connection:
             return bytes(data).decode()
 
     try:
-        # No server-side prepared statements: after five runs of one statement the
+        # No statement is prepared by psycopg's count (after five runs of one, the
         # server would plan it once for any parameter, and a search's best plan depends
-        # on its words (a rare one: the index's few matches; a common one: the newest
-        # ids, each row tested). Each statement is planned for its own parameters.
-        raw = psycopg.connect(conninfo(url), autocommit=True, prepare_threshold=None)
+        # on its words: a rare one, the index's few matches; a common one, the newest
+        # ids, each row tested): Connection.execute() says which (_planned_once()).
+        raw = psycopg.connect(conninfo(url), autocommit=True, prepare_threshold=NEVER)
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())
         raise SubrosaError(f"{hide_passwords(url)}: cannot connect ({reason}).") from None

@@ -19,19 +19,26 @@ GIN index cannot settle alone, is rechecked against the stored vector, not again
 vector rebuilt from the text for every candidate row.
 
 FTS5 walks a term's matches newest first and stops when it has enough; a GIN index
-hands over all of a term's matches at once, in no order. Each question ("the newest
-thousand holding `error`") is one statement, and the server's planner, which knows
-how common each word is (ANALYZE keeps the column's most common lexemes), picks the
-walk: the ids newest first, each row's stored vector tested, for a common word; the
-index's matches sorted for a rare one. One statement per question also keeps the
+hands over all of a term's matches at once, in no order, and each row it finds is read
+from the table for its id. Each question ("the newest thousand holding `error`") is one
+statement, its walk chosen for the word: the ids newest first, each row's stored vector
+tested, for a common word; the index's matches (among the newest ids, for a word in a
+few percent of the messages) sorted for a rarer one. The planner's statistics (ANALYZE
+keeps the column's most common lexemes) tell which, but its guess for a word they do
+not list (most generated forms: absent) is a few hundred rows, so existing() and
+_probe_ahead() set the walk themselves. One statement per question also keeps the
 round trips (a tenth of a millisecond or more each, where FTS5's are microseconds)
-few: the SELECTIVE-th newest match and the count up to it come back together.
+few: the probe brings the count, the SELECTIVE-th newest match, the ids and a rare
+word's rows at once (docs/team.md, "The archive on PostgreSQL").
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
+from subrosa.archive.search import SELECTIVE
 from subrosa.query import Alt, Filters, Unit
 
 VECTOR = "m.words"
@@ -39,6 +46,18 @@ VECTOR = "m.words"
 WALK_COST = 4
 # Past this many remembered queries, the memory of their match counts starts afresh.
 REMEMBER = 4096
+# existing() tests a common word on this many newest messages before asking the index.
+NEWEST = 16
+# A unit's query in this share of the messages or more is found by walking the ids
+# newest first (_probe_ahead()).
+WALK_SHARE = 0.25
+# ... else among the newest ids, this many times as many as its share says hold SELECTIVE
+# matches (a word comes in bursts; when they hold fewer, the older ones are read too).
+SPAN = 1.25
+_TOKEN = re.compile(r"'((?:[^']|'')*)'")
+# _probe_ahead() sends a query's matches along when it has at most this many (a rare
+# word's ~250 at 1 GB).
+PREFETCH = 300
 
 
 def _lexeme(token: str) -> str:
@@ -56,7 +75,12 @@ def alt_query(alt: Alt) -> str:
 def unit_query(unit: Unit, alts: tuple[Alt, ...] | None = None) -> str:
     """A unit as a tsquery: any of `alts` (default: its own); CJK runs included (their
     characters are in the vector, from the terms column)."""
-    queries = [alt_query(alt) for alt in (unit.alts if alts is None else alts)]
+    return unit_query_of(unit.alts if alts is None else alts)
+
+
+def unit_query_of(alts: tuple[Alt, ...]) -> str:
+    """Any of `alts`, as a tsquery."""
+    queries = [alt_query(alt) for alt in alts]
     if not queries:
         return ""
     return queries[0] if len(queries) == 1 else "(" + " | ".join(queries) + ")"
@@ -83,23 +107,143 @@ def _filters(filters: Filters) -> tuple[str, str, list[Any]]:
 
 
 def newest_id(conn: Any) -> int:
-    """The newest message's id (ids grow with ingest; search.py counts with it)."""
-    row = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
+    """The newest message's id (ids grow with ingest; search.py counts with it). It
+    is the first question of every search: what the last one learnt ahead is dropped.
+    The first time on a connection, the column's most common lexemes come along."""
+    conn.answers.clear()
+    if conn.common is None:
+        stats = (
+            "FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'messages'"
+            " AND attname = 'words'"
+        )
+        row = conn.execute(
+            "SELECT (SELECT coalesce(max(id), 0) FROM messages),"
+            f" (SELECT most_common_elems::text::text[] {stats}),"
+            f" (SELECT most_common_elem_freqs {stats})"
+        ).fetchone()
+        conn.common = dict(zip(row[1] or (), row[2] or (), strict=False))
+    else:
+        row = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
     _remember(conn, "", int(row[0]))
     return int(row[0])
 
 
+def _common(conn: Any, alt: Alt) -> bool:
+    """Whether an alternative may be in many messages: a prefix, or words all among
+    the column's most common lexemes (ANALYZE's list; it only chooses a plan)."""
+    return alt.prefix or all(token in (conn.common or {}) for token in alt.tokens)
+
+
+def _exists(common: bool) -> str:
+    """Whether any message matches (one parameter, twice for a common alternative),
+    asked of the index: a rare or absent word's posting list is short. A common
+    one's is long (81 ms for `the` at 1 GB), so the NEWEST newest messages are tested
+    first: it is there. Needs the CTE `newest`."""
+    index = f"EXISTS (SELECT 1 FROM messages m WHERE {VECTOR} @@ ?::tsquery)"
+    if not common:
+        return index
+    return f"(EXISTS (SELECT 1 FROM newest n WHERE n.words @@ ?::tsquery) OR {index})"
+
+
 def existing(conn: Any, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
-    """The alternatives the index holds (a hundred lookups per statement)."""
-    probe = f"EXISTS (SELECT 1 FROM messages m WHERE {VECTOR} @@ ?::tsquery)"
+    """The alternatives the index holds (a hundred lookups per statement), asked with
+    sequential scans off: a word the column's statistics do not list (most generated
+    forms: absent) is estimated at a few hundred rows, and for an EXISTS the planner
+    would walk the table expecting to meet one soon: a second at 1 GB, for a word
+    that is nowhere."""
     found: list[Alt] = []
     for start in range(0, len(alts), 100):
         batch = alts[start : start + 100]
-        row = conn.execute(
-            f"SELECT {', '.join([probe] * len(batch))}", [alt_query(alt) for alt in batch]
-        ).fetchone()
+        common = [_common(conn, alt) for alt in batch]
+        params = [
+            query
+            for alt, often in zip(batch, common, strict=True)
+            for query in [alt_query(alt)] * (1 + often)
+        ]
+        row = conn.execute_without(
+            "enable_seqscan",
+            f"WITH newest AS MATERIALIZED (SELECT words FROM messages ORDER BY id DESC"
+            f" LIMIT {NEWEST}) SELECT {', '.join(_exists(often) for often in common)}",
+            params,
+        )[0]
         found += [alt for alt, hit in zip(batch, row, strict=True) if hit]
     return tuple(found)
+
+
+def _share(conn: Any, query: str) -> float | None:
+    """At most how large a share of the messages a unit's query matches, from the
+    column's statistics: an alternative, its least common word; a word they do not
+    list, 0 (fewer than the least common they list). None for a prefix (unknown)."""
+    if ":*" in query:
+        return None
+    common: dict[str, float] = conn.common or {}
+    return sum(
+        min(common.get(token.replace("''", "'"), 0.0) for token in _TOKEN.findall(alt))
+        for alt in query.split(" | ")
+    )
+
+
+def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
+    """How many messages match a unit's query, up to SELECTIVE, and the id of the last
+    of them (its SELECTIVE-th newest match when it has that many), with what
+    count_upto(), probe(), candidates() and rowids() ask next, in one round trip: the
+    ids of those matches, newest first, and their rows when they are at most
+    PREFETCH (a rare word's candidates).
+
+    How the server finds them depends on how common the query is (_share()): in
+    WALK_SHARE of the messages or more, the ids newest first, each row's vector
+    tested (the planner's choice for a common word); else the index's matches among
+    the newest ids likely to hold SELECTIVE of them (SPAN times the span the share says),
+    then, only when they are fewer, among the older ones: with plain index scans off,
+    the server reads only those rows, not the tens of thousands a walk would test
+    for a word in a few percent of the messages (330 ms at 1 GB)."""
+    known: tuple[int, int | None] | None = conn.answers.get(("probe", query))
+    if known is not None:
+        return known
+    share = _share(conn, query)
+    newest = int(conn.matches.get("") or newest_id(conn))
+    walk = share is None or share >= WALK_SHARE
+    floor = 0 if walk or not share else max(0, newest - math.ceil(SPAN * SELECTIVE / share))
+    # The ids come along unless a common query's were walked for: 4,000 of them cost
+    # more to send and read than the newest thousand cost to walk for again.
+    if floor:
+        hits = (
+            "near AS MATERIALIZED (SELECT m.id FROM messages m WHERE"
+            f" {VECTOR} @@ ?::tsquery AND m.id > ? ORDER BY m.id DESC LIMIT ?), far AS"
+            " MATERIALIZED (SELECT m.id FROM messages m WHERE (SELECT count(*) FROM near) < ?"
+            f" AND m.id <= ? AND {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?),"
+            " hits AS MATERIALIZED (SELECT id FROM near UNION ALL SELECT id FROM far"
+            " ORDER BY id DESC LIMIT ?)"
+        )
+        params: list[Any] = [query, floor, SELECTIVE, SELECTIVE, floor, query, SELECTIVE]
+        params.append(SELECTIVE)
+    else:  # every match is wanted, or a common query's newest: one walk
+        hits = (
+            f"hits AS MATERIALIZED (SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery"
+            " ORDER BY m.id DESC LIMIT ?)"
+        )
+        params = [query, SELECTIVE]
+    sql = (
+        f"WITH {hits}, counted AS (SELECT count(*) AS n, min(id) AS kth FROM hits)"
+        " SELECT c.n, c.kth, CASE WHEN ? OR c.n < ? THEN (SELECT array_agg(id ORDER BY id DESC)"
+        " FROM hits) END, NULL::integer, NULL::text, NULL::text, NULL::varchar FROM counted c"
+        " UNION ALL SELECT NULL, NULL, NULL, m.id, m.text, m.terms, m.role FROM messages m"
+        " WHERE m.id = ANY(ARRAY(SELECT id FROM hits)) AND (SELECT n FROM counted) <= ?"
+    )
+    params += [not walk, SELECTIVE, PREFETCH]
+    if walk:
+        rows = conn.execute(sql, params).fetchall()
+    else:
+        rows = conn.execute_without("enable_seqscan, enable_indexscan", sql, params)
+    first = next(row for row in rows if row[0] is not None)
+    count, kth = int(first[0]), first[1]
+    conn.answers[("probe", query)] = (count, kth)
+    if first[2] is not None:
+        conn.answers[("ids", query)] = list(first[2])
+    if count <= PREFETCH:
+        matches = sorted((tuple(row[3:]) for row in rows if row[3] is not None), reverse=True)
+        conn.answers[("rows", query)] = matches
+    return count, kth
 
 
 def _remember(conn: Any, query: str, matches: float) -> None:
@@ -145,6 +289,8 @@ def _newest(
 
 def count_upto(conn: Any, query: str, cap: int) -> int:
     """How many messages match `query`, counted up to `cap`."""
+    if cap <= SELECTIVE:
+        return min(_probe_ahead(conn, query)[0], cap)
     row = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM messages m WHERE {VECTOR} @@ ?::tsquery LIMIT ?) x",
         [query, cap],
@@ -155,12 +301,16 @@ def count_upto(conn: Any, query: str, cap: int) -> int:
 def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
     """The id of the query's `selective`-th newest match (None when it has fewer) and
     how many matches it has up to `selective`, in one statement: the server walks the
-    ids newest first for a common query and sorts the few matches of a rare one."""
-    row = conn.execute(
-        f"SELECT count(*), min(id) FROM (SELECT m.id FROM messages m WHERE {VECTOR}"
-        " @@ ?::tsquery ORDER BY m.id DESC LIMIT ?) x",
-        [query, selective],
-    ).fetchone()
+    ids newest first for a common query and sorts the few matches of a rare one
+    (with what count_upto() and candidates() ask next: _probe_ahead())."""
+    if selective == SELECTIVE:
+        row: Any = _probe_ahead(conn, query)
+    else:
+        row = conn.execute(
+            f"SELECT count(*), min(id) FROM (SELECT m.id FROM messages m WHERE {VECTOR}"
+            " @@ ?::tsquery ORDER BY m.id DESC LIMIT ?) x",
+            [query, selective],
+        ).fetchone()
     count = int(row[0])
     if count < selective:
         _remember(conn, query, count)
@@ -171,11 +321,35 @@ def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
     return kth, count
 
 
+def _newest_known(conn: Any, query: str, filters: Filters, limit: int) -> list[int] | None:
+    """The ids of the query's newest `limit` matches, when _probe_ahead() knows them."""
+    if filters.role or filters.since or filters.transcript_project:
+        return None
+    ids: list[int] | None = conn.answers.get(("ids", query))
+    if ids is None or (len(ids) >= SELECTIVE and limit > len(ids)):
+        return None
+    return ids[:limit]
+
+
 def candidates(conn: Any, query: str, filters: Filters, limit: int) -> list[Any]:
     """The newest `limit` messages matching `query`: id, text, terms, role."""
-    return _newest(conn, "m.id, m.text, m.terms, m.role", query, filters, limit)
+    ids = _newest_known(conn, query, filters, limit)
+    if ids is None:
+        return _newest(conn, "m.id, m.text, m.terms, m.role", query, filters, limit)
+    rows: list[Any] | None = conn.answers.get(("rows", query))
+    if rows is not None:
+        return rows[:limit]
+    return list(
+        conn.execute(
+            "SELECT id, text, terms, role FROM messages WHERE id = ANY(?) ORDER BY id DESC",
+            [ids],
+        ).fetchall()
+    )
 
 
 def rowids(conn: Any, query: str, filters: Filters, limit: int) -> list[int]:
     """The ids of the newest `limit` messages matching `query`."""
-    return [int(row[0]) for row in _newest(conn, "m.id", query, filters, limit)]
+    ids = _newest_known(conn, query, filters, limit)
+    if ids is None:
+        return [int(row[0]) for row in _newest(conn, "m.id", query, filters, limit)]
+    return ids
