@@ -38,7 +38,10 @@ def test_claude_code_appends_its_own_records_after_a_bash_command(
     tail of that same turn appended, and no new user prompt."""
     with cc.conversation() as talk:
         transcript = cc.transcript_dir() / f"{talk.session_id}.jsonl"
-        api.respond_bash(f"stat -c %s {transcript}")  # the size a mark would record
+        api.respond_bash(  # the size a mark would record (the file may come late)
+            f"for i in $(seq 50); do [ -e {transcript} ] && break; sleep 0.1; done; "
+            f"stat -c %s {transcript}"
+        )
         api.respond_bash("echo cleared")
         api.respond_text("Extraction done.")
         talk.say("Run the memory-extraction skill now.")
@@ -72,7 +75,12 @@ def test_a_prompt_after_the_command_is_a_user_record_with_text(
 ) -> None:
     with cc.conversation() as talk:
         transcript = cc.transcript_dir() / f"{talk.session_id}.jsonl"
-        api.respond_bash(f"stat -c %s {transcript}")
+        # Claude Code writes its transcript behind the turn: on a loaded machine the
+        # file may not exist yet when the command runs; wait for it (5 s at most).
+        api.respond_bash(
+            f"for i in $(seq 50); do [ -e {transcript} ] && break; sleep 0.1; done; "
+            f"stat -c %s {transcript}"
+        )
         api.respond_text("Extraction done.")
         talk.say("Run the memory-extraction skill now.")
         talk.say("One more thing: staging moved to eu-west-2.")
