@@ -264,3 +264,34 @@ def subrosa_process(
         timeout=120,
         **kw,
     )
+
+
+def run_on_terminal(
+    args: list[str], env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """Run `subrosa ARGS` with stderr on a pseudo-terminal (stdout piped): the process,
+    and all that the terminal was shown."""
+    import pty
+
+    main, side = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "subrosa", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=side,
+            timeout=120,
+        )
+    finally:
+        os.close(side)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal's other end is closed: all was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    return done, shown

@@ -21,7 +21,7 @@ from subrosa.paths import project_transcript_dir
 from subrosa.query import Filters
 from subrosa.recall import search
 from tests.conftest import FIXTURES as FIXTURE_ROOT
-from tests.conftest import RunCli, subrosa_process, write_leaf
+from tests.conftest import RunCli, run_on_terminal, subrosa_process, write_leaf
 from tests.test_redact import SAMPLES
 
 FIXTURES = FIXTURE_ROOT / "transcripts" / "claude-code-log"
@@ -122,32 +122,12 @@ def test_archive_outlives_the_source_and_ingest_is_incremental(
 def test_ingest_shows_a_bar_in_bytes_on_a_terminal(memory_dir: Path) -> None:
     """On a terminal (a pseudo-terminal here) ingest shows its bar on stderr, counting
     the bytes read of the bytes to read; the summary goes to stdout alone."""
-    pty = pytest.importorskip("pty")
+    pytest.importorskip("pty")
     path = _transcript("s-1.jsonl", _record("m1", "the zanzibarite deployment plan"))
     size = path.stat().st_size
     env = {**os.environ, "TERM": "xterm", "COLUMNS": "100"}
     env.pop("NO_COLOR", None)
-    main, side = pty.openpty()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "subrosa", "ingest"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=side,
-            timeout=120,
-        )
-    finally:
-        os.close(side)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:  # the terminal's other end is closed: all was read
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(main)
+    done, shown = run_on_terminal(["ingest"], env)
     assert done.returncode == 0
     assert done.stdout.startswith(b"1 new messages from 1 of ")
     assert f"{size}/{size} bytes".encode() in shown

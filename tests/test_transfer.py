@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from subrosa.paths import project_transcript_dir
-from tests.conftest import FIXTURES, Db, RunCli, write_leaf
+from tests.conftest import FIXTURES, Db, RunCli, run_on_terminal, write_leaf
 
 LOG = FIXTURES / "transcripts" / "claude-code-log"
 
@@ -256,10 +256,8 @@ def test_import_shows_a_bar_on_a_terminal(tmp_path: Path, db: Db) -> None:
     """On a terminal (a pseudo-terminal here) import shows its bar on stderr, counting
     messages; the summary goes to stdout alone."""
     import os
-    import subprocess
-    import sys
 
-    pty = pytest.importorskip("pty")
+    pytest.importorskip("pty")
     records: list[dict[str, Any]] = [
         {"format": "subrosa-export", "version": 1},
         {"kind": "session", "session_id": "s1", "project": "p"},
@@ -280,27 +278,7 @@ def test_import_shows_a_bar_on_a_terminal(tmp_path: Path, db: Db) -> None:
     file.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     env = {**os.environ, "SUBROSA_DB": db.url, "TERM": "xterm", "COLUMNS": "80"}
     env.pop("NO_COLOR", None)
-    main, side = pty.openpty()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "subrosa", "import", str(file)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=side,
-            timeout=120,
-        )
-    finally:
-        os.close(side)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:  # the terminal's other end is closed: all was read
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(main)
+    done, shown = run_on_terminal(["import", str(file)], env)
     assert done.returncode == 0
     assert done.stdout.decode() == f"0 facts, 1 sessions, 3000 messages added from {file}\n"
     assert b"3000/3000" in shown
