@@ -98,11 +98,12 @@ def search(
         messages = search_messages(conn, units, filters, limit, cache)
     # The first tier (every word, and the replies ranked among those messages) in its
     # order; then the second, "some" words (subrosa.archive.search): one bm25 scale.
-    first = [r for r in facts + messages if r.get("tier", 1 if r["match"] == "all" else 2) == 1]
-    found = first + sorted(
-        (r for r in facts + messages if not any(r is f for f in first)),
-        key=lambda r: -float(r["score"]),
-    )
+    first: list[dict[str, Any]] = []
+    second: list[dict[str, Any]] = []
+    for result in facts + messages:
+        tier = result.get("tier", 1 if result["match"] == "all" else 2)
+        (first if tier == 1 else second).append(result)
+    found = first + sorted(second, key=lambda r: -float(r["score"]))
     found = found[:limit]
     hits = [r for r in found if r["kind"] == "fact" and r["match"] == "all"]
     record_hits(conn, [(r["fact_id"], _lock_dir(r["project"], filters)) for r in hits])

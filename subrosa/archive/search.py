@@ -578,8 +578,8 @@ def _with_replies(
         ):
             heads[rowid] = (session_pk, role, head)
     replies: dict[int, list[int]] = {}  # parent -> its replies
+    after_tool = {h.rowid: is_tool_io("user", texts[h.rowid][1]) for h in parents}
     for hit in parents:
-        after_tool = is_tool_io("user", texts[hit.rowid][1])
         session = heads[hit.rowid][0]
         said: list[int] = []
         for rowid in range(hit.rowid + 1, hit.rowid + REPLY_REACH + 1):
@@ -591,7 +591,7 @@ def _with_replies(
                 break  # the next prompt
             if role == "assistant" and not is_tool_io(role, head):
                 said.append(rowid)
-                if after_tool:
+                if after_tool[hit.rowid]:
                     break  # what a tool printed is answered by the next words
         replies[hit.rowid] = list(dict.fromkeys(said[:1] + said[-1:]))
     wanted = [r for rowid in replies for r in replies[rowid] if r not in texts]
@@ -607,9 +607,8 @@ def _with_replies(
     }
     best = {h.rowid: h for h in first}
     for hit in parents:
-        after_tool = is_tool_io("user", texts[hit.rowid][1])
         for rowid in replies[hit.rowid]:
-            if not own[rowid] and not after_tool:
+            if not own[rowid] and not after_tool[hit.rowid]:
                 continue  # to a prompt, a reply showing no word of the query: "got it"
             # Right after its parent at best: the message holding every word is the
             # surer of the two (a decision stated, the error itself).
