@@ -104,9 +104,13 @@ def write_sessions(folder: Path) -> int:
     return SESSIONS * MESSAGES
 
 
-def worker(db: str, files: list[str], out: str) -> None:
+def worker(db: str, files: list[str], out: str, turn: int = 0) -> None:
     """Ingest `files` (one project) into `db`, timing each batch; the times to `out`.
-    It starts when `out`.go appears: Python's start-up is not what is measured."""
+    It starts when `out`.go appears: Python's start-up is not what is measured.
+
+    With `turn` > 0 each transcript grows by `turn` lines at a time and is ingested
+    after each step, as the Stop hook's background ingest does after each turn of a
+    live session: one batch (and, on SQLite, one turn of the ingest lock) per step."""
     from subrosa.archive.connection import archive_lock, open_archive
     from subrosa.archive.ingest import Source, new_ingester
 
@@ -114,24 +118,45 @@ def worker(db: str, files: list[str], out: str) -> None:
         import psycopg  # noqa: F401  (loaded before the clock starts, as the rest)
 
     times: list[float] = []
+    steps: list[tuple[str, list[bytes]]] = []
+    if turn:
+        grown = Path(out).parent / Path(out).stem
+        grown.mkdir(exist_ok=True)
+        for name in files:
+            lines = Path(name).read_bytes().splitlines(keepends=True)
+            target = str(grown / Path(name).name)
+            Path(target).write_bytes(b"")
+            steps += [(target, lines[i : i + turn]) for i in range(0, len(lines), turn)]
     Path(out + ".ready").touch()
     while not Path(out + ".go").exists():
         time.sleep(0.002)
     cpu = time.process_time()
-    with open_archive(db) as conn, archive_lock(db):
-        ingester = new_ingester(conn)
-        store = ingester._store_batch
+    new = 0
+    with open_archive(db) as conn:
+        if not turn:
+            with archive_lock(db):
+                ingester = new_ingester(conn)
+                store = ingester._store_batch
 
-        def timed(*args: Any) -> None:
+                def timed(*args: Any) -> None:
+                    start = time.perf_counter()
+                    store(*args)
+                    ingester.commit()  # SQLite commits every 32 MB: a batch ends with it
+                    times.append(time.perf_counter() - start)
+
+                ingester._store_batch = timed  # type: ignore[method-assign,assignment]
+                new = ingester.ingest([Source(f, "-work-app") for f in files]).new_messages
+        for target, lines in steps:
+            with open(target, "ab") as handle:
+                handle.writelines(lines)
             start = time.perf_counter()
-            store(*args)
-            ingester.commit()  # SQLite commits every 32 MB: a batch ends with its commit
+            with archive_lock(db):
+                ingester = new_ingester(conn)
+                new += ingester.ingest([Source(target, "-work-app")]).new_messages
+                ingester.commit()
             times.append(time.perf_counter() - start)
-
-        ingester._store_batch = timed  # type: ignore[method-assign]
-        report = ingester.ingest([Source(f, "-work-app") for f in files])
     cpu = time.process_time() - cpu
-    Path(out).write_text(json.dumps({"times": times, "new": report.new_messages, "cpu": cpu}))
+    Path(out).write_text(json.dumps({"times": times, "new": new, "cpu": cpu}))
 
 
 def check(db: str, expected: int) -> tuple[int, int]:
@@ -202,18 +227,20 @@ def server_cpu(db: str) -> float | None:
         total = own + reaped
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
-                try:
+                try:  # a backend may end between the listing and the read
                     stat = (entry / "stat").read_text()
+                    if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+                        total += _ticks(int(entry.name))[0]
                 except OSError:
                     continue
-                if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
-                    total += _ticks(int(entry.name))[0]
     except (OSError, TypeError, IndexError, ValueError):
         return None
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def run(db: str, files: list[str], processes: int, work: Path, expected: int) -> dict[str, Any]:
+def run(
+    db: str, files: list[str], processes: int, work: Path, expected: int, turn: int
+) -> dict[str, Any]:
     from subrosa.archive.connection import open_archive
 
     with open_archive(db):
@@ -223,7 +250,11 @@ def run(db: str, files: list[str], processes: int, work: Path, expected: int) ->
     outs = [str(work / f"out-{processes}-{p}.json") for p in range(processes)]
     env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
     procs = [
-        subprocess.Popen([sys.executable, __file__, "--worker", db, out, *share], env=env, cwd=work)
+        subprocess.Popen(
+            [sys.executable, __file__, "--turn", str(turn), "--worker", db, out, *share],
+            env=env,
+            cwd=work,
+        )
         for share, out in zip(shares, outs, strict=True)
     ]
     while not all(Path(out + ".ready").exists() for out in outs):
@@ -274,11 +305,18 @@ def new_pg_database(admin: str, name: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pg", help="an admin URL of a PostgreSQL server (databases are made)")
+    parser.add_argument(
+        "--turn",
+        type=int,
+        default=0,
+        help="ingest each transcript as it grows, this many lines at a time (as the hooks"
+        " do after each turn of a live session); default: each transcript whole",
+    )
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         db, out, *files = args.worker
-        worker(db, files, out)
+        worker(db, files, out, args.turn)
         return
     with tempfile.TemporaryDirectory(prefix="subrosa-concurrency-") as temp:
         work = Path(temp)
@@ -290,8 +328,9 @@ def main() -> None:
         expected = write_sessions(folder)
         files = sorted(str(p) for p in folder.glob("*.jsonl"))
         cores = available_cores()
+        how = f"ingested {args.turn} lines at a time" if args.turn else "each ingested whole"
         print(
-            f"\n{SESSIONS} sessions, {expected:,} messages, one project;"
+            f"\n{SESSIONS} sessions ({how}), {expected:,} messages, one project;"
             f" {cores:.2f} of {os.cpu_count()} cores available to a busy loop\n"
         )
         print(
@@ -309,7 +348,7 @@ def main() -> None:
                     db = f"sqlite:///{work}/sqlite-{processes}.db"
                 else:
                     db = new_pg_database(admin, f"subrosa_concurrency_{processes}")
-                r = run(db, files, processes, work, expected)
+                r = run(db, files, processes, work, expected, args.turn)
                 base = base or r["rate"]
                 server = "-" if r["server_us"] is None else f"{r['server_us']:.0f}"
                 cpu_us = r["client_us"] + (r["server_us"] or 0.0)
