@@ -170,6 +170,56 @@ def test_the_reply_to_a_pasted_error_follows_it(memory_dir: Path, run: RunCli) -
     assert "(the reply to a match)" in run("search", "ENOSPC", "docker", "overlay").stdout
 
 
+def test_the_reply_at_the_end_of_a_long_turn(memory_dir: Path, run: RunCli) -> None:
+    # An agent's turn runs through dozens of tool calls before its last words.
+    steps = [
+        _record(f"step-{i}", "[Bash] ls" if i % 2 else "[tool result] ok", role="assistant")
+        if i % 2
+        else _record(f"step-{i}", "[tool result] ok")
+        for i in range(60)
+    ]
+    _transcript(
+        "s-1.jsonl",
+        _record("paste", "ENOSPC writing the docker overlay?"),
+        _record("look", "Let me look.", role="assistant"),
+        *steps,
+        _record("fixed", "The docker disk was full: pruned the images.", role="assistant"),
+    )
+    _ingest(run)
+    found = _search(run, "ENOSPC", "docker", "overlay")
+    assert _uuids(found)[:2] == ["paste", "fixed"]
+    assert found[1]["match"] == "reply"
+
+
+def test_words_apart_in_a_long_message_rank_with_some(memory_dir: Path, run: RunCli) -> None:
+    filler = "Then we went through the remaining steps of the migration plan. " * 30
+    _transcript(
+        "s-1.jsonl",
+        _record("plan", f"The spinner component. {filler} The bottom line.", role="assistant"),
+        _record("near", f"{filler} The spinner sits at the bottom. {filler}", role="assistant"),
+        _record("short", "the spinner sits below the table", role="assistant"),
+    )
+    _ingest(run)
+    found = _search(run, "spinner", "bottom")
+    # Every word in one message counts as "all" when the words are near each other
+    # (long or short message); a page apart, they are two things the message says.
+    assert _uuids(found)[0] == "near" and found[0]["match"] == "all"
+    assert {r["uuid"]: r["match"] for r in found}["plan"] == "some"
+    assert _uuids(_search(run, '"spinner component"', "bottom"))[0] == "plan"
+
+
+def test_stopwords_add_to_the_second_tier(memory_dir: Path, run: RunCli) -> None:
+    _transcript(
+        "s-1.jsonl",
+        _record("plain", "spinner, bottom border fixed", role="assistant"),
+        _record("words", "so the spinner sat at the bottom, fixed", role="assistant"),
+    )
+    _ingest(run)
+    found = _search(run, "spinner", "stuck", "at", "the", "bottom")  # "stuck": nowhere
+    assert _uuids(found) == ["words", "plain"]
+    assert {r["match"] for r in found} == {"some"}
+
+
 def test_tool_output_ranks_below_what_was_said(memory_dir: Path, run: RunCli) -> None:
     _transcript(
         "s-1.jsonl",

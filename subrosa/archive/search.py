@@ -64,8 +64,17 @@ _SPACES_DIGITS = b"0123456789 \t\n\r\f\v"
 # messages): "let me look" comes first, what was found and fixed last.
 REPLY = 0.5
 REPLY_PARENTS = 20
-REPLY_REACH = 30
+REPLY_REACH = 100
 _PREFIX = 200  # enough of a text to tell a tool call or output (is_tool_io)
+# Every word of the query in one message is evidence that the message is about them
+# together only when they stand near each other: a long summary, plan or log that
+# holds each word somewhere (a page apart) ranks in the second tier, by its bm25 among
+# the messages holding some of the words. "Near": within NEAR characters, about a
+# paragraph. The best NEAR_CHECKED first-tier messages are checked (the rest are below
+# the page, and finding the words' places costs Python time).
+NEAR = 600
+NEAR_CHECKED = 100
+_PLACES = 100  # the places of one unit looked at in a text
 # A tool call or a tool's output ranks below what was said, by this much: people look
 # for the conversation (what was explained, decided, reported); tool output is most of
 # an archive, long and repetitive, and still found, only after the words around it.
@@ -450,6 +459,11 @@ def _second_tier(
     chosen = sorted(weight, key=lambda rowid: (-weight[rowid], -rowid))[: max(RERANK_SOME, limit)]
     candidates = _texts(conn, chosen)
     texts = {row[0]: row for row in candidates}
+    # The stopwords found nothing, but add to a score as in the first tier: "before
+    # each", "at the bottom" tell one message holding some words from another.
+    stops = [by_unit[u] for u in wide if by_unit[u].expr and by_unit[u] not in present]
+    present += stops
+    held += [SHOWN] * len(stops)
     return _rank(present, candidates, held, 2), texts, present
 
 
@@ -541,15 +555,73 @@ def _ranked(
     cache = {} if cache is None else cache
     stats = unit_stats(conn, units, cache)
     hits, texts = _first_tier(conn, stats, filters, limit)
+    hits, apart = _words_apart(stats, hits, texts)
     shown = [s for s in stats if s.expr]
     hits = _with_replies(conn, shown, hits, texts, filters)
     if not enough(hits, texts):  # the pieces of a unit may be there when it is not
-        exclude = {h.rowid for h in hits}
+        exclude = {h.rowid for h in hits} | {h.rowid for h in apart}
         more, more_texts, used = _second_tier(conn, stats, filters, exclude, cache, limit)
         texts.update(more_texts)
-        hits += more
+        apart = sorted(more + apart, key=lambda hit: (-hit.score, -hit.rowid))
         shown += [s for s in used if s not in shown]
-    return hits, texts, shown
+    return hits + apart, texts, shown
+
+
+def _places(stats: Stats, lowered: str, text: str) -> list[int]:
+    """Where a unit's alternatives start in a text (the first _PLACES), as the
+    substring counts of _frequencies see them."""
+    found: list[int] = []
+    for alt in stats.alts:
+        needle, hay = ("".join(alt.tokens), text) if alt.cjk else (" ".join(alt.tokens), lowered)
+        at = hay.find(needle)
+        while at >= 0 and len(found) < _PLACES:
+            found.append(at)
+            at = hay.find(needle, at + 1)
+    return found
+
+
+def span(stats: list[Stats], text: str) -> int | None:
+    """The length of the shortest stretch of `text` where every unit starts (None when
+    a unit's place cannot be told: matched through the terms column only)."""
+    lowered = text.lower()
+    events: list[tuple[int, int]] = []
+    for i, s in enumerate(stats):
+        places = _places(s, lowered, text)
+        if not places:
+            return None
+        events += [(place, i) for place in places]
+    events.sort()
+    inside: dict[int, int] = {}  # unit -> its places in the window
+    shortest, left = len(text), 0
+    for place, unit in events:
+        inside[unit] = inside.get(unit, 0) + 1
+        while len(inside) == len(stats):
+            shortest = min(shortest, place - events[left][0])
+            first = events[left][1]
+            inside[first] -= 1
+            if not inside[first]:
+                del inside[first]
+            left += 1
+    return shortest
+
+
+def _words_apart(
+    stats: list[Stats], hits: list[Hit], texts: dict[int, Row]
+) -> tuple[list[Hit], list[Hit]]:
+    """The first tier without the messages among its NEAR_CHECKED best whose words are
+    apart (see NEAR), and those, for the second tier."""
+    required = [s for s in stats if s.expr and not s.unit.stop]
+    if len(required) < 2:
+        return hits, []
+    kept: list[Hit] = []
+    apart: list[Hit] = []
+    for i, hit in enumerate(hits):
+        text = texts[hit.rowid][1]
+        if i < NEAR_CHECKED and len(text) > NEAR and (span(required, text) or 0) > NEAR:
+            apart.append(hit._replace(tier=2))
+        else:
+            kept.append(hit)
+    return kept, apart
 
 
 def _with_replies(
