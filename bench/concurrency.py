@@ -2,6 +2,16 @@
 
     python bench/concurrency.py --pg URL     # URL: an admin URL of a PostgreSQL server
     python bench/concurrency.py              # SQLite only
+    python bench/concurrency.py --pg URL --turn 4 --rtt 0.5
+
+Three shapes of the writes. By default each process ingests whole transcripts, one
+batch each: the bulk of `subrosa ingest --all-projects` or `subrosa import`. With
+--turn N the transcripts grow N lines at a time and are ingested after each step, as
+the Stop hook's background ingest does after each turn of a live session: how a team's
+members write in a day. With --rtt MS each statement to the server waits MS more, as
+over the network between a member's machine and the team server (this machine has
+the server and every writer on its own cores, no network between them: writers that
+only wait on the server's CPU cannot go past cores / cores busy at 1, printed last).
 
 The same sessions (SESSIONS transcripts of MESSAGES messages of ~300 characters,
 different sessions, one project) are split among P processes, P = 1, 4, 8, each of
@@ -104,7 +114,25 @@ def write_sessions(folder: Path) -> int:
     return SESSIONS * MESSAGES
 
 
-def worker(db: str, files: list[str], out: str, turn: int = 0) -> None:
+def add_round_trip(rtt: float) -> None:
+    """Make each statement sent to the server wait `rtt` seconds more, as it would on a
+    network between a member's machine and the team server (a LAN: ~0.2-0.5 ms): the
+    client waits, the server does nothing more. In this process only."""
+    import psycopg
+
+    def slowed(method: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            time.sleep(rtt)
+            return method(*args, **kwargs)
+
+        return call
+
+    # A connection's execute is its cursor's: each statement waits once.
+    for cls, name in ((psycopg.Cursor, "execute"), (psycopg.Cursor, "copy")):
+        setattr(cls, name, slowed(getattr(cls, name)))
+
+
+def worker(db: str, files: list[str], out: str, turn: int = 0, rtt: float = 0.0) -> None:
     """Ingest `files` (one project) into `db`, timing each batch; the times to `out`.
     It starts when `out`.go appears: Python's start-up is not what is measured.
 
@@ -116,6 +144,9 @@ def worker(db: str, files: list[str], out: str, turn: int = 0) -> None:
 
     if not db.startswith("sqlite"):
         import psycopg  # noqa: F401  (loaded before the clock starts, as the rest)
+
+        if rtt:
+            add_round_trip(rtt)
 
     times: list[float] = []
     steps: list[tuple[str, list[bytes]]] = []
@@ -239,7 +270,7 @@ def server_cpu(db: str) -> float | None:
 
 
 def run(
-    db: str, files: list[str], processes: int, work: Path, expected: int, turn: int
+    db: str, files: list[str], processes: int, work: Path, expected: int, turn: int, rtt: float
 ) -> dict[str, Any]:
     from subrosa.archive.connection import open_archive
 
@@ -251,7 +282,18 @@ def run(
     env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
     procs = [
         subprocess.Popen(
-            [sys.executable, __file__, "--turn", str(turn), "--worker", db, out, *share],
+            [
+                sys.executable,
+                __file__,
+                "--turn",
+                str(turn),
+                "--rtt",
+                str(rtt),
+                "--worker",
+                db,
+                out,
+                *share,
+            ],
             env=env,
             cwd=work,
         )
@@ -312,11 +354,18 @@ def main() -> None:
         help="ingest each transcript as it grows, this many lines at a time (as the hooks"
         " do after each turn of a live session); default: each transcript whole",
     )
+    parser.add_argument(
+        "--rtt",
+        type=float,
+        default=0.0,
+        help="milliseconds each statement to the PostgreSQL server waits more, as over a"
+        " network (the server here is on this machine): default 0",
+    )
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         db, out, *files = args.worker
-        worker(db, files, out, args.turn)
+        worker(db, files, out, args.turn, args.rtt / 1e3)
         return
     with tempfile.TemporaryDirectory(prefix="subrosa-concurrency-") as temp:
         work = Path(temp)
@@ -329,6 +378,15 @@ def main() -> None:
         files = sorted(str(p) for p in folder.glob("*.jsonl"))
         cores = available_cores()
         how = f"ingested {args.turn} lines at a time" if args.turn else "each ingested whole"
+        if args.rtt:
+            start = time.perf_counter()
+            for _ in range(100):
+                time.sleep(args.rtt / 1e3)
+            slept = (time.perf_counter() - start) / 100 * 1e3
+            how += (
+                f"; each statement to the PostgreSQL server waits {args.rtt:g} ms more"
+                f" (a sleep of {slept:.2f} ms here)"
+            )
         print(
             f"\n{SESSIONS} sessions ({how}), {expected:,} messages, one project;"
             f" {cores:.2f} of {os.cpu_count()} cores available to a busy loop\n"
@@ -348,7 +406,7 @@ def main() -> None:
                     db = f"sqlite:///{work}/sqlite-{processes}.db"
                 else:
                     db = new_pg_database(admin, f"subrosa_concurrency_{processes}")
-                r = run(db, files, processes, work, expected, args.turn)
+                r = run(db, files, processes, work, expected, args.turn, args.rtt if admin else 0.0)
                 base = base or r["rate"]
                 server = "-" if r["server_us"] is None else f"{r['server_us']:.0f}"
                 cpu_us = r["client_us"] + (r["server_us"] or 0.0)
