@@ -1,6 +1,6 @@
 """Recall of `subrosa search` on natural questions, against a plain BM25 over the same texts.
 
-    python bench/recall.py                      # dev, held-out and held-out 2, whole corpus
+    python bench/recall.py                      # dev and held-out 1-4, whole corpus
     python bench/recall.py --questions bench/recall/heldout2.jsonl   # one set only
     python bench/recall.py --kinds cjk,error    # some kinds only
     python bench/recall.py --json               # one JSON document instead of tables
@@ -50,7 +50,10 @@ from _table import print_table  # bench/ is on sys.path when run as a script
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 FIXTURES = HERE / "recall" / "fixtures"
-QUESTION_FILES = tuple(HERE / "recall" / f"{name}.jsonl" for name in ("dev", "heldout", "heldout2"))
+QUESTION_FILES = tuple(
+    HERE / "recall" / f"{name}.jsonl"
+    for name in ("dev", "heldout", "heldout2", "heldout3", "heldout4")
+)
 KINDS = ("identifier", "error", "path", "paraphrase", "cjk", "fact", "session")
 LIMIT = 10
 K1, B = 1.2, 0.75
@@ -481,7 +484,7 @@ def main() -> None:
         "--questions",
         type=Path,
         action="append",
-        help="a questions file, repeatable (default: dev, heldout, heldout2)",
+        help="a questions file, repeatable (default: dev and heldout 1-4)",
     )
     parser.add_argument("--kinds", help=f"comma-separated, of: {','.join(KINDS)}")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
