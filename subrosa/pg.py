@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from subrosa.errors import SubrosaError, hide_passwords
 
@@ -146,3 +146,40 @@ def connect(url: str) -> Connection:
     # parallel workers: subrosa's statements take milliseconds, a worker's start as much.
     raw.execute("SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0")
     return Connection(raw)
+
+
+def schema_revision(conn: Connection) -> str | None:
+    """The database's Alembic revision; None for a blank one."""
+    import psycopg
+
+    try:
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    except psycopg.errors.UndefinedTable:
+        return None
+    return None if row is None else str(row[0])
+
+
+T = TypeVar("T")
+
+
+def at_once(url: str, run: Callable[[Connection], T]) -> T | None:
+    """`run` on the server at `url` when it needs nothing first (its schema is current);
+    None when it does, or the server cannot be reached, or a statement fails: the
+    caller then takes the path that migrates and says what is wrong
+    (subrosa.cli.fastsearch: `subrosa search` without click, SQLAlchemy or ingest)."""
+    import psycopg
+
+    from subrosa.schema import SCHEMA_HEAD
+
+    try:
+        conn = connect(url)
+    except SubrosaError:
+        return None
+    try:
+        if schema_revision(conn) != SCHEMA_HEAD:
+            return None
+        return run(conn)
+    except (psycopg.Error, UnicodeEncodeError):
+        return None
+    finally:
+        conn.close()
