@@ -56,6 +56,36 @@ def _native(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
+_IN_LIST = re.compile(r"\bIN \((\?(?:, ?\?)*)\)")
+
+
+@lru_cache(maxsize=512)
+def _in_lists(sql: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """`x IN (?,?,…)` as `x = ANY(?)`, one array for the list, and where each list's
+    values are among the parameters (first, how many): the archive's lookups by id
+    (sqlite3 takes up to 500 values as `IN (?,…)`) become one statement text whatever
+    their number, parsed and planned once when prepared, where 500 parameters cost
+    the server ~0.5 ms to parse and plan each time."""
+    lists: list[tuple[int, int]] = []
+    out: list[str] = []
+    at = 0
+    for match in _IN_LIST.finditer(sql):
+        lists.append((sql[: match.start()].count("?"), match.group(1).count("?")))
+        out += [sql[at : match.start()], "= ANY(?)"]
+        at = match.end()
+    return "".join(out) + sql[at:], tuple(lists)
+
+
+def _arrays(params: Sequence[Any], lists: tuple[tuple[int, int], ...]) -> list[Any]:
+    """The parameters with each IN list's values as one list (see _in_lists())."""
+    out: list[Any] = []
+    at = 0
+    for first, count in lists:
+        out += [*params[at:first], list(params[first : first + count])]
+        at = first + count
+    return out + list(params[at:])
+
+
 @lru_cache(maxsize=512)
 def _planned_once(sql: str) -> bool:
     """Whether to prepare a statement, to be planned once for any parameters (after
@@ -88,6 +118,9 @@ class Connection:
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """Run one statement; the cursor, to fetch from or iterate. A query whose best
         plan does not depend on its parameters is prepared (see _planned_once())."""
+        sql, lists = _in_lists(sql)
+        if lists and params:
+            params = _arrays(params, lists)
         native = _native(sql)
         return self.raw.execute(native, params if params else None, prepare=_planned_once(native))
 
