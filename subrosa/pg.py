@@ -86,6 +86,18 @@ def _arrays(params: Sequence[Any], lists: tuple[tuple[int, int], ...]) -> list[A
     return out + list(params[at:])
 
 
+def _ids_as_text(params: Sequence[Any]) -> list[Any]:
+    """A list of integers (ids) as an array's text, `{1,2,3}`, which the server reads
+    as the type its place wants (`id = ANY(?)`: integer[]): psycopg dumps a list item
+    by item in Python, ~0.6 ms for the thousand ids of a search's candidates."""
+    return [
+        "{" + ",".join(map(str, value)) + "}"
+        if isinstance(value, list) and all(type(item) is int for item in value)
+        else value
+        for value in params
+    ]
+
+
 @lru_cache(maxsize=512)
 def _planned_once(sql: str) -> bool:
     """Whether to prepare a statement, to be planned once for any parameters (after
@@ -121,6 +133,8 @@ class Connection:
         sql, lists = _in_lists(sql)
         if lists and params:
             params = _arrays(params, lists)
+        if params and any(isinstance(value, list) for value in params):
+            params = _ids_as_text(params)
         native = _native(sql)
         return self.raw.execute(native, params if params else None, prepare=_planned_once(native))
 
