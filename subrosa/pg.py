@@ -211,17 +211,15 @@ T = TypeVar("T")
 
 def at_once(url: str, run: Callable[[Connection], T]) -> T | None:
     """`run` on the server at `url` when it needs nothing first (its schema is current);
-    None when it does, or the server cannot be reached, or a statement fails: the
-    caller then takes the path that migrates and says what is wrong
-    (subrosa.cli.fastsearch: `subrosa search` without click, SQLAlchemy or ingest)."""
-    import psycopg
-
+    None when it does, or a statement fails: the caller then takes the path that
+    migrates and says what is wrong (subrosa.cli.fastsearch: `subrosa search` without
+    click, SQLAlchemy or ingest). Raises SubrosaError when psycopg is missing or the
+    server cannot be reached (the other path would wait for it a second time)."""
     from subrosa.schema import SCHEMA_HEAD
 
-    try:
-        conn = connect(url)
-    except SubrosaError:
-        return None
+    conn = connect(url)
+    import psycopg  # there: connect() said so
+
     try:
         if schema_revision(conn) != SCHEMA_HEAD:
             return None

@@ -268,7 +268,15 @@ def main(argv: list[str]) -> int | None:
     if path is not None:
         results = recall.search_at_once(path, query, filters, limit, **only)
     else:  # a server: psycopg loads, not SQLAlchemy (subrosa.pg.at_once)
-        results = _on_server(db_url, query, filters, limit, only)
+        from subrosa.errors import SubrosaError
+
+        try:
+            results = _on_server(db_url, query, filters, limit, only)
+        except SubrosaError as exc:  # no driver, no server: said once, as click says it
+            from subrosa.cli.output import show_error
+
+            show_error(str(exc))
+            return exc.exit_code
     if results is None:
         return None
     emit(results, options["as_json"])
