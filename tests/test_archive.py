@@ -431,6 +431,38 @@ def test_search_path_imports_the_standard_library_only(
     assert _hits(tmp_path) == [2]
 
 
+@pytest.mark.engines("postgresql")
+def test_search_on_a_server_loads_neither_click_nor_sqlalchemy(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    """On a current server, `subrosa search` takes the fast path too (psycopg, not
+    click, SQLAlchemy or ingest's modules), finds what the click command finds and
+    counts the fact's hit; with an ended session waiting, the click command runs."""
+    _pnpm(memory_dir, run)
+    report = tmp_path / "modules.json"
+    script = (
+        "import json, sys\n"
+        "from subrosa.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"json.dump(sorted(sys.modules), open({str(report)!r}, 'w'))\n"
+    )
+    heavy = {"sqlalchemy", "click", "rich", "alembic", "msgspec", "ahocorasick_rs"}
+    args = ["search", "--json", "pnpm"]
+    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, timeout=60)
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
+    assert not loaded & heavy, loaded & heavy
+    assert "psycopg" in loaded
+    assert json.loads(result.stdout) == json.loads(run(*args).stdout)
+    assert [r["slug"] for r in json.loads(result.stdout) if r["kind"] == "fact"] == [
+        "user_prefers_pnpm"
+    ]
+    pending.record(str(tmp_path / "gone.jsonl"), "s-9", "")
+    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "click" in {module.split(".")[0] for module in json.loads(report.read_text())}
+
+
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_a_busy_project_lock_skips_the_hit_not_the_search(
     memory_dir: Path, run: RunCli, tmp_path: Path

@@ -192,3 +192,18 @@ def test_search_uses_the_index(memory_dir: Path, db: Db, run: RunCli) -> None:
                 f"EXPLAIN SELECT 1 FROM {table} WHERE {vector} @@ 'zanzibarite'::tsquery"
             ).fetchall()
             assert "_words" in " ".join(str(row[0]) for row in plan), plan
+
+
+def test_in_lists_go_to_the_server_as_one_array() -> None:
+    """sqlite3's `IN (?,…)` is sent as `= ANY(?)` with the values as one array (one
+    statement text for any number of ids), the other parameters kept in place; a list
+    of integers goes as an array's text, any other list as it is."""
+    from subrosa.pg import _arrays, _ids_as_text, _in_lists
+
+    sql = "SELECT a FROM t WHERE x = ? AND id IN (?,?,?) AND k IN (?) LIMIT ?"
+    native, lists = _in_lists(sql)
+    assert native == "SELECT a FROM t WHERE x = ? AND id = ANY(?) AND k = ANY(?) LIMIT ?"
+    params = _arrays(["x", 3, 1, 2, "k", 10], lists)
+    assert params == ["x", [3, 1, 2], ["k"], 10]
+    assert _ids_as_text(params) == ["x", "{3,1,2}", ["k"], 10]
+    assert _in_lists("SELECT 1 WHERE a = ?") == ("SELECT 1 WHERE a = ?", ())

@@ -32,7 +32,7 @@ from typing import Any, cast
 
 from subrosa.archive.ingest import Ingester, _head_hash_of, _load_stats, _Plan
 from subrosa.archive.transcripts import Message, Parsed, SessionInfo
-from subrosa.pg import Connection, connect
+from subrosa.pg import Connection, connect, schema_revision
 from subrosa.schema import SCHEMA_HEAD
 
 # Any number: it only has to differ from subrosa.db's migration lock.
@@ -64,13 +64,7 @@ def open_server(db_url: str) -> Iterator[sqlite3.Connection]:
 
 
 def _revision(conn: Connection) -> str | None:
-    import psycopg
-
-    try:
-        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-    except psycopg.errors.UndefinedTable:
-        return None
-    return None if row is None else str(row[0])
+    return schema_revision(conn)
 
 
 class PgIngester(Ingester):
