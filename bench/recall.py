@@ -22,8 +22,9 @@ lowercase word tokenizer with every CJK character a word of its own, any query w
 
 Reported per question set and kind: Recall@1, Recall@5, MRR over the top 10, and how many
 queries came back empty. Issue 12's targets: held-out Recall@5 >= 0.90 and never below BM25;
-no empty result while any query word is in the archive. The held-out set's questions are
-never printed one by one (`--misses` lists the dev set's only): the tuner looks at dev alone.
+no empty result while any query word is in the archive. Since round 6 the tuner reads dev,
+heldout and heldout2 one by one (`--misses`, `--json`); later held-out sets' questions are
+never printed one by one.
 """
 
 from __future__ import annotations
@@ -50,10 +51,9 @@ from _table import print_table  # bench/ is on sys.path when run as a script
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 FIXTURES = HERE / "recall" / "fixtures"
-QUESTION_FILES = tuple(
-    HERE / "recall" / f"{name}.jsonl"
-    for name in ("dev", "heldout", "heldout2", "heldout3", "heldout4")
-)
+TUNED = ("dev", "heldout", "heldout2")  # the sets a tuner may read one by one (round 6 on)
+FRESH = ("heldout3", "heldout4")  # aggregates only: the last rounds' untuned test sets
+QUESTION_FILES = tuple(HERE / "recall" / f"{name}.jsonl" for name in TUNED + FRESH)
 KINDS = ("identifier", "error", "path", "paraphrase", "cjk", "fact", "session")
 LIMIT = 10
 K1, B = 1.2, 0.75
@@ -405,8 +405,8 @@ def print_sessions(questions: list[Question]) -> None:
 
 
 def print_misses(questions: list[Question]) -> None:
-    misses = [q for q in questions if q.split == "dev" and (q.ranks["subrosa"] or 99) > 5]
-    print(f"\ndev questions not in subrosa's top 5 ({len(misses)}):")
+    misses = [q for q in questions if q.split in TUNED and (q.ranks["subrosa"] or 99) > 5]
+    print(f"\n{'/'.join(TUNED)} questions not in subrosa's top 5 ({len(misses)}):")
     for q in misses:
         first = q.top["subrosa"][0] if q.top["subrosa"] else "(no result)"
         print(
@@ -420,10 +420,11 @@ def as_json(questions: list[Question]) -> dict[str, Any]:
         {"set": split, "kind": kind, **{system: vars(score(chosen, system)) for system in SYSTEMS}}
         for split, kind, chosen in groups(questions)
     ]
-    # Per-question detail for the dev set only: the held-out set stays unseen by the tuner.
+    # Per-question detail for the tuned sets only: later held-out sets stay unseen by the tuner.
     detail = [
         {
             "id": q.id,
+            "split": q.split,
             "kind": q.kind,
             "query": q.query,
             "rank": q.ranks,
@@ -431,9 +432,9 @@ def as_json(questions: list[Question]) -> dict[str, Any]:
             "top": q.top,
         }
         for q in questions
-        if q.split == "dev"
+        if q.split in TUNED
     ]
-    return {"aggregates": aggregates, "dev_questions": detail}
+    return {"aggregates": aggregates, "questions": detail}
 
 
 # ---------------------------------------------------------------- main
@@ -488,7 +489,7 @@ def main() -> None:
     )
     parser.add_argument("--kinds", help=f"comma-separated, of: {','.join(KINDS)}")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("--misses", action="store_true", help="list the dev set's misses")
+    parser.add_argument("--misses", action="store_true", help="list the tuned sets' misses")
     parser.add_argument("--keep", type=Path, help="build the archive here and keep it")
     parser.add_argument(
         "--db", help="an empty PostgreSQL database's URL to build the archive in (default: SQLite)"

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from subrosa.cjk import cjk_runs, has_cjk
 from subrosa.terms import (
     MAX_IDENTIFIER,
+    MAX_JOINED,
     WORD,
     camel_parts,
     is_stopword,
@@ -147,6 +148,7 @@ def query_units(terms: list[Term]) -> list[Unit]:
     """The units of a query, in the order typed (see Unit). A quoted phrase and a
     prefix match as written; a word also matches its forms (subrosa.terms)."""
     units: list[Unit] = []
+    typed_as_is: set[int] = set()  # id() of the quoted and prefix units
     for term in terms:
         runs, rest = split_cjk(term)
         for run in runs:
@@ -157,6 +159,7 @@ def query_units(terms: list[Term]) -> list[Unit]:
         if term.quoted or term.prefix:
             alt = Alt(tuple(tokens), True, prefix=term.prefix)
             units.append(Unit(" ".join(tokens), (alt,)))
+            typed_as_is.add(id(units[-1]))
         else:
             units.append(_word_unit(rest.strip(), tokens))
     if units and all(unit.stop for unit in units):
@@ -164,7 +167,37 @@ def query_units(terms: list[Term]) -> list[Unit]:
         units = [unit._replace(stop=False) for unit in units]
     # Each unit costs a few index lookups: a pasted page of text is searched by its
     # first MAX_UNITS words.
-    return _unique(units)[:MAX_UNITS]
+    return _joined(_unique(units)[:MAX_UNITS], typed_as_is)
+
+
+def _joined(units: list[Unit], typed_as_is: set[int]) -> list[Unit]:
+    """Two words typed one after the other also match as one word, written joined
+    ("status line" finds `statusline`, "web hook" `webhook`, "dot files" `dotfiles`):
+    the joined word is another alternative of each of the two (not the form typed, so
+    it ranks below them), a text holding it holds both. The index is asked whether it
+    holds it, as for every alternative. Quoted words and prefixes match as typed."""
+    out = list(units)
+    plain = [_plain(unit) and id(unit) not in typed_as_is for unit in units]
+    for i in range(len(out) - 1):
+        left = out[i]
+        if not (plain[i] and plain[i + 1]):
+            continue
+        joined = left.label + units[i + 1].label
+        if len(joined) > MAX_JOINED:
+            continue
+        alt = Alt((joined,), False)
+        out[i] = left._replace(alts=_plus(left.alts, alt))
+        out[i + 1] = out[i + 1]._replace(alts=_plus(out[i + 1].alts, alt))
+    return out
+
+
+def _plain(unit: Unit) -> bool:
+    """A word of letters (no identifier, CJK run or stopword)."""
+    return not unit.cjk and not unit.stop and not unit.words and unit.label.isalpha()
+
+
+def _plus(alts: tuple[Alt, ...], alt: Alt) -> tuple[Alt, ...]:
+    return alts if alt in alts else (*alts, alt)
 
 
 def _unique(units: list[Unit]) -> list[Unit]:

@@ -119,6 +119,25 @@ def test_identifiers_by_their_parts_and_whole(memory_dir: Path, run: RunCli) -> 
     assert set(_uuids(_search(run, "syncing", "backfill", "alias"))[:1]) == {"alias"}
 
 
+def test_words_typed_apart_find_them_joined(memory_dir: Path, run: RunCli) -> None:
+    # A name written as one word ("statusline", "webhook") found by its words typed
+    # apart, in the first tier; the words as typed rank above it; quoted, as written.
+    _transcript(
+        "s-1.jsonl",
+        _record("joined", "the statusline script prints the branch", session="s-1"),
+        _record("apart", "the status line prints the branch", session="s-2"),
+        _record("other", "the status of the build is green", session="s-3"),
+    )
+    _ingest(run)
+    found = _search(run, "status", "line", "branch")
+    assert _uuids(found)[:2] == ["apart", "joined"]
+    assert [r["match"] for r in found[:2]] == ["all", "all"]
+    assert "**statusline**" in found[1]["snippet"]
+    assert _uuids(_search(run, "status", "line", "script")) == ["joined", "apart", "other"]
+    assert "joined" not in _uuids(_search(run, '"status"', '"line"', "branch"))[:2]
+    assert _search(run, '"status"', '"line"', "branch")[0]["match"] == "all"
+
+
 def test_copies_are_one_result(memory_dir: Path, run: RunCli) -> None:
     error = "Error: ENOSPC: no space left on device, write /var/lib/docker/overlay2"
     records = [

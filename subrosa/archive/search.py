@@ -332,7 +332,7 @@ def _frequencies(stats: Stats, lowered: list[str], texts: list[str]) -> list[flo
             counts = [low.count(phrase) or min(low.count(t) for t in tokens) for low in lowered]
         if alt.exact:
             weight = 1.0
-        elif typed is not None and alt.tokens[0].startswith(typed):
+        elif typed is not None and typed in alt.tokens[0]:
             weight = VARIANT - 1.0
         else:
             weight = VARIANT
