@@ -328,6 +328,16 @@ def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) ->
     assert [r["project"] for r in _search(run, "thundersnout", "--all-projects")] == [
         "-some-other-project"
     ]
+    # Nothing here: a person is told where else to look (stderr: stdout stays the
+    # result), by the click command and by the fast path alike.
+    here = run("search", "thundersnout")
+    assert here.stdout == "no results\n"
+    assert "--all-projects searches every project" in here.stderr
+    fast = subrosa_process("search", "thundersnout")
+    assert fast.returncode == 0 and fast.stdout == b"no results\n"
+    assert b"--all-projects searches every project" in fast.stderr
+    everywhere = run("search", "zanzibarite", "--all-projects")
+    assert everywhere.stdout == "no results\n" and everywhere.stderr == ""
     assert json.loads(run("transcript", "list", "--json").stdout) == []
     assert len(json.loads(run("transcript", "list", "--json", "--all-projects").stdout)) == 1
 

@@ -162,14 +162,23 @@ def render_text(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def emit(results: list[dict[str, Any]], as_json: bool) -> None:
-    """Print results on stdout: one JSON document, or text for people."""
+def emit(results: list[dict[str, Any]], as_json: bool, scope: str | None = None) -> None:
+    """Print results on stdout: one JSON document, or text for people. `scope`: the
+    project a search was limited to (None: every project); when nothing was found
+    there, a person is told on stderr where else to look."""
     if as_json:
         import json
 
         sys.stdout.write(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(render_text(results) + "\n")
+        if not results and scope is not None:
+            from subrosa.query import one_line
+
+            sys.stderr.write(
+                f"(only project {one_line(scope)} was searched; --all-projects searches"
+                " every project)\n"
+            )
 
 
 # ---------------------------------------------------------------- the fast path
@@ -279,7 +288,7 @@ def main(argv: list[str]) -> int | None:
             return exc.exit_code
     if results is None:
         return None
-    emit(results, options["as_json"])
+    emit(results, options["as_json"], filters.transcript_project)
     return 0
 
 

@@ -228,4 +228,4 @@ def search(
             tool_result_chars=app.settings.tool_result_chars,
             reindex_progress=progress,
         )
-    emit(results, as_json)
+    emit(results, as_json, filters.transcript_project)
