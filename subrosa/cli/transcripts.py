@@ -184,16 +184,17 @@ def search(
 ) -> None:
     """Search facts (title, description, hook, body) and archived messages, best first.
 
-    What holds every word comes first (in any order; stopwords like "how" or "the" are
-    never required), then, when that is fewer than --limit, what holds some of them,
-    best first, marked "(some words)". A word also finds its other English forms (costs,
-    costing for cost) and identifiers made of it: isSyncingBackfill by "syncing",
-    pre-commit by "precommit". "A phrase" in quotes must appear as written; a word
-    ending in * matches as a prefix (dep* finds deploy and dependency). Anything else is
-    searched as plain text, never as syntax. Chinese, Japanese and Korean text is found
+    What holds every word comes first (in any order, near each other: a long text with the
+    words a page apart ranks with the next; stopwords like "how" or "the" are never
+    required), then, when that is fewer than --limit, what holds some of them, best first,
+    marked "(some words)". A word also finds its other English forms (costs, costing for
+    cost) and identifiers made of it: isSyncingBackfill by "syncing", pre-commit by
+    "precommit", statusline by "status line". "A phrase" in quotes must appear as written; a
+    word ending in * matches as a prefix (dep* finds deploy and dependency). Anything else
+    is searched as plain text, never as syntax. Chinese, Japanese and Korean text is found
     by any part of it. A tool call or a tool's output ranks below what was said; the
-    assistant's reply to a message of the user's (or a tool's output) holding every
-    word ranks right after it.
+    assistant's reply to a message of the user's (or a tool's output) holding every word
+    ranks right after it.
     Copies of one text (an error pasted many times) are one result that says how many
     there are. --sessions lists the sessions instead, each once, best first. Each
     result shows its kind, score, where it is (a fact's slug, or a message's session,
