@@ -340,6 +340,13 @@ def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) ->
     assert everywhere.stdout == "no results\n" and everywhere.stderr == ""
     assert json.loads(run("transcript", "list", "--json").stdout) == []
     assert len(json.loads(run("transcript", "list", "--json", "--all-projects").stdout)) == 1
+    # A filter that matches nothing says so; "run `subrosa ingest`" would mislead.
+    for flags, said in (
+        (("--project", "no-such-project"), "no archived sessions of project no-such-project"),
+        (("--all-projects", "--by", "nobody"), "no archived sessions from nobody"),
+    ):
+        shown = run("transcript", "list", *flags).stdout
+        assert said in shown and "subrosa ingest" not in shown, shown
 
 
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has

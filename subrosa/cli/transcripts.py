@@ -114,7 +114,13 @@ def list_cmd(
         print_json(sessions)
         return
     if not sessions:
-        say("no archived sessions (run `subrosa ingest`)")
+        # Under a filter the archive may be full: say what was asked, not "ingest".
+        scope = "" if all_projects else f" of project {project}" if project else ""
+        by_whom = f" from {by}" if by else ""
+        if scope or by_whom:
+            say(f"no archived sessions{scope}{by_whom} (`--all-projects` lists every project's)")
+        else:
+            say("no archived sessions (run `subrosa ingest`)")
     from subrosa.archive.conversation import session_line
 
     for s in sessions:
