@@ -542,6 +542,8 @@ def test_demo_searches_the_facts(run: RunCli) -> None:
     out = run("demo").stdout
     assert "$ subrosa search pnpm" in out
     assert "fact user_prefers_pnpm" in out
+    # Each command shown is one a reader can paste: quoted, and the SLUG spelling.
+    assert "$ subrosa fact upsert user_prefers_pnpm --hook 'pnpm only, never npm or yarn'" in out
 
 
 @pytest.fixture
