@@ -143,6 +143,17 @@ def test_wild_leaves_are_accepted_with_warnings_and_left_untouched(
     assert {p.name: p.read_bytes() for p in memory_dir.glob("*.md")} == before
 
 
+def test_a_name_that_is_the_filename_as_it_is_draws_no_warning(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # Real memory dirs name leaves by their stem in snake_case (name: gotcha_shared_worktree).
+    write_leaf(memory_dir, "gotcha_shared_worktree.md", name="gotcha_shared_worktree")
+    same = run("fact", "upsert", "gotcha_shared_worktree", "--hook", "one checkout, one HEAD")
+    assert same.stderr == ""
+    write_leaf(memory_dir, "other_name.md", name="something else")
+    assert "kebab-case" in run("fact", "upsert", "other_name", "--hook", "x").stderr
+
+
 def test_hook_rules(memory_dir: Path, run: RunCli) -> None:
     write_leaf(memory_dir, "a.md")
     missing = run("fact", "upsert", "--leaf", "a.md", expect=2)

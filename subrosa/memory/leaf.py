@@ -499,7 +499,8 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
         warnings.append("has no name: in its frontmatter; using the filename")
         name = slug.replace("_", "-")
     name = str(name)
-    if name != slug.replace("_", "-"):
+    # The stem as it is (gotcha_cross_repo_cwd) is as good a name as its kebab-case.
+    if name not in (slug, slug.replace("_", "-")):
         warnings.append(f"name {name!r} is not the filename in kebab-case")
 
     known = {"name", "description", "metadata", "type", "title"}
