@@ -212,6 +212,14 @@ def test_sidecar_holds_what_only_subrosa_knows(memory_dir: Path, run: RunCli) ->
     assert rows[0]["slug"] == "a" and rows[0]["hook"] == "the hook" and rows[0]["pinned"]
 
 
+def test_show_reads_as_text_not_python(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(memory_dir, "a.md")
+    run("fact", "upsert", "a", "--hook", "the hook", "--pin")
+    shown = run("fact", "show", "a").stdout
+    assert "None" not in shown and "True" not in shown, shown
+    assert "pinned: yes" in shown and "section: -" in shown and "position: 1" in shown
+
+
 def test_unknown_slug_and_usage_errors(memory_dir: Path, run: RunCli) -> None:
     assert "no fact named 'ghost'" in run("fact", "show", "ghost", expect=2).stderr
     run("fact", "list", "--archived", "--all", expect=2)
