@@ -154,6 +154,23 @@ def test_a_name_that_is_the_filename_as_it_is_draws_no_warning(
     assert "kebab-case" in run("fact", "upsert", "other_name", "--hook", "x").stderr
 
 
+def test_yaml_that_does_not_parse_is_named_by_line_with_the_usual_fix(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # As Claude writes them: an unquoted `: ` in the description (a real leaf's shape).
+    (memory_dir / "weights.md").write_text(
+        "---\nname: weights\ndescription: Newsletters carry `weight: 1` in their "
+        "frontmatter.\nmetadata:\n  type: project\n---\n\nBody.\n",
+        encoding="utf-8",
+    )
+    said = run("fact", "upsert", "weights", "--hook", "weight 1", expect=2).stderr
+    assert "weights.md" in said and "not valid YAML (line 3: mapping values" in said, said
+    assert "put a value holding ': ' in quotes" in said
+    (memory_dir / "quote.md").write_text('---\ndescription: "open\ntype: user\n---\n')
+    said = run("fact", "upsert", "quote", "--hook", "q", expect=2).stderr
+    assert "line 2: found unexpected end of stream while scanning a quoted scalar" in said
+
+
 def test_hook_rules(memory_dir: Path, run: RunCli) -> None:
     write_leaf(memory_dir, "a.md")
     missing = run("fact", "upsert", "--leaf", "a.md", expect=2)
