@@ -347,6 +347,20 @@ def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) ->
     ):
         shown = run("transcript", "list", *flags).stdout
         assert said in shown and "subrosa ingest" not in shown, shown
+    # --limit leaving sessions out says so on stderr; --json stays the list alone.
+    run("ingest", "--all-projects")
+    (other / "s-8.jsonl").write_text(_record("m8", "a second one", session="s-8") + "\n")
+    run("ingest", "--all-projects")
+    cut = run("transcript", "list", "--all-projects", "--limit", "1")
+    assert len(cut.stdout.splitlines()) == 1 and "--limit N shows more" in cut.stderr
+    whole = run("transcript", "list", "--all-projects", "--limit", "2")
+    assert "--limit N shows more" not in whole.stderr
+    assert (
+        len(
+            json.loads(run("transcript", "list", "--all-projects", "--limit", "1", "--json").stdout)
+        )
+        == 1
+    )
 
 
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has

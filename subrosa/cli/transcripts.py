@@ -15,6 +15,7 @@ from subrosa.cli.common import (
     click_options,
     is_terminal,
     json_option,
+    note,
     pass_app,
     print_json,
     progress_bar,
@@ -106,10 +107,11 @@ def list_cmd(
             all_projects=all_projects,
             project=project,
             by=by,
-            limit=limit,
+            limit=limit + 1,  # one more, to know whether --limit left some out
             tool_result_chars=app.settings.tool_result_chars,
             reindex_progress=progress,
         )
+    more, sessions = len(sessions) > limit, sessions[:limit]
     if as_json:
         print_json(sessions)
         return
@@ -125,6 +127,8 @@ def list_cmd(
 
     for s in sessions:
         click.echo(session_line(s))
+    if more:
+        note(f"(the newest {limit}; --limit N shows more)")
 
 
 @transcript.command()
