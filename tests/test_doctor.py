@@ -81,3 +81,11 @@ def test_leaves_wait_for_a_database_that_cannot_be_opened(
     assert checks["database"]["ok"] is False
     # generate cannot open it either: the fix says what comes first.
     assert "once the database check passes" in str(checks["leaves"]["fix"])
+
+
+def test_a_server_database_is_not_called_private(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUBROSA_DB", "postgresql://me@127.0.0.1:1/team?connect_timeout=1")
+    permissions = _checks(run, expect=1)["permissions"]
+    assert permissions["ok"] and "private" not in str(permissions["detail"]), permissions
