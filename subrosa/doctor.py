@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from subrosa.errors import InvalidInput, hide_passwords
+from subrosa.errors import InvalidInput, SubrosaError, hide_passwords
 from subrosa.fsutil import is_link
 from subrosa.memory.leaf import list_leaf_files, subfolder_note
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
@@ -103,12 +103,10 @@ def check_database(subject: Subject) -> Check:
         engine = get_engine(subject.db_url)
         revision = current_revision(engine)
     except Exception as exc:  # noqa: BLE001 - report, never raise
-        return Check(
-            "database",
-            False,
-            f"cannot open {hide_passwords(subject.db_url)}: {hide_passwords(str(exc))}",
-            "check --db",
-        )
+        said = hide_passwords(str(exc))
+        if not isinstance(exc, SubrosaError):  # subrosa's own errors name the database
+            said = f"cannot open {hide_passwords(subject.db_url)}: {said}"
+        return Check("database", False, said, "check --db")
     where = engine.url.render_as_string(hide_password=True)
     if revision != SCHEMA_HEAD:
         return Check(

@@ -79,6 +79,7 @@ def test_leaves_wait_for_a_database_that_cannot_be_opened(
     monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "garbage.db"))
     checks = _checks(run, expect=1)
     assert checks["database"]["ok"] is False
+    assert str(checks["database"]["detail"]).count("garbage.db") == 1, checks["database"]
     # generate cannot open it either: the fix says what comes first.
     assert "once the database check passes" in str(checks["leaves"]["fix"])
 
