@@ -22,8 +22,14 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
+from subrosa.errors import (
+    SUPPORTED_DATABASES,
+    DatabaseUnreadable,
+    InvalidInput,
+    corruption,
+    hide_passwords,
+)
 from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
-from subrosa.errors import DatabaseUnreadable, corruption, hide_passwords
 from subrosa.fsutil import file_lock
 from subrosa.paths import sqlite_path
 
@@ -71,6 +77,8 @@ def database_url(value: str) -> URL:
         ) from None
     if path is not None:
         return URL.create("sqlite", database=str(path), query=url.query)
+    if url.get_backend_name() not in ("postgresql", "sqlite"):
+        raise InvalidInput(f"{hide_passwords(value)}: {SUPPORTED_DATABASES}.")
     if url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")
     return url

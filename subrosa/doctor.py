@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from subrosa.errors import InvalidInput, hide_passwords
+from subrosa.errors import InvalidInput, SubrosaError, hide_passwords
 from subrosa.fsutil import is_link
 from subrosa.memory.leaf import list_leaf_files, subfolder_note
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
@@ -103,12 +103,10 @@ def check_database(subject: Subject) -> Check:
         engine = get_engine(subject.db_url)
         revision = current_revision(engine)
     except Exception as exc:  # noqa: BLE001 - report, never raise
-        return Check(
-            "database",
-            False,
-            f"cannot open {hide_passwords(subject.db_url)}: {hide_passwords(str(exc))}",
-            "check --db",
-        )
+        said = hide_passwords(str(exc))
+        if not isinstance(exc, SubrosaError):  # subrosa's own errors name the database
+            said = f"cannot open {hide_passwords(subject.db_url)}: {said}"
+        return Check("database", False, said, "check --db")
     where = engine.url.render_as_string(hide_password=True)
     if revision != SCHEMA_HEAD:
         return Check(
@@ -263,7 +261,7 @@ def check_leaves_registered(subject: Subject) -> Check:
             "leaves",
             not on_disk,
             f"{len(on_disk)} leaf file(s); the database is not ready to compare.",
-            "subrosa generate",
+            "subrosa generate, once the database check passes",
             severity="warning",
         )
     try:
@@ -280,19 +278,47 @@ def check_leaves_registered(subject: Subject) -> Check:
     }
     unregistered = sorted(on_disk - registered)
     gone = sorted(registered - on_disk)
-    if unregistered or gone:
+    # generate skips a leaf it cannot read, so "run generate" would not fix those.
+    broken = _unreadable(subject.memory_dir, unregistered)
+    unregistered = [slug for slug in unregistered if slug not in broken]
+    if unregistered or gone or broken:
         parts = []
+        if broken:
+            first = next(iter(broken))
+            parts.append(
+                f"{len(broken)} leaf file(s) subrosa cannot read ({first}.md: {broken[first]}…)"
+            )
         if unregistered:
             parts.append(f"{len(unregistered)} leaf file(s) not registered ({unregistered[0]}…)")
         if gone:
             parts.append(f"{len(gone)} fact(s) whose leaf is gone ({gone[0]}…)")
         fix = "subrosa generate" if unregistered else ""
+        if broken:
+            fix += (" and " if fix else "") + (
+                "mend the unreadable leaf (or move it out of the memory dir), then subrosa generate"
+            )
         if gone:
             fix += (" and " if fix else "") + (
                 f"restore the leaf, or forget the fact: `subrosa fact forget {gone[0]}`"
             )
         return Check("leaves", False, "; ".join(parts) + ".", fix)
     return Check("leaves", True, f"{len(on_disk)} leaves, all registered")
+
+
+def _unreadable(memory_dir: Path, slugs: list[str]) -> dict[str, str]:
+    """Of the leaves `slugs`, those generate cannot read, each with why."""
+    from subrosa.errors import LeafError
+    from subrosa.memory.leaf import parse_leaf_lenient
+
+    problems = {}
+    for slug in slugs:
+        try:
+            parse_leaf_lenient(memory_dir / f"{slug}.md")
+        except LeafError as exc:
+            problems[slug] = exc.problem
+        except OSError as exc:
+            problems[slug] = f"cannot be read ({exc.strerror})"
+    return problems
 
 
 def check_backlog(subject: Subject) -> Check:
@@ -363,6 +389,8 @@ def check_permissions(subject: Subject) -> Check:
             problems.append(f"{path} is not writable")
     if problems:
         return Check("permissions", False, "; ".join(problems) + ".", _permission_fix(db))
+    if db is None:  # a server's database is shared by design; its grants are its own
+        return Check("permissions", True, "index files writable (the server grants access)")
     return Check("permissions", True, "database private to you; index files writable")
 
 

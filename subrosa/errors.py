@@ -74,6 +74,14 @@ class NotOwned(ProblemFound):
     """MEMORY.md exists but subrosa did not write it: `subrosa adopt` must take it over first."""
 
 
+# What a --db naming another kind of server (mysql://, oracle://) is told, by the
+# facts' engine and by the archive alike.
+SUPPORTED_DATABASES = (
+    "subrosa keeps its data in an SQLite file or on a PostgreSQL server; give --db PATH "
+    "or --db postgresql://USER@HOST/DATABASE (docs/team.md)"
+)
+
+
 class DatabaseError(SubrosaError):
     """The database cannot be opened, created or migrated (subrosa.db re-exports it)."""
 

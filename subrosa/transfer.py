@@ -126,7 +126,13 @@ def _atomic(path: Path) -> Iterator[IO[bytes]]:
     if path.is_dir():
         raise InvalidInput(f"{path}: is a directory; name a file to export to.")
     directory = path.parent if str(path.parent) else Path(".")
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:  # the temp file's name would say nothing to the user
+        raise InvalidInput(
+            f"{path}: cannot write a file in {directory} ({exc.strerror}); "
+            "name a file in a folder you can write."
+        ) from exc
     try:
         with os.fdopen(fd, "wb") as raw:
             if path.name.endswith(".gz"):

@@ -340,6 +340,27 @@ def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) ->
     assert everywhere.stdout == "no results\n" and everywhere.stderr == ""
     assert json.loads(run("transcript", "list", "--json").stdout) == []
     assert len(json.loads(run("transcript", "list", "--json", "--all-projects").stdout)) == 1
+    # A filter that matches nothing says so; "run `subrosa ingest`" would mislead.
+    for flags, said in (
+        (("--project", "no-such-project"), "no archived sessions of project no-such-project"),
+        (("--all-projects", "--by", "nobody"), "no archived sessions from nobody"),
+    ):
+        shown = run("transcript", "list", *flags).stdout
+        assert said in shown and "subrosa ingest" not in shown, shown
+    # --limit leaving sessions out says so on stderr; --json stays the list alone.
+    run("ingest", "--all-projects")
+    (other / "s-8.jsonl").write_text(_record("m8", "a second one", session="s-8") + "\n")
+    run("ingest", "--all-projects")
+    cut = run("transcript", "list", "--all-projects", "--limit", "1")
+    assert len(cut.stdout.splitlines()) == 1 and "--limit N shows more" in cut.stderr
+    whole = run("transcript", "list", "--all-projects", "--limit", "2")
+    assert "--limit N shows more" not in whole.stderr
+    assert (
+        len(
+            json.loads(run("transcript", "list", "--all-projects", "--limit", "1", "--json").stdout)
+        )
+        == 1
+    )
 
 
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
@@ -535,6 +556,8 @@ def test_demo_searches_the_facts(run: RunCli) -> None:
     out = run("demo").stdout
     assert "$ subrosa search pnpm" in out
     assert "fact user_prefers_pnpm" in out
+    # Each command shown is one a reader can paste: quoted, and the SLUG spelling.
+    assert "$ subrosa fact upsert user_prefers_pnpm --hook 'pnpm only, never npm or yarn'" in out
 
 
 @pytest.fixture

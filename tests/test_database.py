@@ -137,3 +137,12 @@ def test_query_parameters_reach_the_server(db: Db) -> None:
     _args, kwargs = engine.dialect.create_connect_args(engine.url)
     assert kwargs["sslmode"] == "verify-full" and str(kwargs["connect_timeout"]) == "3"
     assert engine.dialect.driver == "psycopg"
+
+
+def test_a_server_subrosa_does_not_support_is_one_sentence(run: RunCli) -> None:
+    # Not "no database driver for mysql" (no driver would help), nor the archive's old
+    # "needs an SQLite file" (PostgreSQL serves it too); the password never shows.
+    for command in (["fact", "list"], ["search", "x"], ["transcript", "list"]):
+        said = run("--db", "mysql://alice:hunter22@db/z", *command, expect=2).stderr
+        assert "an SQLite file or on a PostgreSQL server" in said, (command, said)
+        assert "hunter22" not in said and "driver" not in said

@@ -57,3 +57,36 @@ def test_index_over_its_cap_and_unindexed_leaf(memory_dir: Path, run: RunCli) ->
     index = _checks(run, expect=1)["index"]
     assert "over the 200-line" in str(index["detail"]) and "1 orphan files" in str(index["detail"])
     assert index["fix"] == "subrosa generate"
+
+
+def test_a_leaf_generate_cannot_read_is_named_with_a_fix_that_works(
+    memory_dir: Path, run: RunCli
+) -> None:
+    write_leaf(memory_dir, "a.md")
+    (memory_dir / "latin1.md").write_bytes(b"---\ndescription: caf\xe9\ntype: user\n---\n")
+    run("generate")  # skips the leaf it cannot read; "run generate" again would loop
+    leaves = _checks(run, expect=1)["leaves"]
+    assert "latin1.md: is not UTF-8 text" in str(leaves["detail"]), leaves
+    assert "not registered" not in str(leaves["detail"])
+    assert "mend the unreadable leaf" in str(leaves["fix"]), leaves
+
+
+def test_leaves_wait_for_a_database_that_cannot_be_opened(
+    memory_dir: Path, run: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_leaf(memory_dir, "a.md")
+    (tmp_path / "garbage.db").write_bytes(b"garbage\n")
+    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "garbage.db"))
+    checks = _checks(run, expect=1)
+    assert checks["database"]["ok"] is False
+    assert str(checks["database"]["detail"]).count("garbage.db") == 1, checks["database"]
+    # generate cannot open it either: the fix says what comes first.
+    assert "once the database check passes" in str(checks["leaves"]["fix"])
+
+
+def test_a_server_database_is_not_called_private(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUBROSA_DB", "postgresql://me@127.0.0.1:1/team?connect_timeout=1")
+    permissions = _checks(run, expect=1)["permissions"]
+    assert permissions["ok"] and "private" not in str(permissions["detail"]), permissions

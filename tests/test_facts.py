@@ -143,6 +143,34 @@ def test_wild_leaves_are_accepted_with_warnings_and_left_untouched(
     assert {p.name: p.read_bytes() for p in memory_dir.glob("*.md")} == before
 
 
+def test_a_name_that_is_the_filename_as_it_is_draws_no_warning(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # Real memory dirs name leaves by their stem in snake_case (name: gotcha_shared_worktree).
+    write_leaf(memory_dir, "gotcha_shared_worktree.md", name="gotcha_shared_worktree")
+    same = run("fact", "upsert", "gotcha_shared_worktree", "--hook", "one checkout, one HEAD")
+    assert same.stderr == ""
+    write_leaf(memory_dir, "other_name.md", name="something else")
+    assert "kebab-case" in run("fact", "upsert", "other_name", "--hook", "x").stderr
+
+
+def test_yaml_that_does_not_parse_is_named_by_line_with_the_usual_fix(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # As Claude writes them: an unquoted `: ` in the description (a real leaf's shape).
+    (memory_dir / "weights.md").write_text(
+        "---\nname: weights\ndescription: Newsletters carry `weight: 1` in their "
+        "frontmatter.\nmetadata:\n  type: project\n---\n\nBody.\n",
+        encoding="utf-8",
+    )
+    said = run("fact", "upsert", "weights", "--hook", "weight 1", expect=2).stderr
+    assert "weights.md" in said and "not valid YAML (line 3: mapping values" in said, said
+    assert "put a value holding ': ' in quotes" in said
+    (memory_dir / "quote.md").write_text('---\ndescription: "open\ntype: user\n---\n')
+    said = run("fact", "upsert", "quote", "--hook", "q", expect=2).stderr
+    assert "line 2: found unexpected end of stream while scanning a quoted scalar" in said
+
+
 def test_hook_rules(memory_dir: Path, run: RunCli) -> None:
     write_leaf(memory_dir, "a.md")
     missing = run("fact", "upsert", "--leaf", "a.md", expect=2)
@@ -199,6 +227,14 @@ def test_sidecar_holds_what_only_subrosa_knows(memory_dir: Path, run: RunCli) ->
         for line in (memory_dir / ".subrosa" / "facts.jsonl").read_text().splitlines()
     ]
     assert rows[0]["slug"] == "a" and rows[0]["hook"] == "the hook" and rows[0]["pinned"]
+
+
+def test_show_reads_as_text_not_python(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(memory_dir, "a.md")
+    run("fact", "upsert", "a", "--hook", "the hook", "--pin")
+    shown = run("fact", "show", "a").stdout
+    assert "None" not in shown and "True" not in shown, shown
+    assert "pinned: yes" in shown and "section: -" in shown and "position: 1" in shown
 
 
 def test_unknown_slug_and_usage_errors(memory_dir: Path, run: RunCli) -> None:

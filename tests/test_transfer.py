@@ -340,3 +340,13 @@ def test_sessions_are_read_back_from_every_engine(db: Db, run: RunCli, tmp_path:
     fresh = str(tmp_path / "fresh.db")
     run("--db", fresh, "import", str(file))
     assert _rows(fresh, "SELECT uuid FROM messages ORDER BY id") == [("u1",), ("u2",), ("u3",)]
+
+
+def test_export_into_a_missing_folder_names_the_file_not_a_temp_file(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    target = tmp_path / "no-such-folder" / "mine.jsonl"
+    result = run("export", str(target), expect=2)
+    assert str(target) in result.stderr and ".tmp" not in result.stderr, result.stderr
+    assert "No such file or directory" in result.stderr
+    assert not target.parent.exists()

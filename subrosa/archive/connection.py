@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from subrosa.errors import InvalidInput
+from subrosa.errors import SUPPORTED_DATABASES, InvalidInput
 from subrosa.fsutil import file_lock
 from subrosa.schema import connect as connect  # one setup for every sqlite3 connection
 
@@ -33,10 +33,7 @@ def archive_path(db_url: str) -> Path:
 
     path = sqlite_path(db_url)
     if path is None:
-        raise InvalidInput(
-            f"{db_url}: the transcript archive needs an SQLite database file; give one with "
-            "--db PATH (docs/team.md says why)."
-        )
+        raise InvalidInput(f"{db_url}: {SUPPORTED_DATABASES}.")
     return path
 
 

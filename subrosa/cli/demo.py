@@ -5,6 +5,7 @@ over them, one after the other, as a user would type them."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -19,7 +20,10 @@ def _steps(memory_dir: Path, db: Path) -> list[tuple[str, list[str]]]:
     for name, hook in HOOKS.items():
         pin = ["--pin"] if name.startswith("feedback_") else []
         steps.append(
-            (f"register {name}", [*base, "fact", "upsert", "--leaf", name, "--hook", hook, *pin])
+            (
+                f"register {name}",
+                [*base, "fact", "upsert", name.removesuffix(".md"), "--hook", hook, *pin],
+            )
         )
     steps.append(("the facts, in curated order", [*base, "fact", "list"]))
     steps.append(
@@ -66,7 +70,8 @@ def demo(target: Path | None) -> None:
     with workspace(target) as place:
         note(f"demo memory dir: {place.memory_dir}")
         for title, args in _steps(place.memory_dir, place.db):
-            click.secho(f"\n$ subrosa {' '.join(args[4:])}", bold=True)
+            # Quoted as a shell needs it, so a reader can paste the line.
+            click.secho(f"\n$ subrosa {shlex.join(args[4:])}", bold=True)
             click.echo(f"  ({title})")
             try:
                 cli.main(args, prog_name="subrosa", standalone_mode=False)

@@ -173,6 +173,11 @@ def show(app: AppContext, slug: str, as_json: bool) -> None:
         print_json(data)
         return
     for key, value in data.items():
+        # Read by a person: no Python spellings (None, True); --json keeps the types.
+        if value is None:
+            value = "-"
+        elif isinstance(value, bool):  # not `value == True`: a count of 1 equals True
+            value = "yes" if value else "no"
         say(f"{key:>15}: {value}")
 
 

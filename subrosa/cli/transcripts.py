@@ -15,6 +15,7 @@ from subrosa.cli.common import (
     click_options,
     is_terminal,
     json_option,
+    note,
     pass_app,
     print_json,
     progress_bar,
@@ -106,19 +107,28 @@ def list_cmd(
             all_projects=all_projects,
             project=project,
             by=by,
-            limit=limit,
+            limit=limit + 1,  # one more, to know whether --limit left some out
             tool_result_chars=app.settings.tool_result_chars,
             reindex_progress=progress,
         )
+    more, sessions = len(sessions) > limit, sessions[:limit]
     if as_json:
         print_json(sessions)
         return
     if not sessions:
-        say("no archived sessions (run `subrosa ingest`)")
+        # Under a filter the archive may be full: say what was asked, not "ingest".
+        scope = "" if all_projects else f" of project {project}" if project else ""
+        by_whom = f" from {by}" if by else ""
+        if scope or by_whom:
+            say(f"no archived sessions{scope}{by_whom} (`--all-projects` lists every project's)")
+        else:
+            say("no archived sessions (run `subrosa ingest`)")
     from subrosa.archive.conversation import session_line
 
     for s in sessions:
         click.echo(session_line(s))
+    if more:
+        note(f"(the newest {limit}; --limit N shows more)")
 
 
 @transcript.command()

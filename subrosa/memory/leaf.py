@@ -106,10 +106,26 @@ def load_frontmatter(fm: str) -> Any:
                     )
         return yaml.load(fm, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FrontmatterError(detail) from None
+        raise FrontmatterError(_yaml_problem(exc)) from None
     except RecursionError:  # `[[[[…` in the pure-Python loader (libyaml has a limit)
         raise FrontmatterError("nested too deeply") from None
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """What is wrong and where, in one line: `line 3: mapping values are not allowed
+    here`, not yaml's first line alone ("while scanning a quoted scalar"). The
+    frontmatter starts on the `---` line, so its line numbers are the file's."""
+    problem = getattr(exc, "problem", None)
+    if not problem:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    context = getattr(exc, "context", None)
+    mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}: " if mark is not None else ""
+    said = f"{where}{problem}" + (f" {context}" if context else "")
+    if "mapping values are not allowed" in problem:
+        # The usual cause: an unquoted description holding `: `, as in `weight: 1`.
+        said += "; put a value holding ': ' in quotes"
+    return said
 
 
 # `key: text`, a key YAML reads as a string (and the text after one or more spaces).
@@ -499,7 +515,8 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
         warnings.append("has no name: in its frontmatter; using the filename")
         name = slug.replace("_", "-")
     name = str(name)
-    if name != slug.replace("_", "-"):
+    # The stem as it is (gotcha_cross_repo_cwd) is as good a name as its kebab-case.
+    if name not in (slug, slug.replace("_", "-")):
         warnings.append(f"name {name!r} is not the filename in kebab-case")
 
     known = {"name", "description", "metadata", "type", "title"}
