@@ -191,9 +191,13 @@ class PgIngester(Ingester):
 
     def _insert_messages(self, pk: int, messages: list[Message]) -> None:
         """One session's messages inside the open transaction (Ingester.store_session,
-        the way `subrosa import` writes), counted at once."""
+        the way `subrosa import` writes), counted at once. The transaction goes on
+        (import commits once, at the file's end), so messages_in is emptied here: left
+        to the commit, every session's INSERT would read all the sessions before it
+        again (an import of 7,792 messages in 66 sessions: 30 s instead of ~1)."""
         self._counts.clear()
         self._insert_all(messages, {m.session_id: pk for m in messages})
+        self.conn.execute("DELETE FROM messages_in")
         self.report.new_messages += self._counts["new"]
         self.report.duplicate_messages += self._counts["duplicate"]
 
