@@ -293,7 +293,9 @@ def text_snippet(text: str, pattern: re.Pattern[str] | None, width: int = 110) -
         end = space if space > at else end
     window = text[start:end]
     if pattern is not None:
-        window = pattern.sub(lambda m: f"{MARK[0]}{m.group(0)}{MARK[1]}", window)
+        # Matches that touch (CJK words, written without spaces) are one bold run.
+        runs = re.compile(f"(?:{pattern.pattern})+", pattern.flags)
+        window = runs.sub(lambda m: f"{MARK[0]}{m.group(0)}{MARK[1]}", window)
     return ("…" if start else "") + window + ("…" if end < len(text) else "")
 
 

@@ -299,3 +299,10 @@ def test_facts_in_both_tiers(memory_dir: Path, run: RunCli) -> None:
     # Only a fact holding every word counts a hit.
     shown = json.loads(run("fact", "show", "pnpm_only", "--json").stdout)
     assert shown["hits"] == 0
+
+
+def test_touching_matches_are_one_bold_run(memory_dir: Path, run: RunCli) -> None:
+    _transcript("s-1.jsonl", _record("zh", "这里有什么问题吗", session="s-1"))
+    _ingest(run)
+    snippet = _search(run, "有", "什么")[0]["snippet"]
+    assert "**有什么**" in snippet and "****" not in snippet
