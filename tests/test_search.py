@@ -306,3 +306,12 @@ def test_touching_matches_are_one_bold_run(memory_dir: Path, run: RunCli) -> Non
     _ingest(run)
     snippet = _search(run, "有", "什么")[0]["snippet"]
     assert "**有什么**" in snippet and "****" not in snippet
+
+
+def test_sessions_carry_the_summary_transcript_list_shows(memory_dir: Path, run: RunCli) -> None:
+    summary = json.dumps({"type": "summary", "summary": "Moved the webshop to pnpm"})
+    _transcript("s-9.jsonl", summary, _record("m1", "switch the lockfile", session="s-9"))
+    _ingest(run)
+    found = _search(run, "lockfile", "--sessions")
+    assert found[0]["summary"] == "Moved the webshop to pnpm" and found[0]["title"] is None
+    assert "Moved the webshop to pnpm" in run("search", "lockfile", "--sessions").stdout

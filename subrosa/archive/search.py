@@ -534,7 +534,8 @@ def _details(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, tuple[Any
         chunk = rowids[start : start + 500]
         for row in conn.execute(
             "SELECT m.id, s.session_id, m.timestamp, m.role, s.project, m.uuid, s.title,"
-            " s.first_at, s.last_at FROM messages m JOIN sessions s ON s.id = m.session_pk"
+            " s.first_at, s.last_at, s.summary FROM messages m"
+            " JOIN sessions s ON s.id = m.session_pk"
             f" WHERE m.id IN ({','.join('?' * len(chunk))})",
             chunk,
         ):
@@ -761,7 +762,9 @@ def search_sessions(
     results = []
     for group in sessions:
         rowid = group.hit.rowid
-        session_id, timestamp, role, project, uuid, title, first_at, last_at = details[rowid]
+        session_id, timestamp, role, project, uuid, title, first_at, last_at, summary = details[
+            rowid
+        ]
         results.append(
             {
                 "kind": "session",
@@ -771,6 +774,7 @@ def search_sessions(
                 "session_id": session_id,
                 "project": project,
                 "title": title,
+                "summary": summary,
                 "first_at": first_at,
                 "last_at": last_at,
                 "messages": len(group.copies),

@@ -130,7 +130,8 @@ def _head(result: dict[str, Any]) -> str:
     if result["kind"] == "fact":
         head = f"fact {one_line(result['slug'])} ({result['type']}, {result['status']})"
     elif result["kind"] == "session":
-        title = f" {one_line(result['title'])}" if result.get("title") else ""
+        label = result.get("title") or result.get("summary")  # as `transcript list` shows it
+        title = f" {one_line(label)}" if label else ""
         head = (
             f"session {one_line(result['session_id'])} {result['last_at'] or '-'}"
             f" ({result['messages']} matching){title}"
