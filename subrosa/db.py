@@ -32,6 +32,7 @@ from subrosa.errors import (
 from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
 from subrosa.fsutil import file_lock
 from subrosa.paths import sqlite_path
+from subrosa.pg import INSTALL_DRIVER
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
@@ -48,13 +49,6 @@ CONNECT_TIMEOUT_S = 10
 # pg_advisory_xact_lock's key for migrations: any constant will do; this one is the
 # bytes "subrosaM" read as a number, unlikely to be another application's.
 MIGRATION_LOCK_KEY = int.from_bytes(b"subrosaM", "big")
-# psycopg goes into the environment subrosa runs in (the extra
-# `subrosa-memory[postgres]` once a release is published).
-INSTALL_DRIVER = (
-    "psycopg is not installed beside subrosa: pip install 'psycopg[binary]' in its venv, "
-    "pipx inject subrosa-memory 'psycopg[binary]', or uv tool install --with "
-    "'psycopg[binary]' followed by where you installed subrosa from"
-)
 
 _engines: dict[str, Engine] = {}
 
@@ -116,9 +110,10 @@ def _server_engine(url: URL) -> Engine:
     try:
         return create_engine(url, connect_args=connect_args)
     except (NoSuchModuleError, ImportError) as exc:
-        hint = f" ({INSTALL_DRIVER})" if url.get_backend_name() == "postgresql" else ""
+        if url.get_backend_name() == "postgresql":  # as subrosa.pg says it
+            raise DatabaseError(f"{shown(url)}: {INSTALL_DRIVER}.") from None
         raise DatabaseError(
-            f"{shown(url)}: no database driver for {url.drivername} ({exc}){hint}."
+            f"{shown(url)}: no database driver for {url.drivername} ({exc})."
         ) from None
 
 

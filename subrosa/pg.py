@@ -27,9 +27,12 @@ CONNECT_TIMEOUT_S = 10
 # forbid preparing even the statements Connection.execute() asks it to).
 NEVER = 2**62
 _DRIVER = re.compile(r"^postgres(?:ql)?(?:\+psycopg)?://")
+# psycopg goes into the environment subrosa runs in (the extra
+# `subrosa-memory[postgres]` once a release is published). subrosa.db says it too.
 INSTALL_DRIVER = (
     "psycopg is not installed beside subrosa: pip install 'psycopg[binary]' in its venv, "
-    "or pipx inject subrosa-memory 'psycopg[binary]'"
+    "pipx inject subrosa-memory 'psycopg[binary]', or uv tool install --with "
+    "'psycopg[binary]' followed by where you installed subrosa from"
 )
 
 

@@ -4,6 +4,7 @@ server URLs with their query parameters, and passwords that are never printed.""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from subrosa.config import resolve_db_url
 from subrosa.db import DatabaseError, database_url, get_engine, open_database
 from subrosa.errors import InvalidInput, hide_passwords
 from subrosa.paths import sqlite_path
-from tests.conftest import Db, RunCli, write_leaf
+from tests.conftest import Db, RunCli, subrosa_process, write_leaf
 
 pytestmark = pytest.mark.engines
 
@@ -146,3 +147,21 @@ def test_a_server_subrosa_does_not_support_is_one_sentence(run: RunCli) -> None:
         said = run("--db", "mysql://alice:hunter22@db/z", *command, expect=2).stderr
         assert "an SQLite file or on a PostgreSQL server" in said, (command, said)
         assert "hunter22" not in said and "driver" not in said
+
+
+def test_a_missing_driver_is_one_sentence_alike_everywhere(tmp_path: Path) -> None:
+    # psycopg hidden (an import of it fails, as where it is not installed): the facts
+    # (SQLAlchemy) and search's fast path (psycopg alone) say the same sentence.
+    hidden = tmp_path / "hidden" / "psycopg"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('No module named psycopg')\n")
+    env = {**os.environ, "PYTHONPATH": str(hidden.parent)}
+    url = "postgresql://alice:hunter22@127.0.0.1:9/team"
+    said = []
+    for command in (["fact", "list"], ["search", "x"]):
+        proc = subrosa_process("--db", url, *command, env=env)
+        err = proc.stderr.decode()
+        assert proc.returncode != 0 and "hunter22" not in err, (command, err)
+        assert "psycopg is not installed beside subrosa" in err, (command, err)
+        said.append(err[err.index("psycopg is not installed") :])
+    assert said[0] == said[1]  # the URL before it as each entry read it
