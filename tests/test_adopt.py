@@ -333,3 +333,21 @@ def test_a_clone_without_subrosa_state_recovers_from_the_index_files(
         json.loads(run(*one, *listing).stdout)
     )
     assert (laptop / "MEMORY.md").read_bytes() == (desktop / "MEMORY.md").read_bytes()
+
+
+def test_frontmatter_yaml_cannot_read_keeps_its_description(memory_dir: Path, run: RunCli) -> None:
+    # A real Claude-written leaf: an unquoted `: ` inside the description. YAML refuses
+    # it; the description is still the user's words, not the body's first line.
+    leaf = memory_dir / "weights.md"
+    text = (
+        "---\nname: weights\ndescription: set `weight: 1` in the config\n"
+        "type: project\n---\nBody text.\n"
+    )
+    leaf.write_text(text, encoding="utf-8")
+    said = run("generate")
+    assert "weights.md" in said.stderr and "not valid YAML" in said.stderr
+    index = (memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert "[Weights](weights.md) — set `weight: 1` in the config" in index, index
+    listed = json.loads(run("fact", "list", "--json").stdout)
+    assert [(f["slug"], f["type"]) for f in listed] == [("weights", "project")]
+    assert leaf.read_text(encoding="utf-8") == text  # the file as the user wrote it

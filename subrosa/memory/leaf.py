@@ -579,9 +579,11 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
     if _FRONTMATTER_START.match(text):
         try:
             meta, body = split_frontmatter(text)
-        except (ValueError, NotAMapping):  # FrontmatterError among them
+        except (ValueError, NotAMapping) as exc:  # FrontmatterError among them
             end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
             body = text[3 + end.end() :] if end else text
+            if isinstance(exc, FrontmatterError) and end:
+                meta = _salvaged(text[3 : 3 + end.start()])
     slug = slug_for(path)
     prefix = _TYPE_PREFIX.match(path.name)
     nested = meta.get("metadata")
@@ -608,6 +610,25 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
         warnings=[reason],
         stat=_stat_key(st),
     )
+
+
+_SALVAGE_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,127}):[ \t]+(.*?)[ \t]*")
+
+
+def _salvaged(fm: str) -> dict[str, str]:
+    """From frontmatter YAML cannot read, its top-level `key: text` lines, the text as
+    written (one pair of quotes around it removed): `description: set `weight: 1` in
+    the config` is the user's description, whatever YAML makes of its second `: `."""
+    found: dict[str, str] = {}
+    for line in fm.replace("\r\n", "\n").split("\n"):
+        match = _SALVAGE_LINE.fullmatch(line)
+        if match is None or not match.group(2):
+            continue
+        value = match.group(2)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        found.setdefault(match.group(1), value)
+    return found
 
 
 def _first_text_line(body: str) -> str | None:
