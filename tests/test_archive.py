@@ -488,6 +488,8 @@ def test_search_on_a_server_loads_neither_click_nor_sqlalchemy(
     assert [r["slug"] for r in json.loads(result.stdout) if r["kind"] == "fact"] == [
         "user_prefers_pnpm"
     ]
+    # The fast path's hit is committed, as the click command's is: two searches, two.
+    assert json.loads(run("fact", "show", "user_prefers_pnpm", "--json").stdout)["hits"] == 2
     pending.record(str(tmp_path / "gone.jsonl"), "s-9", "")
     result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, timeout=60)
     assert result.returncode == 0, result.stderr
