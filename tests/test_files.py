@@ -195,7 +195,7 @@ def test_a_lock_file_of_the_database_that_is_a_link_is_refused(
 def test_a_dangling_link_where_the_database_will_be_is_not_followed(
     tmp_path: Path, outside: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    planted = tmp_path / "shared" / "subrosa.db"
+    planted = tmp_path / "public" / "subrosa.db"
     planted.parent.mkdir()
     planted.symlink_to(outside / "dir" / "created-through-the-link.db")
     monkeypatch.setenv("SUBROSA_DB", str(planted))
@@ -458,10 +458,10 @@ def test_doctor_never_suggests_changing_a_shared_folder(
 ) -> None:
     """A database in /tmp (sticky, everyone's): the fix is to move the database, not
     `chmod 700 /tmp`. In a folder of the user's own, the chmod is right, quoted."""
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    shared.chmod(0o1777)
-    database = shared / "subrosa.db"
+    public = tmp_path / "public"
+    public.mkdir()
+    public.chmod(0o1777)
+    database = public / "subrosa.db"
     monkeypatch.setenv("SUBROSA_DB", str(database))
     run("fact", "list")
     database.chmod(0o644)

@@ -264,9 +264,9 @@ def test_migration_files_old_rows_under_the_projects_name(
         url,
         "facts",
         [
-            _fact_row(a_mem, "shared", 3),
+            _fact_row(a_mem, "team_fact", 3),
             _fact_row(a_mem, "only_alice", 1),
-            _fact_row(b_mem, "shared", 4),
+            _fact_row(b_mem, "team_fact", 4),
             _fact_row(str(gone), "orphan", 2),
         ],
     )
@@ -300,7 +300,7 @@ def test_migration_files_old_rows_under_the_projects_name(
     assert facts == [
         (str(gone), "orphan", 2),
         (NAME, "only_alice", 1),
-        (NAME, "shared", 7),
+        (NAME, "team_fact", 7),
     ]
     sessions = _rows(url, "SELECT session_id, project, host, username FROM sessions")
     assert sorted(sessions) == [
