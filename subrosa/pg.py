@@ -116,10 +116,13 @@ def _planned_once(sql: str) -> bool:
 
 class Connection:
     """A psycopg connection with sqlite3's manners (see the module's docstring).
-    `raw` is the psycopg connection, for what only PostgreSQL has (COPY)."""
+    `raw` is the psycopg connection, for what only PostgreSQL has (COPY); `errors`,
+    psycopg's exception classes (psycopg is imported in connect() alone, where its
+    absence is one sentence)."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, errors: Any) -> None:
         self.raw = raw
+        self.errors = errors
         # What the archive's search has learnt of its queries (subrosa.archive.pgsearch:
         # how many messages match, to choose a plan; never a result).
         self.matches: dict[str, float] = {}
@@ -195,16 +198,14 @@ def connect(url: str) -> Connection:
     # ISO whatever the server's default: times compare and print as SQLite's text. No
     # parallel workers: subrosa's statements take milliseconds, a worker's start as much.
     raw.execute("SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0")
-    return Connection(raw)
+    return Connection(raw, psycopg.errors)
 
 
 def schema_revision(conn: Connection) -> str | None:
     """The database's Alembic revision; None for a blank one."""
-    import psycopg
-
     try:
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-    except psycopg.errors.UndefinedTable:
+    except conn.errors.UndefinedTable:
         return None
     return None if row is None else str(row[0])
 
@@ -221,13 +222,11 @@ def at_once(url: str, run: Callable[[Connection], T]) -> T | None:
     from subrosa.schema import SCHEMA_HEAD
 
     conn = connect(url)
-    import psycopg  # there: connect() said so
-
     try:
         if schema_revision(conn) != SCHEMA_HEAD:
             return None
         return run(conn)
-    except (psycopg.Error, UnicodeEncodeError):
+    except (conn.errors.Error, UnicodeEncodeError):
         return None
     finally:
         conn.close()

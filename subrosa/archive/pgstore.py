@@ -88,8 +88,7 @@ class PgIngester(Ingester):
 
     def _store_batch(self, plan: _Plan, parsed: Parsed, offset: int) -> None:
         """One batch, one transaction, committed here; retried after a deadlock."""
-        import psycopg
-
+        errors = self.conn.errors
         for attempt in range(RETRIES):
             self._counts.clear()
             self._begin()
@@ -97,7 +96,7 @@ class PgIngester(Ingester):
                 self._store(plan.source, parsed)
                 self._save_state(plan, offset)
                 self.conn.execute("COMMIT")
-            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            except (errors.DeadlockDetected, errors.SerializationFailure):
                 self._rollback()
                 if attempt == RETRIES - 1:
                     raise
