@@ -7,6 +7,7 @@ database of its own (see the `db` fixture and tests/postgres.py).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -264,6 +265,33 @@ def subrosa_process(
         timeout=120,
         **kw,
     )
+
+
+def subrosa_loading(
+    *args: str,
+    report: Path,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> tuple[subprocess.CompletedProcess[bytes], set[str]]:
+    """Run `subrosa ARGS` as a real process that writes, as it ends, the modules it
+    loaded to `report`: the process, and the top-level packages among them (what the
+    import-light paths are held to)."""
+    script = (
+        "import json, sys\n"
+        "from subrosa.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"json.dump(sorted(sys.modules), open({str(report)!r}, 'w'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        input=input,
+        capture_output=True,
+        env=env,
+        timeout=timeout,
+    )
+    loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
+    return result, loaded
 
 
 def run_on_terminal(

@@ -21,7 +21,13 @@ from subrosa.paths import project_transcript_dir
 from subrosa.query import Filters
 from subrosa.recall import search
 from tests.conftest import FIXTURES as FIXTURE_ROOT
-from tests.conftest import RunCli, run_on_terminal, subrosa_process, write_leaf
+from tests.conftest import (
+    RunCli,
+    run_on_terminal,
+    subrosa_loading,
+    subrosa_process,
+    write_leaf,
+)
 from tests.test_redact import SAMPLES
 
 FIXTURES = FIXTURE_ROOT / "transcripts" / "claude-code-log"
@@ -443,21 +449,12 @@ def test_search_path_imports_the_standard_library_only(
     what ingest needs."""
     _pnpm(memory_dir, run)
     report = tmp_path / "modules.json"
-    script = (
-        "import json, sys\n"
-        "from subrosa.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"json.dump(sorted(sys.modules), open({str(report)!r}, 'w'))\n"
-    )
     heavy = {"sqlalchemy", "click", "rich", "yaml", "frontmatter", "alembic", "filelock"}
     heavy |= {"msgspec", "ahocorasick_rs"}
     for args in (["search", "pnpm"], ["search", "--json", "--all-projects", "--limit=5", "pnpm"]):
-        result = subprocess.run(
-            [sys.executable, "-c", script, *args], capture_output=True, timeout=60
-        )
+        result, loaded = subrosa_loading(*args, report=report)
         assert result.returncode == 0 and result.stderr == b"", result.stderr
         assert b"user_prefers_pnpm" in result.stdout and b"s-1" in result.stdout
-        loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
         assert not loaded & heavy, (args, loaded & heavy)
     assert _hits(tmp_path) == [2]
 
@@ -471,17 +468,10 @@ def test_search_on_a_server_loads_neither_click_nor_sqlalchemy(
     counts the fact's hit; with an ended session waiting, the click command runs."""
     _pnpm(memory_dir, run)
     report = tmp_path / "modules.json"
-    script = (
-        "import json, sys\n"
-        "from subrosa.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"json.dump(sorted(sys.modules), open({str(report)!r}, 'w'))\n"
-    )
     heavy = {"sqlalchemy", "click", "rich", "alembic", "msgspec", "ahocorasick_rs"}
     args = ["search", "--json", "pnpm"]
-    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, timeout=60)
+    result, loaded = subrosa_loading(*args, report=report)
     assert result.returncode == 0 and result.stderr == b"", result.stderr
-    loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
     assert not loaded & heavy, loaded & heavy
     assert "psycopg" in loaded
     assert json.loads(result.stdout) == json.loads(run(*args).stdout)
@@ -491,9 +481,9 @@ def test_search_on_a_server_loads_neither_click_nor_sqlalchemy(
     # The fast path's hit is committed, as the click command's is: two searches, two.
     assert json.loads(run("fact", "show", "user_prefers_pnpm", "--json").stdout)["hits"] == 2
     pending.record(str(tmp_path / "gone.jsonl"), "s-9", "")
-    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, timeout=60)
+    result, loaded = subrosa_loading(*args, report=report)
     assert result.returncode == 0, result.stderr
-    assert "click" in {module.split(".")[0] for module in json.loads(report.read_text())}
+    assert "click" in loaded
 
 
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has

@@ -20,7 +20,7 @@ from subrosa.archive import pending
 from subrosa.claude import checkpoint
 from subrosa.claude.hooks import INDEX_MAX_LINES, render_index
 from subrosa.paths import auto_memory_dir
-from tests.conftest import RunCli, subrosa_process
+from tests.conftest import RunCli, subrosa_loading, subrosa_process
 
 HOOK_NAMES = ("session-start", "stop", "session-end")
 
@@ -271,26 +271,19 @@ def test_hook_path_imports_the_standard_library_only(memory_dir: Path, tmp_path:
     (memory_dir / "MEMORY.md").write_text("# Memory\n\n- [A](a.md) — a fact\n")
     t1 = transcript(tmp_path, "s1")
     report = tmp_path / "modules.json"
-    script = (
-        "import json, sys\n"
-        "from subrosa.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"json.dump(sorted(sys.modules), open({str(report)!r}, 'w'))\n"
-    )
     env = {**os.environ, "SUBROSA_NUDGE_EVERY": "1"}
     heavy = {"sqlalchemy", "click", "rich", "yaml", "frontmatter", "alembic", "filelock"}
     for name in ("session-end", "session-start", "stop"):
-        result = subprocess.run(
-            [sys.executable, "-c", script, "hook", name],
+        result, loaded = subrosa_loading(
+            "hook",
+            name,
+            report=report,
             input=json.dumps(event("s1", t1, tmp_path, reason="other")).encode(),
-            capture_output=True,
             env=env,
-            timeout=60,
         )
         assert result.returncode == 0 and result.stderr == b"", result.stderr
         if name != "session-end":
             assert result.stdout.strip(), name
-        loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
         assert not loaded & heavy, (name, loaded & heavy)
 
 

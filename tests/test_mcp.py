@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from subrosa.paths import project_transcript_dir
-from tests.conftest import Db, RunCli, write_leaf
+from tests.conftest import Db, RunCli, subrosa_loading, write_leaf
 from tests.markdown import forms_link
 
 T = TypeVar("T")
@@ -422,15 +421,8 @@ def test_only_subrosa_mcp_imports_the_sdk(memory_dir: Path, tmp_path: Path) -> N
     assert importers == ["subrosa.cli.mcpserver"]
 
     report = tmp_path / "modules.json"
-    script = (
-        "import json, sys\n"
-        "from subrosa.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"json.dump(sorted(sys.modules), open({str(report)!r}, 'w'))\n"
-    )
     for argv in (["--help"], ["mcp", "--help"], ["search", "x"], ["fact", "list"], ["doctor"]):
-        subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, timeout=120)
-        loaded = {module.split(".")[0] for module in json.loads(report.read_text())}
+        _, loaded = subrosa_loading(*argv, report=report, timeout=120)
         assert not loaded & {"mcp", "pydantic", "anyio"}, (argv, loaded & {"mcp", "pydantic"})
 
 
