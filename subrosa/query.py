@@ -109,6 +109,8 @@ class Unit(NamedTuple):
     words: tuple[str, ...] = ()
     # How much the unit counts in a score: the words of one identifier share one.
     weight: float = 1.0
+    # A quoted phrase or a prefix: matches as typed, never joined with its neighbour.
+    as_typed: bool = False
 
     def expr(self, cjk_column: str | None, alts: tuple[Alt, ...] | None = None) -> str:
         """The FTS5 expression matching any of `alts` (default: this unit's own);
@@ -148,7 +150,6 @@ def query_units(terms: list[Term]) -> list[Unit]:
     """The units of a query, in the order typed (see Unit). A quoted phrase and a
     prefix match as written; a word also matches its forms (subrosa.terms)."""
     units: list[Unit] = []
-    typed_as_is: set[int] = set()  # id() of the quoted and prefix units
     for term in terms:
         runs, rest = split_cjk(term)
         for run in runs:
@@ -158,8 +159,7 @@ def query_units(terms: list[Term]) -> list[Unit]:
             continue
         if term.quoted or term.prefix:
             alt = Alt(tuple(tokens), True, prefix=term.prefix)
-            units.append(Unit(" ".join(tokens), (alt,)))
-            typed_as_is.add(id(units[-1]))
+            units.append(Unit(" ".join(tokens), (alt,), as_typed=True))
         else:
             units.append(_word_unit(rest.strip(), tokens))
     if units and all(unit.stop for unit in units):
@@ -167,20 +167,19 @@ def query_units(terms: list[Term]) -> list[Unit]:
         units = [unit._replace(stop=False) for unit in units]
     # Each unit costs a few index lookups: a pasted page of text is searched by its
     # first MAX_UNITS words.
-    return _joined(_unique(units)[:MAX_UNITS], typed_as_is)
+    return _joined(_unique(units)[:MAX_UNITS])
 
 
-def _joined(units: list[Unit], typed_as_is: set[int]) -> list[Unit]:
+def _joined(units: list[Unit]) -> list[Unit]:
     """Two words typed one after the other also match as one word, written joined
     ("status line" finds `statusline`, "web hook" `webhook`, "dot files" `dotfiles`):
     the joined word is another alternative of each of the two (not the form typed, so
     it ranks below them), a text holding it holds both. The index is asked whether it
     holds it, as for every alternative. Quoted words and prefixes match as typed."""
     out = list(units)
-    plain = [_plain(unit) and id(unit) not in typed_as_is for unit in units]
     for i in range(len(out) - 1):
         left = out[i]
-        if not (plain[i] and plain[i + 1]):
+        if not (_plain(units[i]) and _plain(units[i + 1])):
             continue
         joined = left.label + units[i + 1].label
         if len(joined) > MAX_JOINED:
@@ -192,8 +191,14 @@ def _joined(units: list[Unit], typed_as_is: set[int]) -> list[Unit]:
 
 
 def _plain(unit: Unit) -> bool:
-    """A word of letters (no identifier, CJK run or stopword)."""
-    return not unit.cjk and not unit.stop and not unit.words and unit.label.isalpha()
+    """A word of letters typed bare (no quote, prefix, identifier, CJK run or stopword)."""
+    return (
+        not unit.as_typed
+        and not unit.cjk
+        and not unit.stop
+        and not unit.words
+        and unit.label.isalpha()
+    )
 
 
 def _plus(alts: tuple[Alt, ...], alt: Alt) -> tuple[Alt, ...]:
