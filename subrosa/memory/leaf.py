@@ -612,19 +612,15 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
     )
 
 
-_SALVAGE_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,127}):[ \t]+(.*?)[ \t]*")
-
-
 def _salvaged(fm: str) -> dict[str, str]:
     """From frontmatter YAML cannot read, its top-level `key: text` lines, the text as
     written (one pair of quotes around it removed): `description: set `weight: 1` in
     the config` is the user's description, whatever YAML makes of its second `: `."""
     found: dict[str, str] = {}
     for line in fm.replace("\r\n", "\n").split("\n"):
-        match = _SALVAGE_LINE.fullmatch(line)
-        if match is None or not match.group(2):
+        match = _PLAIN_LINE.fullmatch(line)  # a top-level `key: text` line
+        if match is None or not (value := (match.group(2) or "").rstrip(" \t")):
             continue
-        value = match.group(2)
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
         found.setdefault(match.group(1), value)
