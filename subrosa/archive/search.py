@@ -65,6 +65,10 @@ _SPACES_DIGITS = b"0123456789 \t\n\r\f\v"
 REPLY = 0.5
 REPLY_PARENTS = 20
 REPLY_REACH = 100
+# The messages after each parent are read REPLY_FIRST at first (most replies come
+# within a few), the rest up to REPLY_REACH only for the parents whose walk did not end
+# in those: on a server each message read costs, where most walks end in a few.
+REPLY_FIRST = 12
 _PREFIX = 200  # enough of a text to tell a tool call or output (is_tool_io)
 # Every word of the query in one message is evidence that the message is about them
 # together only when they stand near each other: a long summary, plan or log that
@@ -640,33 +644,22 @@ def _with_replies(
     parents = [h for h in first[:REPLY_PARENTS] if texts[h.rowid][3] == "user"]
     if not parents:
         return first
-    ids = sorted({h.rowid + step for h in parents for step in range(REPLY_REACH + 1)})
     heads: dict[int, tuple[int, str, str]] = {}  # id -> session, role, the text's start
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        for rowid, session_pk, role, head in conn.execute(
-            f"SELECT id, session_pk, role, substr(text, 1, {_PREFIX}) FROM messages"
-            f" WHERE id IN ({','.join('?' * len(chunk))})",
-            chunk,
-        ):
-            heads[rowid] = (session_pk, role, head)
-    replies: dict[int, list[int]] = {}  # parent -> its replies
     after_tool = {h.rowid: is_tool_io("user", texts[h.rowid][1]) for h in parents}
-    for hit in parents:
-        session = heads[hit.rowid][0]
-        said: list[int] = []
-        for rowid in range(hit.rowid + 1, hit.rowid + REPLY_REACH + 1):
-            found = heads.get(rowid)
-            if found is None or found[0] != session:
-                break
-            _session, role, head = found
-            if role == "user" and not is_tool_io(role, head):
-                break  # the next prompt
-            if role == "assistant" and not is_tool_io(role, head):
-                said.append(rowid)
-                if after_tool[hit.rowid]:
-                    break  # what a tool printed is answered by the next words
-        replies[hit.rowid] = list(dict.fromkeys(said[:1] + said[-1:]))
+    said: dict[int, list[int]] = {}  # parent -> the assistant's words after it
+    done = 0
+    for reach in (REPLY_FIRST, REPLY_REACH):
+        walking = [h.rowid for h in parents if h.rowid not in said]
+        _heads(conn, [rowid + step for rowid in walking for step in range(done, reach + 1)], heads)
+        for rowid in walking:
+            words, ended = _reply_walk(rowid, heads, reach, after_tool[rowid])
+            if ended or reach == REPLY_REACH:
+                said[rowid] = words
+        done = reach + 1
+    # A reply is the first words and the last: "let me look" and what was found.
+    replies = {
+        h.rowid: list(dict.fromkeys(said[h.rowid][:1] + said[h.rowid][-1:])) for h in parents
+    }
     wanted = [r for rowid in replies for r in replies[rowid] if r not in texts]
     rows = {row[0]: row for row in _texts(conn, list(dict.fromkeys(wanted)))}
     rows.update({r: texts[r] for said in replies.values() for r in said if r in texts})
@@ -692,6 +685,43 @@ def _with_replies(
     out = list(best.values())
     out.sort(key=lambda hit: (-hit.score, hit.reply, -hit.rowid))
     return out
+
+
+def _heads(
+    conn: sqlite3.Connection, ids: list[int], heads: dict[int, tuple[int, str, str]]
+) -> None:
+    """Each message's session, role and the start of its text, for the ids given."""
+    ids = sorted(set(ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for rowid, session_pk, role, head in conn.execute(
+            f"SELECT id, session_pk, role, substr(text, 1, {_PREFIX}) FROM messages"
+            f" WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ):
+            heads[rowid] = (session_pk, role, head)
+
+
+def _reply_walk(
+    parent: int, heads: dict[int, tuple[int, str, str]], reach: int, after_tool: bool
+) -> tuple[list[int], bool]:
+    """The assistant's words after `parent` in its session, up to the next prompt (the
+    first only, after a tool's output), among the `reach` messages after it (read into
+    `heads`), and whether the walk ended within them."""
+    session = heads[parent][0]
+    said: list[int] = []
+    for rowid in range(parent + 1, parent + reach + 1):
+        found = heads.get(rowid)
+        if found is None or found[0] != session:
+            return said, True
+        _session, role, head = found
+        if role == "user" and not is_tool_io(role, head):
+            return said, True  # the next prompt
+        if role == "assistant" and not is_tool_io(role, head):
+            said.append(rowid)
+            if after_tool:
+                return said, True  # what a tool printed is answered by the next words
+    return said, False
 
 
 def search_messages(
