@@ -132,6 +132,8 @@ class Connection:
         # The archive's most common lexemes and the share of messages holding each
         # (ANALYZE's statistics), read once by search.
         self.common: dict[str, float] | None = None
+        # Which id ranges have their own words index (subrosa.archive.pgsearch.RANGE).
+        self.ranges: set[int] | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """Run one statement; the cursor, to fetch from or iterate. A query whose best

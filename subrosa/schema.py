@@ -19,9 +19,9 @@ import stat
 from pathlib import Path
 from urllib.parse import quote
 
-SCHEMA_HEAD = "0007"
+SCHEMA_HEAD = "0008"
 
-# What migrations 0001-0007 make on SQLite, in one place. When a migration is added,
+# What migrations 0001-0008 make on SQLite, in one place. When a migration is added,
 # this follows it (tests/test_schema.py compares the two, table by table).
 SQLITE_SCHEMA = (
     """CREATE TABLE alembic_version (

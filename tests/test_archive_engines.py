@@ -207,3 +207,52 @@ def test_in_lists_go_to_the_server_as_one_array() -> None:
     assert params == ["x", [3, 1, 2], ["k"], 10]
     assert _ids_as_text(params) == ["x", "{3,1,2}", ["k"], 10]
     assert _in_lists("SELECT 1 WHERE a = ?") == ("SELECT 1 WHERE a = ?", ())
+
+
+@pytest.mark.engines("postgresql")
+def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> None:
+    """Migration 0008 builds the first id range's index; ingest builds the next one
+    before the ids reach it; a word's newest matches read range by range, newest range
+    first, are its newest matches, in order, across the ranges' border (with the rows
+    _probe_ahead() sends along for a word with few)."""
+    from subrosa.archive import pgsearch
+    from subrosa.archive.pgsearch import RANGE, index_ranges
+    from subrosa.archive.pgstore import AHEAD, open_server
+
+    _transcript("s-1.jsonl", *(_record(f"a{i}", f"deploy step {i}") for i in range(6)))
+    run("ingest")
+    with open_server(db.url) as conn:
+        assert index_ranges(conn) == {0}
+        definition = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_messages_words_r0'"
+        ).fetchone()[0]
+        assert definition.endswith(f"USING gin (words) WHERE ((id >= 0) AND (id < {RANGE}))")
+        # The ids come within AHEAD of the next range: the next ingest builds its index.
+        conn.execute(
+            "SELECT setval(pg_get_serial_sequence('messages', 'id'), ?)", [RANGE - AHEAD - 3]
+        )
+    _transcript(
+        "s-2.jsonl",
+        *(_record(f"b{i}", f"deploy again {i}", session="s-2") for i in range(6)),
+    )
+    run("ingest")
+    with open_server(db.url) as conn:
+        assert index_ranges(conn) == {0, 1}
+        conn.execute("SELECT setval(pg_get_serial_sequence('messages', 'id'), ?)", [RANGE - 3])
+    _transcript(
+        "s-3.jsonl",
+        *(_record(f"c{i}", f"deploy once more {i}", session="s-3") for i in range(6)),
+    )
+    run("ingest")
+    with open_server(db.url) as conn:
+        ids = [row[0] for row in conn.execute("SELECT id FROM messages ORDER BY id DESC")]
+        assert min(ids) < RANGE - AHEAD <= RANGE <= max(ids)  # three ranges' worth, two indexes
+        newest = pgsearch.newest_id(conn)
+        assert pgsearch._by_range(conn, newest)
+        assert pgsearch._newest_by_range(conn, "'deploy'", newest) == ids
+        assert pgsearch._newest_by_range(conn, "'again'", newest) == ids[6:12]
+        assert pgsearch._probe_by_range(conn, "'deploy'", newest) == (18, ids[-1])
+        rows = conn.execute(
+            "SELECT id, text, terms, role FROM messages ORDER BY id DESC"
+        ).fetchall()
+        assert conn.answers[("rows", "'deploy'")] == [tuple(row) for row in rows]

@@ -64,6 +64,20 @@ _TOKEN = re.compile(r"'((?:[^']|'')*)'")
 # _probe_ahead() sends a query's matches along when it has at most this many (a rare
 # word's ~250 at 1 GB).
 PREFETCH = 300
+# Each RANGE ids have a GIN index of their own besides the whole table's
+# (RANGE_INDEX + k for ids k * RANGE to (k + 1) * RANGE - 1; subrosa.archive.pgstore
+# builds the next one before ids reach it, migration 0008 those of an archive). The
+# newest SELECTIVE matches of a word in some percent of the messages are found in the
+# newest ranges' indexes: the whole table's would hand over all its matches, and
+# keeping only the newest (`id > floor`) costs a bitmap of the primary key's newest
+# few hundred thousand ids (20-40 ms at 1 GB).
+RANGE = 131072
+RANGE_INDEX = "ix_messages_words_r"
+_RANGES = (
+    "(SELECT array_agg(c.relname::text) FROM pg_index i JOIN pg_class c"
+    " ON c.oid = i.indexrelid WHERE i.indrelid = 'messages'::regclass AND i.indisvalid"
+    " AND c.relname LIKE 'ix\\_messages\\_words\\_r%')"
+)
 
 
 def _lexeme(token: str) -> str:
@@ -115,23 +129,70 @@ def _filters(filters: Filters) -> tuple[str, str, list[Any]]:
 def newest_id(conn: Any) -> int:
     """The newest message's id (ids grow with ingest; search.py counts with it). It
     is the first question of every search: what the last one learnt ahead is dropped.
-    The first time on a connection, the column's most common lexemes come along."""
+    The id ranges whose own index is built come along (see RANGE_INDEX); the first
+    time on a connection, the column's most common lexemes too."""
     conn.answers.clear()
+    ranges = _RANGES
     if conn.common is None:
         stats = (
             "FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'messages'"
             " AND attname = 'words'"
         )
         row = conn.execute(
-            "SELECT (SELECT coalesce(max(id), 0) FROM messages),"
+            f"SELECT (SELECT coalesce(max(id), 0) FROM messages), {ranges},"
             f" (SELECT most_common_elems::text::text[] {stats}),"
             f" (SELECT most_common_elem_freqs {stats})"
         ).fetchone()
-        conn.common = dict(zip(row[1] or (), row[2] or (), strict=False))
+        conn.common = dict(zip(row[2] or (), row[3] or (), strict=False))
     else:
-        row = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
+        row = conn.execute(f"SELECT coalesce(max(id), 0), {ranges} FROM messages").fetchone()
+    conn.ranges = _ranges_of(row[1])
     _remember(conn, "", int(row[0]))
     return int(row[0])
+
+
+def _ranges_of(names: Any) -> set[int]:
+    """The id ranges (their k) of the range indexes named."""
+    cut = len(RANGE_INDEX)
+    return {int(name[cut:]) for name in names or () if name[cut:].isdigit()}
+
+
+def index_ranges(conn: Any) -> set[int]:
+    """The id ranges whose own index is built and valid (see RANGE_INDEX)."""
+    return _ranges_of(conn.execute(f"SELECT {_RANGES}").fetchone()[0])
+
+
+def range_index(k: int) -> tuple[str, str]:
+    """The name of the index of the k-th id range and the statement that builds it."""
+    name = f"{RANGE_INDEX}{k}"
+    return name, (
+        f"CREATE INDEX IF NOT EXISTS {name} ON messages USING gin (words)"
+        f" WHERE id >= {k * RANGE} AND id < {(k + 1) * RANGE}"
+    )
+
+
+def _by_range(conn: Any, newest: int) -> bool:
+    """Whether every id range up to the newest id has its own index."""
+    ranges: set[int] = conn.ranges or set()
+    return all(k in ranges for k in range(newest // RANGE + 1))
+
+
+def _newest_by_range(conn: Any, query: str, newest: int) -> list[int]:
+    """The ids of the query's SELECTIVE newest matches, newest first, asked of each id
+    range's index in turn, the newest range first, until SELECTIVE are found: only
+    those ranges' matches are read from the table (see RANGE_INDEX)."""
+    ids: list[int] = []
+    for k in range(newest // RANGE, -1, -1):
+        rows = conn.execute_without(
+            "enable_seqscan, enable_indexscan",
+            f"SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery"
+            f" AND m.id >= {k * RANGE} AND m.id < {(k + 1) * RANGE} ORDER BY m.id DESC LIMIT ?",
+            [query, SELECTIVE - len(ids)],
+        )
+        ids += [int(row[0]) for row in rows]
+        if len(ids) >= SELECTIVE:
+            break
+    return ids
 
 
 def _common(conn: Any, alt: Alt) -> bool:
@@ -226,6 +287,8 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     newest = int(conn.matches.get("") or newest_id(conn))
     walk = share is None or share >= WALK_SHARE
     floor = 0 if walk or not share else max(0, newest - math.ceil(SPAN * SELECTIVE / share))
+    if floor and _by_range(conn, newest):
+        return _probe_by_range(conn, query, newest)
     # The ids come along unless a common query's were walked for: 4,000 of them cost
     # more to send and read than the newest thousand cost to walk for again.
     if floor:
@@ -265,6 +328,22 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     if count <= PREFETCH:
         matches = sorted((tuple(row[3:]) for row in rows if row[3] is not None), reverse=True)
         conn.answers[("rows", query)] = matches
+    return count, kth
+
+
+def _probe_by_range(conn: Any, query: str, newest: int) -> tuple[int, int | None]:
+    """_probe_ahead()'s answers for a query in some percent of the messages, its
+    newest matches found range by range (_newest_by_range())."""
+    ids = _newest_by_range(conn, query, newest)
+    count, kth = len(ids), (ids[-1] if ids else None)
+    conn.answers[("probe", query)] = (count, kth)
+    conn.answers[("ids", query)] = ids
+    if count <= PREFETCH:
+        rows = conn.execute(
+            "SELECT id, text, terms, role FROM messages WHERE id = ANY(?) ORDER BY id DESC",
+            [ids],
+        ).fetchall()
+        conn.answers[("rows", query)] = [tuple(row) for row in rows]
     return count, kth
 
 

@@ -18,7 +18,13 @@ read the same transcript (a session resumed on another machine repeats its histo
     writers lock rows in one order; a deadlock the server still sees (rows locked by
     an earlier batch of the same transaction cannot happen: one batch, one
     transaction) is retried.
-No whole-project step needs a lock: there is no FTS index to tune or merge (the
+  - Each id range has its own GIN index besides the table's (subrosa.archive.pgsearch,
+    RANGE): after a commit that brought the ids within AHEAD of a range without one,
+    the writer builds it, while it is still empty (a moment), under an advisory lock
+    and a lock timeout: another writer's batch holds it up a moment at most, and a
+    writer that cannot have it now leaves it to the next commit (search uses the range
+    indexes only when every range up to the newest id has one).
+No other whole-project step needs a lock: there is no FTS index to tune or merge (the
 server keeps its GIN indexes in step) and no re-index (migration 0005 made them).
 """
 
@@ -31,12 +37,18 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from subrosa.archive.ingest import Ingester, _head_hash_of, _load_stats, _Plan
+from subrosa.archive.pgsearch import RANGE, index_ranges, range_index
 from subrosa.archive.transcripts import Message, Parsed, SessionInfo
 from subrosa.pg import Connection, connect, schema_revision
 from subrosa.schema import SCHEMA_HEAD
 
 # Any number: it only has to differ from subrosa.db's migration lock.
 ID_LOCK_KEY = 0x5B_A1C4_1D5
+RANGE_LOCK_KEY = 0x5B_A1C4_1D6
+# A range's index is built once the ids come this close to it (a quarter of a range:
+# more than one ingest of a day's sessions brings).
+AHEAD = RANGE // 4
+RANGE_LOCK_TIMEOUT = "2s"
 RETRIES = 5
 _COLUMNS = "id, session_pk, uuid, role, timestamp, text, terms"
 
@@ -85,6 +97,8 @@ class PgIngester(Ingester):
             self.conn.execute("SELECT pg_get_serial_sequence('messages', 'id')").fetchone()[0]
         )
         self._counts: Counter[str] = Counter()
+        self._ranges = index_ranges(self.conn)
+        self._last_id = 0
 
     def _store_batch(self, plan: _Plan, parsed: Parsed, offset: int) -> None:
         """One batch, one transaction, committed here; retried after a deadlock."""
@@ -107,6 +121,7 @@ class PgIngester(Ingester):
             self._in_transaction = False
             self.report.new_messages += self._counts["new"]
             self.report.duplicate_messages += self._counts["duplicate"]
+            self._ranges_ahead()
             return
 
     def _begin(self) -> None:
@@ -124,7 +139,32 @@ class PgIngester(Ingester):
         if self._in_transaction:
             self.conn.execute("COMMIT")
             self._in_transaction = False
+            self._ranges_ahead()
         self._uncommitted = 0
+
+    def _ranges_ahead(self) -> None:
+        """The index of each id range up to AHEAD past the newest id this writer took,
+        built where missing (see the module's docstring), each in a transaction of its
+        own; when the lock is not had within RANGE_LOCK_TIMEOUT, left to a later commit."""
+        if not self._last_id:
+            return
+        errors = self.conn.errors
+        for k in range((self._last_id + AHEAD) // RANGE + 1):
+            if k in self._ranges:
+                continue
+            self.conn.execute("BEGIN")
+            try:
+                self.conn.execute(f"SET LOCAL lock_timeout = '{RANGE_LOCK_TIMEOUT}'")
+                self.conn.execute("SELECT pg_advisory_xact_lock(?)", (RANGE_LOCK_KEY,))
+                self.conn.execute(range_index(k)[1])
+                self.conn.execute("COMMIT")
+            except errors.LockNotAvailable:
+                self.conn.execute("ROLLBACK")
+                return
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self._ranges.add(k)
 
     def abort(self) -> None:
         if self._in_transaction:
@@ -212,6 +252,7 @@ class PgIngester(Ingester):
             " SELECT last, pg_advisory_unlock(?) FROM block",
             (ID_LOCK_KEY, self._sequence, self._sequence, count - 1, ID_LOCK_KEY),
         ).fetchone()
+        self._last_id = max(self._last_id, int(row[0]))
         return int(row[0]) - count + 1
 
     def _insert_all(self, messages: list[Message], pks: dict[str, int]) -> None:
