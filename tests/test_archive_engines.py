@@ -226,7 +226,7 @@ def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> N
         definition = conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_messages_words_r0'"
         ).fetchone()[0]
-        assert definition.endswith(f"USING gin (words) WHERE ((id >= 0) AND (id < {RANGE}))")
+        assert definition.endswith(f"USING gin (words) WHERE ((id / {RANGE}) = 0)")
         # The ids come within AHEAD of the next range: the next ingest builds its index.
         conn.execute(
             "SELECT setval(pg_get_serial_sequence('messages', 'id'), ?)", [RANGE - AHEAD - 3]
@@ -252,7 +252,21 @@ def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> N
         assert pgsearch._newest_by_range(conn, "'deploy'", newest) == ids
         assert pgsearch._newest_by_range(conn, "'again'", newest) == ids[6:12]
         assert pgsearch._probe_by_range(conn, "'deploy'", newest) == (18, ids[-1])
+        # Cut at a floor inside a range (a common word): the same ids, in order.
+        for floor in (RANGE - 2, RANGE + 1, RANGE + 100, max(ids) - 1):  # the first: cut
+            assert pgsearch._newest_by_range(conn, "'deploy'", newest, floor) == ids
         rows = conn.execute(
             "SELECT id, text, terms, role FROM messages ORDER BY id DESC"
         ).fetchall()
         assert conn.answers[("rows", "'deploy'")] == [tuple(row) for row in rows]
+        # The server asks the range's own index.
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_indexscan = off")
+        plan = " ".join(
+            row[0]
+            for row in conn.execute(
+                f"EXPLAIN SELECT m.id FROM messages m WHERE {pgsearch.VECTOR} @@ 'deploy'"
+                f" AND {pgsearch._in_range('m.id', 0)}"
+            )
+        )
+        assert "ix_messages_words_r0" in plan, plan

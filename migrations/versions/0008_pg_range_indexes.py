@@ -5,9 +5,11 @@ newest few thousand (subrosa.archive.pgsearch); for a word in some percent of th
 messages it asked the whole table's index for all of them and kept those above an id
 floor with a bitmap of the primary key's newest few hundred thousand ids: 20-40 ms at
 1 GB, where SQLite's whole search takes ~10. With an index per id range
-(`ix_messages_words_r<k>`, ids k * 131072 to (k + 1) * 131072 - 1, partial indexes on
-the same `words` column), search asks the newest range's index first and goes back a
-range at a time until it has enough: only those ranges' matches are read.
+(`ix_messages_words_r<k>`, partial indexes on the same `words` column for the ids with
+`id / 131072 = k`), search asks the newest range's index first and goes back a range at
+a time until it has enough: only those ranges' matches are read. (The predicate is that
+quotient, not bounds on the id: the planner then still combines a range's index with
+the primary key's for a bound of the query's own, the newest ids of a common word.)
 
 This revision builds the indexes of the ranges the archive's ids reach, and of the next
 one when the ids are within a quarter of a range of it; ingest builds each later one
@@ -48,7 +50,7 @@ def upgrade() -> None:
     for k in range((newest + AHEAD) // RANGE + 1):
         op.execute(
             f"CREATE INDEX IF NOT EXISTS {NAME}{k} ON messages USING gin (words)"
-            f" WHERE id >= {k * RANGE} AND id < {(k + 1) * RANGE}"
+            f" WHERE (id / {RANGE}) = {k}"
         )
 
 

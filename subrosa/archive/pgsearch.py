@@ -38,7 +38,7 @@ import math
 import re
 from typing import Any
 
-from subrosa.archive.search import SELECTIVE
+from subrosa.archive.search import RERANK, SELECTIVE
 from subrosa.query import Alt, Filters, Unit
 
 VECTOR = "m.words"
@@ -73,6 +73,10 @@ PREFETCH = 300
 # few hundred thousand ids (20-40 ms at 1 GB).
 RANGE = 131072
 RANGE_INDEX = "ix_messages_words_r"
+# A range is cut at the floor (see _newest_by_range()) when at least this many of its
+# ids are below it: the primary key's bitmap of the ids above costs more than the
+# few rows below would.
+CUT_BELOW = RANGE // 4
 _RANGES = (
     "(SELECT array_agg(c.relname::text) FROM pg_index i JOIN pg_class c"
     " ON c.oid = i.indexrelid WHERE i.indrelid = 'messages'::regclass AND i.indisvalid"
@@ -167,8 +171,15 @@ def range_index(k: int) -> tuple[str, str]:
     name = f"{RANGE_INDEX}{k}"
     return name, (
         f"CREATE INDEX IF NOT EXISTS {name} ON messages USING gin (words)"
-        f" WHERE id >= {k * RANGE} AND id < {(k + 1) * RANGE}"
+        f" WHERE {_in_range('id', k)}"
     )
+
+
+def _in_range(column: str, k: int) -> str:
+    """The condition of the k-th id range, spelled as its index's predicate is (so the
+    planner finds the index) and not as bounds on the id (so the planner may still
+    combine the index with the primary key's for a bound of the query's own)."""
+    return f"({column} / {RANGE}) = {k}"
 
 
 def _by_range(conn: Any, newest: int) -> bool:
@@ -177,21 +188,46 @@ def _by_range(conn: Any, newest: int) -> bool:
     return all(k in ranges for k in range(newest // RANGE + 1))
 
 
-def _newest_by_range(conn: Any, query: str, newest: int) -> list[int]:
+def _newest_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> list[int]:
     """The ids of the query's SELECTIVE newest matches, newest first, asked of each id
     range's index in turn, the newest range first, until SELECTIVE are found: only
-    those ranges' matches are read from the table (see RANGE_INDEX)."""
+    those ranges' matches are read from the table (see RANGE_INDEX). Above a `floor`
+    (where the SELECTIVE newest matches likely begin: for a common word, in the
+    newest range), a range's matches are taken down to the floor first, the index's
+    bitmap combined with the primary key's for the ids above it; when they are too
+    few, down to a floor twice as deep, and so on: the rows holding the word below
+    are read only when needed (walking the ids newest first, as the server would,
+    reads and tests every row's vector). A range cut less than CUT_BELOW above its
+    start is taken whole."""
     ids: list[int] = []
-    for k in range(newest // RANGE, -1, -1):
+    top = newest + 1  # the ids below this one are left to ask
+    # ... down to this one, at first (SELECTIVE matches need as many ids at least)
+    depth = top if not floor else max(SELECTIVE, top - floor - 1)
+    bottom = max(0, top - depth)
+    while top > 0:
+        k = (top - 1) // RANGE
+        start = k * RANGE
+        low = max(start, bottom)
+        if low - start < CUT_BELOW:
+            low = start
+        part = _in_range("m.id", k)
+        if low > start:
+            part += f" AND m.id >= {low}"
+        if top < min(start + RANGE, newest + 1):
+            part += f" AND m.id < {top}"
         rows = conn.execute_without(
             "enable_seqscan, enable_indexscan",
-            f"SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery"
-            f" AND m.id >= {k * RANGE} AND m.id < {(k + 1) * RANGE} ORDER BY m.id DESC LIMIT ?",
+            f"SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery AND {part}"
+            " ORDER BY m.id DESC LIMIT ?",
             [query, SELECTIVE - len(ids)],
         )
         ids += [int(row[0]) for row in rows]
         if len(ids) >= SELECTIVE:
             break
+        top = low
+        if top <= bottom:  # down to the floor: on to one twice as deep
+            depth *= 2
+            bottom = max(0, top - depth)
     return ids
 
 
@@ -285,12 +321,13 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
         return known
     share = _share(conn, query)
     newest = int(conn.matches.get("") or newest_id(conn))
+    if share and _by_range(conn, newest):
+        floor = max(0, newest - math.ceil(SPAN * SELECTIVE / share))
+        return _probe_by_range(conn, query, newest, floor)
     walk = share is None or share >= WALK_SHARE
     floor = 0 if walk or not share else max(0, newest - math.ceil(SPAN * SELECTIVE / share))
-    if floor and _by_range(conn, newest):
-        return _probe_by_range(conn, query, newest)
-    # The ids come along unless a common query's were walked for: 4,000 of them cost
-    # more to send and read than the newest thousand cost to walk for again.
+    # The ids come along: all of them, or a common query's newest RERANK (what search
+    # ranks of it; 4,000 would cost more to send and read than they save).
     if floor:
         hits = (
             "near AS MATERIALIZED (SELECT m.id FROM messages m WHERE"
@@ -310,12 +347,12 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
         params = [query, SELECTIVE]
     sql = (
         f"WITH {hits}, counted AS (SELECT count(*) AS n, min(id) AS kth FROM hits)"
-        " SELECT c.n, c.kth, CASE WHEN ? OR c.n < ? THEN (SELECT array_agg(id ORDER BY id DESC)"
-        " FROM hits) END, NULL::integer, NULL::text, NULL::text, NULL::varchar FROM counted c"
+        " SELECT c.n, c.kth, (SELECT array_agg(id) FROM (SELECT id FROM hits ORDER BY id DESC"
+        " LIMIT ?) x), NULL::integer, NULL::text, NULL::text, NULL::varchar FROM counted c"
         " UNION ALL SELECT NULL, NULL, NULL, m.id, m.text, m.terms, m.role FROM messages m"
         " WHERE m.id = ANY(ARRAY(SELECT id FROM hits)) AND (SELECT n FROM counted) <= ?"
     )
-    params += [not walk, SELECTIVE, PREFETCH]
+    params += [RERANK if walk else SELECTIVE, PREFETCH]
     if walk:
         rows = conn.execute(sql, params).fetchall()
     else:
@@ -331,10 +368,10 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     return count, kth
 
 
-def _probe_by_range(conn: Any, query: str, newest: int) -> tuple[int, int | None]:
-    """_probe_ahead()'s answers for a query in some percent of the messages, its
-    newest matches found range by range (_newest_by_range())."""
-    ids = _newest_by_range(conn, query, newest)
+def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple[int, int | None]:
+    """_probe_ahead()'s answers for a query the column's statistics list, its newest
+    matches found range by range (_newest_by_range())."""
+    ids = _newest_by_range(conn, query, newest, floor)
     count, kth = len(ids), (ids[-1] if ids else None)
     conn.answers[("probe", query)] = (count, kth)
     conn.answers[("ids", query)] = ids
@@ -427,8 +464,11 @@ def _newest_known(conn: Any, query: str, filters: Filters, limit: int) -> list[i
     if filters.role or filters.since or filters.transcript_project:
         return None
     ids: list[int] | None = conn.answers.get(("ids", query))
-    if ids is None or (len(ids) >= SELECTIVE and limit > len(ids)):
+    if ids is None:
         return None
+    count = conn.answers[("probe", query)][0]
+    if limit > len(ids) and (len(ids) < count or count >= SELECTIVE):
+        return None  # more are wanted than were sent
     return ids[:limit]
 
 
