@@ -211,10 +211,10 @@ def test_in_lists_go_to_the_server_as_one_array() -> None:
 
 @pytest.mark.engines("postgresql")
 def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> None:
-    """Migration 0008 builds the first id range's index; ingest builds the next one
-    before the ids reach it; a word's newest matches read range by range, newest range
-    first, are its newest matches, in order, across the ranges' border (with the rows
-    _probe_ahead() sends along for a word with few)."""
+    """Migration 0008 builds the index of the first id range and of ranges ahead; ingest
+    builds the next one before the ids reach it; a word's newest matches read range by
+    range, newest range first, are its newest matches, in order, across a border (with
+    the rows _probe_ahead() sends along for a word with few), cut at a floor or not."""
     from subrosa.archive import pgsearch
     from subrosa.archive.pgsearch import RANGE, index_ranges
     from subrosa.archive.pgstore import AHEAD, open_server
@@ -222,23 +222,24 @@ def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> N
     _transcript("s-1.jsonl", *(_record(f"a{i}", f"deploy step {i}") for i in range(6)))
     run("ingest")
     with open_server(db.url) as conn:
-        assert index_ranges(conn) == {0}
+        built = index_ranges(conn)
+        assert built == set(range(len(built))) and len(built) > 1  # some ahead, empty
         definition = conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_messages_words_r0'"
         ).fetchone()[0]
         assert definition.endswith(f"USING gin (words) WHERE ((id / {RANGE}) = 0)")
-        # The ids come within AHEAD of the next range: the next ingest builds its index.
-        conn.execute(
-            "SELECT setval(pg_get_serial_sequence('messages', 'id'), ?)", [RANGE - AHEAD - 3]
-        )
+        # The ids come within AHEAD of the first range not built: ingest builds it.
+        border = len(built) * RANGE
+        sequence = "SELECT setval(pg_get_serial_sequence('messages', 'id'), ?)"
+        conn.execute(sequence, [border - AHEAD - 3])
     _transcript(
         "s-2.jsonl",
         *(_record(f"b{i}", f"deploy again {i}", session="s-2") for i in range(6)),
     )
     run("ingest")
     with open_server(db.url) as conn:
-        assert index_ranges(conn) == {0, 1}
-        conn.execute("SELECT setval(pg_get_serial_sequence('messages', 'id'), ?)", [RANGE - 3])
+        assert index_ranges(conn) == set(range(len(built) + 1))
+        conn.execute(sequence, [border - 3])
     _transcript(
         "s-3.jsonl",
         *(_record(f"c{i}", f"deploy once more {i}", session="s-3") for i in range(6)),
@@ -246,18 +247,16 @@ def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> N
     run("ingest")
     with open_server(db.url) as conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM messages ORDER BY id DESC")]
-        assert min(ids) < RANGE - AHEAD <= RANGE <= max(ids)  # three ranges' worth, two indexes
+        assert min(ids) < border - AHEAD <= border <= max(ids)
         newest = pgsearch.newest_id(conn)
         assert pgsearch._by_range(conn, newest)
         assert pgsearch._newest_by_range(conn, "'deploy'", newest) == ids
         assert pgsearch._newest_by_range(conn, "'again'", newest) == ids[6:12]
         assert pgsearch._probe_by_range(conn, "'deploy'", newest) == (18, ids[-1])
-        # Cut at a floor inside a range (a common word): the same ids, in order.
-        for floor in (RANGE - 2, RANGE + 1, RANGE + 100, max(ids) - 1):  # the first: cut
+        # Cut at a floor (a common word): the same ids, in order.
+        for floor in (border - 2, border + 1, max(ids) - 1, RANGE - 2):
             assert pgsearch._newest_by_range(conn, "'deploy'", newest, floor) == ids
-        rows = conn.execute(
-            "SELECT id, text, terms, role FROM messages ORDER BY id DESC"
-        ).fetchall()
+        rows = conn.execute("SELECT id, text, terms, role FROM messages ORDER BY id DESC")
         assert conn.answers[("rows", "'deploy'")] == [tuple(row) for row in rows]
         # The server asks the range's own index.
         conn.execute("SET enable_seqscan = off")

@@ -11,12 +11,14 @@ a time until it has enough: only those ranges' matches are read. (The predicate 
 quotient, not bounds on the id: the planner then still combines a range's index with
 the primary key's for a bound of the query's own, the newest ids of a common word.)
 
-This revision builds the indexes of the ranges the archive's ids reach, and of the next
-one when the ids are within a quarter of a range of it; ingest builds each later one
-before the ids reach it (subrosa.archive.pgstore). ix_messages_words stays: rare words,
-counts and everything else still ask it. The range size, the name and the statement are
-subrosa.archive.pgsearch's (RANGE, RANGE_INDEX, range_index()), spelled here as they
-are at this revision.
+This revision builds the indexes of the ranges the archive's ids reach and of the
+RANGES_AHEAD ranges after them (empty, a few pages each: about a million messages
+ahead); ingest builds each later one before the ids reach it (subrosa.archive.pgstore)
+when its role may (the table's owner's; a member's role may not, docs/team.md). Past
+the ranges built, search asks the whole table's index, as before this revision.
+ix_messages_words stays: rare words, counts and everything else still ask it. The
+range size, the name and the statement are subrosa.archive.pgsearch's (RANGE,
+RANGE_INDEX, range_index()), spelled here as they are at this revision.
 
 On SQLite this revision changes nothing (FTS5 walks a word's matches newest first).
 The models do not declare these indexes; the autogenerate comparison leaves them out
@@ -38,7 +40,9 @@ branch_labels = None
 depends_on = None
 
 RANGE = 131072
-AHEAD = RANGE // 4
+# The ranges past the newest id built now, empty: a member's role may not build
+# indexes, so the owner's upgrade builds these many ahead of the ids.
+RANGES_AHEAD = 8
 NAME = "ix_messages_words_r"
 
 
@@ -47,7 +51,7 @@ def upgrade() -> None:
     if bind.dialect.name != "postgresql":
         return
     newest = int(bind.execute(text("SELECT coalesce(max(id), 0) FROM messages")).scalar() or 0)
-    for k in range((newest + AHEAD) // RANGE + 1):
+    for k in range(newest // RANGE + 1 + RANGES_AHEAD):
         op.execute(
             f"CREATE INDEX IF NOT EXISTS {NAME}{k} ON messages USING gin (words)"
             f" WHERE (id / {RANGE}) = {k}"
