@@ -21,8 +21,9 @@ committed), then in the same run measures, each against a baseline measured here
     50 ms rare and medium, every query <= 150 ms, the process >= 3x faster than grep for
     every class);
   - with --pg, the same corpus ingested into an empty PostgreSQL database and the same
-    queries asked of it, in-process and as a process, against the SQLite figures of
-    this run (target: every query <= 2x SQLite's).
+    queries asked of it, in-process and as a process, each query timed on SQLite and on
+    PostgreSQL in turn, run by run, so that a burst of load on a shared machine falls on
+    both (target: every query <= 2x SQLite's).
 
 It measures whatever `subrosa` is importable, through its command line and
 `subrosa.recall.search` only, so the same script measures an older checkout (put it
@@ -242,6 +243,33 @@ def searches(
     return in_proc, whole, found
 
 
+def paired(
+    sqlite_conn: Any, env: dict[str, str], pg_conn: Any, pg_env: dict[str, str], subrosa: list[str]
+) -> tuple[Timings, Timings, Timings, Timings]:
+    """searches() on both engines, interleaved query by query and run by run (SQLite,
+    PostgreSQL, SQLite, ...): on a shared machine a burst of load falls on both, so
+    each query's ratio is measured under the same conditions. In-process SQLite,
+    PostgreSQL; whole process SQLite, PostgreSQL."""
+    out: tuple[Timings, Timings, Timings, Timings] = ({}, {}, {}, {})
+    for cls, queries in CLASSES.items():
+        for query in queries:
+            times: tuple[list[float], list[float]] = ([], [])
+            for _ in range(3):
+                for side, conn in enumerate((sqlite_conn, pg_conn)):
+                    start = time.perf_counter()
+                    search(conn, query, Filters(), 10)
+                    times[side].append(time.perf_counter() - start)
+            runs: tuple[list[float], list[float]] = ([], [])
+            for _ in range(3):
+                for side, side_env in enumerate((env, pg_env)):
+                    args = [*subrosa, "search", "--all-projects", query]
+                    runs[side].append(run_measured(args, side_env)[0])
+            for side in (0, 1):
+                out[side].setdefault(cls, []).append(min(times[side]))
+                out[2 + side].setdefault(cls, []).append(statistics.median(runs[side]))
+    return out
+
+
 def greps(conn: sqlite3.Connection, root: Path) -> Timings:
     """`grep -rF` over the raw JSONL for each query's rarest word, by class."""
     grep: Timings = {}
@@ -311,7 +339,7 @@ def bench(size_mb: int, out: Path, pg: str | None = None, search_only: bool = Fa
         table("SQLite", in_proc, whole)
         conn.close()
         if pg is not None:
-            postgres(pg, env, subrosa, mb, None, in_proc, whole)
+            postgres(pg, env, subrosa, mb, None, db)
         return
 
     # The archive is created (and migrated: SQLAlchemy and Alembic load only for that)
@@ -391,7 +419,7 @@ def bench(size_mb: int, out: Path, pg: str | None = None, search_only: bool = Fa
         print(f"\nqueries with no results: {empty}")
     conn.close()
     if pg is not None:
-        postgres(pg, env, subrosa, mb, ingest_s, in_proc, whole)
+        postgres(pg, env, subrosa, mb, ingest_s, db)
 
 
 def postgres(
@@ -400,11 +428,11 @@ def postgres(
     subrosa: list[str],
     mb: float,
     sqlite_ingest_s: float | None,
-    sqlite_in_proc: Timings,
-    sqlite_whole: Timings,
+    sqlite_db: Path,
 ) -> None:
     """The PostgreSQL column: the same corpus and queries on the server at `url` (an
-    empty database, ingested here; with --search-only, one ingested before is reused)."""
+    empty database, ingested here; with --search-only, one ingested before is reused),
+    each query timed on both engines in turn (paired())."""
     from subrosa.archive.pgstore import open_server
 
     pg_env = {**env, "SUBROSA_DB": url}
@@ -420,7 +448,11 @@ def postgres(
             # What autovacuum does after a bulk load (visibility map, planner statistics).
             conn.execute("VACUUM ANALYZE")
         size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-        in_proc, whole, _ = searches(conn, pg_env, subrosa)
+        sqlite_conn = connect(sqlite_db)
+        sqlite_in_proc, in_proc, sqlite_whole, whole = paired(
+            sqlite_conn, env, conn, pg_env, subrosa
+        )
+        sqlite_conn.close()
     print(f"\n### PostgreSQL, same corpus ({size / 1e6:.0f} MB database)\n")
     if ingest is not None:
         ingest_s, ingest_rss, ingest_cpu = ingest
