@@ -40,6 +40,7 @@ from subrosa.schema import (
     BUSY_TIMEOUT_MS,
     CONNECTION_PRAGMAS,
     ensure_current,
+    folder_problem,
     migrate_lock_path,
     prepare_file,
 )
@@ -269,6 +270,9 @@ def status(url: str) -> dict[str, Any]:
     database file that does not exist yet is reported as such (`exists` false)."""
     path = sqlite_path(url)
     if path is not None and not path.exists():
+        problem = folder_problem(path)
+        if problem is not None:
+            raise InvalidInput(problem)
         return {
             "url": database_url(url).render_as_string(hide_password=True),
             "revision": None,

@@ -92,6 +92,11 @@ def check_database(subject: Subject) -> Check:
 
     path = sqlite_path(subject.db_url)
     if path is not None and not path.exists():
+        from subrosa.schema import folder_problem
+
+        problem = folder_problem(path)
+        if problem is not None:
+            return Check("database", False, problem, f"mkdir -p {shlex.quote(str(path.parent))}")
         return Check(
             "database",
             True,

@@ -254,14 +254,20 @@ class Filters(NamedTuple):
     home: tuple[str, str] | None = None
 
 
+SINCE_FORMS = "a day like 2026-11-29 or a time like 2026-11-29T10:00"
+
+
+def not_a_date(option: str, value: str, forms: str = SINCE_FORMS) -> str:
+    """What every date option says of a value that is no date (2026-02-30, "tomorrow")."""
+    return f"{option}: not a date: {value!r} (give {forms})."
+
+
 def parse_since(value: str) -> str:
     """--since: a date or an ISO time, as stored ("YYYY-MM-DD HH:MM:SS", UTC)."""
     try:
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise QueryError(
-            f"--since {value!r}: expected a date like 2026-11-29 or 2026-11-29T10:00."
-        ) from None
+        raise QueryError(not_a_date("--since", value)) from None
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     return parsed.strftime("%Y-%m-%d %H:%M:%S")

@@ -249,7 +249,7 @@ def prepare_file(path: Path) -> None:
     database (`file_problem`). A file already there that cannot be a subrosa database
     is refused before anything writes to it (DatabaseUnreadable); one that cannot be
     made, or a dangling link where it would be, is a DatabaseError."""
-    from subrosa.errors import DatabaseError, DatabaseUnreadable
+    from subrosa.errors import DatabaseError, DatabaseUnreadable, InvalidInput
 
     if path.exists():
         problem = file_problem(path)
@@ -258,11 +258,30 @@ def prepare_file(path: Path) -> None:
         return
     if os.path.islink(path):  # planted where the file will be (a database in /tmp)
         raise DatabaseError(f"{path}: is a link to nothing; subrosa will not create it there.")
+    problem = folder_problem(path)
+    if problem is not None:
+        raise InvalidInput(problem)
     try:
         _create_file(path)
     except (OSError, sqlite3.Error) as exc:
         why = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise DatabaseError(f"{path}: cannot create the database ({why}).") from None
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why the database file `path` cannot be made, as one sentence, when its folder is
+    not there and is not subrosa's own data dir (the default place, made when missing):
+    a folder the user named (--db, SUBROSA_DB, the settings file's db) must exist, so a
+    typo is told, not quietly made into a new folder holding a new, empty database."""
+    from subrosa.paths import data_dir
+
+    folder = path.parent
+    if folder.is_dir() or folder.absolute() == data_dir().absolute():
+        return None
+    return (
+        f"{path}: cannot create the database, its folder {folder} does not exist "
+        "(create it first, or name a database in a folder that exists)."
+    )
 
 
 def _create_file(path: Path) -> None:

@@ -95,16 +95,14 @@ def search(
     """`subrosa search` for an agent: facts first, then messages, one compact hit each."""
     from subrosa import recall
     from subrosa.archive.sessions import message_uuids
-    from subrosa.query import QueryError
+    from subrosa.query import QueryError, not_a_date
 
     try:
         filters = recall.filters_for(
             since=since, role=None, all_projects=sessions == "all", memory_dir=place.memory_dir
         )
     except QueryError:
-        raise InvalidInput(
-            f"since {since!r}: expected a date like 2026-11-29 or 2026-11-29T10:00."
-        ) from None
+        raise InvalidInput(not_a_date("since", str(since))) from None
     facts_only, messages_only = kind == "facts", kind == "messages"
     path = sqlite_path(place.db_url)
     hits = None

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
 
+from subrosa.archive.pending import pending_dir
 from subrosa.config import resolve_db_url
 from subrosa.db import DatabaseError, database_url, get_engine, open_database
 from subrosa.errors import InvalidInput, hide_passwords
@@ -25,6 +26,7 @@ ODD_NAMES = ["it's #1 (50%); a@b", "q?x=1&y=2", "plus+and space", "percent %41 s
 @pytest.mark.parametrize("name", ODD_NAMES)
 def test_a_database_file_may_have_any_name(tmp_path: Path, name: str) -> None:
     path = tmp_path / name / f"{name}.db"
+    path.parent.mkdir()  # a folder the user names must exist (only the data dir is made)
     url = resolve_db_url(str(path))
     assert url == URL.create("sqlite", database=str(path)).render_as_string()
     assert sqlite_path(url) == path
@@ -165,3 +167,74 @@ def test_a_missing_driver_is_one_sentence_alike_everywhere(tmp_path: Path) -> No
         assert "psycopg is not installed beside subrosa" in err, (command, err)
         said.append(err[err.index("psycopg is not installed") :])
     assert said[0] == said[1]  # the URL before it as each entry read it
+
+
+def test_a_database_in_a_folder_that_is_not_there_is_one_sentence(
+    tmp_path: Path, isolated_env: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path the user gave (--db, SUBROSA_DB, the settings file's db) whose folder does
+    not exist is refused, naming it, and no folder is made; subrosa's own data dir is."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    write_leaf(memory, "alpha.md")
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    missing = tmp_path / "nowhere" / "deeper"
+    wanted = missing / "x.db"
+    commands = (
+        ["fact", "list"],
+        ["fact", "upsert", "alpha", "--hook", "a"],
+        ["generate"],
+        ["ingest"],
+        ["search", "alpha"],
+        ["transcript", "list"],
+        ["db", "upgrade"],
+        ["db", "status"],
+    )
+
+    def refused(*args: str, env: dict[str, str] | None = None) -> None:
+        for command in commands:
+            # A real process: the fast paths (search, generate, upsert) answer there.
+            done = subrosa_process(*args, *command, env=env)
+            lines = done.stderr.decode().splitlines()
+            assert done.returncode == 2, (command, lines)
+            assert len(lines) == 1 and str(wanted) in lines[0], (command, lines)
+            assert "folder" in lines[0], lines
+            assert not (tmp_path / "nowhere").exists(), command
+        assert run(*args, "fact", "list", expect=2).exit_code == 2
+
+    refused("--db", str(wanted))
+    monkeypatch.setenv("SUBROSA_DB", str(wanted))
+    refused()
+    monkeypatch.delenv("SUBROSA_DB")
+    config = isolated_env / ".config" / "subrosa" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'db = "{wanted}"\n', encoding="utf-8")
+    refused()
+    config.unlink()
+
+    # The default place, subrosa's data dir, is made when it is not there yet.
+    data = isolated_env / ".local" / "share" / "subrosa"
+    assert not data.exists()
+    run("fact", "upsert", "alpha", "--hook", "a")
+    assert (data / "subrosa.db").is_file()
+
+
+def test_the_hooks_fail_open_on_a_database_folder_that_is_not_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session still ends; what it should archive waits for a database that works."""
+    monkeypatch.setenv("SUBROSA_BACKGROUND_INGEST", "0")
+    wanted = tmp_path / "nowhere" / "x.db"
+    monkeypatch.setenv("SUBROSA_DB", str(wanted))
+    transcript = tmp_path / "s-1.jsonl"
+    transcript.write_text("{}\n", encoding="utf-8")
+    payload = {"session_id": "s-1", "transcript_path": str(transcript), "cwd": str(tmp_path)}
+    for name in ("session-start", "stop", "session-end"):
+        done = subrosa_process("hook", name, input=json.dumps(payload))
+        assert done.returncode == 0, done.stderr
+    pending = list((pending_dir()).iterdir())
+    assert len(pending) == 1
+    done = subrosa_process("ingest", "--pending")  # what the hook starts in the background
+    assert done.returncode == 2 and str(wanted) in done.stderr.decode()
+    assert list((pending_dir()).iterdir()) == pending
+    assert not wanted.parent.exists()

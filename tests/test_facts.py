@@ -255,3 +255,28 @@ def test_any_text_a_leaf_holds_is_stored_on_either_engine(
     rows = db.snapshot()["facts"]
     assert [row.body for row in rows] == [body.replace("\x00", "\ufffd")]
     assert "\x00" in path.read_text(encoding="utf-8")
+
+
+def test_list_numbers_what_it_shows_and_other_commands_agree(memory_dir: Path, run: RunCli) -> None:
+    """`fact list` numbers the facts it shows 1..n, an archived fact before them or not;
+    the number `upsert` and `move` print is the one `fact list` shows the fact at."""
+    for name in ("a", "b", "c"):
+        write_leaf(memory_dir, f"{name}.md")
+        run("fact", "upsert", name, "--hook", name)
+    run("fact", "archive", "a")
+    assert run("fact", "list").stdout.splitlines() == [
+        "   1. b (project) — b",
+        "   2. c (project) — c",
+    ]
+    assert run("fact", "list", "--archived").stdout.splitlines()[0].startswith("   1. [archived] a")
+    assert run("fact", "list", "--all").stdout.splitlines()[1].startswith("   2. b")
+    assert run("fact", "list", "--type", "project").stdout.splitlines()[0].startswith("   1. b")
+
+    write_leaf(memory_dir, "d.md")
+    assert "added d (position 3)" in run("fact", "upsert", "d", "--hook", "d").stdout
+    assert "updated c (position 2)" in run("fact", "upsert", "c").stdout
+    assert "moved d to position 1" in run("fact", "move", "d", "--before", "b").stdout
+    assert run("fact", "list").stdout.splitlines()[0] == "   1. d (project) — d"
+    assert "restored a (position 1)" in run("fact", "upsert", "a").stdout
+    # --json keeps each fact's place in the curated order of all of them.
+    assert [f["position"] for f in _list(run)] == [1, 2, 3, 4]

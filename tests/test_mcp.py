@@ -234,7 +234,8 @@ def test_bad_arguments_are_one_sentence_tool_errors(memory_dir: Path) -> None:
         "limit: must be a whole number from 1 to 50.",
         "limit: must be a whole number from 1 to 50.",
         "kind: must be one of all, facts, messages.",
-        "since 'last tuesday': expected a date like 2026-11-29 or 2026-11-29T10:00.",
+        "since: not a date: 'last tuesday' (give a day like 2026-11-29 or a time like "
+        "2026-11-29T10:00).",
         "colour: not an argument of search (it takes query, limit, kind, since, sessions).",
         "query: must not be empty.",
         "no_such_fact: no fact of this project and no archived message has this id; "

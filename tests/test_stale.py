@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Db, RunCli, write_leaf
+from tests.conftest import Db, RunCli, subrosa_process, write_leaf
 
 pytestmark = pytest.mark.engines
 
@@ -261,3 +261,29 @@ def test_after_apply_and_generate_archived_facts_sit_in_the_cold_tier(
 
     run("check", "--dir", str(crafted))
     run("check", "--dir", str(crafted), "--strict")
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["stale", "--today", "2026-02-30"], "--today"),
+        (["stale", "--today", "tomorrow"], "--today"),
+        (["search", "pnpm", "--since", "2026-02-30"], "--since"),
+        (["search", "--since", "last tuesday", "pnpm"], "--since"),
+    ],
+)
+def test_a_date_that_is_not_one_is_one_sentence(
+    tmp_path: Path, run: RunCli, args: list[str], option: str
+) -> None:
+    """Every date option: exit 2 and one line naming the option and the value, from the
+    fast path and from click alike."""
+    value = args[args.index(option) + 1]
+    (tmp_path / "memory").mkdir()
+    env = {**os.environ, "SUBROSA_MEMORY_DIR": str(tmp_path / "memory")}
+    done = subrosa_process(*args, env=env)
+    shown = [done.stderr.decode().splitlines(), run(*args, expect=2).stderr.splitlines()]
+    for lines in shown:
+        assert done.returncode == 2 and len(lines) == 1, lines
+        assert f"{option}: not a date: {value!r}" in lines[0], lines
+        assert "Usage" not in lines[0] and "%Y" not in lines[0]
+    assert not list(tmp_path.glob("home/.local/share/subrosa/*.db"))  # refused before opening

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -163,6 +164,26 @@ def test_vendored_transcripts_parse() -> None:
 
 def test_real_transcripts_parse() -> None:
     _assert_real_transcripts_parse(sorted(corpus("transcripts").rglob("*.jsonl")))
+
+
+def test_a_real_forks_command_caveat_is_no_title() -> None:
+    """A real fork whose custom title is the caveat Claude Code wraps local commands in
+    (cut, with " (Fork)" added): no title; its messages, commands included, are kept."""
+    transcripts = corpus("transcripts")
+    forks = [
+        p
+        for p in transcripts.rglob("*.jsonl")
+        if b'"customTitle":"<local-command' in p.read_bytes()
+    ]
+    if not forks:
+        pytest.skip("the corpus holds no fork named after a command caveat")
+    for path in forks:
+        parsed = parse_lines(path.read_bytes().splitlines(), path.stem)
+        assert all(
+            info.title is None or "<local-command" not in info.title
+            for info in parsed.sessions.values()
+        )
+        assert any(m.text.startswith("<command-name>") for m in parsed.messages)
 
 
 json_values = st.recursive(

@@ -21,6 +21,14 @@ from subrosa.text import terminal_line
 TOOL_RESULT_LABELS = ("[tool result]", "[tool error]")
 GUTTER = "  │ "
 TOOL_GUTTER = "  ┊ "
+# The tags Claude Code wraps a local command's text in when it stores it as a user
+# message: a slash command, its output, the caveat before them, a `!` shell command.
+# A fork (`/fork`) is named after its first line, which can be one of these; that is
+# no title, so a session shows its summary instead (the messages keep their text).
+_COMMAND_WRAPPER = re.compile(
+    r"\s*<(?:local-command-caveat|local-command-stdout|local-command-stderr|command-name"
+    r"|command-message|command-args|bash-input|bash-stdout|bash-stderr)>"
+)
 # Every way a terminal or an editor may start a new line.
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 
@@ -30,6 +38,14 @@ def message_kind(role: str, text: str) -> str:
     if role == "user" and text.lstrip().startswith(TOOL_RESULT_LABELS):
         return "tool result"
     return role if role in ("user", "assistant") else terminal_line(role) or "?"
+
+
+def session_label(value: object) -> str | None:
+    """A session's title or summary as it is shown: None when there is none, or when it
+    is Claude Code's wrapper around a local command (see _COMMAND_WRAPPER)."""
+    if not isinstance(value, str) or not value.strip() or _COMMAND_WRAPPER.match(value):
+        return None
+    return value
 
 
 def framed_lines(text: str, gutter: str = GUTTER) -> list[str]:

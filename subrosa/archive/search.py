@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from subrosa.archive.conversation import session_label
 from subrosa.query import (
     MAX_UNITS,
     Alt,
@@ -803,8 +804,8 @@ def search_sessions(
                 "snippet": one_line(text_snippet(texts[rowid][1], pattern)),
                 "session_id": session_id,
                 "project": project,
-                "title": title,
-                "summary": summary,
+                "title": session_label(title),
+                "summary": session_label(summary),
                 "first_at": first_at,
                 "last_at": last_at,
                 "messages": len(group.copies),

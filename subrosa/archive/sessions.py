@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from subrosa.archive.conversation import message_kind
+from subrosa.archive.conversation import message_kind, session_label
 from subrosa.archive.ingest import archive_ready, current_project
 from subrosa.errors import InvalidInput, NotFound
 
@@ -69,7 +69,15 @@ def list_sessions(
             " ORDER BY last_at IS NULL, last_at DESC LIMIT ?",
             [*params, limit],
         ).fetchall()
-    return [dict(zip(LIST_KEYS, row, strict=True)) for row in rows]
+    return [_labelled(dict(zip(LIST_KEYS, row, strict=True))) for row in rows]
+
+
+def _labelled(session: dict[str, Any]) -> dict[str, Any]:
+    """`session` with its title and summary as they are shown (an older subrosa stored
+    a fork's command caveat as its title: conversation.session_label)."""
+    session["title"] = session_label(session["title"])
+    session["summary"] = session_label(session["summary"])
+    return session
 
 
 class Shown(NamedTuple):
@@ -125,7 +133,7 @@ def show_session(
         }
         for r in rows
     ]
-    details = {**dict(zip(DETAIL_KEYS, info, strict=False)), "message_count": info[-1]}
+    details = _labelled({**dict(zip(DETAIL_KEYS, info, strict=False)), "message_count": info[-1]})
     return Shown(session_id, details, messages)
 
 

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from subrosa.archive.conversation import session_label
 from subrosa.archive.redact import Redactor, may_hold_secret
 from subrosa.secrets import key_kind
 from subrosa.terms import index_terms
@@ -208,14 +209,15 @@ def _session(parsed: Parsed, session_id: str) -> SessionInfo:
 
 
 def _note_title(parsed: Parsed, record: dict[str, object], session_id: str, clean: Clean) -> bool:
-    """Titles and summaries (record types seen across versions); True when one was read."""
+    """Titles and summaries (record types seen across versions); True when one was read.
+    A local command's wrapper text (a fork's name, conversation.session_label) is none."""
     for key in ("customTitle", "aiTitle", "title"):
-        value = record.get(key)
-        if isinstance(value, str) and value.strip():
+        value = session_label(record.get(key))
+        if value is not None:
             _session(parsed, session_id).title = clean(value.strip())
             return True
-    value = record.get("summary")
-    if isinstance(value, str) and value.strip():
+    value = session_label(record.get("summary"))
+    if value is not None:
         _session(parsed, session_id).summary = clean(value.strip())
         return True
     return False

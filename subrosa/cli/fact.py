@@ -155,11 +155,12 @@ def list_cmd(
     if not data:
         say(f"no facts in {app.memory_dir}")
         return
-    for item in data:
+    # Numbered 1..n as shown (a position counts the facts a filter leaves out too).
+    for number, item in enumerate(data, start=1):
         flags = ("📌 " if item["pinned"] else "") + (
             "[archived] " if item["status"] == "archived" else ""
         )
-        say(f"{item['position']:>4}. {flags}{item['slug']} ({item['type']}) — {item['hook']}")
+        say(f"{number:>4}. {flags}{item['slug']} ({item['type']}) — {item['hook']}")
 
 
 @fact.command()
@@ -193,9 +194,11 @@ def move(
     """Move a fact in the curated order that MEMORY.md is displayed in."""
     if before and after:
         raise click.UsageError("give --before or --after, not both.")
-    row = facts.move(app.db_url, app.project, slug, before=before, after=after, section=section)
+    row, number = facts.move(
+        app.db_url, app.project, slug, before=before, after=after, section=section
+    )
     where = f" in section {row['section']!r}" if row["section"] else ""
-    say(f"moved {row['slug']} to position {row['position']}{where}")
+    say(f"moved {row['slug']} to position {number}{where}")
 
 
 @fact.command()

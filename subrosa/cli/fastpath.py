@@ -61,7 +61,8 @@ def show_upserted(result: Upserted, as_json: bool) -> None:
     if as_json:
         print_json({"action": result.action, "fact": result.fact})
     else:
-        say(f"{result.action} {result.fact['slug']} (position {result.fact['position']})")
+        # The number `fact list` shows it at (`position` counts the archived facts too).
+        say(f"{result.action} {result.fact['slug']} (position {result.number})")
 
 
 def show_pinned(row: dict[str, Any], pinned: bool) -> None:

@@ -8,8 +8,17 @@ from datetime import date, datetime
 
 import click
 
-from subrosa.cli.common import AppContext, json_option, note, pass_app, print_json, say
+from subrosa.cli.common import (
+    AppContext,
+    CliInputError,
+    json_option,
+    note,
+    pass_app,
+    print_json,
+    say,
+)
 from subrosa.memory.review import Finding, Review, run_review
+from subrosa.query import not_a_date
 
 DEFAULT_MAX_FLAGS = 5
 
@@ -34,13 +43,23 @@ def _print_report(result: Review, shown: list[Finding], more: int, applied: bool
             )
 
 
+def _day(_ctx: click.Context, _param: click.Parameter, value: str | None) -> date | None:
+    """--today as a day; one sentence, not click's format string, when it is none."""
+    if value is None:
+        return None
+    try:
+        return datetime.strptime(value.strip(), "%Y-%m-%d").date()
+    except ValueError:
+        raise CliInputError(not_a_date("--today", value, "a day as YYYY-MM-DD")) from None
+
+
 @click.command()
 @click.option(
     "--apply", is_flag=True, help="Archive the high-confidence stale facts (default: a dry run)."
 )
 @click.option(
     "--today",
-    type=click.DateTime(formats=["%Y-%m-%d"]),
+    callback=_day,
     metavar="YYYY-MM-DD",
     help="Judge dates against this day instead of the real today.",
 )
@@ -53,9 +72,7 @@ def _print_report(result: Review, shown: list[Finding], more: int, applied: bool
 )
 @json_option
 @pass_app
-def stale(
-    app: AppContext, apply: bool, today: datetime | None, max_flags: int, as_json: bool
-) -> None:
+def stale(app: AppContext, apply: bool, today: date | None, max_flags: int, as_json: bool) -> None:
     """Review the active facts for staleness, and archive the sure cases.
 
     Signals in the hook: a terminal word (Complete, Done, Closed, Resolved, Archived,
@@ -79,7 +96,7 @@ def stale(
     brings one back. --json prints {"archived": [{"slug", "reason", ...}],
     "flagged": [...], "more_flagged": N, "applied": bool, "today": "YYYY-MM-DD"}.
     """
-    day = today.date() if today is not None else date.today()
+    day = today if today is not None else date.today()
     result = run_review(app.db_url, app.project, day, apply=apply)
     shown = result.flagged[:max_flags]
     more = len(result.flagged) - len(shown)

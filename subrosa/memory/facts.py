@@ -35,6 +35,14 @@ class Upserted(NamedTuple):
     action: str  # added | updated | restored
     fact: dict[str, Any]
     warnings: list[str]
+    number: int  # the number `fact list` shows it at (its position counts archived facts)
+
+
+class Moved(NamedTuple):
+    """A moved fact, and the number `fact list` shows it at."""
+
+    fact: dict[str, Any]
+    number: int
 
 
 def upsert(
@@ -56,13 +64,15 @@ def upsert(
     if database is not None:
         with rows.change(database, project) as change:
             action, row = change.upsert(leaf, hook=clean, pin=pinned)
-        return Upserted(action, values.fact_to_dict(row, project.memory_dir), warnings)
+            number = rows.listed_number(change.conn, row)
+        return Upserted(action, values.fact_to_dict(row, project.memory_dir), warnings, number)
     from subrosa.memory import store
 
     with _orm_mutation(db_url, project) as session:
         action, fact = store.upsert(session, project, leaf, hook=clean, pin=pinned)
         session.flush()
-        return Upserted(action, values.fact_to_dict(fact, project.memory_dir), warnings)
+        fact_dict = values.fact_to_dict(fact, project.memory_dir)
+        return Upserted(action, fact_dict, warnings, store.listed_number(session, fact))
 
 
 def _refuse_secrets(path: Path, hook: str | None, description: str) -> None:
@@ -196,13 +206,15 @@ def move(
     before: str | None,
     after: str | None,
     section: str | None,
-) -> dict[str, Any]:
+) -> Moved:
     """Move a fact in the curated order and/or into a section (`""` clears it)."""
     from subrosa.memory import store
 
     with _orm_mutation(db_url, project) as session:
         row = store.move(session, project, slug, before=before, after=after, section=section)
-        return values.fact_to_dict(row, project.memory_dir)
+        session.flush()
+        fact = values.fact_to_dict(row, project.memory_dir)
+        return Moved(fact, store.listed_number(session, row))
 
 
 def wikilink_report(memory_dir: Path, slug: str | None) -> list[dict[str, object]]:

@@ -187,6 +187,17 @@ class _StateRow:
             setattr(self, key, _time(value) if key in TIMES else value)
 
 
+def listed_number(conn: sqlite3.Connection, fact: FactRow) -> int:
+    """The number `fact list` shows `fact` at: its place among its project's facts of its
+    status (store.listed_number's twin)."""
+    row = conn.execute(
+        "SELECT count(*) FROM facts WHERE project = ? AND status = ?"
+        " AND (position < ? OR (position = ? AND slug <= ?))",
+        (fact.project, fact.status, fact.position, fact.position, fact.slug),
+    ).fetchone()
+    return int(row[0])
+
+
 def max_position(conn: sqlite3.Connection, key: str) -> int:
     row = conn.execute("SELECT max(position) FROM facts WHERE project = ?", (key,)).fetchone()
     return int(row[0] or 0)

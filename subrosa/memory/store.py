@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, event, func, select
+from sqlalchemy import Engine, and_, event, func, or_, select
 from sqlalchemy.orm import Session, defer
 
 from subrosa.db import session_scope
@@ -192,6 +192,19 @@ def move_legacy_rows(session: Session, project: Project) -> int:
 def next_position(session: Session, project: Project) -> int:
     current = session.scalar(select(func.max(Fact.position)).where(Fact.project == project.key))
     return int(current or 0) + 1
+
+
+def listed_number(session: Session, fact: Fact) -> int:
+    """The number `fact list` shows `fact` at: its place among its project's facts of its
+    status, in curated order (the positions count the archived facts too)."""
+    earlier = or_(
+        Fact.position < fact.position,
+        and_(Fact.position == fact.position, Fact.slug <= fact.slug),
+    )
+    query = select(func.count()).where(
+        Fact.project == fact.project, Fact.status == fact.status, earlier
+    )
+    return int(session.scalar(query) or 0)
 
 
 def renumber(session: Session, project: Project, ordered: list[Fact] | None = None) -> None:
