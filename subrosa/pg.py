@@ -13,7 +13,6 @@ only when a server is named. Every error names the server without its password.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
@@ -134,10 +133,14 @@ class Connection:
         self.common: dict[str, float] | None = None
         # Which id ranges have their own words index (subrosa.archive.pgsearch.RANGE).
         self.ranges: set[int] | None = None
+        # The planner settings execute_without() turned off and left off.
+        self._off: tuple[str, ...] = ()
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """Run one statement; the cursor, to fetch from or iterate. A query whose best
         plan does not depend on its parameters is prepared (see _planned_once())."""
+        if self._off:
+            self._planner(())
         sql, lists = _in_lists(sql)
         if lists and params:
             params = _arrays(params, lists)
@@ -148,22 +151,26 @@ class Connection:
 
     def execute_without(self, settings: str, sql: str, params: Sequence[Any]) -> list[Any]:
         """The rows of one statement run with planner settings off (`enable_seqscan`,
-        several comma-separated), in one round trip: the settings, the statement and
-        the settings back, pipelined."""
-        names = [name.strip() for name in settings.split(",")]
-        try:
-            with self.raw.pipeline():
-                for name in names:
-                    self.raw.execute(f"SET {name} = off")
-                cursor = self.raw.execute(_native(sql), params)
-                for name in names:
-                    self.raw.execute(f"RESET {name}")
-            return list(cursor.fetchall())
-        except BaseException:
-            for name in names:
-                with contextlib.suppress(Exception):
-                    self.raw.execute(f"RESET {name}")
-            raise
+        several comma-separated). The settings stay off for the statements that follow
+        with the same ones, and are back at their defaults before any other (execute()):
+        a search asks several such statements in a row, each toggle a round trip."""
+        self._planner(tuple(sorted(name.strip() for name in settings.split(","))))
+        return list(self.raw.execute(_native(sql), params).fetchall())
+
+    def _planner(self, off: tuple[str, ...]) -> None:
+        """The planner settings `off` off, the ones turned off before back at their
+        defaults, in one statement (set_config() for the session)."""
+        calls = [f"set_config('{name}', 'off', false)" for name in off if name not in self._off]
+        back = [name for name in self._off if name not in off]
+        if back:
+            names = ", ".join(f"'{name}'" for name in back)
+            calls.append(
+                "(SELECT count(set_config(name, reset_val, false)) FROM pg_settings"
+                f" WHERE name IN ({names}))"
+            )
+        if calls:  # a statement that fails changes nothing (its transaction undoes it)
+            self.raw.execute(f"SELECT {', '.join(calls)}")
+        self._off = off
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
         """Run one statement for each row (psycopg pipelines them)."""
