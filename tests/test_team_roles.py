@@ -91,9 +91,15 @@ def team(db: Db, tmp_path: Path) -> Iterator[Team]:
     transcript = _session(clone, "s1", "the zanzibar cache is warmed at start", "we keep it warm")
     env = dict(os.environ, SUBROSA_MEMORY_DIR=str(clone / ".claude" / "memory"))
     team = Team(admin, clone, transcript, env)
-    _drop_roles(admin)  # a run cut short before
-    team.sql(setup)
+    if db.cluster is not None and db.cluster.directory is None:  # SUBROSA_TEST_PG_URL's
+        with psycopg.connect(admin, autocommit=True) as conn:
+            taken = [r for (r,) in conn.execute("SELECT rolname FROM pg_roles") if r in ROLES]
+        if taken:  # roles are the whole server's: never drop someone else's
+            pytest.skip(f"the server at SUBROSA_TEST_PG_URL already has the roles {taken}")
+    else:
+        _drop_roles(admin)  # our throwaway cluster, after a run cut short
     try:
+        team.sql(setup)
         said = team.run("subrosa_owner", "db", "upgrade").stdout
         assert f"to {SCHEMA_HEAD}" in said
         team.sql(grants, role="subrosa_owner")
