@@ -27,6 +27,7 @@ from subrosa.errors import (
     DatabaseUnreadable,
     InvalidInput,
     corruption,
+    denied,
     hide_passwords,
 )
 from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
@@ -219,6 +220,13 @@ def upgrade(engine: Engine) -> None:
             damage = corruption(exc)
             if damage is not None:
                 raise DatabaseUnreadable(shown(engine.url), damage) from None
+            if denied(exc) is not None:  # a member's or reader's role (docs/team.md)
+                raise DatabaseError(
+                    f"{shown(engine.url)}: cannot migrate to revision {SCHEMA_HEAD}"
+                    f" ({_reason(exc)}): a migration creates and alters tables, which only"
+                    " the role that owns them may do; run `subrosa db upgrade` as that"
+                    ' role (docs/team.md, "Security").'
+                ) from None
             raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
 
 

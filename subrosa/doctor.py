@@ -376,6 +376,28 @@ def _permission_fix(db: Path | None) -> str:
     return "; ".join(fixes) or "chmod u+w on the index files"
 
 
+def _server_role(subject: Subject) -> str:
+    """What the server's role may do (docs/team.md, "Security": owner, member, reader)."""
+    from subrosa.pg import connect, role_access
+
+    try:
+        conn = connect(subject.db_url)
+        try:
+            user, owns, writes = role_access(conn)
+        finally:
+            conn.close()
+    except Exception:  # noqa: BLE001 - the database check reports the cause
+        return "the server grants access"
+    if owns:
+        return f"the database role {user} owns the tables (it may migrate)"
+    if writes:
+        return f"the database role {user} may archive and change facts, not migrate"
+    return (
+        f"the database role {user} may only read (search, transcript list/show, fact "
+        "list): ingest and fact changes need a member's role (docs/team.md)"
+    )
+
+
 def check_permissions(subject: Subject) -> Check:
     problems: list[str] = []
     db = sqlite_path(subject.db_url)
@@ -395,7 +417,7 @@ def check_permissions(subject: Subject) -> Check:
     if problems:
         return Check("permissions", False, "; ".join(problems) + ".", _permission_fix(db))
     if db is None:  # a server's database is shared by design; its grants are its own
-        return Check("permissions", True, "index files writable (the server grants access)")
+        return Check("permissions", True, f"index files writable; {_server_role(subject)}")
     return Check("permissions", True, "database private to you; index files writable")
 
 

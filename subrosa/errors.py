@@ -126,5 +126,29 @@ def corruption(exc: BaseException) -> str | None:
     return None
 
 
+def denied(exc: BaseException) -> str | None:
+    """What the server said when `exc` (or an error it wraps, e.g. SQLAlchemy's) is a
+    PostgreSQL permission error (SQLSTATE 42501: the role lacks a grant, or is not the
+    table's owner); None for any other error."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if getattr(current, "sqlstate", None) == "42501":
+            lines = str(current).strip().splitlines()
+            return lines[0] if lines else "permission denied"
+        orig = getattr(current, "orig", None)
+        todo += [orig if isinstance(orig, BaseException) else None]
+        todo += [current.__cause__, current.__context__]
+    return None
+
+
+class ReadOnlyRole(SubrosaError):
+    """The server's role may read the archive but not write it (docs/team.md, roles)."""
+
+
 class LockTimeout(SubrosaError):
     """Another subrosa process held the lock for too long."""

@@ -219,6 +219,21 @@ def schema_revision(conn: Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
+def role_access(conn: Connection) -> tuple[str, bool, bool]:
+    """The connection's role, whether it owns the tables (it may migrate) and whether it
+    may write the archive and the facts (docs/team.md: owner, member, reader)."""
+    row = conn.execute(
+        "SELECT current_user, pg_has_role(tableowner, 'USAGE'),"
+        " has_table_privilege('messages', 'INSERT')"
+        " AND has_table_privilege('facts', 'UPDATE')"
+        " AND has_database_privilege(current_database(), 'TEMPORARY')"
+        " FROM pg_tables WHERE tablename = 'messages' AND schemaname = current_schema()"
+    ).fetchone()
+    if row is None:  # no tables yet
+        return str(conn.execute("SELECT current_user").fetchone()[0]), False, False
+    return str(row[0]), bool(row[1]), bool(row[2])
+
+
 T = TypeVar("T")
 
 

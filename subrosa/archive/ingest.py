@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from subrosa.archive import pending
 from subrosa.archive.connection import archive_lock, open_archive
+from subrosa.errors import ReadOnlyRole
 from subrosa.identity import ingested_by, legacy_sessions_key, sessions_key
 from subrosa.paths import (
     checkout_root,
@@ -685,7 +686,12 @@ def drain_pending(
     entries = pending.list_pending(env)
     if not entries:
         return None
-    ingester = new_ingester(conn, tool_result_chars)
+    try:
+        ingester = new_ingester(conn, tool_result_chars)
+    except ReadOnlyRole:
+        # A reader's role on a team server (docs/team.md): it searches and lists what
+        # the members archived; the ended sessions stay queued for a role that may write.
+        return None
     for entry_path, data in entries:
         path = Path(data["transcript_path"])
         cwd = data.get("cwd")

@@ -39,6 +39,7 @@ from typing import Any, cast
 from subrosa.archive.ingest import Ingester, _head_hash_of, _load_stats, _Plan
 from subrosa.archive.pgsearch import RANGE, index_ranges, range_index
 from subrosa.archive.transcripts import Message, Parsed, SessionInfo
+from subrosa.errors import ReadOnlyRole
 from subrosa.pg import Connection, connect, schema_revision
 from subrosa.schema import SCHEMA_HEAD
 
@@ -79,6 +80,28 @@ def _revision(conn: Connection) -> str | None:
     return schema_revision(conn)
 
 
+def _check_writable(conn: Connection) -> None:
+    """Raise ReadOnlyRole unless the connection's role may write the archive: insert
+    messages, and make the temporary table their COPY fills (docs/team.md, roles)."""
+    user, may_insert, may_temp = conn.execute(
+        "SELECT current_user, has_table_privilege('messages', 'INSERT'),"
+        " has_database_privilege(current_database(), 'TEMPORARY')"
+    ).fetchone()
+    if not (may_insert and may_temp):
+        lacks = " and ".join(
+            what
+            for what, has in (
+                ("INSERT on the table messages", may_insert),
+                ("TEMPORARY on the database", may_temp),
+            )
+            if not has
+        )
+        raise ReadOnlyRole(
+            f"the database role {user} may read the archive but not write it (it lacks"
+            f' {lacks}): archiving needs a member\'s role (docs/team.md, "Security").'
+        )
+
+
 class PgIngester(Ingester):
     """subrosa.archive.ingest's Ingester, writing to a PostgreSQL server."""
 
@@ -89,6 +112,7 @@ class PgIngester(Ingester):
         # server crash may lose the last batches, their files' offsets with them, and
         # the next ingest reads those lines again. Nothing else waits for an fsync.
         self.conn.execute("SET synchronous_commit = off")
+        _check_writable(self.conn)
         self.conn.execute(
             "CREATE TEMPORARY TABLE IF NOT EXISTS messages_in"
             " (LIKE messages INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"

@@ -69,6 +69,18 @@ def error_of(exc: BaseException, db_url: Callable[[], str] | None = None) -> tup
         # carries them as surrogates, which no file or database takes).
         shown = exc.object if isinstance(exc.object, str) else repr(exc.object)
         return f"{shown[:200]}: is not valid UTF-8 text.", 2
+    if isinstance(exc, Exception):
+        from subrosa.errors import denied, hide_passwords
+
+        reason = denied(exc)
+        if reason is not None:  # a team server's role without a grant (docs/team.md)
+            where = hide_passwords(db_url()) if db_url is not None else "the server"
+            return (
+                f"{where}: the server refused ({reason}): this database role may not do "
+                'what the command needs; docs/team.md ("Security") says which role may '
+                "do what.",
+                1,
+            )
     if db_url is not None and isinstance(exc, Exception):
         from subrosa.errors import DatabaseUnreadable, corruption
 

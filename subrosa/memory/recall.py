@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from subrosa.errors import InvalidInput, LockTimeout
+from subrosa.errors import InvalidInput, LockTimeout, denied
 from subrosa.fsutil import file_lock, held_here
 from subrosa.memory.project import LOCK_FILE
 from subrosa.paths import state_dir
@@ -267,8 +267,10 @@ def _bump(conn: sqlite3.Connection, fact_ids: list[int], now: str) -> None:
             f"UPDATE facts SET hits = hits + 1, last_hit_at = ? WHERE id IN ({marks})",
             [now, *fact_ids],
         )
-    except BaseException:
+    except BaseException as exc:
         conn.execute("ROLLBACK")
+        if denied(exc) is not None:
+            return  # a reader's role on a team server (docs/team.md): it counts no hits
         raise
     conn.execute("COMMIT")
 

@@ -1,0 +1,207 @@
+"""The roles of docs/team.md ("Security: …") on a real server: owner, member, reader.
+
+The SQL is read out of the doc's own blocks, so the doc and what is tested cannot drift:
+the first block run as an admin on a blank database, `subrosa db upgrade` as the owner,
+the second block as the owner, the third (each person's login role) as the admin. Then
+every command runs as a real process as each role: the member archives, searches and
+changes facts; the reader searches, lists and shows; what a role may not do fails in
+one sentence, exit 1, no traceback, the URL's password hidden.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from subrosa.archive import pending
+from subrosa.archive.pgsearch import RANGE
+from subrosa.schema import SCHEMA_HEAD
+from tests.conftest import REPO, Db, subrosa_process, write_leaf
+from tests.test_team import SSH, _clone, _session
+
+pytestmark = pytest.mark.engines("postgresql")
+
+SECTION = "## Security: what the server holds, who reads it, roles"
+ROLES = ("alice", "rita", "subrosa_member", "subrosa_reader", "subrosa_owner")
+PASSWORD = "s3cret-pw"  # trust authentication ignores it; it must never be printed
+
+
+def doc_blocks() -> list[str]:
+    """The ```sql blocks of the doc's roles section, in order."""
+    text = (REPO / "docs" / "team.md").read_text(encoding="utf-8")
+    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sql\n(.*?)```", section, flags=re.S)
+
+
+@dataclass
+class Team:
+    """A database set up by the doc's script, a clone with one session to archive."""
+
+    admin: str  # libpq URL of the admin, on the team's database
+    clone: Path
+    transcript: Path
+    env: dict[str, str]
+
+    def url(self, role: str, password: bool = False) -> str:
+        url = make_url(self.admin).set(username=role, password=PASSWORD if password else None)
+        return url.render_as_string(hide_password=False)
+
+    def run(
+        self, role: str, *args: str, expect: int = 0, password: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        env = dict(self.env, SUBROSA_DB=self.url(role, password), SUBROSA_USER=role)
+        result = subrosa_process(*args, env=env, cwd=self.clone)
+        out, err = result.stdout.decode(), result.stderr.decode()
+        assert result.returncode == expect, f"{role}: {args}: {result.returncode}\n{out}\n{err}"
+        assert "Traceback" not in err and PASSWORD not in out + err
+        return subprocess.CompletedProcess(result.args, result.returncode, out, err)
+
+    def sql(self, statements: str, role: str | None = None) -> list[tuple[object, ...]]:
+        with psycopg.connect(self.admin, autocommit=True) as conn:
+            if role is not None:
+                conn.execute(f"SET ROLE {role}")
+            cursor = conn.execute(statements)
+            return list(cursor.fetchall()) if cursor.description else []
+
+
+def _drop_roles(admin: str) -> None:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        present = [r for (r,) in conn.execute("SELECT rolname FROM pg_roles") if r in ROLES]
+        # One role at a time: dropping several whose default privileges name each other
+        # in one statement trips the server ("could not find tuple for default ACL").
+        for role in present:
+            conn.execute(f"DROP OWNED BY {role} CASCADE")
+        for role in present:
+            conn.execute(f"DROP ROLE {role}")
+
+
+@pytest.fixture
+def team(db: Db, tmp_path: Path) -> Iterator[Team]:
+    admin = make_url(db.url).set(drivername="postgresql").render_as_string(hide_password=False)
+    setup, grants, people = doc_blocks()
+    clone = _clone(tmp_path / "repo", SSH)
+    transcript = _session(clone, "s1", "the zanzibar cache is warmed at start", "we keep it warm")
+    env = dict(os.environ, SUBROSA_MEMORY_DIR=str(clone / ".claude" / "memory"))
+    team = Team(admin, clone, transcript, env)
+    if db.cluster is not None and db.cluster.directory is None:  # SUBROSA_TEST_PG_URL's
+        with psycopg.connect(admin, autocommit=True) as conn:
+            taken = [r for (r,) in conn.execute("SELECT rolname FROM pg_roles") if r in ROLES]
+        if taken:  # roles are the whole server's: never drop someone else's
+            pytest.skip(f"the server at SUBROSA_TEST_PG_URL already has the roles {taken}")
+    else:
+        _drop_roles(admin)  # our throwaway cluster, after a run cut short
+    try:
+        team.sql(setup)
+        said = team.run("subrosa_owner", "db", "upgrade").stdout
+        assert f"to {SCHEMA_HEAD}" in said
+        team.sql(grants, role="subrosa_owner")
+        team.sql(people)
+        yield team
+    finally:
+        _drop_roles(admin)
+
+
+def _one_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The one sentence a refused command printed."""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]
+
+
+def test_the_doc_has_the_three_blocks_the_test_runs() -> None:
+    setup, grants, people = doc_blocks()
+    assert "CREATE ROLE subrosa_owner" in setup and "ALTER DEFAULT PRIVILEGES" in setup
+    assert "GRANT SELECT, INSERT ON messages TO subrosa_member" in grants
+    assert "IN ROLE subrosa_member" in people and "IN ROLE subrosa_reader" in people
+
+
+def test_a_member_archives_searches_and_changes_facts(team: Team) -> None:
+    write_leaf(team.clone / ".claude" / "memory", "zanzibar_cache.md", "The zanzibar cache.")
+    assert "2 new messages" in team.run("alice", "ingest").stdout
+    team.run("alice", "generate")
+    team.run("alice", "fact", "pin", "zanzibar_cache")
+    team.run("alice", "fact", "unpin", "zanzibar_cache")
+    found = team.run("alice", "search", "zanzibar").stdout
+    assert "fact zanzibar_cache" in found and "message s1" in found
+    assert team.sql("SELECT hits FROM facts") == [(1,)]  # the member's search counted it
+    assert "alice may archive and change facts, not migrate" in team.run("alice", "doctor").stdout
+    assert "subrosa_owner owns the tables" in team.run("subrosa_owner", "doctor").stdout
+    team.run("alice", "stale", "--apply")
+    team.run("alice", "rebuild", "--yes")
+    team.run("alice", "export", "team.jsonl")
+    assert "already here" in team.run("alice", "import", "team.jsonl").stdout
+    assert "s1" in team.run("alice", "transcript", "list", "--by", "alice").stdout
+    team.run("alice", "fact", "forget", "zanzibar_cache", "--delete-leaf", "--yes")
+    assert team.sql("SELECT count(*) FROM facts") == [(0,)]
+    # On a current schema, a member's upgrade is harmless.
+    assert "already at revision" in team.run("alice", "db", "upgrade").stdout
+    # What a member may not do: create tables or indexes, delete the archive.
+    for statement in (
+        "CREATE TABLE x (y int)",
+        "DELETE FROM messages",
+        "DROP INDEX ix_messages_words",
+    ):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            team.sql(statement, role="alice")
+
+
+def test_a_reader_searches_lists_and_shows_but_writes_nothing(team: Team) -> None:
+    write_leaf(team.clone / ".claude" / "memory", "zanzibar_cache.md", "The zanzibar cache.")
+    team.run("alice", "ingest")
+    team.run("alice", "generate")
+    before = team.sql("SELECT hits FROM facts")
+    # The reader's hooks queued an ended session: its commands leave it queued.
+    entry = pending.record(str(team.transcript), "s1", str(team.clone))
+    found = team.run("rita", "search", "zanzibar", password=True).stdout
+    assert "fact zanzibar_cache" in found and "message s1" in found
+    assert team.sql("SELECT hits FROM facts") == before  # a reader counts no hits
+    assert "s1" in team.run("rita", "transcript", "list", password=True).stdout
+    assert "zanzibar" in team.run("rita", "transcript", "show", "s1", password=True).stdout
+    assert "zanzibar_cache" in team.run("rita", "fact", "list", password=True).stdout
+    assert "The zanzibar cache" in team.run("rita", "fact", "show", "zanzibar_cache").stdout
+    team.run("rita", "export", "mine.jsonl")
+    assert "revision 0008" in team.run("rita", "db", "status").stdout
+    assert "already at revision" in team.run("rita", "db", "upgrade", password=True).stdout
+    assert entry.exists()
+    doctor = team.run("rita", "doctor", password=True).stdout
+    assert "may only read" in doctor
+
+    refused = _one_error(team.run("rita", "ingest", password=True, expect=1))
+    assert "rita may read the archive but not write it" in refused
+    assert "INSERT on the table messages and TEMPORARY on the database" in refused
+    refused = _one_error(team.run("rita", "fact", "pin", "zanzibar_cache", password=True, expect=1))
+    assert "permission denied for table facts" in refused and "rita:***@" in refused
+    assert team.sql("SELECT count(*) FROM messages") == [(2,)]
+
+
+def test_a_due_migration_needs_the_owner(team: Team) -> None:
+    # The schema one revision behind, as after installing a newer subrosa.
+    team.sql("DROP INDEX ix_messages_words_r8; UPDATE alembic_version SET version_num = '0007'")
+    for args in (("db", "upgrade"), ("search", "zanzibar"), ("ingest",)):
+        refused = _one_error(team.run("alice", *args, password=True, expect=1))
+        assert f"cannot migrate to revision {SCHEMA_HEAD} (must be owner of table" in refused
+        assert "only the role that owns them may do" in refused and "alice:***@" in refused
+    team.run("subrosa_owner", "db", "upgrade")
+    assert "2 new messages" in team.run("alice", "ingest").stdout
+
+
+def test_a_members_ingest_leaves_the_range_indexes_to_the_owner(team: Team) -> None:
+    """Past the ranges the owner's upgrade built, a member's ingest may not build the
+    next range's index (pgstore._ranges_ahead catches the refusal): it archives all the
+    same, and search finds the messages through the whole table's index."""
+    far = RANGE * 9 + 10  # range 9; 0008 built 0-8
+    team.sql(f"SELECT setval('messages_id_seq', {far})")
+    assert "2 new messages" in team.run("alice", "ingest").stdout
+    assert team.sql("SELECT min(id) FROM messages") == [(far + 1,)]
+    names = "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'ix_messages_words_r%'"
+    assert len(team.sql(names)) == 9
+    assert "message s1" in team.run("alice", "search", "zanzibar").stdout
+    assert "message s1" in team.run("rita", "search", "zanzibar").stdout
