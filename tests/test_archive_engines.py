@@ -216,7 +216,7 @@ def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> N
     range, newest range first, are its newest matches, in order, across a border (with
     the rows _probe_ahead() sends along for a word with few), cut at a floor or not."""
     from subrosa.archive import pgsearch
-    from subrosa.archive.pgsearch import RANGE, index_ranges
+    from subrosa.archive.pgsearch import RANGE, RANGES_AHEAD, index_ranges
     from subrosa.archive.pgstore import AHEAD, open_server
 
     _transcript("s-1.jsonl", *(_record(f"a{i}", f"deploy step {i}") for i in range(6)))
@@ -269,3 +269,7 @@ def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> N
             )
         )
         assert "ix_messages_words_r0" in plan, plan
+    # The owner's `db upgrade` builds RANGES_AHEAD ranges past the newest id.
+    run("db", "upgrade")
+    with open_server(db.url) as conn:
+        assert index_ranges(conn) == set(range(max(ids) // RANGE + 1 + RANGES_AHEAD))

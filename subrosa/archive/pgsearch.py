@@ -73,6 +73,9 @@ PREFETCH = 300
 # few hundred thousand ids (20-40 ms at 1 GB).
 RANGE = 131072
 RANGE_INDEX = "ix_messages_words_r"
+# Built ahead of the newest id, empty, by migration 0008 and `subrosa db upgrade` (a
+# member's role may not build indexes; the owner's upgrade does).
+RANGES_AHEAD = 8
 # A range is cut at the floor (see _newest_by_range()) when at least this many of its
 # ids are below it: the primary key's bitmap of the ids above costs more than the
 # few rows below would.

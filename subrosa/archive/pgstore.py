@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from subrosa.archive.ingest import Ingester, _head_hash_of, _load_stats, _Plan
-from subrosa.archive.pgsearch import RANGE, index_ranges, range_index
+from subrosa.archive.pgsearch import RANGE, RANGES_AHEAD, index_ranges, range_index
 from subrosa.archive.transcripts import Message, Parsed, SessionInfo
 from subrosa.errors import ReadOnlyRole
 from subrosa.pg import Connection, connect, schema_revision
@@ -100,6 +100,44 @@ def _check_writable(conn: Connection) -> None:
             f"the database role {user} may read the archive but not write it (it lacks"
             f' {lacks}): archiving needs a member\'s role (docs/team.md, "Security").'
         )
+
+
+def build_ranges(conn: Any, ranges: set[int], last: int) -> None:
+    """The index of each id range up to the `last`-th not in `ranges` (the ones built),
+    built, each in a transaction of its own (see the module's docstring), and added to
+    `ranges`. Stops at the first the server will not build now: its lock not had within
+    RANGE_LOCK_TIMEOUT (left to a later commit), or a role that may not build indexes
+    (a member's: the owner's `db upgrade` builds them ahead)."""
+    errors = conn.errors
+    for k in range(last + 1):
+        if k in ranges:
+            continue
+        conn.execute("BEGIN")
+        try:
+            conn.execute(f"SET LOCAL lock_timeout = '{RANGE_LOCK_TIMEOUT}'")
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (RANGE_LOCK_KEY,))
+            conn.execute(range_index(k)[1])
+            conn.execute("COMMIT")
+        except (errors.LockNotAvailable, errors.InsufficientPrivilege):
+            conn.execute("ROLLBACK")
+            return
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        ranges.add(k)
+
+
+def ranges_ahead(db_url: str) -> int:
+    """`subrosa db upgrade` on a server: the index of each id range the archive's ids
+    reach and of RANGES_AHEAD ranges after them, built where missing (when the role may:
+    the owner's); how many were built."""
+    with open_server(db_url) as conn:
+        pg = cast(Any, conn)
+        newest = int(pg.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+        ranges = index_ranges(pg)
+        before = len(ranges)
+        build_ranges(pg, ranges, newest // RANGE + RANGES_AHEAD)
+        return len(ranges) - before
 
 
 class PgIngester(Ingester):
@@ -168,29 +206,9 @@ class PgIngester(Ingester):
 
     def _ranges_ahead(self) -> None:
         """The index of each id range up to AHEAD past the newest id this writer took,
-        built where missing (see the module's docstring), each in a transaction of its
-        own; when the lock is not had within RANGE_LOCK_TIMEOUT, left to a later commit."""
-        if not self._last_id:
-            return
-        errors = self.conn.errors
-        for k in range((self._last_id + AHEAD) // RANGE + 1):
-            if k in self._ranges:
-                continue
-            self.conn.execute("BEGIN")
-            try:
-                self.conn.execute(f"SET LOCAL lock_timeout = '{RANGE_LOCK_TIMEOUT}'")
-                self.conn.execute("SELECT pg_advisory_xact_lock(?)", (RANGE_LOCK_KEY,))
-                self.conn.execute(range_index(k)[1])
-                self.conn.execute("COMMIT")
-            except (errors.LockNotAvailable, errors.InsufficientPrivilege):
-                # Busy, or a member's role, which may not build indexes (migration
-                # 0008 built some ahead; past them search asks the whole index).
-                self.conn.execute("ROLLBACK")
-                return
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self._ranges.add(k)
+        built where missing (build_ranges())."""
+        if self._last_id:
+            build_ranges(self.conn, self._ranges, (self._last_id + AHEAD) // RANGE)
 
     def abort(self) -> None:
         if self._in_transaction:

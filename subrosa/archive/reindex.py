@@ -34,10 +34,17 @@ Progress = Callable[[int, int], None]  # (messages just indexed, messages in all
 
 def reindex_database(db_url: str, progress: Progress | None = None) -> int:
     """`subrosa db upgrade`: finish the archive's re-index when one is due (an SQLite
-    database; a server has no archive yet); how many messages were indexed."""
+    database); on a server, build the id ranges' indexes ahead of the ids
+    (subrosa.archive.pgstore.ranges_ahead()). How many messages were indexed."""
     from subrosa.archive.connection import connect, ingest_lock
     from subrosa.paths import sqlite_path
+    from subrosa.pg import is_server
 
+    if is_server(db_url):
+        from subrosa.archive.pgstore import ranges_ahead
+
+        ranges_ahead(db_url)
+        return 0
     path = sqlite_path(db_url)
     if path is None or not path.is_file():
         return 0

@@ -25,7 +25,8 @@ def db() -> None:
 @pass_app
 def upgrade_cmd(app: AppContext) -> None:
     """Migrate the database to the newest schema (and re-index the transcript archive
-    when the new schema asks for it, with a progress bar)."""
+    when the new schema asks for it, with a progress bar; on a PostgreSQL server, build
+    the archive's id-range indexes ahead of its newest message)."""
     from subrosa.archive.reindex import reindex_database
 
     before, after = migrate(app.db_url)
