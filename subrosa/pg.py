@@ -213,15 +213,39 @@ def schema_revision(conn: Connection) -> str | None:
 T = TypeVar("T")
 
 
-def at_once(url: str, run: Callable[[Connection], T]) -> T | None:
+def at_once(url: str, run: Callable[[Any], T]) -> T | None:
     """`run` on the server at `url` when it needs nothing first (its schema is current);
     None when it does, or a statement fails: the caller then takes the path that
     migrates and says what is wrong (subrosa.cli.fastsearch: `subrosa search` without
-    click, SQLAlchemy or ingest). Raises SubrosaError when psycopg is missing or the
-    server cannot be reached (the other path would wait for it a second time)."""
+    click, SQLAlchemy or ingest). Raises SubrosaError when no driver can be had or the
+    server cannot be reached (the other path would wait for it a second time).
+
+    The connection is libpq's own (subrosa.libpq: psycopg's import costs more than
+    the search) when a libpq loads, else psycopg's; psycopg's too when a value is of
+    a type subrosa.libpq does not read. SUBROSA_PG_DRIVER=psycopg always takes psycopg,
+    =libpq never does (an error instead: the tests hold the libpq path to its word)."""
+    import os
+
+    driver = os.environ.get("SUBROSA_PG_DRIVER", "")
+    if driver != "psycopg":
+        from subrosa import libpq
+
+        lib = libpq.load()
+        if lib is None and driver == "libpq":
+            raise SubrosaError(f"{hide_passwords(url)}: no libpq can be loaded.")
+        if lib is not None:
+            try:
+                return _current(libpq.connect(url, lib), run)
+            except libpq.Unsupported as exc:
+                if driver == "libpq":
+                    raise SubrosaError(f"{hide_passwords(url)}: {exc}.") from None
+    return _current(connect(url), run)
+
+
+def _current(conn: Any, run: Callable[[Any], T]) -> T | None:
+    """`run` on `conn` (closed after) when the schema is current, else None."""
     from subrosa.schema import SCHEMA_HEAD
 
-    conn = connect(url)
     try:
         if schema_revision(conn) != SCHEMA_HEAD:
             return None
