@@ -9,6 +9,9 @@ unless a transaction is begun. What differs between the engines (the full-text
 queries, ingest's bulk writes) lives in subrosa.archive.pgsearch,
 subrosa.archive.pgstore and subrosa.memory.pgfacts. psycopg is imported only here, and
 only when a server is named. Every error names the server without its password.
+`subrosa search`'s one-shot process (at_once()) speaks to libpq itself instead, with
+this module's translation of the SQL (subrosa.libpq: psycopg's import costs more than
+the search).
 """
 
 from __future__ import annotations
