@@ -168,3 +168,15 @@ def test_a_server_it_cannot_reach_is_named_without_its_password() -> None:
         libpq.connect(url, lib)
     message = str(caught.value)
     assert "s3cret-pw" not in message and "127.0.0.1" in message and "cannot connect" in message
+
+
+def test_the_urls_parameters_reach_libpq(db: Db) -> None:
+    """sslmode and the other query parameters pass through (subrosa.pg.conninfo())."""
+    url = db.url + "&application_name=subrosa-libpq-test&sslmode=disable"
+    conn = libpq.connect(url, libpq.load())
+    try:
+        assert conn.execute("SHOW application_name").fetchall() == [("subrosa-libpq-test",)]
+        assert conn.execute("SHOW datestyle").fetchall() == [("ISO, YMD",)]
+        assert conn.execute("SHOW max_parallel_workers_per_gather").fetchall() == [("0",)]
+    finally:
+        conn.close()
