@@ -57,6 +57,9 @@ class errors:  # noqa: N801 (psycopg.errors' place: `conn.errors.Error`)
 
 
 def _candidates() -> Iterator[str]:
+    """Where a libpq may be: psycopg_binary's own (auditwheel's folder beside the
+    package, listed without importing it), then the system's, by name (the loader's
+    search, no ldconfig)."""
     for entry in sys.path:
         libs = os.path.join(entry or ".", "psycopg_binary.libs")
         try:
@@ -77,9 +80,9 @@ def load() -> Any | None:
     for path in _candidates():
         try:
             lib = ctypes.CDLL(path)
-        except OSError:
+            _declare(lib)
+        except (OSError, AttributeError):  # not loadable, or not a libpq with these calls
             continue
-        _declare(lib)
         _loaded.append(lib)
         return lib
     return None

@@ -76,6 +76,18 @@ def test_arrays_read_as_psycopg_reads_them(conns: Any) -> None:
     assert rows[0][6] == ["2026-01-02 03:04:05"]
 
 
+def test_the_array_parser_alone() -> None:
+    text = libpq.SCALARS[25]
+    assert libpq.parse_array("{}", int) == []
+    assert libpq.parse_array("{1,NULL,-3}", int) == [1, None, -3]
+    quoted = r'{"a,b","NULL",NULL,"q\"u","b\\s",""}'
+    assert libpq.parse_array(quoted, text) == ["a,b", "NULL", None, 'q"u', "b\\s", ""]
+    assert libpq.parse_array("{{1,2},{3,NULL}}", int) == [[1, 2], [3, None]]
+    assert libpq.parse_array('{東京,"ü ü"}', text) == ["東京", "ü ü"]
+    with pytest.raises(libpq.Unsupported):
+        libpq.parse_array("[0:1]={1,2}", int)
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
