@@ -9,6 +9,9 @@ unless a transaction is begun. What differs between the engines (the full-text
 queries, ingest's bulk writes) lives in subrosa.archive.pgsearch,
 subrosa.archive.pgstore and subrosa.memory.pgfacts. psycopg is imported only here, and
 only when a server is named. Every error names the server without its password.
+`subrosa search`'s one-shot process (at_once()) speaks to libpq itself instead, with
+this module's translation of the SQL (subrosa.libpq: psycopg's import costs more than
+the search).
 """
 
 from __future__ import annotations
@@ -237,15 +240,39 @@ def role_access(conn: Connection) -> tuple[str, bool, bool]:
 T = TypeVar("T")
 
 
-def at_once(url: str, run: Callable[[Connection], T]) -> T | None:
+def at_once(url: str, run: Callable[[Any], T]) -> T | None:
     """`run` on the server at `url` when it needs nothing first (its schema is current);
     None when it does, or a statement fails: the caller then takes the path that
     migrates and says what is wrong (subrosa.cli.fastsearch: `subrosa search` without
-    click, SQLAlchemy or ingest). Raises SubrosaError when psycopg is missing or the
-    server cannot be reached (the other path would wait for it a second time)."""
+    click, SQLAlchemy or ingest). Raises SubrosaError when no driver can be had or the
+    server cannot be reached (the other path would wait for it a second time).
+
+    The connection is libpq's own (subrosa.libpq: psycopg's import costs more than
+    the search) when a libpq loads, else psycopg's; psycopg's too when a value is of
+    a type subrosa.libpq does not read. SUBROSA_PG_DRIVER=psycopg always takes psycopg,
+    =libpq never does (an error instead: the tests hold the libpq path to its word)."""
+    import os
+
+    driver = os.environ.get("SUBROSA_PG_DRIVER", "")
+    if driver != "psycopg":
+        from subrosa import libpq
+
+        lib = libpq.load()
+        if lib is None and driver == "libpq":
+            raise SubrosaError(f"{hide_passwords(url)}: no libpq can be loaded.")
+        if lib is not None:
+            try:
+                return _current(libpq.connect(url, lib), run)
+            except libpq.Unsupported as exc:
+                if driver == "libpq":
+                    raise SubrosaError(f"{hide_passwords(url)}: {exc}.") from None
+    return _current(connect(url), run)
+
+
+def _current(conn: Any, run: Callable[[Any], T]) -> T | None:
+    """`run` on `conn` (closed after) when the schema is current, else None."""
     from subrosa.schema import SCHEMA_HEAD
 
-    conn = connect(url)
     try:
         if schema_revision(conn) != SCHEMA_HEAD:
             return None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -220,7 +221,8 @@ def run() -> RunCli:
     """Invoke the real CLI in-process; assert the exit code (default 0)."""
 
     def _run(*args: str, expect: int | None = 0, input: str | None = None) -> Result:
-        result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+        command = _entry if _searches_a_server(list(args)) else cli
+        result = CliRunner().invoke(command, list(args), input=input, catch_exceptions=False)
         if expect is not None:
             assert result.exit_code == expect, (
                 f"exit {result.exit_code} != {expect}\nstdout:\n{result.stdout}\n"
@@ -229,6 +231,45 @@ def run() -> RunCli:
         return result
 
     return _run
+
+
+def _searches_a_server(args: list[str]) -> bool:
+    """Whether `subrosa ARGS` is a search a real process answers on its fast path, on a
+    server (subrosa.cli.fastsearch)."""
+    from subrosa.cli.fastsearch import parse_argv
+    from subrosa.config import resolve_db_url
+    from subrosa.pg import is_server
+
+    parsed = None if {"--help", "-h"} & set(args) else parse_argv(args)
+    return parsed is not None and is_server(resolve_db_url(parsed[0]["db"] or None))
+
+
+class _Argv(click.Command):
+    """A command handed its arguments as they are (`--` too)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["argv"] = list(args)
+        return []
+
+
+@click.command(cls=_Argv, context_settings={"help_option_names": []})
+@click.pass_context
+def _entry(ctx: click.Context) -> None:
+    """`subrosa search` as subrosa.cli.main runs it: the fast path, then the click
+    command when it declines; on the fast path, every query is asked through libpq and
+    through psycopg, their rows compared (tests.pgboth), so each search on a server in
+    the suite holds both connections to one behaviour."""
+    from subrosa import libpq
+    from subrosa.cli import fastsearch
+    from tests.pgboth import both
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SUBROSA_PG_DRIVER", "libpq")  # no silent fallback to psycopg
+        patch.setattr(libpq, "connect", both)
+        code = fastsearch.main(ctx.meta["argv"])
+    if code is not None:
+        sys.exit(code)
+    cli.main(ctx.meta["argv"], prog_name="subrosa")
 
 
 def write_leaf(

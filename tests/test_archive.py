@@ -465,23 +465,27 @@ def test_search_path_imports_the_standard_library_only(
 def test_search_on_a_server_loads_neither_click_nor_sqlalchemy(
     memory_dir: Path, run: RunCli, tmp_path: Path
 ) -> None:
-    """On a current server, `subrosa search` takes the fast path too (psycopg, not
-    click, SQLAlchemy or ingest's modules), finds what the click command finds and
-    counts the fact's hit; with an ended session waiting, the click command runs."""
+    """On a current server, `subrosa search` takes the fast path too (libpq itself:
+    not psycopg, click, SQLAlchemy or ingest's modules), finds what the click command
+    finds, and what psycopg finds when told to take it, and counts the fact's hit; with
+    an ended session waiting, the click command runs."""
     _pnpm(memory_dir, run)
     report = tmp_path / "modules.json"
-    heavy = {"sqlalchemy", "click", "rich", "alembic", "msgspec", "ahocorasick_rs"}
+    heavy = {"sqlalchemy", "click", "rich", "alembic", "msgspec", "ahocorasick_rs", "psycopg"}
     args = ["search", "--json", "pnpm"]
     result, loaded = subrosa_loading(*args, report=report)
     assert result.returncode == 0 and result.stderr == b"", result.stderr
     assert not loaded & heavy, loaded & heavy
-    assert "psycopg" in loaded
     assert json.loads(result.stdout) == json.loads(run(*args).stdout)
+    env = {**os.environ, "SUBROSA_PG_DRIVER": "psycopg"}
+    through_psycopg, loaded = subrosa_loading(*args, report=report, env=env)
+    assert "psycopg" in loaded and "click" not in loaded
+    assert json.loads(through_psycopg.stdout) == json.loads(result.stdout)
     assert [r["slug"] for r in json.loads(result.stdout) if r["kind"] == "fact"] == [
         "user_prefers_pnpm"
     ]
-    # The fast path's hit is committed, as the click command's is: two searches, two.
-    assert json.loads(run("fact", "show", "user_prefers_pnpm", "--json").stdout)["hits"] == 2
+    # The fast path's hit is committed, as the click command's is: three searches, three.
+    assert json.loads(run("fact", "show", "user_prefers_pnpm", "--json").stdout)["hits"] == 3
     pending.record(str(tmp_path / "gone.jsonl"), "s-9", "")
     result, loaded = subrosa_loading(*args, report=report)
     assert result.returncode == 0, result.stderr

@@ -153,12 +153,18 @@ def test_a_server_subrosa_does_not_support_is_one_sentence(run: RunCli) -> None:
 
 def test_a_missing_driver_is_one_sentence_alike_everywhere(tmp_path: Path) -> None:
     # psycopg hidden (an import of it fails, as where it is not installed): the facts
-    # (SQLAlchemy) and search's fast path (psycopg alone) say the same sentence.
+    # (SQLAlchemy) and search's fast path told to take psycopg say the same sentence.
+    # (Its default, libpq itself, needs no psycopg: it reaches for the server, which
+    # is not there, and says so, the password hidden.)
     hidden = tmp_path / "hidden" / "psycopg"
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text("raise ImportError('No module named psycopg')\n")
     env = {**os.environ, "PYTHONPATH": str(hidden.parent)}
     url = "postgresql://alice:hunter22@127.0.0.1:9/team"
+    proc = subrosa_process("--db", url, "search", "x", env=env)
+    assert proc.returncode != 0 and "hunter22" not in proc.stderr.decode()
+    assert "alice:***@127.0.0.1:9/team: cannot connect" in proc.stderr.decode()
+    env["SUBROSA_PG_DRIVER"] = "psycopg"
     said = []
     for command in (["fact", "list"], ["search", "x"]):
         proc = subrosa_process("--db", url, *command, env=env)

@@ -5,8 +5,8 @@ search of a gigabyte of transcripts takes tens of milliseconds (docs/search.md).
 subrosa.cli.__init__ sends `subrosa search` to main() before anything heavy loads; it
 answers with the standard library alone when the database is current and no ended
 session waits to be ingested (subrosa.recall.search_at_once; on a PostgreSQL server,
-subrosa.pg.at_once, with psycopg: ~60 ms less than the click command's
-imports, docs/team.md). Otherwise (a migration
+subrosa.pg.at_once, through libpq itself, subrosa.libpq: psycopg's import alone costs
+~110 ms, docs/team.md). Otherwise (a migration
 due, sessions to ingest, `--help`, an option or value it does not take) it returns
 None and the click command (subrosa.cli.transcripts.search) runs: it says what is
 wrong, or makes the database ready, and calls the same use case.
@@ -14,7 +14,8 @@ wrong, or makes the database ready, and calls the same use case.
 So that the two entries cannot drift apart, `search`'s options are defined once,
 here (ROOT_OPTIONS, SEARCH_OPTIONS): this module's parser reads them, and the click
 command and the root group are built from them (subrosa.cli.common.click_options).
-Both print results with emit(). Standard library only (psycopg for a server).
+Both print results with emit(). Standard library only (and libpq, or psycopg when
+no libpq loads, for a server).
 """
 
 from __future__ import annotations
@@ -277,7 +278,7 @@ def main(argv: list[str]) -> int | None:
     only = {key: options[key] for key in ("facts_only", "transcripts_only", "sessions")}
     if path is not None:
         results = recall.search_at_once(path, query, filters, limit, **only)
-    else:  # a server: psycopg loads, not SQLAlchemy (subrosa.pg.at_once)
+    else:  # a server: libpq loads, not psycopg or SQLAlchemy (subrosa.pg.at_once)
         from subrosa.errors import SubrosaError
 
         try:
