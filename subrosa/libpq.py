@@ -320,10 +320,18 @@ class Connection:
         self.matches: dict[str, float] = {}
         self.answers: dict[Any, Any] = {}
         self.common: dict[str, float] | None = None
+        self.ranges: set[int] | None = None
+        # The planner settings execute_without() turned off and left off.
+        self._off: tuple[str, ...] = ()
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Rows:
         """Run one statement; its rows. A query whose plan does not depend on its
         parameters is prepared (subrosa.pg._planned_once())."""
+        if self._off:
+            self._planner(())
+        return self._execute(sql, params)
+
+    def _execute(self, sql: str, params: Sequence[Any] | None) -> Rows:
         sql, lists = _in_lists(sql)
         if lists and params:
             params = _arrays(params, lists)
@@ -333,13 +341,19 @@ class Connection:
 
     def execute_without(self, settings: str, sql: str, params: Sequence[Any]) -> list[Any]:
         """The rows of one statement run with planner settings off (`enable_seqscan`,
-        several comma-separated), set back even when it fails."""
-        names = [name.strip() for name in settings.split(",")]
-        self._simple("; ".join(f"SET {name} = off" for name in names))
-        try:
-            return self.execute(sql, params).fetchall()
-        finally:
-            self._simple("; ".join(f"RESET {name}" for name in names))
+        several comma-separated): left off for the statements that follow with the
+        same ones, back at their defaults before any other (as subrosa.pg's)."""
+        self._planner(tuple(sorted(name.strip() for name in settings.split(","))))
+        return self._execute(sql, params).fetchall()
+
+    def _planner(self, off: tuple[str, ...]) -> None:
+        """The settings `off` off, the ones turned off before reset, in one round trip
+        (a statement that fails changes nothing: its transaction undoes it)."""
+        changes = [f"SET {name} = off" for name in off if name not in self._off]
+        changes += [f"RESET {name}" for name in self._off if name not in off]
+        if changes:
+            self._simple("; ".join(changes))
+        self._off = off
 
     def close(self) -> None:
         if self.handle:
