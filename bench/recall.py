@@ -199,8 +199,13 @@ class Archive:
             self.run(["--memory-dir", str(copy), "adopt", "--materialize", "--json"])
 
     def search(self, query: str, *options: str) -> list[dict[str, Any]]:
-        # The words as a shell would pass them: `subrosa search spinner stuck at bottom`.
-        words = shlex.split(query)
+        # The words as a shell would pass them: `subrosa search spinner stuck at bottom`;
+        # a query a shell cannot split (a pasted error with one apostrophe) as one
+        # argument, as its writer would quote it whole.
+        try:
+            words = shlex.split(query)
+        except ValueError:
+            words = [query]
         args = ["search", "--json", "--all-projects", "--limit", str(LIMIT), *options]
         out = self.run([*args, "--", *words])
         results: list[dict[str, Any]] = json.loads(out) if out.strip() else []
