@@ -139,20 +139,19 @@ def newest_id(conn: Any) -> int:
     The id ranges whose own index is built come along (see RANGE_INDEX); the first
     time on a connection, the column's most common lexemes too."""
     conn.answers.clear()
-    ranges = _RANGES
     if conn.common is None:
         stats = (
             "FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'messages'"
             " AND attname = 'words'"
         )
         row = conn.execute(
-            f"SELECT (SELECT coalesce(max(id), 0) FROM messages), {ranges},"
+            f"SELECT (SELECT coalesce(max(id), 0) FROM messages), {_RANGES},"
             f" (SELECT most_common_elems::text::text[] {stats}),"
             f" (SELECT most_common_elem_freqs {stats})"
         ).fetchone()
         conn.common = dict(zip(row[2] or (), row[3] or (), strict=False))
     else:
-        row = conn.execute(f"SELECT coalesce(max(id), 0), {ranges} FROM messages").fetchone()
+        row = conn.execute(f"SELECT coalesce(max(id), 0), {_RANGES} FROM messages").fetchone()
     conn.ranges = _ranges_of(row[1])
     _remember(conn, "", int(row[0]))
     return int(row[0])
@@ -379,10 +378,14 @@ def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple
     conn.answers[("probe", query)] = (count, kth)
     conn.answers[("ids", query)] = ids
     if count <= PREFETCH:
-        rows = conn.execute(
-            "SELECT id, text, terms, role FROM messages WHERE id = ANY(?) ORDER BY id DESC",
-            [ids],
-        ).fetchall()
+        rows = (
+            conn.execute(
+                "SELECT id, text, terms, role FROM messages WHERE id = ANY(?) ORDER BY id DESC",
+                [ids],
+            ).fetchall()
+            if ids
+            else []
+        )
         conn.answers[("rows", query)] = [tuple(row) for row in rows]
     return count, kth
 
