@@ -30,6 +30,11 @@ _probe_ahead() set the walk themselves. One statement per question also keeps th
 round trips (a tenth of a millisecond or more each, where FTS5's are microseconds)
 few: the probe brings the count, the SELECTIVE-th newest match, the ids and a rare
 word's rows at once (docs/team.md, "The archive on PostgreSQL").
+
+Since migration 0008 each range of RANGE ids has a GIN index of its own: a word the
+statistics list finds its newest matches range by range, newest first, down to a
+floor and deeper only when needed (_newest_by_range()); only those ranges' matches are
+read. Where a range has no index yet, the walks above are taken.
 """
 
 from __future__ import annotations
