@@ -271,6 +271,10 @@ def test_list_numbers_what_it_shows_and_other_commands_agree(memory_dir: Path, r
     assert run("fact", "list", "--archived").stdout.splitlines()[0].startswith("   1. [archived] a")
     assert run("fact", "list", "--all").stdout.splitlines()[1].startswith("   2. b")
     assert run("fact", "list", "--type", "project").stdout.splitlines()[0].startswith("   1. b")
+    # `fact show` says the number `fact list` shows; --json has both.
+    assert "       position: 1" in run("fact", "show", "b").stdout.splitlines()
+    shown = json.loads(run("fact", "show", "b", "--json").stdout)
+    assert (shown["number"], shown["position"]) == (1, 2)
 
     write_leaf(memory_dir, "d.md")
     assert "added d (position 3)" in run("fact", "upsert", "d", "--hook", "d").stdout

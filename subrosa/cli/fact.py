@@ -173,8 +173,11 @@ def show(app: AppContext, slug: str, as_json: bool) -> None:
     if as_json:
         print_json(data)
         return
+    # Read by a person: the number `fact list` shows it at is its position (the stored
+    # one counts archived facts too); no Python spellings (None, True). --json keeps
+    # both numbers and the types.
+    data["position"] = data.pop("number")
     for key, value in data.items():
-        # Read by a person: no Python spellings (None, True); --json keeps the types.
         if value is None:
             value = "-"
         elif isinstance(value, bool):  # not `value == True`: a count of 1 equals True

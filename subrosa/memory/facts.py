@@ -195,6 +195,7 @@ def show(db_url: str, project: Project, slug: str) -> dict[str, Any]:
         row = store.require_fact(session, project, slug)
         data = values.fact_to_dict(row, project.memory_dir)
         data["last_hit_at"] = row.last_hit_at.isoformat() + "Z" if row.last_hit_at else None
+        data["number"] = store.listed_number(session, row)
         return data
 
 
