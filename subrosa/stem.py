@@ -7,6 +7,9 @@ inflected and derived forms of a query word and keeps those whose stem is the wo
 The index stores words as written, so nothing here runs at ingest (docs/search.md
 says why), and the same code can build the query for any engine.
 
+stem_german, Snowball's German stemmer, judges German forms the same way (in a German
+query only: subrosa.terms.is_german).
+
 Written here rather than imported: the algorithm is a page long, and `subrosa
 search` must not load a package (NLTK, snowballstemmer) for it.
 """

@@ -12,6 +12,8 @@ plus one column of terms computed here (index_terms): each CJK character on its 
   forms, those that share its Porter stem (subrosa.stem): "costs" finds "cost" and
   "costing", "tiles" finds "tiling". The forms are generated from the word and
   matched as written, so the index needs no stemmed copy of every word.
+- German forms (german_forms), in a German query only (is_german): "deutsch" finds
+  "deutschen", judged by Snowball's German stemmer (subrosa.stem.stem_german).
 - Identifiers: `isSyncingBackfill` typed as such also matches the words "is syncing
   backfill" (and the identifier's parts in the index); `pre-commit` also matches
   "precommit"; "precommit" also matches `pre-commit` (joined_splits).
