@@ -19,6 +19,8 @@ from subrosa.terms import (
     MAX_JOINED,
     WORD,
     camel_parts,
+    german_forms,
+    is_german,
     is_stopword,
     joined_splits,
     word_forms,
@@ -122,7 +124,7 @@ class Unit(NamedTuple):
         return exprs[0] if len(exprs) == 1 else "(" + " OR ".join(exprs) + ")"
 
 
-def _word_unit(text: str, tokens: list[str]) -> Unit:
+def _word_unit(text: str, tokens: list[str], german: bool = False) -> Unit:
     """A word as typed: itself and its other English forms; an identifier also as its
     parts (`isSyncingBackfill`) or joined (`pre-commit` -> precommit)."""
     label = " ".join(tokens)
@@ -132,7 +134,10 @@ def _word_unit(text: str, tokens: list[str]) -> Unit:
         if len(parts) > 1:  # an identifier has no English forms; its parts are one
             alts = [Alt((word,), True), Alt(tuple(parts), False)]
         else:
-            alts = [Alt((form,), form == word) for form in word_forms(word)]
+            forms = word_forms(word)
+            if german:
+                forms += [form for form in german_forms(word) if form not in forms]
+            alts = [Alt((form,), form == word) for form in forms]
         splits = tuple(
             alt for alt in (Alt(cut, False) for cut in joined_splits(word)) if alt not in alts
         )
@@ -150,6 +155,7 @@ def query_units(terms: list[Term]) -> list[Unit]:
     """The units of a query, in the order typed (see Unit). A quoted phrase and a
     prefix match as written; a word also matches its forms (subrosa.terms)."""
     units: list[Unit] = []
+    german = is_german(_WORD.findall(" ".join(term.text for term in terms).lower()))
     for term in terms:
         runs, rest = split_cjk(term)
         for run in runs:
@@ -161,7 +167,7 @@ def query_units(terms: list[Term]) -> list[Unit]:
             alt = Alt(tuple(tokens), True, prefix=term.prefix)
             units.append(Unit(" ".join(tokens), (alt,), as_typed=True))
         else:
-            units.append(_word_unit(rest.strip(), tokens))
+            units.append(_word_unit(rest.strip(), tokens, german))
     if units and all(unit.stop for unit in units):
         # A query of stopwords only ("to be or not"): each is required after all.
         units = [unit._replace(stop=False) for unit in units]

@@ -7,6 +7,9 @@ inflected and derived forms of a query word and keeps those whose stem is the wo
 The index stores words as written, so nothing here runs at ingest (docs/search.md
 says why), and the same code can build the query for any engine.
 
+stem_german, Snowball's German stemmer, judges German forms the same way (in a German
+query only: subrosa.terms.is_german).
+
 Written here rather than imported: the algorithm is a page long, and `subrosa
 search` must not load a package (NLTK, snowballstemmer) for it.
 """
@@ -199,3 +202,88 @@ def stem(word: str) -> str:
     word = _replace(word, _STEP2_SORTED)
     word = _replace(word, _STEP3_SORTED)
     return _step5(_step4(word))
+
+
+# ---------------------------------------------------------------- German
+
+# The German stemmer of the Snowball project (M. F. Porter, snowballstem.org, "German
+# stemming algorithm", the classic version): the judge of which spellings of a German
+# word are one word ("deutsch", "deutsche", "deutschen"; "entscheidung",
+# "entscheidungen"), as stem() is for English.
+_DE_VOWELS = frozenset("aeiouyäöü")
+_S_ENDING = frozenset("bdfghklmnrt")
+_ST_ENDING = frozenset("bdfghklmnt")
+_UMLAUTS = str.maketrans("äöü", "aou")
+
+
+def _de_regions(word: str) -> tuple[int, int]:
+    """R1 and R2 (where the region after the first non-vowel following a vowel
+    starts, and the same again after R1); R1 leaves at least three letters before it."""
+
+    def after(start: int) -> int:
+        for i in range(start + 1, len(word)):
+            if word[i] not in _DE_VOWELS and word[i - 1] in _DE_VOWELS:
+                return i + 1
+        return len(word)
+
+    r1 = after(0)
+    return max(r1, 3), after(r1)
+
+
+@lru_cache(maxsize=4096)
+def stem_german(word: str) -> str:
+    """The Snowball stem of a lowercase German word, umlauts folded (ä -> a), as an
+    index that removes diacritics holds it. Anything that is not lowercase letters is
+    returned as it is."""
+    if not (word.isalpha() and word.islower()):
+        return word
+    word = word.replace("ß", "ss")
+    # u and y between vowels are consonants (U, Y).
+    chars = list(word)
+    for i in range(1, len(chars) - 1):
+        if chars[i] in "uy" and chars[i - 1] in _DE_VOWELS and chars[i + 1] in _DE_VOWELS:
+            chars[i] = chars[i].upper()
+    word = "".join(chars)
+    r1, r2 = _de_regions(word)
+    # Step 1: em ern er | e en es | s (after a valid s-ending), in R1.
+    for suffix in ("ern", "em", "er", "en", "es", "e", "s"):
+        if word.endswith(suffix):
+            at = len(word) - len(suffix)
+            if at >= r1 and (suffix != "s" or (at > 0 and word[at - 1] in _S_ENDING)):
+                word = word[:at]
+                if suffix in ("e", "en", "es") and word.endswith("niss"):
+                    word = word[:-1]
+            break
+    # Step 2: en er est | st (after a valid st-ending, itself after three letters), in R1.
+    for suffix in ("est", "en", "er", "st"):
+        if word.endswith(suffix):
+            at = len(word) - len(suffix)
+            if at >= r1 and (suffix != "st" or (at > 3 and word[at - 1] in _ST_ENDING)):
+                word = word[:at]
+            break
+    # Step 3: derivational suffixes, in R2.
+    for suffix in ("heit", "lich", "isch", "keit", "end", "ung", "ig", "ik"):
+        if not word.endswith(suffix):
+            continue
+        at = len(word) - len(suffix)
+        if at < r2:
+            break
+        if suffix in ("end", "ung"):
+            word = word[:at]
+            if word.endswith("ig") and len(word) - 2 >= r2 and not word[:-2].endswith("e"):
+                word = word[:-2]
+        elif suffix in ("ig", "ik", "isch"):
+            if not word[:at].endswith("e"):
+                word = word[:at]
+        elif suffix in ("lich", "heit"):
+            word = word[:at]
+            if word.endswith(("er", "en")) and len(word) - 2 >= r1:
+                word = word[:-2]
+        else:  # keit
+            word = word[:at]
+            if word.endswith("lich") and len(word) - 4 >= r2:
+                word = word[:-4]
+            elif word.endswith("ig") and len(word) - 2 >= r2:
+                word = word[:-2]
+        break
+    return word.lower().translate(_UMLAUTS)

@@ -12,6 +12,8 @@ plus one column of terms computed here (index_terms): each CJK character on its 
   forms, those that share its Porter stem (subrosa.stem): "costs" finds "cost" and
   "costing", "tiles" finds "tiling". The forms are generated from the word and
   matched as written, so the index needs no stemmed copy of every word.
+- German forms (german_forms), in a German query only (is_german): "deutsch" finds
+  "deutschen", judged by Snowball's German stemmer (subrosa.stem.stem_german).
 - Identifiers: `isSyncingBackfill` typed as such also matches the words "is syncing
   backfill" (and the identifier's parts in the index); `pre-commit` also matches
   "precommit"; "precommit" also matches `pre-commit` (joined_splits).
@@ -29,7 +31,7 @@ import string
 from collections.abc import Iterable
 
 from subrosa.cjk import RUN_BREAK, cjk_index_text
-from subrosa.stem import stem
+from subrosa.stem import stem, stem_german
 
 # Words as unicode61 cuts them, near enough (underscore separates; FTS5 keeps
 # letters, digits and private-use characters).
@@ -244,6 +246,57 @@ def word_forms(word: str) -> list[str]:
                 if stem(form) == target:
                     forms.append(form)
     return forms[:1] + sorted(forms[1:], key=lambda f: (len(f), f))[: MAX_FORMS - 1]
+
+
+# Words that say a query is German (its words then also match their German forms,
+# german_forms): common German function words that are no English words or names
+# ("was", "die", "also", "will", "mit", "der" are), and any of ä ö ü ß.
+_GERMAN_CUES = """
+    aber alle allem allen aller alles als andere anderen anders auch auf aus bei bisher
+    bist bitte dann dass dein deine denn derzeit dich diese diesem diesen dieser dieses
+    doch dort durch ein eine einem einen einer eines etwa etwas euch gegen gibt habe
+    haben hast hatte hier ich ihm ihn ihr ihre immer ist jetzt kann kein keine keinen
+    mehr mein meine mich mir muss nach nicht nichts noch nur oder ohne schon sehr seit
+    sich sie sind soll sollte sondern und uns unter viel vom warum weil welche welcher
+    welches wenn werden wie wieder wir wird wurde zum zur zwischen
+"""
+GERMAN_CUES = frozenset(_GERMAN_CUES.split())
+# German function words that English text also has (a name, a word, an abbreviation):
+# two of them make a query German ("zeitstrahl der sessions mit uhrzeiten").
+GERMAN_WEAK_CUES = frozenset(["das", "dem", "den", "der", "des", "die", "mit", "von", "wo"])
+_GERMAN_LETTERS = frozenset("äöüß")
+
+
+def is_german(words: Iterable[str]) -> bool:
+    """Whether a query's (lowercase) words look German: one of them a German function
+    word (GERMAN_CUES) or holding ä, ö, ü or ß, or two of them GERMAN_WEAK_CUES."""
+    weak = 0
+    for word in words:
+        if word in GERMAN_CUES or not _GERMAN_LETTERS.isdisjoint(word):
+            return True
+        weak += word in GERMAN_WEAK_CUES
+    return weak >= 2
+
+
+# German inflection: what Snowball's German stemmer strips (step 1 and 2), the
+# endings German forms are built with.
+_DE_ENDINGS = ("ern", "em", "er", "en", "es", "e", "s", "n", "est", "st")
+MAX_GERMAN = 12
+
+
+def german_forms(word: str) -> list[str]:
+    """The other German forms of `word` (deutsch: deutsche, deutschen, deutscher; stimme:
+    stimmen): endings taken off and put on, kept when their Snowball German stem is
+    the word's (subrosa.stem.stem_german); at most MAX_GERMAN, shortest first. Words
+    under four letters, stopwords and anything but lowercase letters have none."""
+    if len(word) < 4 or not word.isalpha() or not word.islower() or word in STOPWORDS:
+        return []
+    target = stem_german(word)
+    bases = {word} | {word[: -len(ending)] for ending in _DE_ENDINGS if word.endswith(ending)}
+    forms = {base + ending for base in bases if len(base) >= 3 for ending in ("", *_DE_ENDINGS)}
+    forms.discard(word)
+    kept = [form for form in forms if stem_german(form) == target]
+    return sorted(kept, key=lambda f: (len(f), f))[:MAX_GERMAN]
 
 
 MAX_JOINED = 32

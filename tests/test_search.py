@@ -138,6 +138,26 @@ def test_words_typed_apart_find_them_joined(memory_dir: Path, run: RunCli) -> No
     assert _search(run, '"status"', '"line"', "branch")[0]["match"] == "all"
 
 
+def test_german_forms_in_a_german_query(memory_dir: Path, run: RunCli) -> None:
+    # A German query also finds the German forms of its words (deutsch: deutschen;
+    # englische: Englisch), in the first tier, the exact forms first; an English query
+    # never finds German forms (build is not builder).
+    _transcript(
+        "s-1.jsonl",
+        _record("forms", "Beide Nachrichten wurden als Englisch erkannt, nicht deutschen."),
+        _record("exact", "Die englische Stimme spricht deutsch.", session="s-2"),
+        _record("builder", "the builder fails on arm64", session="s-3"),
+    )
+    _ingest(run)
+    found = _search(run, "warum", "deutsch", "englische")
+    assert _uuids(found) == ["exact", "forms"]
+    assert [r["match"] for r in found] == ["all", "all"]
+    assert "**deutschen**" in found[1]["snippet"]
+    assert _uuids(_search(run, "build", "fails")) == ["builder"]
+    assert _search(run, "build", "fails")[0]["match"] == "some"  # fails only
+    assert _search(run, "ich", "build", "fails")[0]["match"] == "all"
+
+
 def test_copies_are_one_result(memory_dir: Path, run: RunCli) -> None:
     error = "Error: ENOSPC: no space left on device, write /var/lib/docker/overlay2"
     records = [

@@ -11,13 +11,15 @@ from hypothesis import strategies as st
 
 from subrosa.cjk import cjk_index_text
 from subrosa.query import parse_query, pieces, query_units
-from subrosa.stem import stem
+from subrosa.stem import stem, stem_german
 from subrosa.terms import (
     BREAK,
     camel_parts,
+    german_forms,
     identifier_terms,
     identifiers,
     index_terms,
+    is_german,
     joined_splits,
     word_forms,
 )
@@ -91,6 +93,74 @@ def test_a_word_finds_its_forms(word: str, expected: set[str], not_expected: set
     assert expected <= set(forms)
     assert not (not_expected & set(forms))
     assert all(stem(form) == stem(word) for form in forms)
+
+
+# Snowball's German stemmer on words from its own sample vocabulary and others; the
+# classic algorithm and the revised one (snowballstemmer 3) agree on every one.
+SNOWBALL_GERMAN = {
+    "aufeinander": "aufeinand",
+    "aufeinanderfolge": "aufeinanderfolg",
+    "aufeinanderfolgenden": "aufeinanderfolg",
+    "aufeinanderprallten": "aufeinanderprallt",
+    "käufer": "kauf",
+    "kategorie": "kategori",
+    "kätzchen": "katzch",
+    "katze": "katz",
+    "deutschen": "deutsch",
+    "englische": "englisch",
+    "entscheidungen": "entscheid",
+    "häufigkeit": "haufig",
+    "ergebnisse": "ergebnis",
+    "kenntnisse": "kenntnis",
+    "möglichkeiten": "moglich",
+    "freundlichkeit": "freundlich",
+    "fröhlichen": "frohlich",
+    "schönheit": "schonheit",
+    "leistungen": "leistung",
+    "vollständig": "vollstand",
+    "wichtigsten": "wichtig",
+    "gestern": "gest",
+    "läuft": "lauft",
+    "straße": "strass",
+    "bedeutung": "bedeut",
+}
+
+
+def test_the_german_stemmer_agrees_with_snowball() -> None:
+    assert {word: stem_german(word) for word in SNOWBALL_GERMAN} == SNOWBALL_GERMAN
+
+
+@given(st.text(max_size=30))
+def test_the_german_stemmer_takes_any_text(word: str) -> None:
+    assert isinstance(stem_german(word), str)
+
+
+def test_a_german_word_finds_its_forms() -> None:
+    assert {"deutsche", "deutschen", "deutscher"} <= set(german_forms("deutsch"))
+    assert {"stimmen"} <= set(german_forms("stimme"))
+    assert {"warte", "wart"} <= set(german_forms("warten"))
+    assert {"entscheidung"} <= set(german_forms("entscheidungen"))
+    for word in ("deutsch", "stimme", "warten", "läuft"):
+        assert all(stem_german(form) == stem_german(word) for form in german_forms(word))
+    assert german_forms("und") == german_forms("ist") == german_forms("ton") == []
+
+
+def test_german_forms_only_in_a_german_query() -> None:
+    # An English query never matches German forms ("build" is not "builder", "list"
+    # not "listen"); a German one, told by its function words or letters, does.
+    def forms(query: str) -> set[str]:
+        return {alt.tokens[0] for unit in query_units(parse_query(query)) for alt in unit.alts}
+
+    assert not {"builder", "listen"} & forms("build list")
+    assert not {"builder", "listen"} & forms("perf start timer cache dir")
+    assert {"builder", "listen"} <= forms("ich build list")
+    assert "deutschen" in forms("warum deutsch")
+    assert "deutschen" in forms("deutsch für alle")
+    assert "deutschen" in forms("zeitstrahl der deutsch mit")  # two weak cues
+    assert "deutschen" not in forms("deutsch mit")  # one: MIT, a licence
+    assert is_german(["öfter"]) and is_german(["nicht"]) and not is_german(["was", "die"])
+    exact = [alt for unit in query_units(parse_query("warum deutsch")) for alt in unit.alts]
+    assert [alt.tokens[0] for alt in exact if alt.exact] == ["warum", "deutsch"]
 
 
 @pytest.mark.parametrize("word", ["the", "with", "is", "go", "x", "東京", "café", "k8s", "utf8"])
