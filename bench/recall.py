@@ -53,7 +53,7 @@ REPO = HERE.parent
 FIXTURES = HERE / "recall" / "fixtures"
 # The sets a tuner may read one by one (round 6: the first three; round 7: all five).
 TUNED = ("dev", "heldout", "heldout2", "heldout3", "heldout4")
-FRESH: tuple[str, ...] = ()  # aggregates only: a round's untuned test sets
+FRESH = ("heldout5",)  # aggregates only: a round's untuned test sets
 QUESTION_FILES = tuple(HERE / "recall" / f"{name}.jsonl" for name in TUNED + FRESH)
 KINDS = ("identifier", "error", "path", "paraphrase", "cjk", "fact", "session")
 LIMIT = 10
