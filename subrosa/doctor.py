@@ -341,6 +341,35 @@ def check_backlog(subject: Subject) -> Check:
     return Check("transcript backlog", True, "nothing waiting")
 
 
+def check_search_ranges(subject: Subject) -> Check | None:
+    """On a server: whether the archive's id-range indexes reach past its newest message
+    (docs/team.md, "Ranges of ids"); past them, searches of common words are slower.
+    Nothing on SQLite."""
+    from subrosa.pg import is_server
+
+    if not is_server(subject.db_url):
+        return None
+    from subrosa.archive.pgstore import AHEAD, range_coverage
+
+    try:
+        coverage = range_coverage(subject.db_url)
+    except Exception:  # noqa: BLE001 - the database check reports the cause
+        return None
+    if coverage is None:
+        return None
+    newest, reach = coverage
+    detail = f"id-range indexes to message {reach - 1:,}; the newest is {newest:,}"
+    if reach > newest + AHEAD:
+        return Check("search ranges", True, detail)
+    return Check(
+        "search ranges",
+        False,
+        detail + ": searches of common words past them are slower.",
+        "subrosa db upgrade, as the database's owner (it builds them ahead; docs/team.md)",
+        severity="warning",
+    )
+
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -421,7 +450,7 @@ def check_permissions(subject: Subject) -> Check:
     return Check("permissions", True, "database private to you; index files writable")
 
 
-CHECKS: tuple[Callable[[Subject], Check], ...] = (
+CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
     check_memory_dir,
     check_database,
     check_hooks,
@@ -429,16 +458,20 @@ CHECKS: tuple[Callable[[Subject], Check], ...] = (
     check_index,
     check_leaves_registered,
     check_backlog,
+    check_search_ranges,
     check_permissions,
 )
 
 
 def run_checks(subject: Subject) -> list[Check]:
-    """Every check, in order; a check that crashes is reported, not raised."""
+    """Every check that applies (None: not here), in order; a check that crashes is
+    reported, not raised."""
     results = []
     for check in CHECKS:
         try:
-            results.append(check(subject))
+            result = check(subject)
         except Exception as exc:  # noqa: BLE001 - doctor must finish
-            results.append(Check(check.__name__.removeprefix("check_"), False, repr(exc)))
+            result = Check(check.__name__.removeprefix("check_"), False, repr(exc))
+        if result is not None:
+            results.append(result)
     return results

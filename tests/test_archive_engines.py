@@ -273,3 +273,44 @@ def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> N
     run("db", "upgrade")
     with open_server(db.url) as conn:
         assert index_ranges(conn) == set(range(max(ids) // RANGE + 1 + RANGES_AHEAD))
+
+
+@pytest.mark.engines("postgresql")
+def test_doctor_says_when_the_range_indexes_fall_behind(
+    memory_dir: Path, db: Db, run: RunCli
+) -> None:
+    """doctor on a server: the id-range indexes reach past the newest message (ok), or
+    they do not (a warning whose fix is the owner's `db upgrade`, which builds them)."""
+    from subrosa.archive.pgsearch import RANGE
+    from subrosa.archive.pgstore import open_server
+
+    def ranges_check() -> dict[str, Any]:
+        data = json.loads(run("doctor", "--json", expect=None).stdout)
+        return next(c for c in data["checks"] if c["name"] == "search ranges")
+
+    _transcript("s-1.jsonl", _record("m1", "deploy step"))
+    run("ingest")
+    assert ranges_check()["ok"] is True
+    with open_server(db.url) as conn:
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'ix\\_messages\\_words\\_r%'"
+            )
+        ]
+        for name in names:
+            if name != "ix_messages_words_r0":
+                conn.execute(f"DROP INDEX {name}")
+    # A message past the ranges built (as when members, whose role may not build
+    # indexes, archived past the ones the owner built ahead).
+    with open_server(db.url) as conn:
+        conn.execute(
+            "INSERT INTO messages (id, session_pk, uuid, role, text) SELECT ?, session_pk,"
+            " 'm-late', role, 'late' FROM messages LIMIT 1",
+            [RANGE + 5],
+        )
+    check = ranges_check()
+    assert check["ok"] is False and check["severity"] == "warning"
+    assert "db upgrade" in check["fix"]
+    run("db", "upgrade")
+    assert ranges_check()["ok"] is True

@@ -127,6 +127,25 @@ def build_ranges(conn: Any, ranges: set[int], last: int) -> None:
         ranges.add(k)
 
 
+def range_coverage(db_url: str) -> tuple[int, int] | None:
+    """The archive's newest message id and the first id past the ranges whose indexes
+    are built from the first on (search reads them while they reach the newest id);
+    None when the schema is not current (the database's own check says so). Reads
+    only: `subrosa doctor` asks it."""
+    conn = connect(db_url)
+    try:
+        if _revision(conn) != SCHEMA_HEAD:
+            return None
+        newest = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+        ranges = index_ranges(conn)
+    finally:
+        conn.close()
+    reach = 0
+    while reach in ranges:
+        reach += 1
+    return newest, reach * RANGE
+
+
 def ranges_ahead(db_url: str) -> int:
     """`subrosa db upgrade` on a server: the index of each id range the archive's ids
     reach and of RANGES_AHEAD ranges after them, built where missing (when the role may:
