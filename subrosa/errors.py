@@ -7,6 +7,7 @@ Exit codes follow PRODUCT.md: 1 means the check or operation found a problem,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 # `scheme://user:password@host` anywhere in a text. SQLAlchemy writes a password's `@`
 # and `/` as %40 and %2F but leaves spaces, so the password runs to the next `@` on its
@@ -99,12 +100,9 @@ class DatabaseUnreadable(InvalidInput):
         )
 
 
-def corruption(exc: BaseException) -> str | None:
-    """What SQLite said when `exc` (or an error it wraps, e.g. SQLAlchemy's) means the
-    database file is damaged or is no database; None for any other error (a lock, a
-    full disk, a bug)."""
-    import sqlite3
-
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and every error it wraps (SQLAlchemy's `orig`, `__cause__`, `__context__`),
+    each once."""
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -112,6 +110,19 @@ def corruption(exc: BaseException) -> str | None:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
+        yield current
+        orig = getattr(current, "orig", None)
+        todo += [orig if isinstance(orig, BaseException) else None]
+        todo += [current.__cause__, current.__context__]
+
+
+def corruption(exc: BaseException) -> str | None:
+    """What SQLite said when `exc` (or an error it wraps, e.g. SQLAlchemy's) means the
+    database file is damaged or is no database; None for any other error (a lock, a
+    full disk, a bug)."""
+    import sqlite3
+
+    for current in _chain(exc):
         # SQLITE_CORRUPT and SQLITE_NOTADB come as the base class itself; locks, full
         # disks and constraint errors as its subclasses.
         if type(current) is sqlite3.DatabaseError:
@@ -120,9 +131,6 @@ def corruption(exc: BaseException) -> str | None:
             "malformed" in str(current) or "not a database" in str(current)
         ):
             return str(current)
-        orig = getattr(current, "orig", None)
-        todo += [orig if isinstance(orig, BaseException) else None]
-        todo += [current.__cause__, current.__context__]
     return None
 
 
@@ -130,19 +138,10 @@ def denied(exc: BaseException) -> str | None:
     """What the server said when `exc` (or an error it wraps, e.g. SQLAlchemy's) is a
     PostgreSQL permission error (SQLSTATE 42501: the role lacks a grant, or is not the
     table's owner); None for any other error."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in _chain(exc):
         if getattr(current, "sqlstate", None) == "42501":
             lines = str(current).strip().splitlines()
             return lines[0] if lines else "permission denied"
-        orig = getattr(current, "orig", None)
-        todo += [orig if isinstance(orig, BaseException) else None]
-        todo += [current.__cause__, current.__context__]
     return None
 
 
