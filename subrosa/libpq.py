@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from subrosa.errors import SubrosaError, hide_passwords
-from subrosa.pg import _arrays, _ids_as_text, _in_lists, _planned_once, conninfo
+from subrosa.pg import Manners, _planned_once, conninfo
 
 CONNECTION_OK = 0
 PGRES_COMMAND_OK = 1
@@ -305,55 +305,21 @@ class Rows:
         return iter(self.fetchall())
 
 
-class Connection:
+class Connection(Manners):
     """A libpq connection with subrosa.pg.Connection's interface, for the search."""
 
     errors = errors
 
     def __init__(self, lib: Any, handle: int) -> None:
+        super().__init__()
         self.lib = lib
         self.handle = handle
         # Prepared statements by text and parameter types (as psycopg keys them: an
         # integer of a larger type than the first run's needs a statement of its own).
         self._prepared: dict[tuple[str, tuple[int, ...]], bytes] = {}
-        # As subrosa.pg.Connection's (subrosa.archive.pgsearch fills them).
-        self.matches: dict[str, float] = {}
-        self.answers: dict[Any, Any] = {}
-        self.common: dict[str, float] | None = None
-        self.ranges: set[int] | None = None
-        # The planner settings execute_without() turned off and left off.
-        self._off: tuple[str, ...] = ()
 
-    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Rows:
-        """Run one statement; its rows. A query whose plan does not depend on its
-        parameters is prepared (subrosa.pg._planned_once())."""
-        if self._off:
-            self._planner(())
-        return self._execute(sql, params)
-
-    def _execute(self, sql: str, params: Sequence[Any] | None) -> Rows:
-        sql, lists = _in_lists(sql)
-        if lists and params:
-            params = _arrays(params, lists)
-        if params and any(isinstance(value, list) for value in params):
-            params = _ids_as_text(params)
-        return Rows(self._run(_numbered(sql), params or ()))
-
-    def execute_without(self, settings: str, sql: str, params: Sequence[Any]) -> list[Any]:
-        """The rows of one statement run with planner settings off (`enable_seqscan`,
-        several comma-separated): left off for the statements that follow with the
-        same ones, back at their defaults before any other (as subrosa.pg's)."""
-        self._planner(tuple(sorted(name.strip() for name in settings.split(","))))
-        return self._execute(sql, params).fetchall()
-
-    def _planner(self, off: tuple[str, ...]) -> None:
-        """The settings `off` off, the ones turned off before reset, in one round trip
-        (a statement that fails changes nothing: its transaction undoes it)."""
-        changes = [f"SET {name} = off" for name in off if name not in self._off]
-        changes += [f"RESET {name}" for name in self._off if name not in off]
-        if changes:
-            self._simple("; ".join(changes))
-        self._off = off
+    def _run(self, sql: str, params: Sequence[Any] | None) -> Rows:
+        return Rows(self._exec(_numbered(sql), params or ()))
 
     def close(self) -> None:
         if self.handle:
@@ -364,7 +330,7 @@ class Connection:
         """Statements without parameters or rows (settings), in one round trip."""
         self._rows(self.lib.PQexec(self.handle, sql.encode()))
 
-    def _run(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def _exec(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         count = len(params)
         values = (ctypes.c_char_p * max(1, count))()
         types = (ctypes.c_uint * max(1, count))()

@@ -116,15 +116,15 @@ def _planned_once(sql: str) -> bool:
     return sql.lstrip()[:6].upper() == "SELECT" and "words @@" not in sql
 
 
-class Connection:
-    """A psycopg connection with sqlite3's manners (see the module's docstring).
-    `raw` is the psycopg connection, for what only PostgreSQL has (COPY); `errors`,
-    psycopg's exception classes (psycopg is imported in connect() alone, where its
-    absence is one sentence)."""
+class Manners:
+    """What subrosa's two connections to a server share (Connection below, over psycopg;
+    subrosa.libpq's, over libpq itself, for `subrosa search`): sqlite3's SQL translated
+    (IN lists as one array, lists of ids as array text), what the archive's search
+    learns on the connection, and planner settings left off across the statements
+    that want them. A connection runs the translated statements (_run: `?`
+    placeholders) and the settings (_simple)."""
 
-    def __init__(self, raw: Any, errors: Any) -> None:
-        self.raw = raw
-        self.errors = errors
+    def __init__(self) -> None:
         # What the archive's search has learnt of its queries (subrosa.archive.pgsearch:
         # how many messages match, to choose a plan; never a result).
         self.matches: dict[str, float] = {}
@@ -140,17 +140,11 @@ class Connection:
         self._off: tuple[str, ...] = ()
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
-        """Run one statement; the cursor, to fetch from or iterate. A query whose best
-        plan does not depend on its parameters is prepared (see _planned_once())."""
+        """Run one statement; its rows, to fetch or iterate. A query whose best plan
+        does not depend on its parameters is prepared (see _planned_once())."""
         if self._off:
             self._planner(())
-        sql, lists = _in_lists(sql)
-        if lists and params:
-            params = _arrays(params, lists)
-        if params and any(isinstance(value, list) for value in params):
-            params = _ids_as_text(params)
-        native = _native(sql)
-        return self.raw.execute(native, params if params else None, prepare=_planned_once(native))
+        return self._translated(sql, params)
 
     def execute_without(self, settings: str, sql: str, params: Sequence[Any]) -> list[Any]:
         """The rows of one statement run with planner settings off (`enable_seqscan`,
@@ -158,22 +152,50 @@ class Connection:
         with the same ones, and are back at their defaults before any other (execute()):
         a search asks several such statements in a row, each toggle a round trip."""
         self._planner(tuple(sorted(name.strip() for name in settings.split(","))))
-        return list(self.raw.execute(_native(sql), params).fetchall())
+        return list(self._translated(sql, params).fetchall())
+
+    def _translated(self, sql: str, params: Sequence[Any] | None) -> Any:
+        sql, lists = _in_lists(sql)
+        if lists and params:
+            params = _arrays(params, lists)
+        if params and any(isinstance(value, list) for value in params):
+            params = _ids_as_text(params)
+        return self._run(sql, params)
 
     def _planner(self, off: tuple[str, ...]) -> None:
-        """The planner settings `off` off, the ones turned off before back at their
-        defaults, in one statement (set_config() for the session)."""
-        calls = [f"set_config('{name}', 'off', false)" for name in off if name not in self._off]
-        back = [name for name in self._off if name not in off]
-        if back:
-            names = ", ".join(f"'{name}'" for name in back)
-            calls.append(
-                "(SELECT count(set_config(name, reset_val, false)) FROM pg_settings"
-                f" WHERE name IN ({names}))"
-            )
-        if calls:  # a statement that fails changes nothing (its transaction undoes it)
-            self.raw.execute(f"SELECT {', '.join(calls)}")
+        """The settings `off` off, the ones turned off before reset, in one round trip
+        (a statement that fails changes nothing: its transaction undoes it)."""
+        changes = [f"SET {name} = off" for name in off if name not in self._off]
+        changes += [f"RESET {name}" for name in self._off if name not in off]
+        if changes:
+            self._simple("; ".join(changes))
         self._off = off
+
+    def _run(self, sql: str, params: Sequence[Any] | None) -> Any:
+        raise NotImplementedError
+
+    def _simple(self, sql: str) -> None:
+        raise NotImplementedError
+
+
+class Connection(Manners):
+    """A psycopg connection with sqlite3's manners (see the module's docstring).
+    `raw` is the psycopg connection, for what only PostgreSQL has (COPY); `errors`,
+    psycopg's exception classes (psycopg is imported in connect() alone, where its
+    absence is one sentence)."""
+
+    def __init__(self, raw: Any, errors: Any) -> None:
+        super().__init__()
+        self.raw = raw
+        self.errors = errors
+
+    def _run(self, sql: str, params: Sequence[Any] | None) -> Any:
+        native = _native(sql)
+        return self.raw.execute(native, params if params else None, prepare=_planned_once(native))
+
+    def _simple(self, sql: str) -> None:
+        """Statements without parameters (settings), in one round trip."""
+        self.raw.execute(sql)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
         """Run one statement for each row (psycopg pipelines them)."""
