@@ -155,11 +155,11 @@ def newest_id(conn: Any) -> int:
             f" (SELECT most_common_elem_freqs {stats})"
         ).fetchone()
         conn.common = dict(zip(row[2] or (), row[3] or (), strict=False))
+        newest, conn.ranges = int(row[0]), _ranges_of(row[1])
     else:
-        row = conn.execute(f"SELECT coalesce(max(id), 0), {_RANGES} FROM messages").fetchone()
-    conn.ranges = _ranges_of(row[1])
-    _remember(conn, "", int(row[0]))
-    return int(row[0])
+        newest, conn.ranges = newest_and_ranges(conn)
+    _remember(conn, "", newest)
+    return newest
 
 
 def _ranges_of(names: Any) -> set[int]:
@@ -171,6 +171,13 @@ def _ranges_of(names: Any) -> set[int]:
 def index_ranges(conn: Any) -> set[int]:
     """The id ranges whose own index is built and valid (see RANGE_INDEX)."""
     return _ranges_of(conn.execute(f"SELECT {_RANGES}").fetchone()[0])
+
+
+def newest_and_ranges(conn: Any) -> tuple[int, set[int]]:
+    """The newest message's id and the id ranges whose own index is built, in one
+    statement (what newest_id() asks, without the search's memory)."""
+    row = conn.execute(f"SELECT coalesce(max(id), 0), {_RANGES} FROM messages").fetchone()
+    return int(row[0]), _ranges_of(row[1])
 
 
 def range_index(k: int) -> tuple[str, str]:
@@ -189,10 +196,17 @@ def _in_range(column: str, k: int) -> str:
     return f"({column} / {RANGE}) = {k}"
 
 
+def reach(ranges: set[int]) -> int:
+    """The first id past the ranges built one after the other from the first."""
+    k = 0
+    while k in ranges:
+        k += 1
+    return k * RANGE
+
+
 def _by_range(conn: Any, newest: int) -> bool:
     """Whether every id range up to the newest id has its own index."""
-    ranges: set[int] = conn.ranges or set()
-    return all(k in ranges for k in range(newest // RANGE + 1))
+    return newest < reach(conn.ranges or set())
 
 
 def _newest_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> list[int]:

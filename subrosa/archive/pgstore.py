@@ -37,7 +37,14 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from subrosa.archive.ingest import Ingester, _head_hash_of, _load_stats, _Plan
-from subrosa.archive.pgsearch import RANGE, RANGES_AHEAD, index_ranges, range_index
+from subrosa.archive.pgsearch import (
+    RANGE,
+    RANGES_AHEAD,
+    index_ranges,
+    newest_and_ranges,
+    range_index,
+    reach,
+)
 from subrosa.archive.transcripts import Message, Parsed, SessionInfo
 from subrosa.errors import ReadOnlyRole
 from subrosa.pg import Connection, connect, schema_revision
@@ -136,14 +143,10 @@ def range_coverage(db_url: str) -> tuple[int, int] | None:
     try:
         if _revision(conn) != SCHEMA_HEAD:
             return None
-        newest = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
-        ranges = index_ranges(conn)
+        newest, ranges = newest_and_ranges(conn)
     finally:
         conn.close()
-    reach = 0
-    while reach in ranges:
-        reach += 1
-    return newest, reach * RANGE
+    return newest, reach(ranges)
 
 
 def ranges_ahead(db_url: str) -> int:
@@ -151,11 +154,9 @@ def ranges_ahead(db_url: str) -> int:
     reach and of RANGES_AHEAD ranges after them, built where missing (when the role may:
     the owner's); how many were built."""
     with open_server(db_url) as conn:
-        pg = cast(Any, conn)
-        newest = int(pg.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
-        ranges = index_ranges(pg)
+        newest, ranges = newest_and_ranges(conn)
         before = len(ranges)
-        build_ranges(pg, ranges, newest // RANGE + RANGES_AHEAD)
+        build_ranges(conn, ranges, newest // RANGE + RANGES_AHEAD)
         return len(ranges) - before
 
 
