@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from subrosa.archive.conversation import session_label
@@ -276,15 +276,16 @@ def _rowids(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) 
     ]
 
 
+def _by_id(conn: sqlite3.Connection, select: str, ids: list[int]) -> Iterator[Any]:
+    """The rows of `select` (a statement ending in `IN`) for `ids`, 500 ids a statement
+    (sqlite3's limit on values; a server gets each as one array: subrosa.pg)."""
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        yield from conn.execute(f"{select} ({','.join('?' * len(chunk))})", chunk)
+
+
 def _texts(conn: sqlite3.Connection, rowids: list[int]) -> list[Row]:
-    found: list[Row] = []
-    for start in range(0, len(rowids), 500):
-        chunk = rowids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        found += conn.execute(
-            f"SELECT id, text, terms, role FROM messages WHERE id IN ({marks})", chunk
-        ).fetchall()
-    return found
+    return list(_by_id(conn, "SELECT id, text, terms, role FROM messages WHERE id IN", rowids))
 
 
 # ---------------------------------------------------------------- ranking
@@ -534,18 +535,12 @@ def _match(hit: Hit) -> str:
 
 
 def _details(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
-    found: dict[int, tuple[Any, ...]] = {}
-    for start in range(0, len(rowids), 500):
-        chunk = rowids[start : start + 500]
-        for row in conn.execute(
-            "SELECT m.id, s.session_id, m.timestamp, m.role, s.project, m.uuid, s.title,"
-            " s.first_at, s.last_at, s.summary FROM messages m"
-            " JOIN sessions s ON s.id = m.session_pk"
-            f" WHERE m.id IN ({','.join('?' * len(chunk))})",
-            chunk,
-        ):
-            found[row[0]] = row[1:]
-    return found
+    select = (
+        "SELECT m.id, s.session_id, m.timestamp, m.role, s.project, m.uuid, s.title,"
+        " s.first_at, s.last_at, s.summary FROM messages m"
+        " JOIN sessions s ON s.id = m.session_pk WHERE m.id IN"
+    )
+    return {row[0]: tuple(row[1:]) for row in _by_id(conn, select, rowids)}
 
 
 def _ranked(
@@ -692,15 +687,9 @@ def _heads(
     conn: sqlite3.Connection, ids: list[int], heads: dict[int, tuple[int, str, str]]
 ) -> None:
     """Each message's session, role and the start of its text, for the ids given."""
-    ids = sorted(set(ids))
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        for rowid, session_pk, role, head in conn.execute(
-            f"SELECT id, session_pk, role, substr(text, 1, {_PREFIX}) FROM messages"
-            f" WHERE id IN ({','.join('?' * len(chunk))})",
-            chunk,
-        ):
-            heads[rowid] = (session_pk, role, head)
+    select = f"SELECT id, session_pk, role, substr(text, 1, {_PREFIX}) FROM messages WHERE id IN"
+    for rowid, session_pk, role, head in _by_id(conn, select, sorted(set(ids))):
+        heads[rowid] = (session_pk, role, head)
 
 
 def _reply_walk(
@@ -823,15 +812,7 @@ def _by_session(conn: sqlite3.Connection, hits: list[Hit]) -> list[Group]:
     if not hits:
         return []
     ids = [hit.rowid for hit in hits]
-    session_of: dict[int, int] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        session_of.update(
-            conn.execute(
-                f"SELECT id, session_pk FROM messages WHERE id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ).fetchall()
-        )
+    session_of = dict(_by_id(conn, "SELECT id, session_pk FROM messages WHERE id IN", ids))
     groups: dict[int, Group] = {}
     for hit in hits:
         pk = session_of[hit.rowid]
