@@ -194,6 +194,46 @@ def test_search_uses_the_index(memory_dir: Path, db: Db, run: RunCli) -> None:
             assert "_words" in " ".join(str(row[0]) for row in plan), plan
 
 
+@pytest.mark.engines("postgresql")
+def test_a_search_asks_which_words_exist_once(memory_dir: Path, db: Db, run: RunCli) -> None:
+    """Whether the index holds each word of a query (and each form of it) is asked of
+    the server in one statement for all of them, not one per word; and the result is
+    the one asking word by word gives."""
+    from subrosa.archive import pgsearch
+    from subrosa.archive.pgstore import open_server
+    from subrosa.query import Filters
+    from subrosa.recall import search
+
+    _transcript(
+        "s-1.jsonl",
+        _record("m1", "the deploy checks failed with a timeout"),
+        _record("m2", "how to fix the linter before the deploy"),
+        _record("m3", "zanzibarite glimmerwick"),
+    )
+    run("ingest")
+    query = "how to fix glimmerwick deploys with the linters"
+    with open_server(db.url) as conn:
+        ran: list[str] = []
+        run_statement = conn._run  # type: ignore[attr-defined]
+
+        def counted(sql: str, params: Any) -> Any:
+            ran.append(sql)
+            return run_statement(sql, params)
+
+        conn._run = counted  # type: ignore[attr-defined]
+        found = search(conn, query, Filters(), 10)
+        asked = [sql for sql in ran if sql.startswith("SELECT") and "EXISTS (SELECT 1" in sql]
+        assert len(asked) == 1, asked
+        assert [r for r in found if r["kind"] == "message"]
+        ahead = pgsearch.existing_ahead
+        try:
+            pgsearch.existing_ahead = lambda conn, alts: None  # type: ignore[assignment]
+            alone = search(conn, query, Filters(), 10)
+        finally:
+            pgsearch.existing_ahead = ahead
+        assert alone == found
+
+
 def test_in_lists_go_to_the_server_as_one_array() -> None:
     """sqlite3's `IN (?,…)` is sent as `= ANY(?)` with the values as one array (one
     statement text for any number of ids), the other parameters kept in place; a list
@@ -210,7 +250,9 @@ def test_in_lists_go_to_the_server_as_one_array() -> None:
 
 
 @pytest.mark.engines("postgresql")
-def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> None:
+def test_each_id_range_has_its_index(
+    memory_dir: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Migration 0008 builds the index of the first id range and of ranges ahead; ingest
     builds the next one before the ids reach it; a word's newest matches read range by
     range, newest range first, are its newest matches, in order, across a border (with
@@ -253,9 +295,13 @@ def test_each_id_range_has_its_index(memory_dir: Path, db: Db, run: RunCli) -> N
         assert pgsearch._newest_by_range(conn, "'deploy'", newest) == ids
         assert pgsearch._newest_by_range(conn, "'again'", newest) == ids[6:12]
         assert pgsearch._probe_by_range(conn, "'deploy'", newest) == (18, ids[-1])
-        # Cut at a floor (a common word): the same ids, in order.
-        for floor in (border - 2, border + 1, max(ids) - 1, RANGE - 2):
-            assert pgsearch._newest_by_range(conn, "'deploy'", newest, floor) == ids
+        # Cut at a floor (a common word): the same ids, in order, whether the parts
+        # of the ids are asked one per statement or several under one LIMIT.
+        for segments in (1, 2, pgsearch.SEGMENTS):
+            monkeypatch.setattr(pgsearch, "SEGMENTS", segments)
+            for floor in (border - 2, border + 1, max(ids) - 1, RANGE - 2):
+                assert pgsearch._newest_by_range(conn, "'deploy'", newest, floor) == ids
+            assert pgsearch._newest_by_range(conn, "'again'", newest, border + 1) == ids[6:12]
         rows = conn.execute("SELECT id, text, terms, role FROM messages ORDER BY id DESC")
         assert conn.answers[("rows", "'deploy'")] == [tuple(row) for row in rows]
         # The server asks the range's own index.

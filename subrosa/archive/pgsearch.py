@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from subrosa.archive.search import RERANK, SELECTIVE
@@ -85,6 +87,10 @@ RANGES_AHEAD = 8
 # ids are below it: the primary key's bitmap of the ids above costs more than the
 # few rows below would.
 CUT_BELOW = RANGE // 4
+# _newest_by_range() asks this many parts of the ids in one statement (a common word's
+# newest matches are in the first, a rarer one's in the first few; each part more
+# costs its planning, ~0.05 ms).
+SEGMENTS = 4
 _RANGES = (
     "(SELECT array_agg(c.relname::text) FROM pg_index i JOIN pg_class c"
     " ON c.oid = i.indexrelid WHERE i.indrelid = 'messages'::regclass AND i.indisvalid"
@@ -209,18 +215,9 @@ def _by_range(conn: Any, newest: int) -> bool:
     return newest < reach(conn.ranges or set())
 
 
-def _newest_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> list[int]:
-    """The ids of the query's SELECTIVE newest matches, newest first, asked of each id
-    range's index in turn, the newest range first, until SELECTIVE are found: only
-    those ranges' matches are read from the table (see RANGE_INDEX). Above a `floor`
-    (where the SELECTIVE newest matches likely begin: for a common word, in the
-    newest range), a range's matches are taken down to the floor first, the index's
-    bitmap combined with the primary key's for the ids above it; when they are too
-    few, down to a floor twice as deep, and so on: the rows holding the word below
-    are read only when needed (walking the ids newest first, as the server would,
-    reads and tests every row's vector). A range cut less than CUT_BELOW above its
-    start is taken whole."""
-    ids: list[int] = []
+def _segments(newest: int, floor: int) -> Iterator[str]:
+    """The parts of the ids _newest_by_range() asks in turn, newest first, each as a
+    condition on `m.id`: a range (RANGE_INDEX), whole or cut (see there)."""
     top = newest + 1  # the ids below this one are left to ask
     # ... down to this one, at first (SELECTIVE matches need as many ids at least)
     depth = top if not floor else max(SELECTIVE, top - floor - 1)
@@ -236,19 +233,48 @@ def _newest_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> list
             part += f" AND m.id >= {low}"
         if top < min(start + RANGE, newest + 1):
             part += f" AND m.id < {top}"
-        rows = conn.execute_without(
-            "enable_seqscan, enable_indexscan",
-            f"SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery AND {part}"
-            " ORDER BY m.id DESC LIMIT ?",
-            [query, SELECTIVE - len(ids)],
-        )
-        ids += [int(row[0]) for row in rows]
-        if len(ids) >= SELECTIVE:
-            break
+        yield part
         top = low
         if top <= bottom:  # down to the floor: on to one twice as deep
             depth *= 2
             bottom = max(0, top - depth)
+
+
+def _newest_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> list[int]:
+    """The ids of the query's SELECTIVE newest matches, newest first, asked of each id
+    range's index in turn, the newest range first, until SELECTIVE are found: only
+    those ranges' matches are read from the table (see RANGE_INDEX). Above a `floor`
+    (where the SELECTIVE newest matches likely begin: for a common word, in the
+    newest range), a range's matches are taken down to the floor first, the index's
+    bitmap combined with the primary key's for the ids above it; when they are too
+    few, down to a floor twice as deep, and so on: the rows holding the word below
+    are read only when needed (walking the ids newest first, as the server would,
+    reads and tests every row's vector). A range cut less than CUT_BELOW above its
+    start is taken whole.
+
+    SEGMENTS parts are asked in one statement, a UNION ALL under one LIMIT: the
+    server runs its branches one after the other and stops at the branch that
+    brings the last id wanted (parallel workers are off on subrosa's connections,
+    subrosa.pg), so no part past it is read; the ids come back as one array (one
+    value to read, not thousands)."""
+    ids: list[int] = []
+    segments = _segments(newest, floor)
+    while len(ids) < SELECTIVE:
+        parts = list(islice(segments, SEGMENTS))
+        if not parts:
+            break
+        want = SELECTIVE - len(ids)
+        branches = " UNION ALL ".join(
+            f"(SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery AND {part}"
+            f" ORDER BY m.id DESC LIMIT {want})"
+            for part in parts
+        )
+        rows = conn.execute_without(
+            "enable_seqscan, enable_indexscan",
+            f"SELECT array_agg(id) FROM (SELECT id FROM ({branches}) u LIMIT {want}) x",
+            [query] * len(parts),
+        )
+        ids += rows[0][0] or []
     return ids
 
 
@@ -293,10 +319,12 @@ def existing(conn: Any, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
     sequential scans off: a word the column's statistics do not list (most generated
     forms: absent) is estimated at a few hundred rows, and for an EXISTS the planner
     would walk the table expecting to meet one soon: a second at 1 GB, for a word
-    that is nowhere."""
-    found: list[Alt] = []
-    for start in range(0, len(alts), 100):
-        batch = alts[start : start + 100]
+    that is nowhere. What one search asked already (existing_ahead()) is not asked
+    again."""
+    known: dict[str, bool] = conn.answers.setdefault("exists", {})
+    asked = [alt for alt in dict.fromkeys(alts) if alt_query(alt) not in known]
+    for start in range(0, len(asked), 100):
+        batch = asked[start : start + 100]
         walks = [_walk(conn, alt) for alt in batch]
         params = [
             query
@@ -306,8 +334,15 @@ def existing(conn: Any, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
         row = conn.execute_without(
             "enable_seqscan", f"SELECT {', '.join(_exists(walk) for walk in walks)}", params
         )[0]
-        found += [alt for alt, hit in zip(batch, row, strict=True) if hit]
-    return tuple(found)
+        known.update((alt_query(alt), bool(hit)) for alt, hit in zip(batch, row, strict=True))
+    return tuple(alt for alt in alts if known[alt_query(alt)])
+
+
+def existing_ahead(conn: Any, alts: tuple[Alt, ...]) -> None:
+    """Ask at once whether the index holds each of the alternatives the search will
+    ask of existing() unit by unit (and the cuts it may ask): one round trip, not
+    one per unit."""
+    existing(conn, alts)
 
 
 def _share(conn: Any, query: str) -> float | None:

@@ -220,6 +220,7 @@ def unit_stats(
     here, so the queries that follow look up only real terms. `cache` keeps what one
     search already asked."""
     cache = {} if cache is None else cache
+    units = list(units)
     total = -1
     out = []
     for unit in units:
@@ -228,6 +229,9 @@ def unit_stats(
             continue
         if total < 0:
             total = _newest_id(conn)
+            if not isinstance(conn, sqlite3.Connection):  # one round trip for all units
+                ahead = [u for u in units if u not in cache]
+                _pg().existing_ahead(conn, tuple(a for u in ahead for a in (*u.alts, *u.splits)))
         alts = _existing(conn, unit.alts)
         if unit.splits and not (
             alts and _count_upto(conn, _expr(conn, unit, alts), SPLIT_BELOW) >= SPLIT_BELOW
