@@ -292,16 +292,27 @@ def test_each_id_range_has_its_index(
         assert min(ids) < border - AHEAD <= border <= max(ids)
         newest = pgsearch.newest_id(conn)
         assert pgsearch._by_range(conn, newest)
-        assert pgsearch._newest_by_range(conn, "'deploy'", newest) == ids
-        assert pgsearch._newest_by_range(conn, "'again'", newest) == ids[6:12]
+        assert pgsearch._newest_by_range(conn, "'deploy'", newest) == (ids, 18, ids[-1])
+        assert pgsearch._newest_by_range(conn, "'again'", newest) == (ids[6:12], 6, ids[11])
         assert pgsearch._probe_by_range(conn, "'deploy'", newest) == (18, ids[-1])
         # Cut at a floor (a common word): the same ids, in order, whether the parts
         # of the ids are asked one per statement or several under one LIMIT.
         for segments in (1, 2, pgsearch.SEGMENTS):
             monkeypatch.setattr(pgsearch, "SEGMENTS", segments)
             for floor in (border - 2, border + 1, max(ids) - 1, RANGE - 2):
-                assert pgsearch._newest_by_range(conn, "'deploy'", newest, floor) == ids
-            assert pgsearch._newest_by_range(conn, "'again'", newest, border + 1) == ids[6:12]
+                found = pgsearch._newest_by_range(conn, "'deploy'", newest, floor)
+                assert found == (ids, 18, ids[-1])
+            again = pgsearch._newest_by_range(conn, "'again'", newest, border + 1)
+            assert again == (ids[6:12], 6, ids[11])
+            # A word with SELECTIVE matches or more: its newest `keep` ids are sent, its
+            # SELECTIVE-th newest match's id, and the count up to SELECTIVE.
+            selective = pgsearch.SELECTIVE
+            monkeypatch.setattr(pgsearch, "SELECTIVE", 10)
+            for floor in (0, border - 2, max(ids) - 1):
+                for keep in (3, 10, 12):
+                    found = pgsearch._newest_by_range(conn, "'deploy'", newest, floor, keep)
+                    assert found == (ids[: min(keep, 10)], 10, ids[9])
+            monkeypatch.setattr(pgsearch, "SELECTIVE", selective)
         rows = conn.execute("SELECT id, text, terms, role FROM messages ORDER BY id DESC")
         assert conn.answers[("rows", "'deploy'")] == [tuple(row) for row in rows]
         # The server asks the range's own index.

@@ -240,8 +240,12 @@ def _segments(newest: int, floor: int) -> Iterator[str]:
             bottom = max(0, top - depth)
 
 
-def _newest_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> list[int]:
-    """The ids of the query's SELECTIVE newest matches, newest first, asked of each id
+def _newest_by_range(
+    conn: Any, query: str, newest: int, floor: int = 0, keep: int = SELECTIVE
+) -> tuple[list[int], int, int | None]:
+    """The ids of the query's SELECTIVE newest matches, newest first (the newest `keep`
+    of them: all when they are fewer than SELECTIVE), how many they are and the id of
+    the last (the SELECTIVE-th newest match, when there are that many), asked of each id
     range's index in turn, the newest range first, until SELECTIVE are found: only
     those ranges' matches are read from the table (see RANGE_INDEX). Above a `floor`
     (where the SELECTIVE newest matches likely begin: for a common word, in the
@@ -258,12 +262,14 @@ def _newest_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> list
     subrosa.pg), so no part past it is read; the ids come back as one array (one
     value to read, not thousands)."""
     ids: list[int] = []
+    count, last = 0, None
     segments = _segments(newest, floor)
-    while len(ids) < SELECTIVE:
+    while count < SELECTIVE:
         parts = list(islice(segments, SEGMENTS))
         if not parts:
             break
-        want = SELECTIVE - len(ids)
+        want = SELECTIVE - count
+        room = max(0, keep - len(ids))
         branches = " UNION ALL ".join(
             f"(SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery AND {part}"
             f" ORDER BY m.id DESC LIMIT {want})"
@@ -271,11 +277,16 @@ def _newest_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> list
         )
         rows = conn.execute_without(
             "enable_seqscan, enable_indexscan",
-            f"SELECT array_agg(id) FROM (SELECT id FROM ({branches}) u LIMIT {want}) x",
+            f"SELECT count(*), min(id), CASE WHEN count(*) < {want} THEN array_agg(id)"
+            f" ELSE (array_agg(id))[1:{room}] END"
+            f" FROM (SELECT id FROM ({branches}) u LIMIT {want}) x",
             [query] * len(parts),
         )
-        ids += rows[0][0] or []
-    return ids
+        found, lowest, some = rows[0]
+        if found:
+            count, last = count + int(found), int(lowest)
+            ids += some or []
+    return (ids[:keep] if count >= SELECTIVE else ids), count, last
 
 
 def _common(conn: Any, alt: Alt) -> bool:
@@ -427,8 +438,8 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
 def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple[int, int | None]:
     """_probe_ahead()'s answers for a query the column's statistics list, its newest
     matches found range by range (_newest_by_range())."""
-    ids = _newest_by_range(conn, query, newest, floor)
-    count, kth = len(ids), (ids[-1] if ids else None)
+    # The ids search asks of a unit with more matches: its newest RERANK (rowids()).
+    ids, count, kth = _newest_by_range(conn, query, newest, floor, keep=RERANK)
     conn.answers[("probe", query)] = (count, kth)
     conn.answers[("ids", query)] = ids
     if count <= PREFETCH:
