@@ -351,3 +351,22 @@ def test_frontmatter_yaml_cannot_read_keeps_its_description(memory_dir: Path, ru
     listed = json.loads(run("fact", "list", "--json").stdout)
     assert [(f["slug"], f["type"]) for f in listed] == [("weights", "project")]
     assert leaf.read_text(encoding="utf-8") == text  # the file as the user wrote it
+
+
+def test_an_index_that_is_not_utf8_is_refused_and_a_bom_is_no_text(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # A hand-kept MEMORY.md in Latin-1: its bytes would become U+FFFD in hooks and in the
+    # leaves made from its lines. Refused like a leaf that is not UTF-8, nothing written.
+    write_leaf(memory_dir, "project_a.md")
+    index = memory_dir / "MEMORY.md"
+    index.write_bytes("- [A](project_a.md) - café\n- a note, café\n".encode("latin-1"))
+    before = _snapshot(memory_dir)
+    said = run("adopt", "--materialize", expect=2)
+    assert f"{index}: is not UTF-8 text (bad byte at offset 25)" in said.stderr
+    assert len(said.stderr.strip().splitlines()) == 1
+    assert _snapshot(memory_dir) == before
+    # A byte order mark is no text of the user's: the title heading stays a title.
+    index.write_bytes("\ufeff# My memory\n\n- [A](project_a.md) — café\n".encode())
+    result = json.loads(run("adopt", "--json").stdout)
+    assert result["materialized"] == [] and result["hooks_taken"] == ["project_a"]

@@ -359,3 +359,20 @@ def test_generate_sweeps_temp_files_a_killed_writer_left(memory_dir: Path, run: 
     run("generate")
     assert not any(p.exists() for p in stale)
     assert fresh.exists() and users.exists()
+
+
+def test_a_line_appended_in_another_encoding_is_refused_not_replaced(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # generate rewrites MEMORY.md after taking a foreign line over: a line whose bytes
+    # were replaced by U+FFFD would be lost for good (no backup holds it).
+    write_leaf(memory_dir, "a.md")
+    run("fact", "upsert", "--leaf", "a.md", "--hook", "a")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    original = index.read_bytes() + "- appended by hand: café\n".encode("latin-1")
+    index.write_bytes(original)
+    said = run("generate", expect=2)
+    assert f"{index}: is not UTF-8 text (bad byte at offset" in said.stderr
+    assert index.read_bytes() == original
+    assert not (memory_dir / "appended_by_hand_caf.md").exists()

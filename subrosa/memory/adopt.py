@@ -17,9 +17,9 @@ from typing import Any
 
 from subrosa.db import open_database
 from subrosa.errors import LeafError, ProblemFound
-from subrosa.fsutil import backup_beside, read_text_if_exists
+from subrosa.fsutil import backup_beside
 from subrosa.memory import store, takeover
-from subrosa.memory.generate import Outcome, run_generate
+from subrosa.memory.generate import Outcome, read_index_text, run_generate
 from subrosa.memory.indexfile import parse_index
 from subrosa.memory.leaf import (
     list_leaf_files,
@@ -44,7 +44,7 @@ def foreign_sources(memory_dir: Path) -> list[takeover.Source]:
     for name, cold in ((INDEX, False), (ARCHIVE, True)):
         path = memory_dir / name
         if path.is_file() and not is_subrosa_index(path):
-            text = read_text_if_exists(path) or ""
+            text = read_index_text(path) or ""
             sources.append(takeover.Source(name, parse_index(text), cold=cold))
     return sources
 

@@ -19,8 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from subrosa.errors import NotOwned, SubrosaError
-from subrosa.fsutil import backup_beside, read_text_if_exists, sweep_temp_files, write_if_changed
+from subrosa.errors import InvalidInput, NotOwned, SubrosaError
+from subrosa.fsutil import (
+    backup_beside,
+    read_bytes_if_exists,
+    read_text_if_exists,
+    sweep_temp_files,
+    write_if_changed,
+)
 from subrosa.memory import generator, quick, rows
 from subrosa.memory.indexfile import IndexLine, foreign_lines, parse_index
 from subrosa.memory.leaf import parse_leaf
@@ -125,6 +131,23 @@ def written_by_claude_code(memory_dir: Path) -> bool:
     return True
 
 
+def read_index_text(path: Path) -> str | None:
+    """An index file's text to take lines over from (None when there is none): refused
+    when it is not UTF-8, as a leaf is, since a take-over would turn the user's bytes
+    into U+FFFD in hooks and leaves and then rewrite the file; a byte order mark is no
+    text of the user's."""
+    data = read_bytes_if_exists(path)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"{path}: is not UTF-8 text (bad byte at offset {exc.start}); "
+            "save it as UTF-8 and run again"
+        ) from None
+
+
 def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[Source]:
     """The lines of the subrosa-written index files that subrosa did not write (generate's
     take-over; lines added to MEMORY_archive.md give archived facts). Refuses a MEMORY.md
@@ -141,7 +164,7 @@ def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[Source]
     for name in (INDEX, ARCHIVE):
         if name == INDEX and foreign is not None:
             continue
-        text = read_text_if_exists(memory_dir / name)
+        text = read_index_text(memory_dir / name)
         if text is None:
             continue
         last = read_last_index(memory_dir, name)
