@@ -16,6 +16,7 @@ from subrosa.memory.leaf import (
     NotAMapping,
     _plain_mapping,
     parse_leaf,
+    parse_leaf_lenient,
     split_frontmatter,
     stat_key,
 )
@@ -181,3 +182,17 @@ def test_the_usual_leaf_frontmatter_is_read_without_yaml() -> None:
         "description": "Use pnpm, never npm",
         "metadata": {"type": "feedback"},
     }
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["true", "no", "1e3", "010", "1_000", "12:30", ".inf", "0x1F", "2026-01-05", "3.10  # ver"],
+)
+def test_a_description_yaml_reads_as_no_text_is_the_text_as_written(
+    tmp_path: Path, written: str
+) -> None:
+    # `description: true` is the user's "true", not Python's "True"; `12:30` is not 750.
+    path = write_leaf(tmp_path, "note.md", written)
+    expected = written.split("  #")[0]
+    assert parse_leaf(path).description == expected
+    assert parse_leaf_lenient(path).description == expected

@@ -502,9 +502,9 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     description = meta.get("description")
     if description is None or (isinstance(description, str) and not description.strip()):
         raise LeafError(path, "has no description in its frontmatter")
-    if not isinstance(description, str | int | float):
+    if isinstance(description, list | dict):
         raise LeafError(path, "has a description that is not a line of text")
-    description = str(description).strip()
+    description = _text_of(description, text, "description").strip()
     if "\n" in description or "\r" in description:
         raise LeafError(path, "has a description of several lines; it must be one line")
 
@@ -593,6 +593,8 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
     else:
         fact_type = prefix.group(1) if prefix else "reference"
     description = meta.get("description")
+    if description is not None and not isinstance(description, list | dict):
+        description = _text_of(description, text, "description")
     if not isinstance(description, str) or not description.strip():
         description = _first_text_line(body) or humanize(slug)
     title = _first_heading(body) or humanize(slug)
@@ -610,6 +612,16 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
         warnings=[reason],
         stat=_stat_key(st),
     )
+
+
+def _text_of(value: object, text: str, key: str) -> str:
+    """A top-level scalar of the leaf `text` as the user wrote it: YAML reads `true` as
+    True, `010` as 8 and `12:30` as 750, none of which is the user's description."""
+    if isinstance(value, str):
+        return value
+    parts = _BOUNDARY.split(text.replace("\r\n", "\n").strip(), 2)
+    written = _salvaged(parts[1]).get(key) if len(parts) == 3 else None
+    return str(value) if written is None else re.sub(r"\s+#.*", "", written)
 
 
 def _salvaged(fm: str) -> dict[str, str]:
