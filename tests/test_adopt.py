@@ -370,3 +370,49 @@ def test_an_index_that_is_not_utf8_is_refused_and_a_bom_is_no_text(
     index.write_bytes("\ufeff# My memory\n\n- [A](project_a.md) — café\n".encode())
     result = json.loads(run("adopt", "--json").stdout)
     assert result["materialized"] == [] and result["hooks_taken"] == ["project_a"]
+
+
+def test_fix_frontmatter_keeps_the_body_byte_for_byte(memory_dir: Path, run: RunCli) -> None:
+    # Only the frontmatter was asked to change: an indented code block stays one (its
+    # first line keeps its indent), a CRLF file stays CRLF, the last line keeps its bytes.
+    bodies = {
+        "project_badyaml.md": (
+            "---\nname: x\ndescription: a: b\nmetadata:\n  type: project\n---\n",
+            "\n    code block first\nhard break  \nno final newline",
+        ),
+        "project_crlf.md": ("", "    indented code\r\nline two  \r\n"),
+        "project_notype.md": (
+            "---\r\nname: y\r\ndescription: fine\r\n---\r\n",
+            "\r\n  body with no type  \r\n",
+        ),
+    }
+    for name, (front, body) in bodies.items():
+        (memory_dir / name).write_bytes((front + body).encode())
+    result = json.loads(run("adopt", "--fix-frontmatter", "--json").stdout)
+    assert sorted(result["fixed_frontmatter"]) == sorted(bodies)
+    for name, (_, body) in bodies.items():
+        fixed = (memory_dir / name).read_bytes().decode()
+        newline = "\r\n" if "\r\n" in body else "\n"
+        head, _, rest = fixed.partition(f"{newline}---{newline}")
+        assert head.startswith("---") and "\n" not in head.replace(newline, "")
+        assert rest.lstrip("\r\n") == body.lstrip("\r\n"), name
+        run("fact", "upsert", name)
+
+
+def test_frontmatter_yaml_cannot_read_in_a_crlf_file_keeps_its_description(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # The same leaf as above saved with CRLF (git's autocrlf on Windows): the closing
+    # `---` line ends in `\r`, which hid it, so the description was "name: weights".
+    leaf = memory_dir / "weights.md"
+    text = (
+        "---\r\nname: weights\r\ndescription: set `weight: 1` in the config\r\n"
+        "type: feedback\r\n---\r\nBody text.\r\n"
+    )
+    leaf.write_bytes(text.encode())
+    run("generate")
+    index = (memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert "[Weights](weights.md) — set `weight: 1` in the config" in index, index
+    shown = json.loads(run("fact", "show", "weights", "--json").stdout)
+    assert shown["type"] == "feedback"
+    assert leaf.read_bytes() == text.encode()

@@ -580,7 +580,7 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
         try:
             meta, body = split_frontmatter(text)
         except (ValueError, NotAMapping) as exc:  # FrontmatterError among them
-            end = re.search(r"^---[ \t]*$", text[3:], re.MULTILINE)
+            end = re.search(r"^---[ \t]*\r?$", text[3:], re.MULTILINE)
             body = text[3 + end.end() :] if end else text
             if isinstance(exc, FrontmatterError) and end:
                 meta = _salvaged(text[3 : 3 + end.start()])
@@ -669,7 +669,21 @@ def rewrite_canonical(leaf: Leaf, keep: Path) -> None:
         original = leaf.path.read_bytes()  # the copy keeps the leaf's mode (0600 stays 0600)
         atomic_write_bytes(keep / leaf.path.name, original, mode=leaf.path.stat().st_mode & 0o777)
     name = leaf.slug.replace("_", "-")
-    atomic_write_text(leaf.path, render_leaf(name, leaf.description, leaf.type, leaf.body))
+    text = leaf.path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    header = render_leaf(name, leaf.description, leaf.type, "").rstrip("\n") + "\n\n"
+    atomic_write_text(leaf.path, header.replace("\n", newline) + _body_as_written(text))
+
+
+def _body_as_written(text: str) -> str:
+    """What follows a leaf's frontmatter as the file holds it (the whole text when it has
+    none), only the blank lines before it left out: what `--fix-frontmatter` keeps, so an
+    indented first line or a CRLF body comes through byte for byte."""
+    if _FRONTMATTER_START.match(text):
+        end = re.search(r"^---[ \t]*\r?$", text[3:], re.MULTILINE)
+        if end:
+            text = text[3 + end.end() :]
+    return re.sub(r"\A(?:[ \t]*\r?\n)+", "", text)
 
 
 def list_leaf_files(memory_dir: Path) -> list[Path]:
