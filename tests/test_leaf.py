@@ -196,3 +196,9 @@ def test_a_description_yaml_reads_as_no_text_is_the_text_as_written(
     expected = written.split("  #")[0]
     assert parse_leaf(path).description == expected
     assert parse_leaf_lenient(path).description == expected
+
+
+@pytest.mark.parametrize("written", ["yes", "no", "12:30", "0"])
+def test_a_title_yaml_reads_as_no_text_is_the_text_as_written(tmp_path: Path, written: str) -> None:
+    path = write_leaf(tmp_path, "note.md", extra=f"title: {written}\n")
+    assert parse_leaf(path).title == written

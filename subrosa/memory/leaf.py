@@ -522,6 +522,8 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     known = {"name", "description", "metadata", "type", "title"}
     extra = {k: v for k, v in meta.items() if k not in known}
     title_value = meta.get("title")
+    if title_value is not None and not isinstance(title_value, list | dict):
+        title_value = _text_of(title_value, text, "title")
     heading = _first_heading(content)
     title = str(title_value) if title_value else heading or humanize(slug)
     return Leaf(
