@@ -345,3 +345,31 @@ def test_a_note_in_a_subfolder_is_pinned_and_archived_by_its_path(
     assert "registered through the MEMORY.md line" in refused.stderr
     run("generate")
     run("check")
+
+
+def test_a_heading_renamed_in_the_index_is_reported_and_a_copy_kept(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # A heading a person renamed or added in MEMORY.md is no item to take over; it was
+    # dropped by the rewrite without a word. Now it is reported and the file kept.
+    for name in ("alpha", "beta"):
+        write_leaf(memory_dir, f"{name}.md")
+        run("fact", "upsert", "--leaf", f"{name}.md", "--hook", f"hook {name}")
+    run("fact", "move", "beta", "--section", "Work")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    edited = index.read_text().replace("## Work", "## Current work")
+    index.write_text(edited)
+    result = run("generate", "--json")
+    data = json.loads(result.stdout)
+    assert [item["text"] for item in data["unplaced"]] == ["## Current work"]
+    kept = Path(data["kept"][0])
+    assert kept.name == "MEMORY.md.unplaced" and kept.read_text() == edited
+    assert "--section" in result.stderr
+    run("check")
+    assert json.loads(run("generate", "--json").stdout)["unplaced"] == []
+    # A heading over a line that is taken over gives its new fact the section: used.
+    index.write_text(index.read_text() + "\n## Added\n- [New](new_note.md) — a new one\n")
+    data = json.loads(run("generate", "--json").stdout)
+    assert data["unplaced"] == [] and data["materialized"] == ["new_note.md"]
+    assert json.loads(run("fact", "show", "new_note", "--json").stdout)["section"] == "Added"

@@ -28,7 +28,7 @@ from subrosa.fsutil import (
     write_if_changed,
 )
 from subrosa.memory import generator, quick, rows
-from subrosa.memory.indexfile import IndexLine, foreign_lines, parse_index
+from subrosa.memory.indexfile import IndexLine, foreign_lines, parse_index, stray_headings
 from subrosa.memory.leaf import parse_leaf
 from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index, is_subrosa_text
 from subrosa.memory.project import Project
@@ -183,6 +183,8 @@ def appended_lines(memory_dir: Path, registered_files: set[str]) -> list[Source]
                 and not any(n in additions for n in line.numbers)
             ]
             numbers = additions
+        else:
+            unplaced = stray_headings(text, lines, numbers)
         if numbers or unplaced:
             sources.append(
                 Source(

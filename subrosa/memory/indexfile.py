@@ -199,6 +199,25 @@ def parse_index(text: str) -> list[IndexLine]:
     return items
 
 
+def stray_headings(text: str, items: list[IndexLine], numbers: set[int]) -> list[IndexLine]:
+    """The headings among lines `numbers` of `text` (lines others wrote), which no item
+    holds: a take-over has nothing to put them in, so they come back as prose items to
+    report (a renamed or added `## Section`), never dropped unsaid."""
+    held = {n for item in items for n in item.numbers}
+    raw = text.splitlines()
+    headings = [n for n in range(1, len(raw) + 1) if n not in held and _HEADING.match(raw[n - 1])]
+    taken = [item.number for item in items if any(n in numbers for n in item.numbers)]
+    stray = []
+    for n, after in zip(headings, [*headings[1:], len(raw) + 1], strict=True):
+        # A heading over a line taken over gives that new fact its section: it is used.
+        if n in numbers and not any(n < number < after for number in taken):
+            line = raw[n - 1]
+            stray.append(
+                IndexLine(n, line, None, (), None, sanitize_field(line), False, prose=True)
+            )
+    return stray
+
+
 def split_archived_suffix(hook: str) -> tuple[str, str | None]:
     """A cold-tier line's hook without the "(archived DATE: reason)" that subrosa appends,
     and that reason (None when the hook has no such suffix)."""

@@ -307,8 +307,13 @@ def take_over(
             why = f"gives a hook to {filename}, which cannot be read; it is not taken over"
             report.unplaced.append(Loose(source.origin, line, filename, why))
     edited = "edits a line of the cold tier, which is not taken over (add a new line instead)"
+    heading = (
+        "is a heading written by hand, which is not taken over "
+        "(`subrosa fact move SLUG --section NAME` puts a fact under one)"
+    )
     for source in sources:
-        report.unplaced.extend(Loose(source.origin, line, None, edited) for line in source.unplaced)
+        why = edited if source.cold else heading
+        report.unplaced.extend(Loose(source.origin, line, None, why) for line in source.unplaced)
     links = _links(sources, on_disk, placed)
     _place(session, project, sources, links, by_file, new_files, reorder, bool(report.synced))
     report.facts = [f for f in facts.values() if f.path in report.present]
