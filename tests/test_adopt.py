@@ -416,3 +416,18 @@ def test_frontmatter_yaml_cannot_read_in_a_crlf_file_keeps_its_description(
     shown = json.loads(run("fact", "show", "weights", "--json").stdout)
     assert shown["type"] == "feedback"
     assert leaf.read_bytes() == text.encode()
+
+
+def test_frontmatter_yaml_cannot_read_keeps_its_nested_type(memory_dir: Path, run: RunCli) -> None:
+    # The canonical shape (`metadata:` then `  type: feedback`) with a description YAML
+    # refuses: the type is the user's too, not the filename's guess ("reference").
+    leaf = memory_dir / "weights.md"
+    text = (
+        "---\nname: weights\ndescription: set `weight: 1` in the config\n"
+        "metadata:\n  type: feedback\n---\nBody text.\n"
+    )
+    leaf.write_text(text, encoding="utf-8")
+    run("generate")
+    shown = json.loads(run("fact", "show", "weights", "--json").stdout)
+    assert (shown["type"], shown["description"]) == ("feedback", "set `weight: 1` in the config")
+    assert leaf.read_text(encoding="utf-8") == text

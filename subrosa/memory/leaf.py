@@ -629,10 +629,18 @@ def _text_of(value: object, text: str, key: str) -> str:
 def _salvaged(fm: str) -> dict[str, str]:
     """From frontmatter YAML cannot read, its top-level `key: text` lines, the text as
     written (one pair of quotes around it removed): `description: set `weight: 1` in
-    the config` is the user's description, whatever YAML makes of its second `: `."""
+    the config` is the user's description, whatever YAML makes of its second `: `. The
+    canonical `metadata:` / `  type: T` gives `type`."""
     found: dict[str, str] = {}
+    under = None  # the top-level key with no text above an indented line
     for line in fm.replace("\r\n", "\n").split("\n"):
+        nested = _PLAIN_LINE.fullmatch(line.lstrip(" ")) if line.startswith(" ") else None
+        if nested and under == "metadata" and nested.group(1) == "type" and nested.group(2):
+            found.setdefault("type", nested.group(2).strip())  # the canonical metadata.type
+            continue
         match = _PLAIN_LINE.fullmatch(line)  # a top-level `key: text` line
+        if match is not None:
+            under = None if match.group(2) else match.group(1)
         if match is None or not (value := (match.group(2) or "").rstrip(" \t")):
             continue
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
