@@ -113,3 +113,16 @@ def test_a_new_fact_is_appended_without_reading_the_sidecar(tmp_path: Path) -> N
         "b": _row("b", "kept"),
         "d": _row("d", "fresh"),
     }
+
+
+def test_values_of_the_wrong_kind_in_a_hand_edited_line_are_not_used() -> None:
+    # A merge resolved by hand may leave `"pinned": "no"`: a string is no boolean, and
+    # must not pin the fact; a list is no section name.
+    from subrosa.memory.values import state_values
+
+    got = state_values({"slug": "a", "pinned": "no", "section": ["a", "b"], "hook": "h"})
+    assert got == {"hook": "h"}
+    assert state_values({"slug": "a", "pinned": False, "section": None}) == {
+        "pinned": False,
+        "section": None,
+    }

@@ -250,10 +250,11 @@ def state_values(state: dict[str, Any]) -> dict[str, Any]:
         text = sanitize_field(str(state.get(key) or ""))
         if text:
             values[key] = text
-    if "section" in state:
-        values["section"] = sanitize_field(str(state["section"] or "")) or None
-    if "pinned" in state:
-        values["pinned"] = bool(state["pinned"])
+    # A value of the wrong kind (a hand-resolved merge: `"pinned": "no"`) is no value.
+    if "section" in state and isinstance(state["section"], str | None):
+        values["section"] = sanitize_field(state["section"] or "") or None
+    if isinstance(state.get("pinned"), bool):
+        values["pinned"] = state["pinned"]
     if "status" in state:
         archived = state["status"] == "archived"
         values["status"] = "archived" if archived else "active"
