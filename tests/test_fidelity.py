@@ -373,3 +373,26 @@ def test_a_heading_renamed_in_the_index_is_reported_and_a_copy_kept(
     data = json.loads(run("generate", "--json").stdout)
     assert data["unplaced"] == [] and data["materialized"] == ["new_note.md"]
     assert json.loads(run("fact", "show", "new_note", "--json").stdout)["section"] == "Added"
+
+
+def test_a_link_in_a_code_span_is_text_not_a_file_to_take_over(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # A hook about markdown (`[text](file.md)` in backticks) links nothing: it made a
+    # leaf `file.md` holding the whole line, a second fact with the same hook.
+    write_leaf(memory_dir, "docs_links.md")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    line = "- [Docs links](docs_links.md) — write `[text](file.md)`, relative, and ``a`[b](c.md)``"
+    index.write_text(
+        index.read_text().replace("- [Docs Links](docs_links.md) — A fact worth keeping.", line)
+    )
+    data = json.loads(run("generate", "--json").stdout)
+    assert data["materialized"] == [] and data["hooks_taken"] == ["docs_links"]
+    assert sorted(p.name for p in memory_dir.glob("*.md")) == [
+        "MEMORY.md",
+        "MEMORY_archive.md",
+        "docs_links.md",
+    ]
+    hook = json.loads(run("fact", "show", "docs_links", "--json").stdout)["hook"]
+    assert hook.startswith("write `[text]\\(file.md)`, relative")

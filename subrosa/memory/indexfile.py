@@ -14,7 +14,9 @@ every line (issue 17: nothing a user wrote is lost):
   separate items and hold no text.
 
 The link grammar is the witness's (subrosa.memory.witness), so what the take-over
-reads as a link is what `subrosa check` counts as one. Hooks and titles are made
+reads as a link is what `subrosa check` counts as one, except in a code span: a
+`[text](file.md)` in backticks names no file to take over (the rewritten line escapes it,
+and the witness passes). Hooks and titles are made
 one safe line (subrosa.text) but keep every character: a link inside a hook is
 escaped, not flattened.
 """
@@ -40,6 +42,9 @@ _EMPHASIS = re.compile(r"(?:\*\*|__|\*|_)?")
 _TITLE_ESCAPE = re.compile(r"\\([\[\]`])")
 # What generator.render_archive appends to an archived fact's line.
 _ARCHIVED_SUFFIX = re.compile(r"\s*\(archived (?:\d{4}-\d{2}-\d{2}|undated): (.*)\)\s*$")
+# A code span (CommonMark: a run of backticks closed by a run as long), not opened by
+# an escaped backtick (`\``, as a title subrosa writes holds one).
+_CODE_SPAN = re.compile(r"(?<![`\\])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 # The lines of subrosa's own headers: never someone else's prose.
 _HEADER_LINES = frozenset((INDEX_HEADER + ARCHIVE_HEADER).splitlines())
 
@@ -86,6 +91,14 @@ def plain_text(text: str) -> str:
     return str(witness.LINK.sub(lambda m: _link_text(m).strip("*_ "), item))
 
 
+def link_targets(text: str) -> list[str]:
+    """The topic files `text` links, read as the witness reads links, except in a code
+    span: `[text](file.md)` in backticks is text about a link, no file to take over."""
+    if "`" in text:
+        text = _CODE_SPAN.sub(" ", text)
+    return list(load_witness().md_targets(text))
+
+
 def parse_item(number: int, lines: list[str], section: str | None) -> IndexLine | None:
     """Read one index item in the wild: `- [Title](file.md) — hook` and its many cousins
     (other separators, no hook, a link in the middle, no link at all, continuation
@@ -96,7 +109,7 @@ def parse_item(number: int, lines: list[str], section: str | None) -> IndexLine 
     bullet = _BULLET.match(lines[0])
     first = bullet.group(1) if bullet else lines[0].strip()
     item = " ".join([first.strip(), *(line.strip() for line in lines[1:])]).strip()
-    linked = witness.md_targets(item)
+    linked = link_targets(item)
     targets = tuple(t for t in linked if t not in INDEX_FILES)
     if not targets and (not bullet or linked):
         hook = sanitize_field(item)
@@ -189,7 +202,7 @@ def parse_index(text: str) -> list[IndexLine]:
             begin(number, "bullet", raw)
         elif kind == "bullet" and raw[:1] in (" ", "\t"):
             pending.append(raw)  # a continuation line: part of the bullet above
-        elif any(t not in INDEX_FILES for t in load_witness().md_targets(raw)):
+        elif any(t not in INDEX_FILES for t in link_targets(raw)):
             begin(number, "line", raw)  # a line that links a topic file stands alone
         elif kind == "prose":
             pending.append(raw)
