@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subrosa.errors import InvalidLeaf
+from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.memory.leaf import (
     FrontmatterError,
     NotAMapping,
@@ -202,3 +202,12 @@ def test_a_description_yaml_reads_as_no_text_is_the_text_as_written(
 def test_a_title_yaml_reads_as_no_text_is_the_text_as_written(tmp_path: Path, written: str) -> None:
     path = write_leaf(tmp_path, "note.md", extra=f"title: {written}\n")
     assert parse_leaf(path).title == written
+
+
+def test_frontmatter_without_its_closing_line_is_named_so(tmp_path: Path) -> None:
+    # It was refused as "empty frontmatter", which sends the user looking for keys that
+    # are all there.
+    path = tmp_path / "note.md"
+    path.write_text("---\nname: note\ndescription: A fact.\nmetadata:\n  type: project\nBody.\n")
+    with pytest.raises(LeafError, match="no closing '---' line"):
+        parse_leaf(path)

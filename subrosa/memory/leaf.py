@@ -495,6 +495,8 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     except ValueError as exc:
         raise LeafError(path, f"has unreadable frontmatter ({exc})") from None
     if not meta:
+        if len(_BOUNDARY.findall(text)) < 2:
+            raise LeafError(path, "has no closing '---' line after its frontmatter")
         raise LeafError(path, "has empty frontmatter (name, description and type are expected)")
     warnings: list[str] = []
     slug = slug_for(path)
