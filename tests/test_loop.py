@@ -436,8 +436,13 @@ def test_the_ranked_index_fits_its_budget_and_keeps_the_top_fact(
     number = int(ranking[0][5:-3])
     top = f"- [Fact {number}]"
     block = [line for line in lines if line.startswith(top)]
-    if items[number][1]:
-        block = ["", f"## Section {number}", *block]
+    # Its section's heading comes with it: the last heading at or above it, not only one
+    # right above it (a fact further down a section was thought to need none).
+    section = max(
+        (n for n, (_, heading) in enumerate(items[: number + 1]) if heading), default=None
+    )
+    if section is not None:
+        block = ["", f"## Section {section}", *block]
     alone = render_ranked([*lines[:3], *block], [], index, "why", 100_000)
     pointer = (
         f"[… {len(targets)} more facts of the index, ranked lower, are not shown here for "
