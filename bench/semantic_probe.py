@@ -297,10 +297,28 @@ def main() -> None:
         docs = static_vectors(table, doc_ids, weights)
         qs = static_vectors(table, query_ids, weights)
         static[name] = (docs, dict(zip(unique_queries, qs, strict=True)))
-    spaces: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] = {
-        "minilm": (docs_dense, query_dense),
-        **static,
-    }
+    # A space scores every stored text for a query: cosine of the vectors; for
+    # "minilm-chunks", the best cosine of the text's 254-word-piece windows (not truncated).
+    spaces: dict[str, Callable[[str], np.ndarray]] = {}
+    for name, (docs, qs) in {"minilm": (docs_dense, query_dense), **static}.items():
+        spaces[name] = lambda query, docs=docs, qs=qs: docs @ qs[query]
+    chunks, owner = chunk_vectors(model, tokenizer, texts, args.work)
+    costs["MiniLM windows of 254 word pieces (every text whole)"] = (
+        f"{len(chunks):,} for {len(texts):,} texts ({len(chunks) / len(texts):.2f} per text)"
+    )
+
+    def by_chunks(query: str) -> np.ndarray:
+        best = np.full(len(texts), -1.0, dtype=np.float32)
+        np.maximum.at(best, owner, chunks @ query_dense[query])
+        return best
+
+    spaces["minilm-chunks"] = by_chunks
+    cosine_cache: dict[tuple[str, str], np.ndarray] = {}
+
+    def cosines(space: str, query: str) -> np.ndarray:
+        if (space, query) not in cosine_cache:
+            cosine_cache[(space, query)] = spaces[space](query)
+        return cosine_cache[(space, query)]
 
     # ---- every system's ranking of every question
     def keys_of(query: str, limit: int) -> list[str]:
@@ -311,10 +329,9 @@ def main() -> None:
     systems["bm25"] = lambda q: [key_of(loc) for loc in bm25.search(q.query, 10)]
 
     def space_rank(space: str, candidates: list[str], query: str) -> tuple[list[str], np.ndarray]:
-        docs, qs = spaces[space]
         if not candidates:
             return [], np.zeros(0)
-        cos = docs[[index[k] for k in candidates]] @ qs[query]
+        cos = cosines(space, query)[[index[k] for k in candidates]]
         order = np.argsort(-cos, kind="stable")
         return [candidates[i] for i in order], cos
 
@@ -335,10 +352,8 @@ def main() -> None:
         return run
 
     def brute(space: str, fuse: bool) -> Callable[[rc.Question], list[str]]:
-        docs, qs = spaces[space]
-
         def run(q: rc.Question) -> list[str]:
-            cos = docs @ qs[q.query]
+            cos = cosines(space, q.query)
             top = np.argpartition(-cos, 200)[:200]
             ordered = [keys[i] for i in top[np.argsort(-cos[top], kind="stable")]]
             if not fuse:
@@ -393,12 +408,29 @@ def main() -> None:
 
         return run
 
-    for space in ("minilm", "static-out+sif"):
+    for space in ("minilm", "minilm-chunks", "static-out+sif"):
         for n in (20, 50):
             for how in ("cos", "rrf"):
                 for some_only in (False, True):
                     label = f"{space} top{n} {how} gated: en{'+some' if some_only else ''}"
                     systems[label] = gated(space, n, how, some_only)
+
+    # Tiers kept: the results holding every word (and their replies) stay first, in
+    # subrosa's order; only the second tier ("some" words) is reordered, any language.
+    def second_tier(space: str, n: int, how: str) -> Callable[[rc.Question], list[str]]:
+        def run(q: rc.Question) -> list[str]:
+            results = [loc for loc in found[str(n)][q.query] if key_of(loc) in index]
+            first = [key_of(loc) for loc in results if loc["match"] != "some"]
+            rest = [key_of(loc) for loc in results if loc["match"] == "some"]
+            ordered, _cos = space_rank(space, rest, q.query)
+            return first + (ordered if how == "cos" else rrf([rest, ordered]))
+
+        return run
+
+    for space in ("minilm", "minilm-chunks", "static-out+sif"):
+        for n in (20, 50):
+            for how in ("cos", "rrf"):
+                systems[f"{space} top{n} {how} second tier only"] = second_tier(space, n, how)
 
     # ---- coverage
     coverage: dict[str, Callable[[rc.Question], int | None]] = {}
@@ -410,6 +442,25 @@ def main() -> None:
         )
 
     report(questions, systems, coverage, locations, chosen)
+    print("\n## The answers subrosa ranks 6-50: where each space puts them among the 50\n")
+    rows = []
+    for label, group in (("tuning sets", TUNING), ("heldout4+5", ("heldout4", "heldout5"))):
+        qs = [q for q in questions if q.split in group]
+        lifted = [q for q in qs if (r := hit_rank(keys_of(q.query, 50), q, locations, 50))]
+        lifted = [q for q in lifted if (hit_rank(keys_of(q.query, 50), q, locations, 50) or 0) > 5]
+        for space in spaces:
+            into5 = sum(
+                1
+                for q in lifted
+                if (
+                    r := hit_rank(
+                        space_rank(space, keys_of(q.query, 50), q.query)[0], q, locations, 50
+                    )
+                )
+                and r <= 5
+            )
+            rows.append((label, str(len(qs)), str(len(lifted)), space, str(into5)))
+    print_table(rows, ("sets", "questions", "answer at 6-50", "space", "of those, cosine top 5"))
     sizes(costs, args.work, archive, tables, len(texts))
     print("\n## Costs\n")
     print_table([(k, v) for k, v in costs.items()], ("what", "measured"))
@@ -420,6 +471,31 @@ def main() -> None:
             if q.split not in rc.FRESH
         }
         args.json.write_text(json.dumps(detail, indent=1))
+
+
+def chunk_vectors(
+    model: Any, tokenizer: Any, texts: list[str], work: Path
+) -> tuple[np.ndarray, np.ndarray]:
+    """MiniLM vectors of every text's windows of 254 word pieces, and each window's text."""
+    path = work / f"minilm-chunks-{len(texts)}.npz"
+    if path.exists():
+        saved = np.load(path)
+        return saved["vectors"], saved["owner"]
+    pieces, owner = [], []
+    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+    for i, offsets in enumerate(encoded["offset_mapping"]):
+        if not offsets:
+            pieces.append(texts[i])
+            owner.append(i)
+            continue
+        for start in range(0, len(offsets), MAX_TOKENS - 2):
+            window = offsets[start : start + MAX_TOKENS - 2]
+            pieces.append(texts[i][window[0][0] : window[-1][1]])
+            owner.append(i)
+    print(f"embedding {len(pieces):,} windows with MiniLM ...", file=sys.stderr)
+    vectors, _seconds = dense_docs(model, pieces)
+    np.savez(path, vectors=vectors, owner=np.asarray(owner))
+    return vectors, np.asarray(owner)
 
 
 def static_timings(
