@@ -164,6 +164,7 @@ def atomic_write_bytes(
     mode: int | None = None,
     *,
     durable: bool = True,
+    new_mode: int | None = None,
 ) -> None:
     """Write `data` (bytes, or parts written one after the other, so a large file spliced
     from slices of another is not copied first) to `path` so a crash leaves the old file
@@ -176,12 +177,17 @@ def atomic_write_bytes(
     after a power cut.
 
     Permissions: a file replaced keeps its mode; a new one is created with `mode`
-    (default 0666), narrowed by the umask like any new file, so it is never wider than
-    asked (a backup of a 0600 file stays 0600). A symbolic link at `path` is replaced,
-    never written through.
+    (else `new_mode`, which leaves a replaced file's alone; default 0666), narrowed by
+    the umask like any new file, so it is never wider than asked (a backup of a 0600
+    file stays 0600). A symbolic link at `path` is replaced, never written through.
     """
     existing = _regular_mode(path)
-    perms = mode if mode is not None else existing if existing is not None else 0o666
+    if mode is not None:
+        perms = mode
+    elif existing is not None:
+        perms = existing
+    else:
+        perms = new_mode if new_mode is not None else 0o666
     fd, tmp = _create_temp(path, perms)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -202,10 +208,15 @@ def atomic_write_bytes(
 
 
 def atomic_write_text(
-    path: Path, text: str, mode: int | None = None, *, durable: bool = True
+    path: Path,
+    text: str,
+    mode: int | None = None,
+    *,
+    durable: bool = True,
+    new_mode: int | None = None,
 ) -> None:
     """`atomic_write_bytes` for UTF-8 text (newlines written as given)."""
-    atomic_write_bytes(path, text.encode("utf-8"), mode, durable=durable)
+    atomic_write_bytes(path, text.encode("utf-8"), mode, durable=durable, new_mode=new_mode)
 
 
 def read_bytes_if_exists(path: Path) -> bytes | None:
@@ -228,15 +239,16 @@ def holds_text(path: Path, text: str) -> bool:
         return False
 
 
-def write_if_changed(path: Path, text: str) -> bool:
-    """Write `text` atomically unless the file already holds exactly it; True when written.
+def write_if_changed(path: Path, text: str, new_mode: int | None = None) -> bool:
+    """Write `text` atomically unless the file already holds exactly it; True when written
+    (a new file with `new_mode`, see atomic_write_bytes).
 
     An unchanged file keeps its mtime, so tools that watch it (and git) see no change.
     """
     data = text.encode("utf-8")
     if read_bytes_if_exists(path) == data:
         return False
-    atomic_write_bytes(path, data)
+    atomic_write_bytes(path, data, new_mode=new_mode)
     return True
 
 

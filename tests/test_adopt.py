@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -431,3 +433,32 @@ def test_frontmatter_yaml_cannot_read_keeps_its_nested_type(memory_dir: Path, ru
     shown = json.loads(run("fact", "show", "weights", "--json").stdout)
     assert (shown["type"], shown["description"]) == ("feedback", "set `weight: 1` in the config")
     assert leaf.read_text(encoding="utf-8") == text
+
+
+def test_files_made_beside_a_private_index_are_private(
+    tmp_path: Path, memory_dir: Path, run: RunCli
+) -> None:
+    """Text a user keeps private (`chmod 600 MEMORY.md`) is not copied into files others
+    may read: the leaves, the archive, the sidecar and the records subrosa creates take
+    MEMORY.md's permissions; the files it replaces keep their own."""
+    directory = tmp_path / "messy"
+    _messy(directory)
+    (directory / "MEMORY_archive.md").unlink()
+    (directory / "MEMORY.md").chmod(0o600)
+    before = {p: stat.S_IMODE(p.stat().st_mode) for p in directory.rglob("*") if p.is_file()}
+    old_umask = os.umask(0o022)
+    try:
+        _adopt(run, directory, "--materialize")
+    finally:
+        os.umask(old_umask)
+    made = [p for p in directory.rglob("*") if p.is_file() and p not in before]
+    assert {p.name for p in made} >= {"MEMORY_archive.md", "facts.jsonl", "index-rank.json"}
+    assert len([p for p in made if p.parent == directory and p.suffix == ".md"]) > 2
+    holding = [p for p in made if p.stat().st_size]  # the lock file holds no text
+    loose = {
+        str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in holding if p.stat().st_mode & 0o077
+    }
+    assert not loose, loose
+    for path, mode in before.items():
+        if path.exists():
+            assert stat.S_IMODE(path.stat().st_mode) == mode, path

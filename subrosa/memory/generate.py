@@ -30,7 +30,7 @@ from subrosa.fsutil import (
 from subrosa.memory import generator, quick, rows
 from subrosa.memory.indexfile import IndexLine, foreign_lines, parse_index, stray_headings
 from subrosa.memory.leaf import parse_leaf
-from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index, is_subrosa_text
+from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index, is_subrosa_text, new_file_mode
 from subrosa.memory.project import Project
 from subrosa.memory.report import Report, Source
 from subrosa.memory.state import read_last_index, save_last_index, save_ranking
@@ -261,8 +261,9 @@ def _write(memory_dir: Path, plan: generator.Plan) -> list[str]:
     # A writer killed mid-write leaves its temp file behind; tidy up under the lock.
     for directory in (memory_dir, state_dir(memory_dir)):
         sweep_temp_files(directory)
-    archive = write_if_changed(memory_dir / ARCHIVE, plan.archive_md)
-    index = write_if_changed(memory_dir / INDEX, plan.memory_md)
+    mode = new_file_mode(memory_dir)
+    archive = write_if_changed(memory_dir / ARCHIVE, plan.archive_md, mode)
+    index = write_if_changed(memory_dir / INDEX, plan.memory_md, mode)
     save_last_index(memory_dir, INDEX, plan.memory_md)
     save_last_index(memory_dir, ARCHIVE, plan.archive_md)
     save_ranking(memory_dir, [generator.link_target(e.filename) for e in plan.ranked])

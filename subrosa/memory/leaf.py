@@ -23,7 +23,7 @@ from typing import Any
 from subrosa.config import FACT_TYPES
 from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
-from subrosa.memory.marker import INDEX_FILES
+from subrosa.memory.marker import INDEX_FILES, new_file_mode
 from subrosa.text import sanitize_field
 
 MAX_LEAF_BYTES = 1024 * 1024
@@ -751,7 +751,8 @@ def write_leaf(path: Path, description: str, fact_type: str, body: str) -> bytes
     if path.exists():
         previous = path.read_bytes()
     name = slug_for(path).replace("_", "-")
-    atomic_write_text(path, render_leaf(name, description, fact_type, body))
+    text = render_leaf(name, description, fact_type, body)
+    atomic_write_text(path, text, new_mode=new_file_mode(path.parent))
     return previous
 
 

@@ -16,6 +16,7 @@ the SessionStart hook use the same test.
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
@@ -31,6 +32,19 @@ HEADER_LINES = 4
 HEAD_BYTES = 4096
 RANKING = "index-rank.json"
 MAX_RANKING_BYTES = 4 * 1024 * 1024
+
+
+def new_file_mode(memory_dir: Path) -> int | None:
+    """The permissions of a file subrosa creates in or beside a memory dir (a leaf, the
+    archive, the sidecar, its records under `.subrosa/`): those of the dir's MEMORY.md
+    (read and write bits), so text a user keeps private (`chmod 600 MEMORY.md`) is not
+    copied into files others may read; None (the default, narrowed by the umask) when
+    there is no MEMORY.md. A file replaced keeps its own mode."""
+    try:
+        info = (memory_dir / INDEX).stat()
+    except OSError:
+        return None
+    return info.st_mode & 0o666 if stat.S_ISREG(info.st_mode) else None
 
 
 def is_subrosa_text(text: str) -> bool:

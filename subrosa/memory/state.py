@@ -44,7 +44,7 @@ from subrosa.fsutil import (
     refuse_link,
     write_if_changed,
 )
-from subrosa.memory.marker import INDEX, ranking_path, render_ranking
+from subrosa.memory.marker import INDEX, new_file_mode, ranking_path, render_ranking
 from subrosa.paths import state_dir
 
 STATE_FILE = "facts.jsonl"
@@ -102,7 +102,7 @@ def save_state(memory_dir: Path, rows: list[dict[str, Any]]) -> None:
     text = render_state(rows)
     if _read_sidecar(memory_dir) == text:
         return
-    atomic_write_text(path, text)
+    atomic_write_text(path, text, new_mode=new_file_mode(memory_dir))
 
 
 def update_state(
@@ -275,9 +275,10 @@ def read_last_index(memory_dir: Path, name: str = INDEX) -> str | None:
 
 def save_last_index(memory_dir: Path, name: str, text: str) -> bool:
     """Record `text` as what subrosa wrote to index file `name`; True when it changed."""
-    return write_if_changed(last_index_path(memory_dir, name), text)
+    return write_if_changed(last_index_path(memory_dir, name), text, new_file_mode(memory_dir))
 
 
 def save_ranking(memory_dir: Path, targets: list[str]) -> bool:
     """Record the hot tier's link targets in rank order; True when it changed."""
-    return write_if_changed(ranking_path(memory_dir), render_ranking(targets))
+    targets_text = render_ranking(targets)
+    return write_if_changed(ranking_path(memory_dir), targets_text, new_file_mode(memory_dir))

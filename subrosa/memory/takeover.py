@@ -42,6 +42,7 @@ from subrosa.memory.leaf import (
     render_leaf,
     subfolder_note,
 )
+from subrosa.memory.marker import new_file_mode
 
 # Loose, Report and Source live in subrosa.memory.report (plain values: generate's quick
 # path, which never loads this module, reports with them too); re-exported here.
@@ -152,7 +153,7 @@ def materialize(
                 return filename, text
             continue
         if write:
-            atomic_write_text(path, text)
+            atomic_write_text(path, text, new_mode=new_file_mode(memory_dir))
         taken.add(filename)
         return filename, text
     raise LeafError(target or line.title, "has too many namesakes to materialize")
