@@ -31,6 +31,8 @@ _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
 # python-frontmatter's YAML boundary, which subrosa used until it split leaves itself.
 _BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
+# The line that closes a frontmatter block, searched for after the opening `---`.
+_CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 _TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
 # A file changed this recently may change again within its file system's timestamp
 # granularity (1 s on ext3 and HFS+, 2 s on FAT) without its stat changing: its stat is
@@ -584,7 +586,7 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
         try:
             meta, body = split_frontmatter(text)
         except (ValueError, NotAMapping) as exc:  # FrontmatterError among them
-            end = re.search(r"^---[ \t]*\r?$", text[3:], re.MULTILINE)
+            end = _CLOSING.search(text[3:])
             body = text[3 + end.end() :] if end else text
             if isinstance(exc, FrontmatterError) and end:
                 meta = _salvaged(text[3 : 3 + end.start()])
@@ -677,11 +679,11 @@ def rewrite_canonical(leaf: Leaf, keep: Path) -> None:
     the original in directory `keep`; a copy already there is never overwritten, so the
     first original survives a second fix."""
     keep.mkdir(parents=True, exist_ok=True)
-    if not (keep / leaf.path.name).exists():
-        original = leaf.path.read_bytes()  # the copy keeps the leaf's mode (0600 stays 0600)
+    original = leaf.path.read_bytes()
+    if not (keep / leaf.path.name).exists():  # the copy keeps the leaf's mode (0600 stays)
         atomic_write_bytes(keep / leaf.path.name, original, mode=leaf.path.stat().st_mode & 0o777)
     name = leaf.slug.replace("_", "-")
-    text = leaf.path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+    text = original.decode("utf-8").removeprefix("\ufeff")
     newline = "\r\n" if "\r\n" in text else "\n"
     header = render_leaf(name, leaf.description, leaf.type, "").rstrip("\n") + "\n\n"
     atomic_write_text(leaf.path, header.replace("\n", newline) + _body_as_written(text))
@@ -692,7 +694,7 @@ def _body_as_written(text: str) -> str:
     none), only the blank lines before it left out: what `--fix-frontmatter` keeps, so an
     indented first line or a CRLF body comes through byte for byte."""
     if _FRONTMATTER_START.match(text):
-        end = re.search(r"^---[ \t]*\r?$", text[3:], re.MULTILINE)
+        end = _CLOSING.search(text[3:])
         if end:
             text = text[3 + end.end() :]
     return re.sub(r"\A(?:[ \t]*\r?\n)+", "", text)
