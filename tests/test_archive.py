@@ -352,9 +352,11 @@ def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) ->
     for flags, said in (
         (("--project", "no-such-project"), "no archived sessions of project no-such-project"),
         (("--all-projects", "--by", "nobody"), "no archived sessions from nobody"),
+        ((), "no archived sessions of this project ("),
     ):
         shown = run("transcript", "list", *flags).stdout
         assert said in shown and "subrosa ingest" not in shown, shown
+        assert "--all-projects" in shown, shown
     # --limit leaving sessions out says so on stderr; --json stays the list alone.
     run("ingest", "--all-projects")
     (other / "s-8.jsonl").write_text(_record("m8", "a second one", session="s-8") + "\n")

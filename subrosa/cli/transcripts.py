@@ -121,6 +121,15 @@ def list_cmd(
         by_whom = f" from {by}" if by else ""
         if scope or by_whom:
             say(f"no archived sessions{scope}{by_whom} (`--all-projects` lists every project's)")
+        elif list_sessions(app.db_url, all_projects=True, limit=1):
+            # Sessions recorded under another project (another folder, another remote)
+            # are not lost: say whose these are and how to see the others.
+            from subrosa.archive.ingest import current_project
+
+            say(
+                f"no archived sessions of this project ({current_project()}); "
+                "other projects have some: `--all-projects` lists them"
+            )
         else:
             say("no archived sessions (run `subrosa ingest`)")
     from subrosa.archive.conversation import session_line
