@@ -241,7 +241,12 @@ def _segments(newest: int, floor: int) -> Iterator[str]:
 
 
 def _newest_by_range(
-    conn: Any, query: str, newest: int, floor: int = 0, keep: int = SELECTIVE
+    conn: Any,
+    query: str,
+    newest: int,
+    floor: int = 0,
+    keep: int = SELECTIVE,
+    rows: list[Any] | None = None,
 ) -> tuple[list[int], int, int | None]:
     """The ids of the query's SELECTIVE newest matches, newest first (the newest `keep`
     of them: all when they are fewer than SELECTIVE), how many they are and the id of
@@ -260,7 +265,13 @@ def _newest_by_range(
     server runs its branches one after the other and stops at the branch that
     brings the last id wanted (parallel workers are off on subrosa's connections,
     subrosa.pg), so no part past it is read; the ids come back as one array (one
-    value to read, not thousands)."""
+    value to read, not thousands).
+
+    With `rows` (a list), the rows of the ids returned (id, text, terms, role) come
+    along in the same statement and are added to it: the query's candidates when it
+    is a search's only required unit (texts_ahead()). They are read by the address
+    the statement found each match at (its ctid, valid within the statement), not
+    looked up again through the primary key: a thousand lookups cost ~1.5 ms."""
     ids: list[int] = []
     count, last = 0, None
     segments = _segments(newest, floor)
@@ -270,23 +281,49 @@ def _newest_by_range(
             break
         want = SELECTIVE - count
         room = max(0, keep - len(ids))
+        columns = "m.id, m.ctid" if rows is not None else "m.id"
         branches = " UNION ALL ".join(
-            f"(SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery AND {part}"
+            f"(SELECT {columns} FROM messages m WHERE {VECTOR} @@ ?::tsquery AND {part}"
             f" ORDER BY m.id DESC LIMIT {want})"
             for part in parts
         )
-        rows = conn.execute_without(
-            "enable_seqscan, enable_indexscan",
-            f"SELECT count(*), min(id), CASE WHEN count(*) < {want} THEN array_agg(id)"
-            f" ELSE (array_agg(id))[1:{room}] END"
-            f" FROM (SELECT id FROM ({branches}) u LIMIT {want}) x",
-            [query] * len(parts),
+        summary = (
+            f"count(*) AS n, min(id) AS kth, CASE WHEN count(*) < {want} THEN array_agg(id)"
+            f" ELSE (array_agg(id))[1:{room}] END AS ids"
         )
-        found, lowest, some = rows[0]
+        if rows is None:
+            found, lowest, some = conn.execute_without(
+                "enable_seqscan, enable_indexscan",
+                f"SELECT {summary} FROM (SELECT id FROM ({branches}) u LIMIT {want}) x",
+                [query] * len(parts),
+            )[0]
+        else:
+            # The rows of the ids sent (those of `some`), and the summary as one row more
+            # in their columns, its role NULL (each column more would be read for every
+            # row: a thousand values more to read through subrosa.libpq).
+            found_rows = conn.execute_without(
+                "enable_seqscan, enable_indexscan",
+                f"WITH x AS MATERIALIZED (SELECT id, ctid FROM ({branches}) u LIMIT {want}),"
+                f" s AS MATERIALIZED (SELECT {summary} FROM x)"
+                " SELECT n, ids::text, kth::text, NULL::varchar FROM s"
+                " UNION ALL SELECT m.id, m.text, m.terms, m.role FROM messages m"
+                " WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM x"
+                " WHERE id >= (SELECT ids[cardinality(ids)] FROM s)))",
+                [query] * len(parts),
+            )
+            head = next(row for row in found_rows if row[3] is None)
+            found, lowest = head[0], head[2]
+            listed = (head[1] or "{}")[1:-1]  # an array of integers' text: {3,2,1}
+            some = [int(rowid) for rowid in listed.split(",")] if listed else []
+            rows += [tuple(row) for row in found_rows if row[3] is not None]
         if found:
             count, last = count + int(found), int(lowest)
             ids += some or []
-    return (ids[:keep] if count >= SELECTIVE else ids), count, last
+    kept = ids[:keep] if count >= SELECTIVE else ids
+    if rows is not None:
+        wanted = set(kept)
+        rows[:] = sorted((row for row in rows if row[0] in wanted), reverse=True)
+    return kept, count, last
 
 
 def _common(conn: Any, alt: Alt) -> bool:
@@ -354,6 +391,20 @@ def existing_ahead(conn: Any, alts: tuple[Alt, ...]) -> None:
     ask of existing() unit by unit (and the cuts it may ask): one round trip, not
     one per unit."""
     existing(conn, alts)
+
+
+def texts_ahead(conn: Any, wanted: bool) -> None:
+    """Whether the probes that follow (one unit's: search.py calls this before and
+    after the unit's questions) send along the rows of the newest matches whose ids
+    they send: the candidates the search asks for next, when the unit is its only
+    required one (a one-word query's first tier), in the same round trip."""
+    conn.answers["texts"] = wanted
+
+
+def texts_usable(filters: Filters, limit: int) -> bool:
+    """Whether candidates() takes its rows from a probe's ids (_newest_known()): no
+    filter, and no more results wanted than RERANK."""
+    return not (filters.role or filters.since or filters.transcript_project) and limit <= RERANK
 
 
 def _share(conn: Any, query: str) -> float | None:
@@ -437,12 +488,16 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
 
 def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple[int, int | None]:
     """_probe_ahead()'s answers for a query the column's statistics list, its newest
-    matches found range by range (_newest_by_range())."""
+    matches found range by range (_newest_by_range()); their rows too when the search
+    asked for them ahead (texts_ahead())."""
     # The ids search asks of a unit with more matches: its newest RERANK (rowids()).
-    ids, count, kth = _newest_by_range(conn, query, newest, floor, keep=RERANK)
+    rows: list[Any] | None = [] if conn.answers.get("texts") else None
+    ids, count, kth = _newest_by_range(conn, query, newest, floor, keep=RERANK, rows=rows)
     conn.answers[("probe", query)] = (count, kth)
     conn.answers[("ids", query)] = ids
-    if count <= PREFETCH:
+    if rows is not None:
+        conn.answers[("rows", query)] = rows
+    elif count <= PREFETCH:
         rows = (
             conn.execute(
                 "SELECT id, text, terms, role FROM messages WHERE id = ANY(?) ORDER BY id DESC",
