@@ -332,6 +332,9 @@ def test_each_id_range_has_its_index(
         pgsearch.texts_ahead(conn, True)
         assert pgsearch._probe_by_range(conn, "'again'", newest) == (6, ids[11])
         assert conn.answers[("rows", "'again'")] == [texts[rowid] for rowid in ids[6:12]]
+        # Rows asked by id: those the probe sent from memory, the others from the server.
+        asked = [ids[7], ids[0], ids[11], ids[15]]
+        assert pgsearch.texts(conn, asked) == [texts[rowid] for rowid in asked]
         # The server asks the range's own index.
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_indexscan = off")

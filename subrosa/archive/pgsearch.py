@@ -614,6 +614,26 @@ def candidates(conn: Any, query: str, filters: Filters, limit: int) -> list[Any]
     )
 
 
+def texts(conn: Any, ids: list[int]) -> list[Any]:
+    """The rows (id, text, terms, role) of the messages `ids`, in that order: those the
+    search's probes sent along already (a rare unit's matches, a one-word query's
+    candidates) from memory, the others asked by id. A query of a few rare words ranks
+    its second tier among its units' matches, whose rows its probes sent."""
+    known: dict[int, Any] = {}
+    for key, rows in conn.answers.items():
+        if type(key) is tuple and key[0] == "rows":
+            known.update((row[0], row) for row in rows)
+    missing = [rowid for rowid in ids if rowid not in known]
+    if missing:
+        known.update(
+            (row[0], tuple(row))
+            for row in conn.execute(
+                "SELECT id, text, terms, role FROM messages WHERE id = ANY(?)", [missing]
+            ).fetchall()
+        )
+    return [known[rowid] for rowid in ids if rowid in known]
+
+
 def rowids(conn: Any, query: str, filters: Filters, limit: int) -> list[int]:
     """The ids of the newest `limit` messages matching `query`."""
     ids = _newest_known(conn, query, filters, limit)
