@@ -448,40 +448,53 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     # ranks of it; 4,000 would cost more to send and read than they save).
     if floor:
         hits = (
-            "near AS MATERIALIZED (SELECT m.id FROM messages m WHERE"
+            "near AS MATERIALIZED (SELECT m.id, m.ctid FROM messages m WHERE"
             f" {VECTOR} @@ ?::tsquery AND m.id > ? ORDER BY m.id DESC LIMIT ?), far AS"
-            " MATERIALIZED (SELECT m.id FROM messages m WHERE (SELECT count(*) FROM near) < ?"
-            f" AND m.id <= ? AND {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?),"
-            " hits AS MATERIALIZED (SELECT id FROM near UNION ALL SELECT id FROM far"
+            " MATERIALIZED (SELECT m.id, m.ctid FROM messages m WHERE"
+            " (SELECT count(*) FROM near) < ? AND m.id <= ? AND"
+            f" {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?),"
+            " hits AS MATERIALIZED (SELECT id, ctid FROM near UNION ALL SELECT id, ctid FROM far"
             " ORDER BY id DESC LIMIT ?)"
         )
         params: list[Any] = [query, floor, SELECTIVE, SELECTIVE, floor, query, SELECTIVE]
         params.append(SELECTIVE)
     else:  # every match is wanted, or a common query's newest: one walk
         hits = (
-            f"hits AS MATERIALIZED (SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery"
-            " ORDER BY m.id DESC LIMIT ?)"
+            "hits AS MATERIALIZED (SELECT m.id, m.ctid FROM messages m WHERE"
+            f" {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?)"
         )
         params = [query, SELECTIVE]
+    # The ids sent: all when fewer than SELECTIVE (search ranks them all), else the
+    # newest RERANK of a walked query (4,000 would cost more to send and read than they
+    # save), SELECTIVE of another. Rows: all the matches of a query in at most PREFETCH
+    # messages (a rare word's), or asked ahead (texts_ahead()) those of the newest
+    # RERANK (the candidates). The rows are read by the ctid the statement found each
+    # match at; the summary rides as one row more in their columns, its role NULL.
+    sent = RERANK if walk else SELECTIVE
+    texts = bool(conn.answers.get("texts"))
     sql = (
         f"WITH {hits}, counted AS (SELECT count(*) AS n, min(id) AS kth FROM hits)"
-        " SELECT c.n, c.kth, (SELECT array_agg(id) FROM (SELECT id FROM hits ORDER BY id DESC"
-        " LIMIT ?) x), NULL::integer, NULL::text, NULL::text, NULL::varchar FROM counted c"
-        " UNION ALL SELECT NULL, NULL, NULL, m.id, m.text, m.terms, m.role FROM messages m"
-        " WHERE m.id = ANY(ARRAY(SELECT id FROM hits)) AND (SELECT n FROM counted) <= ?"
+        " SELECT c.n, (SELECT array_agg(id) FROM (SELECT id FROM hits ORDER BY id DESC"
+        f" LIMIT CASE WHEN c.n >= {SELECTIVE} THEN {sent} END) x)::text, c.kth::text,"
+        " NULL::varchar FROM counted c"
+        " UNION ALL SELECT m.id, m.text, m.terms, m.role FROM messages m"
+        " WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM hits ORDER BY id DESC"
+        f" LIMIT CASE WHEN (SELECT n FROM counted) >= {SELECTIVE} THEN {RERANK} END))"
+        " AND (SELECT n FROM counted) <= ?"
     )
-    params += [RERANK if walk else SELECTIVE, PREFETCH]
+    params.append(SELECTIVE if texts else PREFETCH)
     if walk:
         rows = conn.execute(sql, params).fetchall()
     else:
         rows = conn.execute_without("enable_seqscan, enable_indexscan", sql, params)
-    first = next(row for row in rows if row[0] is not None)
-    count, kth = int(first[0]), first[1]
+    head = next(row for row in rows if row[3] is None)
+    count, kth = int(head[0]), None if head[2] is None else int(head[2])
     conn.answers[("probe", query)] = (count, kth)
-    if first[2] is not None:
-        conn.answers[("ids", query)] = list(first[2])
-    if count <= PREFETCH:
-        matches = sorted((tuple(row[3:]) for row in rows if row[3] is not None), reverse=True)
+    if head[1] is not None:  # an array of integers' text: {3,2,1}
+        listed = head[1][1:-1]
+        conn.answers[("ids", query)] = [int(rowid) for rowid in listed.split(",")] if listed else []
+    if count <= PREFETCH or texts:
+        matches = sorted((tuple(row) for row in rows if row[3] is not None), reverse=True)
         conn.answers[("rows", query)] = matches
     return count, kth
 
