@@ -54,6 +54,7 @@ QUERIES = [
     ["postgres", "restart"],
     ["how", "to", "fix", "the", "cache"],
     ["zanzibarite"],
+    ["cache", "tuesday"],  # never in one message: the second tier
     ["cache", "--sessions"],
     ["connection", "--sessions"],
     ["cache", "--role", "assistant"],

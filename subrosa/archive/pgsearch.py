@@ -554,14 +554,42 @@ def _newest(
     first, in one statement (see the module's docstring). `m.id + 0` hides the order of
     the primary key from the planner, when all the index's matches are to be sorted."""
     joins, where, params = _filters(filters)
+    among = _among(conn, query)
+    table: tuple[str, list[Any]] = ("messages", [])
+    if among is not None and len(among) <= PREFETCH:
+        if not among:
+            return []  # no message holds every part
+        # Those few rows read by id, each one's vector tested: not the other parts'
+        # posting lists (OFFSET 0 keeps the planner from merging the two).
+        table = ("(SELECT * FROM messages WHERE id = ANY(?) OFFSET 0)", [sorted(among)])
+    elif among is not None:
+        where += " AND m.id = ANY(?)"
+        params.append(sorted(among))
     order = "m.id + 0" if _from_the_index(conn, query, limit + offset) else "m.id"
     return list(
         conn.execute(
-            f"SELECT {columns} FROM messages m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
+            f"SELECT {columns} FROM {table[0]} m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
             f" ORDER BY {order} DESC LIMIT ? OFFSET ?",
-            [query, *params, limit, offset],
+            [*table[1], query, *params, limit, offset],
         ).fetchall()
     )
+
+
+def _among(conn: Any, query: str) -> set[int] | None:
+    """The only messages an AND of units' queries can match, when the search's probes
+    sent every match of some of them (units in fewer than SELECTIVE messages): the
+    messages holding all of those. None when no part's matches are all known. A query
+    of a rare word and common ones asks only among the rare word's few matches, not
+    of the common words' whole posting lists (10 ms and more at 1 GB), and one whose
+    rare words are never together asks nothing."""
+    among: set[int] | None = None
+    for part in query.split(" & "):
+        ids: list[int] | None = conn.answers.get(("ids", part))
+        probed = conn.answers.get(("probe", part))
+        if ids is None or probed is None or probed[0] >= SELECTIVE or len(ids) != probed[0]:
+            continue
+        among = set(ids) if among is None else among & set(ids)
+    return among
 
 
 def count_upto(conn: Any, query: str, cap: int) -> int:
