@@ -29,7 +29,8 @@ not list (most generated forms: absent) is a few hundred rows, so existing() and
 _probe_ahead() set the walk themselves. One statement per question also keeps the
 round trips (a tenth of a millisecond or more each, where FTS5's are microseconds)
 few: the probe brings the count, the SELECTIVE-th newest match, the ids and a rare
-word's rows at once (docs/team.md, "The archive on PostgreSQL").
+word's rows (or a one-word query's candidates) at once, and what it sent is not asked
+again (docs/team.md, "The archive on PostgreSQL").
 
 Since migration 0008 each range of RANGE ids has a GIN index of its own: a word the
 statistics list finds its newest matches range by range, newest first, down to a
