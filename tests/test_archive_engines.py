@@ -54,6 +54,7 @@ QUERIES = [
     ["postgres", "restart"],
     ["how", "to", "fix", "the", "cache"],
     ["zanzibarite"],
+    ["cache", "tuesday"],  # never in one message: the second tier
     ["cache", "--sessions"],
     ["connection", "--sessions"],
     ["cache", "--role", "assistant"],
@@ -256,7 +257,8 @@ def test_each_id_range_has_its_index(
     """Migration 0008 builds the index of the first id range and of ranges ahead; ingest
     builds the next one before the ids reach it; a word's newest matches read range by
     range, newest range first, are its newest matches, in order, across a border (with
-    the rows _probe_ahead() sends along for a word with few), cut at a floor or not."""
+    the rows _probe_ahead() sends along for a word with few, and those a one-word search's
+    probe sends along for its candidates), cut at a floor or not."""
     from subrosa.archive import pgsearch
     from subrosa.archive.pgsearch import RANGE, RANGES_AHEAD, index_ranges
     from subrosa.archive.pgstore import AHEAD, open_server
@@ -292,17 +294,29 @@ def test_each_id_range_has_its_index(
         assert min(ids) < border - AHEAD <= border <= max(ids)
         newest = pgsearch.newest_id(conn)
         assert pgsearch._by_range(conn, newest)
-        assert pgsearch._newest_by_range(conn, "'deploy'", newest) == (ids, 18, ids[-1])
-        assert pgsearch._newest_by_range(conn, "'again'", newest) == (ids[6:12], 6, ids[11])
+        every = "SELECT id, text, terms, role FROM messages ORDER BY id DESC"
+        texts = {row[0]: tuple(row) for row in conn.execute(every)}
+
+        def newest_by_range(*args: Any) -> Any:
+            """_newest_by_range(), asked without rows and with them (the same answer; the
+            rows those of the ids it sends, newest first)."""
+            rows: list[Any] = []
+            found = pgsearch._newest_by_range(conn, *args, rows=rows)
+            assert found == pgsearch._newest_by_range(conn, *args)
+            assert rows == [texts[rowid] for rowid in found[0]]
+            return found
+
+        assert newest_by_range("'deploy'", newest) == (ids, 18, ids[-1])
+        assert newest_by_range("'again'", newest) == (ids[6:12], 6, ids[11])
         assert pgsearch._probe_by_range(conn, "'deploy'", newest) == (18, ids[-1])
         # Cut at a floor (a common word): the same ids, in order, whether the parts
         # of the ids are asked one per statement or several under one LIMIT.
         for segments in (1, 2, pgsearch.SEGMENTS):
             monkeypatch.setattr(pgsearch, "SEGMENTS", segments)
             for floor in (border - 2, border + 1, max(ids) - 1, RANGE - 2):
-                found = pgsearch._newest_by_range(conn, "'deploy'", newest, floor)
+                found = newest_by_range("'deploy'", newest, floor)
                 assert found == (ids, 18, ids[-1])
-            again = pgsearch._newest_by_range(conn, "'again'", newest, border + 1)
+            again = newest_by_range("'again'", newest, border + 1)
             assert again == (ids[6:12], 6, ids[11])
             # A word with SELECTIVE matches or more: its newest `keep` ids are sent, its
             # SELECTIVE-th newest match's id, and the count up to SELECTIVE.
@@ -310,11 +324,18 @@ def test_each_id_range_has_its_index(
             monkeypatch.setattr(pgsearch, "SELECTIVE", 10)
             for floor in (0, border - 2, max(ids) - 1):
                 for keep in (3, 10, 12):
-                    found = pgsearch._newest_by_range(conn, "'deploy'", newest, floor, keep)
+                    found = newest_by_range("'deploy'", newest, floor, keep)
                     assert found == (ids[: min(keep, 10)], 10, ids[9])
             monkeypatch.setattr(pgsearch, "SELECTIVE", selective)
-        rows = conn.execute("SELECT id, text, terms, role FROM messages ORDER BY id DESC")
-        assert conn.answers[("rows", "'deploy'")] == [tuple(row) for row in rows]
+        assert conn.answers[("rows", "'deploy'")] == list(texts.values())
+        # Asked ahead (texts_ahead()), the rows come in the probe's own statement.
+        conn.answers.clear()
+        pgsearch.texts_ahead(conn, True)
+        assert pgsearch._probe_by_range(conn, "'again'", newest) == (6, ids[11])
+        assert conn.answers[("rows", "'again'")] == [texts[rowid] for rowid in ids[6:12]]
+        # Rows asked by id: those the probe sent from memory, the others from the server.
+        asked = [ids[7], ids[0], ids[11], ids[15]]
+        assert pgsearch.texts(conn, asked) == [texts[rowid] for rowid in asked]
         # The server asks the range's own index.
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_indexscan = off")

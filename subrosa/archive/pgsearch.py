@@ -29,7 +29,8 @@ not list (most generated forms: absent) is a few hundred rows, so existing() and
 _probe_ahead() set the walk themselves. One statement per question also keeps the
 round trips (a tenth of a millisecond or more each, where FTS5's are microseconds)
 few: the probe brings the count, the SELECTIVE-th newest match, the ids and a rare
-word's rows at once (docs/team.md, "The archive on PostgreSQL").
+word's rows (or a one-word query's candidates) at once, and what it sent is not asked
+again (docs/team.md, "The archive on PostgreSQL").
 
 Since migration 0008 each range of RANGE ids has a GIN index of its own: a word the
 statistics list finds its newest matches range by range, newest first, down to a
@@ -241,7 +242,12 @@ def _segments(newest: int, floor: int) -> Iterator[str]:
 
 
 def _newest_by_range(
-    conn: Any, query: str, newest: int, floor: int = 0, keep: int = SELECTIVE
+    conn: Any,
+    query: str,
+    newest: int,
+    floor: int = 0,
+    keep: int = SELECTIVE,
+    rows: list[Any] | None = None,
 ) -> tuple[list[int], int, int | None]:
     """The ids of the query's SELECTIVE newest matches, newest first (the newest `keep`
     of them: all when they are fewer than SELECTIVE), how many they are and the id of
@@ -260,7 +266,13 @@ def _newest_by_range(
     server runs its branches one after the other and stops at the branch that
     brings the last id wanted (parallel workers are off on subrosa's connections,
     subrosa.pg), so no part past it is read; the ids come back as one array (one
-    value to read, not thousands)."""
+    value to read, not thousands).
+
+    With `rows` (a list), the rows of the ids returned (id, text, terms, role) come
+    along in the same statement and are added to it: the query's candidates when it
+    is a search's only required unit (texts_ahead()). They are read by the address
+    the statement found each match at (its ctid, valid within the statement), not
+    looked up again through the primary key: a thousand lookups cost ~1.5 ms."""
     ids: list[int] = []
     count, last = 0, None
     segments = _segments(newest, floor)
@@ -270,23 +282,49 @@ def _newest_by_range(
             break
         want = SELECTIVE - count
         room = max(0, keep - len(ids))
+        columns = "m.id, m.ctid" if rows is not None else "m.id"
         branches = " UNION ALL ".join(
-            f"(SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery AND {part}"
+            f"(SELECT {columns} FROM messages m WHERE {VECTOR} @@ ?::tsquery AND {part}"
             f" ORDER BY m.id DESC LIMIT {want})"
             for part in parts
         )
-        rows = conn.execute_without(
-            "enable_seqscan, enable_indexscan",
-            f"SELECT count(*), min(id), CASE WHEN count(*) < {want} THEN array_agg(id)"
-            f" ELSE (array_agg(id))[1:{room}] END"
-            f" FROM (SELECT id FROM ({branches}) u LIMIT {want}) x",
-            [query] * len(parts),
+        summary = (
+            f"count(*) AS n, min(id) AS kth, CASE WHEN count(*) < {want} THEN array_agg(id)"
+            f" ELSE (array_agg(id))[1:{room}] END AS ids"
         )
-        found, lowest, some = rows[0]
+        if rows is None:
+            found, lowest, some = conn.execute_without(
+                "enable_seqscan, enable_indexscan",
+                f"SELECT {summary} FROM (SELECT id FROM ({branches}) u LIMIT {want}) x",
+                [query] * len(parts),
+            )[0]
+        else:
+            # The rows of the ids sent (those of `some`), and the summary as one row more
+            # in their columns, its role NULL (each column more would be read for every
+            # row: a thousand values more to read through subrosa.libpq).
+            found_rows = conn.execute_without(
+                "enable_seqscan, enable_indexscan",
+                f"WITH x AS MATERIALIZED (SELECT id, ctid FROM ({branches}) u LIMIT {want}),"
+                f" s AS MATERIALIZED (SELECT {summary} FROM x)"
+                " SELECT n, ids::text, kth::text, NULL::varchar FROM s"
+                " UNION ALL SELECT m.id, m.text, m.terms, m.role FROM messages m"
+                " WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM x"
+                " WHERE id >= (SELECT ids[cardinality(ids)] FROM s)))",
+                [query] * len(parts),
+            )
+            head = next(row for row in found_rows if row[3] is None)
+            found, lowest = head[0], head[2]
+            listed = (head[1] or "{}")[1:-1]  # an array of integers' text: {3,2,1}
+            some = [int(rowid) for rowid in listed.split(",")] if listed else []
+            rows += [tuple(row) for row in found_rows if row[3] is not None]
         if found:
             count, last = count + int(found), int(lowest)
             ids += some or []
-    return (ids[:keep] if count >= SELECTIVE else ids), count, last
+    kept = ids[:keep] if count >= SELECTIVE else ids
+    if rows is not None:
+        wanted = set(kept)
+        rows[:] = sorted((row for row in rows if row[0] in wanted), reverse=True)
+    return kept, count, last
 
 
 def _common(conn: Any, alt: Alt) -> bool:
@@ -356,6 +394,20 @@ def existing_ahead(conn: Any, alts: tuple[Alt, ...]) -> None:
     existing(conn, alts)
 
 
+def texts_ahead(conn: Any, wanted: bool) -> None:
+    """Whether the probes that follow (one unit's: search.py calls this before and
+    after the unit's questions) send along the rows of the newest matches whose ids
+    they send: the candidates the search asks for next, when the unit is its only
+    required one (a one-word query's first tier), in the same round trip."""
+    conn.answers["texts"] = wanted
+
+
+def texts_usable(filters: Filters, limit: int) -> bool:
+    """Whether candidates() takes its rows from a probe's ids (_newest_known()): no
+    filter, and no more results wanted than RERANK."""
+    return not (filters.role or filters.since or filters.transcript_project) and limit <= RERANK
+
+
 def _share(conn: Any, query: str) -> float | None:
     """At most how large a share of the messages a unit's query matches, from the
     column's statistics: an alternative, its least common word; a word they do not
@@ -397,52 +449,69 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     # ranks of it; 4,000 would cost more to send and read than they save).
     if floor:
         hits = (
-            "near AS MATERIALIZED (SELECT m.id FROM messages m WHERE"
+            "near AS MATERIALIZED (SELECT m.id, m.ctid FROM messages m WHERE"
             f" {VECTOR} @@ ?::tsquery AND m.id > ? ORDER BY m.id DESC LIMIT ?), far AS"
-            " MATERIALIZED (SELECT m.id FROM messages m WHERE (SELECT count(*) FROM near) < ?"
-            f" AND m.id <= ? AND {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?),"
-            " hits AS MATERIALIZED (SELECT id FROM near UNION ALL SELECT id FROM far"
+            " MATERIALIZED (SELECT m.id, m.ctid FROM messages m WHERE"
+            " (SELECT count(*) FROM near) < ? AND m.id <= ? AND"
+            f" {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?),"
+            " hits AS MATERIALIZED (SELECT id, ctid FROM near UNION ALL SELECT id, ctid FROM far"
             " ORDER BY id DESC LIMIT ?)"
         )
         params: list[Any] = [query, floor, SELECTIVE, SELECTIVE, floor, query, SELECTIVE]
         params.append(SELECTIVE)
     else:  # every match is wanted, or a common query's newest: one walk
         hits = (
-            f"hits AS MATERIALIZED (SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery"
-            " ORDER BY m.id DESC LIMIT ?)"
+            "hits AS MATERIALIZED (SELECT m.id, m.ctid FROM messages m WHERE"
+            f" {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?)"
         )
         params = [query, SELECTIVE]
+    # The ids sent: all when fewer than SELECTIVE (search ranks them all), else the
+    # newest RERANK of a walked query (4,000 would cost more to send and read than they
+    # save), SELECTIVE of another. Rows: all the matches of a query in at most PREFETCH
+    # messages (a rare word's), or asked ahead (texts_ahead()) those of the newest
+    # RERANK (the candidates). The rows are read by the ctid the statement found each
+    # match at; the summary rides as one row more in their columns, its role NULL.
+    sent = RERANK if walk else SELECTIVE
+    texts = bool(conn.answers.get("texts"))
     sql = (
         f"WITH {hits}, counted AS (SELECT count(*) AS n, min(id) AS kth FROM hits)"
-        " SELECT c.n, c.kth, (SELECT array_agg(id) FROM (SELECT id FROM hits ORDER BY id DESC"
-        " LIMIT ?) x), NULL::integer, NULL::text, NULL::text, NULL::varchar FROM counted c"
-        " UNION ALL SELECT NULL, NULL, NULL, m.id, m.text, m.terms, m.role FROM messages m"
-        " WHERE m.id = ANY(ARRAY(SELECT id FROM hits)) AND (SELECT n FROM counted) <= ?"
+        " SELECT c.n, (SELECT array_agg(id) FROM (SELECT id FROM hits ORDER BY id DESC"
+        f" LIMIT CASE WHEN c.n >= {SELECTIVE} THEN {sent} END) x)::text, c.kth::text,"
+        " NULL::varchar FROM counted c"
+        " UNION ALL SELECT m.id, m.text, m.terms, m.role FROM messages m"
+        " WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM hits ORDER BY id DESC"
+        f" LIMIT CASE WHEN (SELECT n FROM counted) >= {SELECTIVE} THEN {RERANK} END))"
+        " AND (SELECT n FROM counted) <= ?"
     )
-    params += [RERANK if walk else SELECTIVE, PREFETCH]
+    params.append(SELECTIVE if texts else PREFETCH)
     if walk:
         rows = conn.execute(sql, params).fetchall()
     else:
         rows = conn.execute_without("enable_seqscan, enable_indexscan", sql, params)
-    first = next(row for row in rows if row[0] is not None)
-    count, kth = int(first[0]), first[1]
+    head = next(row for row in rows if row[3] is None)
+    count, kth = int(head[0]), None if head[2] is None else int(head[2])
     conn.answers[("probe", query)] = (count, kth)
-    if first[2] is not None:
-        conn.answers[("ids", query)] = list(first[2])
-    if count <= PREFETCH:
-        matches = sorted((tuple(row[3:]) for row in rows if row[3] is not None), reverse=True)
+    if head[1] is not None:  # an array of integers' text: {3,2,1}
+        listed = head[1][1:-1]
+        conn.answers[("ids", query)] = [int(rowid) for rowid in listed.split(",")] if listed else []
+    if count <= PREFETCH or texts:
+        matches = sorted((tuple(row) for row in rows if row[3] is not None), reverse=True)
         conn.answers[("rows", query)] = matches
     return count, kth
 
 
 def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple[int, int | None]:
     """_probe_ahead()'s answers for a query the column's statistics list, its newest
-    matches found range by range (_newest_by_range())."""
+    matches found range by range (_newest_by_range()); their rows too when the search
+    asked for them ahead (texts_ahead())."""
     # The ids search asks of a unit with more matches: its newest RERANK (rowids()).
-    ids, count, kth = _newest_by_range(conn, query, newest, floor, keep=RERANK)
+    rows: list[Any] | None = [] if conn.answers.get("texts") else None
+    ids, count, kth = _newest_by_range(conn, query, newest, floor, keep=RERANK, rows=rows)
     conn.answers[("probe", query)] = (count, kth)
     conn.answers[("ids", query)] = ids
-    if count <= PREFETCH:
+    if rows is not None:
+        conn.answers[("rows", query)] = rows
+    elif count <= PREFETCH:
         rows = (
             conn.execute(
                 "SELECT id, text, terms, role FROM messages WHERE id = ANY(?) ORDER BY id DESC",
@@ -486,14 +555,42 @@ def _newest(
     first, in one statement (see the module's docstring). `m.id + 0` hides the order of
     the primary key from the planner, when all the index's matches are to be sorted."""
     joins, where, params = _filters(filters)
+    among = _among(conn, query)
+    table: tuple[str, list[Any]] = ("messages", [])
+    if among is not None and len(among) <= PREFETCH:
+        if not among:
+            return []  # no message holds every part
+        # Those few rows read by id, each one's vector tested: not the other parts'
+        # posting lists (OFFSET 0 keeps the planner from merging the two).
+        table = ("(SELECT * FROM messages WHERE id = ANY(?) OFFSET 0)", [sorted(among)])
+    elif among is not None:
+        where += " AND m.id = ANY(?)"
+        params.append(sorted(among))
     order = "m.id + 0" if _from_the_index(conn, query, limit + offset) else "m.id"
     return list(
         conn.execute(
-            f"SELECT {columns} FROM messages m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
+            f"SELECT {columns} FROM {table[0]} m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
             f" ORDER BY {order} DESC LIMIT ? OFFSET ?",
-            [query, *params, limit, offset],
+            [*table[1], query, *params, limit, offset],
         ).fetchall()
     )
+
+
+def _among(conn: Any, query: str) -> set[int] | None:
+    """The only messages an AND of units' queries can match, when the search's probes
+    sent every match of some of them (units in fewer than SELECTIVE messages): the
+    messages holding all of those. None when no part's matches are all known. A query
+    of a rare word and common ones asks only among the rare word's few matches, not
+    of the common words' whole posting lists (10 ms and more at 1 GB), and one whose
+    rare words are never together asks nothing."""
+    among: set[int] | None = None
+    for part in query.split(" & "):
+        ids: list[int] | None = conn.answers.get(("ids", part))
+        probed = conn.answers.get(("probe", part))
+        if ids is None or probed is None or probed[0] >= SELECTIVE or len(ids) != probed[0]:
+            continue
+        among = set(ids) if among is None else among & set(ids)
+    return among
 
 
 def count_upto(conn: Any, query: str, cap: int) -> int:
@@ -557,6 +654,26 @@ def candidates(conn: Any, query: str, filters: Filters, limit: int) -> list[Any]
             [ids],
         ).fetchall()
     )
+
+
+def texts(conn: Any, ids: list[int]) -> list[Any]:
+    """The rows (id, text, terms, role) of the messages `ids`, in that order: those the
+    search's probes sent along already (a rare unit's matches, a one-word query's
+    candidates) from memory, the others asked by id. A query of a few rare words ranks
+    its second tier among its units' matches, whose rows its probes sent."""
+    known: dict[int, Any] = {}
+    for key, rows in conn.answers.items():
+        if type(key) is tuple and key[0] == "rows":
+            known.update((row[0], row) for row in rows)
+    missing = [rowid for rowid in ids if rowid not in known]
+    if missing:
+        known.update(
+            (row[0], tuple(row))
+            for row in conn.execute(
+                "SELECT id, text, terms, role FROM messages WHERE id = ANY(?)", [missing]
+            ).fetchall()
+        )
+    return [known[rowid] for rowid in ids if rowid in known]
 
 
 def rowids(conn: Any, query: str, filters: Filters, limit: int) -> list[int]:

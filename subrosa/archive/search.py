@@ -212,13 +212,17 @@ Cache = dict[Unit, Stats]
 
 
 def unit_stats(
-    conn: sqlite3.Connection, units: Iterable[Unit], cache: Cache | None = None
+    conn: sqlite3.Connection,
+    units: Iterable[Unit],
+    cache: Cache | None = None,
+    texts_of: Unit | None = None,
 ) -> list[Stats]:
     """Each unit with the alternatives the index holds and its document frequency:
     counted when selective, else estimated from how far back its SELECTIVE newest
     matches reach. Alternatives that are nowhere (most generated forms) are dropped
     here, so the queries that follow look up only real terms. `cache` keeps what one
-    search already asked."""
+    search already asked. On a server, the probe of `texts_of` (the first tier's only
+    required unit) sends its candidates' rows along (pgsearch.texts_ahead())."""
     cache = {} if cache is None else cache
     units = list(units)
     total = -1
@@ -232,6 +236,8 @@ def unit_stats(
             if not isinstance(conn, sqlite3.Connection):  # one round trip for all units
                 ahead = [u for u in units if u not in cache]
                 _pg().existing_ahead(conn, tuple(a for u in ahead for a in (*u.alts, *u.splits)))
+        if texts_of is not None:
+            _pg().texts_ahead(conn, unit == texts_of)
         alts = _existing(conn, unit.alts)
         if unit.splits and not (
             alts and _count_upto(conn, _expr(conn, unit, alts), SPLIT_BELOW) >= SPLIT_BELOW
@@ -248,7 +254,21 @@ def unit_stats(
         idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
         cache[unit] = Stats(unit, expr, alts, kth, df, idf)
         out.append(cache[unit])
+    if texts_of is not None and total >= 0:
+        _pg().texts_ahead(conn, False)
     return out
+
+
+def _texts_of(
+    conn: sqlite3.Connection, units: list[Unit], filters: Filters, limit: int
+) -> Unit | None:
+    """On a server, the unit whose newest matches are the first tier's candidates (the
+    query's only required unit), when candidates() will read them by the ids its
+    probe sends: its probe sends their rows too, one round trip less."""
+    if isinstance(conn, sqlite3.Connection) or not _pg().texts_usable(filters, limit):
+        return None
+    required = [unit for unit in units if not unit.stop]
+    return required[0] if len(required) == 1 else None
 
 
 def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[Row]:
@@ -289,6 +309,8 @@ def _by_id(conn: sqlite3.Connection, select: str, ids: list[int]) -> Iterator[An
 
 
 def _texts(conn: sqlite3.Connection, rowids: list[int]) -> list[Row]:
+    if not isinstance(conn, sqlite3.Connection):  # what its probes sent is not asked again
+        return list(_pg().texts(conn, rowids))
     return list(_by_id(conn, "SELECT id, text, terms, role FROM messages WHERE id IN", rowids))
 
 
@@ -558,7 +580,7 @@ def _ranked(
     """The first tier, then (unless `enough` of it) the second, best first in each
     (`limit` results wanted: it widens their windows past it)."""
     cache = {} if cache is None else cache
-    stats = unit_stats(conn, units, cache)
+    stats = unit_stats(conn, units, cache, _texts_of(conn, units, filters, limit))
     hits, texts = _first_tier(conn, stats, filters, limit)
     hits, apart = _words_apart(stats, hits, texts)
     shown = [s for s in stats if s.expr]
