@@ -376,3 +376,28 @@ def test_a_line_appended_in_another_encoding_is_refused_not_replaced(
     assert f"{index}: is not UTF-8 text (bad byte at offset" in said.stderr
     assert index.read_bytes() == original
     assert not (memory_dir / "appended_by_hand_caf.md").exists()
+
+
+def test_a_link_in_a_code_span_is_text_to_the_witness(tmp_path: Path, run: RunCli) -> None:
+    # The take-over reads `[x](y.md)` in backticks as text about a link (indexfile's
+    # link_targets); the witness counted it as a link: an orphan link, a duplicate.
+    directory = tmp_path / "mem"
+    directory.mkdir()
+    write_leaf(directory, "a.md")
+    write_leaf(directory, "b.md")
+    (directory / "MEMORY.md").write_text(
+        "- [A](a.md) — link notes as `[text](file.md)`, never ``[B](b.md)``\n"
+        "- [B](b.md) — see `[A](a.md)` above\n"
+        "A note: write `` a`[x](y.md) `` for a link with a backtick.\n"
+    )
+    verdict = _check(run, directory)
+    assert verdict["ok"] is True
+    assert verdict["orphan_links"] == [] and verdict["duplicate_refs"] == []
+    assert _script(directory) == (0, verdict)
+    # Outside a code span the link still counts, an escaped backtick opens no span.
+    (directory / "MEMORY.md").write_text(
+        "- [A](a.md) — \\`[gone](gone.md)\\`\n- [B](b.md) — `a` [B again](b.md) `c`\n"
+    )
+    verdict = _check(run, directory, expect=1)
+    assert verdict["orphan_links"] == ["gone.md"] and verdict["duplicate_refs"] == ["b.md"]
+    assert _script(directory) == (1, verdict)
