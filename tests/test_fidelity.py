@@ -396,3 +396,41 @@ def test_a_link_in_a_code_span_is_text_not_a_file_to_take_over(
     ]
     hook = json.loads(run("fact", "show", "docs_links", "--json").stdout)["hook"]
     assert hook.startswith("write `[text]\\(file.md)`, relative")
+
+
+def test_a_frontmatter_key_given_twice_is_reported_not_rewritten(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # YAML keeps the last of two `description:` lines: the first vanished unsaid.
+    leaves = {
+        "plain.md": "---\nname: plain\ndescription: First said.\nmetadata:\n  type: project\n"
+        "description: Second said.\n---\n\nBody.\n",
+        "quoted.md": '---\nname: quoted\ndescription: "a: b"\nmetadata:\n  type: project\n'
+        "  type: feedback\n---\n\nBody.\n",
+        "block.md": "---\nname: block\ndescription: >-\n  Folded.\nnotes: |\n  a: 1\n  a: 2\n"
+        "other:\n  type: x\nmetadata:\n  type: user\n---\n\nBody.\n",
+        "broken.md": "---\ndescription: set weight: 1 first\ndescription: second\n"
+        "metadata:\n  type: project\n---\n\nBody.\n",
+    }
+    for name, text in leaves.items():
+        (memory_dir / name).write_text(text)
+    before = {p.name: p.read_bytes() for p in memory_dir.iterdir()}
+    result = run("generate", "--json")
+    warnings = json.loads(result.stdout)["warnings"]
+    twice = {Path(w.split(": ", 1)[0]).name: w.split(": ", 1)[1] for w in warnings if "twice" in w}
+    said = "twice in its frontmatter; the {} is used (delete the one you do not mean)"
+    assert twice == {
+        "plain.md": "gives description: " + said.format("last"),
+        "quoted.md": "gives type: under metadata: " + said.format("last"),
+        "broken.md": "gives description: " + said.format("first"),
+    }
+    assert "plain.md: gives description: twice" in result.stderr
+    facts = _facts(run, memory_dir)
+    assert facts["plain"]["description"] == "Second said."
+    assert facts["quoted"]["type"] == "feedback"
+    assert facts["broken"]["description"] == "set weight: 1 first"
+    assert {n: (memory_dir / n).read_bytes() for n in leaves} == before
+    doctor = json.loads(run("doctor", "--json", expect=None).stdout)
+    check = {c["name"]: c for c in doctor["checks"]}["leaf frontmatter"]
+    assert check["ok"] is False and check["severity"] == "warning"
+    assert "3 leaf file(s)" in check["detail"] and "plain.md: description" in check["detail"]

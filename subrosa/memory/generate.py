@@ -83,6 +83,7 @@ class Outcome:
             "kept": self.kept,
             "written": self.written,
             "replaced_claude_index": self.replaced_claude_index,
+            "warnings": report.warnings,
         }
 
 
