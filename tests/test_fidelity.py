@@ -434,3 +434,48 @@ def test_a_frontmatter_key_given_twice_is_reported_not_rewritten(
     check = {c["name"]: c for c in doctor["checks"]}["leaf frontmatter"]
     assert check["ok"] is False and check["severity"] == "warning"
     assert "3 leaf file(s)" in check["detail"] and "plain.md: description" in check["detail"]
+
+
+def test_a_line_deleted_or_moved_by_hand_comes_back_and_is_reported(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # MEMORY.md is generated (document 002): a hand edit that only deletes or reorders
+    # lines is undone by the next generate. It was undone without a word.
+    for name in ("alpha", "beta", "gamma", "delta"):
+        write_leaf(memory_dir, f"{name}.md", f"The {name} fact.")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    generated = index.read_text()
+    lines = generated.splitlines(keepends=True)
+    alpha, beta, gamma, delta = (
+        next(i for i, line in enumerate(lines) if f"({name}.md)" in line)
+        for name in ("alpha", "beta", "gamma", "delta")
+    )
+    order = [lines[i] for i in (alpha, beta, gamma, delta)]
+    edited = [line for line in lines if line not in order]
+    edited += [order[0], order[2], order[1]]  # beta after gamma, delta deleted
+    index.write_text("".join(edited))
+    dry = json.loads(run("generate", "--dry-run", "--json").stdout)
+    result = run("generate", "--json")
+    data = json.loads(result.stdout)
+    assert dry["restored"] == data["restored"] == [{"file": "MEMORY.md", "slug": "delta"}]
+    # Two lines swapped: either one moved, both are back in their place.
+    swapped = [{"file": "MEMORY.md", "slug": "gamma"}, {"file": "MEMORY.md", "slug": "beta"}]
+    assert dry["reordered"] == data["reordered"] == swapped
+    assert index.read_text() == generated
+    assert "deleted by hand" in result.stderr and "subrosa fact archive delta" in result.stderr
+    assert "moved by hand" in result.stderr and "subrosa fact move gamma" in result.stderr
+    # Nothing to say when nothing was edited, nor for a fact whose leaf is gone with its
+    # line; a line moved (and edited) far up is the one line that moved.
+    again = json.loads(run("generate", "--json").stdout)
+    assert again["restored"] == again["reordered"] == []
+    lines = generated.splitlines(keepends=True)
+    moved = lines.pop(delta).replace("The delta fact.", "The delta fact, edited.")
+    lines.insert(alpha, moved)
+    lines = [line for line in lines if "(gamma.md)" not in line]
+    index.write_text("".join(lines))
+    (memory_dir / "gamma.md").unlink()
+    data = json.loads(run("generate", "--json").stdout)
+    assert data["hooks_taken"] == ["delta"] and data["missing"] == ["gamma"]
+    assert data["restored"] == []
+    assert data["reordered"] == [{"file": "MEMORY.md", "slug": "delta"}]

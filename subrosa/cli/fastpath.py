@@ -143,6 +143,37 @@ def report_problems(report: Report) -> None:
         warn(f"{item.describe()}.")
 
 
+def report_undone(restored: list[dict[str, str]], reordered: list[dict[str, str]]) -> None:
+    """Warnings on stderr: hand edits of an index file that generate undoes, each with
+    the command that does what the edit meant."""
+    for name in dict.fromkeys(item["file"] for item in restored):
+        slugs = [item["slug"] for item in restored if item["file"] == name]
+        first = slugs[0]
+        warn(
+            f"{name}: {_count(slugs, 'line')} deleted by hand {_is(slugs)} back "
+            f"({', '.join(slugs)}): {name} is generated from the facts. To take a fact out "
+            f"of MEMORY.md, `subrosa fact archive {first}` (it stays in MEMORY_archive.md); "
+            f"to forget it, `subrosa fact forget {first}`."
+        )
+    for name in dict.fromkeys(item["file"] for item in reordered):
+        slugs = [item["slug"] for item in reordered if item["file"] == name]
+        first = slugs[0]
+        warn(
+            f"{name}: {_count(slugs, 'line')} moved by hand {_is(slugs)} back in "
+            f"{'its' if len(slugs) == 1 else 'their'} place ({', '.join(slugs)}): the order "
+            f"is the facts' curated order. To move one, `subrosa fact move {first} --before "
+            f"OTHER`; to keep one in MEMORY.md whatever its rank, `subrosa fact pin {first}`."
+        )
+
+
+def _count(items: list[str], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def _is(items: list[str]) -> str:
+    return "is" if len(items) == 1 else "are"
+
+
 def generate_and_report(
     db_url: str,
     memory_dir: Path,
@@ -170,6 +201,7 @@ def generate_and_report(
         dry_run=dry_run,
     )
     report_problems(outcome.report)
+    report_undone(outcome.restored, outcome.reordered)
     if as_json:
         print_json(outcome.to_dict())
     else:

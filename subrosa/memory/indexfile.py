@@ -266,3 +266,63 @@ def foreign_lines(current: str, last_written: str | None, known_files: set[str])
         if not parsed.targets or any(t not in known_files for t in parsed.targets):
             numbers.extend(parsed.numbers)
     return numbers
+
+
+def _linked_order(text: str) -> list[str]:
+    """The topic files `text` links, each once, in the order of their first line."""
+    found: dict[str, None] = {}
+    for line in text.splitlines():
+        for target in link_targets(line):
+            if target not in INDEX_FILES:
+                found.setdefault(target, None)
+    return list(found)
+
+
+def _kept_in_order(first: list[str], second: list[str], *, skip_first: bool) -> set[str]:
+    """The items of a longest run common to both orders (of the same items): the rest
+    are the ones that moved. Where two runs are as long (two lines swapped: either one
+    moved), `skip_first` says which to take."""
+    lengths = [[0] * (len(second) + 1) for _ in range(len(first) + 1)]
+    for i in range(len(first) - 1, -1, -1):
+        for j in range(len(second) - 1, -1, -1):
+            lengths[i][j] = (
+                lengths[i + 1][j + 1] + 1
+                if first[i] == second[j]
+                else max(lengths[i + 1][j], lengths[i][j + 1])
+            )
+    kept: set[str] = set()
+    i = j = 0
+    while i < len(first) and j < len(second):
+        if first[i] == second[j]:
+            kept.add(first[i])
+            i, j = i + 1, j + 1
+        elif lengths[i + 1][j] > lengths[i][j + 1] or (
+            skip_first and lengths[i + 1][j] == lengths[i][j + 1]
+        ):
+            i += 1
+        else:
+            j += 1
+    return kept
+
+
+def undone_edits(last_written: str, current: str, new: str) -> tuple[list[str], list[str]]:
+    """What rewriting an index file undoes of a hand edit: the topic files whose line
+    subrosa wrote (`last_written`), someone deleted (`current`) and the new text (`new`)
+    links again; and those whose line someone moved (out of the longest run of lines
+    left in order; both of two lines swapped) that the new text puts under another line
+    than the one they were moved under (the take-over keeps the place of a new line
+    only: an existing fact's line, moved, goes back to its curated place)."""
+    before, edited, after = _linked_order(last_written), _linked_order(current), _linked_order(new)
+    there, coming, written = set(edited), set(after), set(before)
+    restored = [t for t in before if t not in there and t in coming]
+    common = [t for t in edited if t in coming and t in written]
+    shared = set(common)
+    ordered = [t for t in before if t in shared]
+    moved = shared - (
+        _kept_in_order(ordered, common, skip_first=True)
+        & _kept_in_order(ordered, common, skip_first=False)
+    )
+    placed = [t for t in after if t in shared]
+    above = {t: common[k - 1] if k else None for k, t in enumerate(common)}
+    now_above = {t: placed[k - 1] if k else None for k, t in enumerate(placed)}
+    return restored, [t for t in common if t in moved and above[t] != now_above[t]]
