@@ -401,3 +401,22 @@ def test_a_link_in_a_code_span_is_text_to_the_witness(tmp_path: Path, run: RunCl
     verdict = _check(run, directory, expect=1)
     assert verdict["orphan_links"] == ["gone.md"] and verdict["duplicate_refs"] == ["b.md"]
     assert _script(directory) == (1, verdict)
+
+
+def test_a_line_too_long_for_any_index_is_named_so(memory_dir: Path, run: RunCli) -> None:
+    # A 30,000-character title makes a line longer than MEMORY.md's whole budget: it
+    # was listed "below budget", as if a better rank could bring it in.
+    write_leaf(memory_dir, "huge.md", extra=f"title: {'T' * 30_000}\n")
+    write_leaf(memory_dir, "small.md")
+    result = run("generate", "--json")
+    data = json.loads(result.stdout)
+    assert data["included"] == ["small"] and data["below_budget"] == ["huge"]
+    assert data["too_long"] == ["huge"]
+    assert "huge: its index line is 30,0" in result.stderr
+    assert "shorten" in result.stderr and "MEMORY_archive.md" in result.stderr
+    assert "[" + "T" * 30_000 + "](huge.md)" in (memory_dir / "MEMORY_archive.md").read_text()
+    assert json.loads(run("fact", "show", "huge", "--json").stdout)["title"] == "T" * 30_000
+    run("fact", "pin", "huge")
+    pinned = run("generate", expect=1)
+    assert "huge" in pinned.stderr and "its index line is" in pinned.stderr
+    assert json.loads(run("generate", "--json", expect=1).stdout)["too_long"] == ["huge"]

@@ -143,6 +143,18 @@ def report_problems(report: Report) -> None:
         warn(f"{item.describe()}.")
 
 
+def report_too_long(too_long: list[tuple[str, int]], budget: int) -> None:
+    """Warnings on stderr: facts whose index line could not fit even in an empty MEMORY.md."""
+    for slug, size in too_long:
+        warn(
+            f"{slug}: its index line is {size:,} bytes, more than a MEMORY.md of "
+            f"{budget:,} bytes has room for: the fact is kept (its line is in "
+            "MEMORY_archive.md, search finds it) but cannot be in MEMORY.md until the "
+            "line is shorter; shorten the leaf's title (`title:` or its first heading) "
+            f"or the fact's hook (`subrosa fact upsert {slug} --hook TEXT`)."
+        )
+
+
 def report_undone(restored: list[dict[str, str]], reordered: list[dict[str, str]]) -> None:
     """Warnings on stderr: hand edits of an index file that generate undoes, each with
     the command that does what the edit meant."""
@@ -201,6 +213,7 @@ def generate_and_report(
         dry_run=dry_run,
     )
     report_problems(outcome.report)
+    report_too_long(outcome.plan.too_long, budget)
     report_undone(outcome.restored, outcome.reordered)
     if as_json:
         print_json(outcome.to_dict())
