@@ -420,3 +420,31 @@ def test_a_line_too_long_for_any_index_is_named_so(memory_dir: Path, run: RunCli
     pinned = run("generate", expect=1)
     assert "huge" in pinned.stderr and "its index line is" in pinned.stderr
     assert json.loads(run("generate", "--json", expect=1).stdout)["too_long"] == ["huge"]
+
+
+def test_a_link_in_a_fenced_code_block_is_text_to_both(memory_dir: Path, run: RunCli) -> None:
+    # An example in a fenced block links nothing, for the witness as for the take-over
+    # (which took a ~~~ block's link over as a fact's line).
+    write_leaf(memory_dir, "a.md")
+    write_leaf(memory_dir, "b.md")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    example = (
+        "\nHow a line looks:\n~~~\n- [B](b.md) — an example, not B's line\n~~~\n"
+        "```md\n- [Gone](gone.md) — nor this\n```\n"
+    )
+    index.write_text(index.read_text() + example)
+    verdict = _check(run, memory_dir)
+    assert verdict["ok"] is True and _script(memory_dir) == (0, verdict)
+    data = _generate(run)
+    assert data["hooks_taken"] == [] and data["materialized"] == ["how_a_line_looks_b_b.md"]
+    assert _check(run, memory_dir)["ok"] is True
+    # A line of backticks that closes on itself is a code span, not a fence: the next
+    # line's link counts.
+    (memory_dir / "x").mkdir()
+    other = memory_dir / "x"
+    write_leaf(other, "a.md")
+    (other / "MEMORY.md").write_text("```[A](a.md)```\n- [A](a.md)\n")
+    assert _check(run, other)["ok"] is True
+    (other / "MEMORY.md").write_text("~~~\n- [A](a.md)\n")  # unclosed: to the end
+    assert _check(run, other, expect=1)["orphan_files"] == ["a.md"]

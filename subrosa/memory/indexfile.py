@@ -35,7 +35,6 @@ from subrosa.text import sanitize_field
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 # A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _BREAK = re.compile(r"^\s{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _SEPARATOR = re.compile(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
 _EMPHASIS = re.compile(r"(?:\*\*|__|\*|_)?")
@@ -95,17 +94,20 @@ def link_targets(text: str) -> list[str]:
     return list(load_witness().md_targets(text))
 
 
-def parse_item(number: int, lines: list[str], section: str | None) -> IndexLine | None:
+def parse_item(
+    number: int, lines: list[str], section: str | None, *, code: bool = False
+) -> IndexLine | None:
     """Read one index item in the wild: `- [Title](file.md) — hook` and its many cousins
     (other separators, no hook, a link in the middle, no link at all, continuation
     lines). None for an empty bullet; an item that links no topic file and is no
-    bullet (or a bullet that only links an index file) is prose."""
+    bullet (or a bullet that only links an index file) is prose, and so is one that
+    holds a fenced code block (`code`: its links are examples, as the witness reads them)."""
     witness = load_witness()
     raw = "\n".join(lines)
     bullet = _BULLET.match(lines[0])
     first = bullet.group(1) if bullet else lines[0].strip()
     item = " ".join([first.strip(), *(line.strip() for line in lines[1:])]).strip()
-    linked = link_targets(item)
+    linked = [] if code else link_targets(item)
     targets = tuple(t for t in linked if t not in INDEX_FILES)
     if not targets and (not bullet or linked):
         hook = sanitize_field(item)
@@ -138,11 +140,6 @@ def parse_line(number: int, raw: str, section: str | None) -> IndexLine | None:
     return parse_item(number, [raw], section)
 
 
-def _fence_closes(line: str, fence: str) -> bool:
-    closing = line.strip()
-    return len(closing) >= len(fence) and set(closing) == {fence[0]}
-
-
 def parse_index(text: str) -> list[IndexLine]:
     """Every item of an index file, in order, with the section it is under: bullets
     (continuation lines included), linking lines, and paragraphs of prose."""
@@ -152,15 +149,17 @@ def parse_index(text: str) -> list[IndexLine]:
     start = 0
     kind: str | None = None  # "bullet" or "prose" while an item is open
     fence: str | None = None  # the opening run while inside a fenced block
+    code = False  # the open item holds a fenced block: its links are text
+    witness = load_witness()
     seen_text = False
 
     def flush() -> None:
-        nonlocal pending, kind
+        nonlocal pending, kind, code
         if pending:
-            parsed = parse_item(start, pending, section)
+            parsed = parse_item(start, pending, section, code=code)
             if parsed is not None:
                 items.append(parsed)
-        pending, kind = [], None
+        pending, kind, code = [], None, False
 
     def begin(number: int, new_kind: str, line: str) -> None:
         nonlocal start, kind
@@ -171,16 +170,16 @@ def parse_index(text: str) -> list[IndexLine]:
     for number, raw in enumerate(text.splitlines(), start=1):
         if fence is not None:
             pending.append(raw)
-            if _fence_closes(raw, fence):
+            if witness.fence_closes(raw, fence):
                 fence = None
             continue
-        opener = _FENCE.match(raw)
+        opener = witness.FENCE.match(raw)
         if opener:
             if kind == "prose":
                 pending.append(raw)
             else:
                 begin(number, "prose", raw)
-            fence = opener.group(1)
+            fence, code = opener.group(1), True
             seen_text = True
             continue
         if not raw.strip() or _BREAK.match(raw):
