@@ -479,3 +479,17 @@ def test_a_line_deleted_or_moved_by_hand_comes_back_and_is_reported(
     assert data["hooks_taken"] == ["delta"] and data["missing"] == ["gamma"]
     assert data["restored"] == []
     assert data["reordered"] == [{"file": "MEMORY.md", "slug": "delta"}]
+
+
+def test_a_leaf_named_with_a_spelling_joiner_is_registered(memory_dir: Path, run: RunCli) -> None:
+    # A Persian file name needs its ZWNJ (`کتاب‌ها`): generate registered the leaf,
+    # `fact upsert --leaf` refused it as holding an invisible character.
+    name = "کتاب\u200cها.md"
+    write_leaf(memory_dir, name, "کتاب\u200cها را بخوان.", name="books")
+    said = "کتاب\u200cها را بخوان."
+    added = json.loads(run("fact", "upsert", "--leaf", name, "--hook", said, "--json").stdout)
+    assert added["fact"]["slug"] == "کتاب\u200cها"
+    assert added["fact"]["description"] == "کتاب\u200cها را بخوان."
+    run("generate")
+    assert "(کتاب%E2%80%8Cها.md) — کتاب\u200cها را بخوان." in (memory_dir / "MEMORY.md").read_text()
+    assert json.loads(run("check", "--json").stdout)["ok"] is True

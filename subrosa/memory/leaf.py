@@ -24,7 +24,7 @@ from subrosa.config import FACT_TYPES
 from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.memory.marker import INDEX_FILES, new_file_mode
-from subrosa.text import sanitize_field
+from subrosa.text import sanitize_field, strip_invisible
 
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -440,14 +440,26 @@ def filename_problem(name: str) -> str | None:
 
     The name becomes the fact's slug and a link target in MEMORY.md: bytes that are
     not UTF-8 cannot be stored or written there, and control or invisible characters
-    (newlines, bidi overrides) could forge a line or hide what the link names.
+    (newlines, bidi overrides) could forge a line or hide what the link names. A
+    zero-width joiner or non-joiner that spells (`کتاب‌ها.md`) is part of the name, as
+    the sanitizer keeps it in text (subrosa.text.strip_invisible); anywhere else it is
+    refused too.
     """
     categories = {unicodedata.category(ch) for ch in name}
     if "Cs" in categories:
         return "has a file name that is not UTF-8; rename it"
-    if categories & {"Cc", "Cf", "Zl", "Zp"}:
+    if categories & {"Cc", "Zl", "Zp"} or ("Cf" in categories and not _spelled(name)):
         return "has control or invisible characters in its file name; rename it"
     return None
+
+
+def _spelled(name: str) -> bool:
+    """Whether every format character of `name` is a joiner the sanitizer keeps."""
+    kept = strip_invisible(name)
+    invisible = [ch for ch in name if unicodedata.category(ch) == "Cf"]
+    return all(ch in "\u200c\u200d" for ch in invisible) and len(invisible) == sum(
+        ch in "\u200c\u200d" for ch in kept
+    )
 
 
 def content_hash(raw: bytes) -> str:
