@@ -493,3 +493,19 @@ def test_a_leaf_named_with_a_spelling_joiner_is_registered(memory_dir: Path, run
     run("generate")
     assert "(کتاب%E2%80%8Cها.md) — کتاب\u200cها را بخوان." in (memory_dir / "MEMORY.md").read_text()
     assert json.loads(run("check", "--json").stdout)["ok"] is True
+
+
+def test_a_line_deleted_from_the_cold_tier_comes_back_and_is_reported(
+    memory_dir: Path, run: RunCli
+) -> None:
+    write_leaf(memory_dir, "kept.md")
+    write_leaf(memory_dir, "old.md")
+    run("generate")
+    run("fact", "archive", "old", "--reason", "done")
+    run("generate")
+    archive = memory_dir / "MEMORY_archive.md"
+    generated = archive.read_text()
+    archive.write_text("".join(x for x in generated.splitlines(True) if "(old.md)" not in x))
+    result = run("generate", "--json")
+    assert json.loads(result.stdout)["restored"] == [{"file": "MEMORY_archive.md", "slug": "old"}]
+    assert "subrosa fact forget old" in result.stderr and archive.read_text() == generated

@@ -161,11 +161,16 @@ def report_undone(restored: list[dict[str, str]], reordered: list[dict[str, str]
     for name in dict.fromkeys(item["file"] for item in restored):
         slugs = [item["slug"] for item in restored if item["file"] == name]
         first = slugs[0]
+        drop = (
+            f"To take a fact out of MEMORY.md, `subrosa fact archive {first}` (it stays in "
+            f"MEMORY_archive.md); to forget it, `subrosa fact forget {first}`."
+            if name == "MEMORY.md"
+            else "Every leaf is listed in one of the two index files; to forget a fact, "
+            f"`subrosa fact forget {first}` (with --delete-leaf, its leaf too)."
+        )
         warn(
             f"{name}: {_count(slugs, 'line')} deleted by hand {_is(slugs)} back "
-            f"({', '.join(slugs)}): {name} is generated from the facts. To take a fact out "
-            f"of MEMORY.md, `subrosa fact archive {first}` (it stays in MEMORY_archive.md); "
-            f"to forget it, `subrosa fact forget {first}`."
+            f"({', '.join(slugs)}): {name} is generated from the facts. {drop}"
         )
     for name in dict.fromkeys(item["file"] for item in reordered):
         slugs = [item["slug"] for item in reordered if item["file"] == name]
