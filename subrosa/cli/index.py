@@ -43,6 +43,9 @@ def generate(
     leaf becomes a leaf of its own). Then selects by rank (pinned, type weight, newest
     change, hits) every fact whose line still fits the byte budget and line cap, and shows
     them in curated order; every other leaf goes to MEMORY_archive.md, exactly once.
+    Both files are generated: a line deleted or moved by hand comes back in its place,
+    and generate names it with the command that does what the edit meant (`fact
+    archive`, `fact forget`, `fact move`, `fact pin`).
 
     Exit 1 when pinned facts do not all fit (what fits is written), or when MEMORY.md was
     not written by subrosa (run `subrosa adopt` once).
