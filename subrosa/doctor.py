@@ -310,6 +310,33 @@ def check_leaves_registered(subject: Subject) -> Check:
     return Check("leaves", True, f"{len(on_disk)} leaves, all registered")
 
 
+def check_leaf_frontmatter(subject: Subject) -> Check | None:
+    """Leaves whose frontmatter gives a key twice (YAML keeps the last unsaid); None when
+    none does. Read only: the user decides which line to keep."""
+    from subrosa.memory.leaf import duplicate_keys, frontmatter_text, read_leaf_text
+
+    found = []
+    if not subject.memory_dir.is_dir():
+        return None
+    for path in list_leaf_files(subject.memory_dir):
+        text = read_leaf_text(subject.memory_dir, path.name)  # None: the leaves check says
+        fm = frontmatter_text(text) if text is not None else None
+        keys = duplicate_keys(fm) if fm is not None else []
+        if keys:
+            found.append(f"{path.name}: {', '.join(keys)}")
+    if not found:
+        return None
+    return Check(
+        "leaf frontmatter",
+        False,
+        f"{len(found)} leaf file(s) give a frontmatter key twice, and only one of the two "
+        f"is read ({'; '.join(found[:3])}{'; …' if len(found) > 3 else ''}).",
+        "delete the line you do not mean in each (subrosa never rewrites a leaf for this), "
+        "then subrosa generate",
+        severity="warning",
+    )
+
+
 def _unreadable(memory_dir: Path, slugs: list[str]) -> dict[str, str]:
     """Of the leaves `slugs`, those generate cannot read, each with why."""
     from subrosa.errors import LeafError
@@ -457,6 +484,7 @@ CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
     check_mcp,
     check_index,
     check_leaves_registered,
+    check_leaf_frontmatter,
     check_backlog,
     check_search_ranges,
     check_permissions,

@@ -15,7 +15,9 @@ kept readable:
   OSC 52 clipboard writes, OSC 8 hidden links), format characters (bidi controls,
   zero-width marks, the Unicode tag characters U+E0000–E007F), variation selectors
   and the other default-ignorable code points, surrogates, private-use characters.
-  In one-line contexts every line break becomes a space.
+  In one-line contexts every line break becomes a space. A zero-width joiner or
+  non-joiner (U+200D, U+200C) stays where it spells: alone between two letters of a
+  script that joins or shapes (Persian `می‌خواهم`), or between two emoji (👨‍👩‍👧).
 - Escaped, because it is text that would otherwise be markup: a `<` that would open
   a tag, a comment, a special token or an autolink (`<system>`, `</x>`, `<!--`,
   `<?x`, `<|im_start|>`, `<https://…>`) becomes `‹`, and the `>` that closes it
@@ -66,6 +68,24 @@ _OPEN = re.compile(rf"(?:[{_LT}]|&(?i:lt|#0*60|#x0*3c);?)(?=[A-Za-z_/!?|]|[^\x00
 _TAG = re.compile(
     _OPEN.pattern + rf"(?:(?P<body>[^{_LT}{_GT}&\n]{{0,256}})(?:[{_GT}]|&(?i:gt|#0*62|#x0*3e);?))?"
 )
+# Zero-width non-joiner and joiner: format characters, but part of the spelling of
+# Persian, Arabic-script and Indic words and of emoji sequences (strip_invisible).
+_JOINERS = "\u200c\u200d"
+# Scripts that join or shape, whose spelling uses them: Arabic (and its supplements and
+# presentation forms), Syriac, Thaana, N'Ko, the Indic scripts from Devanagari to
+# Sinhala, Tibetan, Myanmar, Khmer, Mongolian, the Brahmic scripts of U+A800-ABFF and
+# of the supplementary plane (Brahmi, Kaithi, Sharada, ...).
+_JOINING_SCRIPT = re.compile(
+    "[\u0600-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1000-\u109f\u1780-\u18af"
+    "\ua800-\uabff\ufb50-\ufdff\ufe70-\ufefe\U00011000-\U00011fff]"
+)
+# Emoji and their modifiers (skin tones), and the symbols emoji sequences join
+# (U+2640 female sign, U+2764 heart, U+2695 staff of Aesculapius, ...).
+_EMOJI = re.compile("[\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff]")
+_VARIATION_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+# Where strip_invisible dropped a character, while it decides about joiners (NUL: a
+# control character, never left in its output).
+_GONE = "\x00"
 OPEN_MARK = "‹"
 CLOSE_MARK = "›"
 
@@ -106,18 +126,53 @@ def _opens_tag(char: str) -> bool:
 def strip_invisible(text: str) -> str:
     """One line's worth of text with what is not text dropped: escape sequences,
     control, format, private-use, unassigned and default-ignorable characters; every
-    kind of line break becomes a space."""
+    kind of line break becomes a space. A zero-width joiner or non-joiner that spells
+    something stays (see _joins)."""
     if text.isprintable() and _IGNORABLE.search(text) is None:
         return text  # nothing to drop or replace (the common case, and much faster)
     out = []
+    joiners = False
     for ch in _ANSI.sub("", text):
         if ch in "\n\r\t\v\f\x85\u2028\u2029":
             out.append(" ")
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
-            continue
-        elif _IGNORABLE.match(ch) is None:
+        elif ch in _JOINERS:
             out.append(ch)
-    return "".join(out)
+            joiners = True
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") or _IGNORABLE.match(ch):
+            # What goes leaves a mark a joiner beside it sees (a run of invisible
+            # characters is no spelling), but for a variation selector, which emoji
+            # sequences hold (U+FE0F in 🏳️‍🌈).
+            if not _VARIATION_SELECTOR.match(ch):
+                out.append(_GONE)
+        else:
+            out.append(ch)
+    if joiners:
+        last = len(out) - 1
+        out = [
+            ch
+            for i, ch in enumerate(out)
+            if ch != _GONE
+            and (ch not in _JOINERS or (0 < i < last and _joins(out[i - 1], out[i + 1])))
+        ]
+    return "".join(out).replace(_GONE, "")
+
+
+def _joins(before: str, after: str) -> bool:
+    """Whether a joiner between `before` and `after` (what is left of the text around
+    it) is spelling: both letters or marks of a script that joins or shapes (a ZWNJ in
+    Persian `می‌خواهم`, a ZWJ after a Devanagari virama), or both emoji (a family,
+    a skin tone, a flag's rainbow). Anywhere else (at an end, beside a space, between
+    ASCII or CJK letters, beside another joiner) it is invisible and goes: a hidden
+    payload needs runs of invisible characters, and one joiner between two letters
+    that use it carries no more than the spelling the reader sees."""
+    if _EMOJI.match(before) and _EMOJI.match(after):
+        return True
+    return (
+        _JOINING_SCRIPT.match(before) is not None
+        and _JOINING_SCRIPT.match(after) is not None
+        and unicodedata.category(before)[0] in "LM"
+        and unicodedata.category(after)[0] in "LM"
+    )
 
 
 def escape_links(text: str) -> str:
@@ -297,4 +352,5 @@ def truncate_bytes(text: str, max_bytes: int, ellipsis: str = "…") -> str:
     room = max_bytes - len(ellipsis.encode("utf-8"))
     if room <= 0:
         return ""
-    return encoded[:room].decode("utf-8", errors="ignore").rstrip() + ellipsis
+    # A joiner left at the cut joins nothing (strip_invisible would drop it next time).
+    return encoded[:room].decode("utf-8", errors="ignore").rstrip().rstrip(_JOINERS) + ellipsis

@@ -9,6 +9,7 @@ fragment of user text forms no link, reference link or `[[wikilink]]`, whoever r
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from markdown_it import MarkdownIt
 
@@ -46,3 +47,22 @@ def forms_link(text: str, *, whole_line: bool = False) -> bool:
         or _JOIN.search(text)
         or (whole_line and _DEFINITION.match(text))
     )
+
+
+def shown_as_written(text: str, *, spaces: bool = False) -> bool:
+    """Every character of `text` is one a reader sees (printable, or a space: with
+    `spaces` any space character, as a view that keeps a line's indent shows), but for a
+    zero-width joiner or non-joiner that spells (docs/security.md): one alone, between
+    two visible characters that are not ASCII. No run of invisible characters, none at
+    an end, none between ASCII letters: nowhere to hide a payload."""
+    for i, ch in enumerate(text):
+        if ch.isprintable() or ch == " " or (spaces and unicodedata.category(ch) == "Zs"):
+            continue
+        if ch not in "\u200c\u200d" or not 0 < i < len(text) - 1:
+            return False
+        before, after = text[i - 1], text[i + 1]
+        if not all(
+            c.isprintable() and not c.isascii() and not c.isspace() for c in (before, after)
+        ):
+            return False
+    return True

@@ -392,3 +392,52 @@ def test_doctor_says_when_the_range_indexes_fall_behind(
     assert "db upgrade" in check["fix"]
     run("db", "upgrade")
     assert ranges_check()["ok"] is True
+
+
+# Text as said: an indented code block, a YAML snippet, a tab, blank lines around.
+INDENTED = [
+    ("i1", "user", "    def cached(key):\n        return CACHE[key]\n"),
+    ("i2", "assistant", "  redis:\n    host: zanzibar.internal\n  port: 6379"),
+    ("i3", "user", "\n\n\tpassword = Tr0ub4dor3xyzzy!\n"),
+]
+# The key of a message without a uuid, as ingest computed it before the text was kept
+# as said (on the stripped text): an archive made then holds this, and a re-ingest
+# must find it, not add the message again.
+NO_UUID = "\tno uuid, indented\n\tsecond line\n"
+NO_UUID_KEY = "sha1:72104b3914861a6393c590ad4a7ad7778d1728aa"
+
+
+@pytest.mark.engines
+def test_a_message_keeps_its_indent(memory_dir: Path, db: Db, tmp_path: Path, run: RunCli) -> None:
+    records = [_record(u, text, role=role) for u, role, text in INDENTED]
+    no_uuid = json.loads(_record("-", NO_UUID, timestamp="2026-03-01T10:02:00Z"))
+    del no_uuid["uuid"]
+    blank = _record("i4", " \n\t \u3000\n")  # all whitespace: an empty message
+    path = _transcript("s-1.jsonl", *records, json.dumps(no_uuid), blank)
+    first = _ingest_all(run, db.url)
+    assert first["new_messages"] == 4 and first["skipped"] == {"empty": 1}
+    shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)["messages"]
+    said = [INDENTED[0][2], INDENTED[1][2], "\n\n\tpassword = [REDACTED:password]\n", NO_UUID]
+    assert [m["text"] for m in shown] == said
+    assert shown[3]["uuid"] == NO_UUID_KEY
+    text = run("transcript", "show", "s-1").stdout
+    assert "│     def cached(key):\n│         return CACHE[key]" in text.replace("  │", "│")
+    found = json.loads(run("search", "zanzibar", "--json").stdout)
+    assert [r["uuid"] for r in found] == ["i2"]
+    assert found[0]["snippet"].startswith("redis: host: **zanzibar**")
+    # Rewritten with a new first line, read again from the start: nothing twice.
+    path.write_text(
+        _record("i0", "  first", timestamp="2026-03-01T10:03:00Z") + "\n" + path.read_text()
+    )
+    again = _ingest_all(run, db.url)
+    assert (again["new_messages"], again["duplicate_messages"]) == (1, 4)
+    shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)["messages"]
+    said = [*said, "  first"]  # in the order archived
+    assert [m["text"] for m in shown] == said
+    # Exported and imported elsewhere: the same text.
+    exported = tmp_path / "out.jsonl"
+    run("export", str(exported))
+    twin = str(tmp_path / "twin.db")
+    run("--db", twin, "import", str(exported))
+    copied = json.loads(run("--db", twin, "transcript", "show", "s-1", "--json").stdout)
+    assert [m["text"] for m in copied["messages"]] == said

@@ -396,3 +396,116 @@ def test_a_link_in_a_code_span_is_text_not_a_file_to_take_over(
     ]
     hook = json.loads(run("fact", "show", "docs_links", "--json").stdout)["hook"]
     assert hook.startswith("write `[text]\\(file.md)`, relative")
+
+
+def test_a_frontmatter_key_given_twice_is_reported_not_rewritten(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # YAML keeps the last of two `description:` lines: the first vanished unsaid.
+    leaves = {
+        "plain.md": "---\nname: plain\ndescription: First said.\nmetadata:\n  type: project\n"
+        "description: Second said.\n---\n\nBody.\n",
+        "quoted.md": '---\nname: quoted\ndescription: "a: b"\nmetadata:\n  type: project\n'
+        "  type: feedback\n---\n\nBody.\n",
+        "block.md": "---\nname: block\ndescription: >-\n  Folded.\nnotes: |\n  a: 1\n  a: 2\n"
+        "other:\n  type: x\nmetadata:\n  type: user\n---\n\nBody.\n",
+        "broken.md": "---\ndescription: set weight: 1 first\ndescription: second\n"
+        "metadata:\n  type: project\n---\n\nBody.\n",
+    }
+    for name, text in leaves.items():
+        (memory_dir / name).write_text(text)
+    before = {p.name: p.read_bytes() for p in memory_dir.iterdir()}
+    result = run("generate", "--json")
+    warnings = json.loads(result.stdout)["warnings"]
+    twice = {Path(w.split(": ", 1)[0]).name: w.split(": ", 1)[1] for w in warnings if "twice" in w}
+    said = "twice in its frontmatter; the {} is used (delete the one you do not mean)"
+    assert twice == {
+        "plain.md": "gives description: " + said.format("last"),
+        "quoted.md": "gives type: under metadata: " + said.format("last"),
+        "broken.md": "gives description: " + said.format("first"),
+    }
+    assert "plain.md: gives description: twice" in result.stderr
+    facts = _facts(run, memory_dir)
+    assert facts["plain"]["description"] == "Second said."
+    assert facts["quoted"]["type"] == "feedback"
+    assert facts["broken"]["description"] == "set weight: 1 first"
+    assert {n: (memory_dir / n).read_bytes() for n in leaves} == before
+    doctor = json.loads(run("doctor", "--json", expect=None).stdout)
+    check = {c["name"]: c for c in doctor["checks"]}["leaf frontmatter"]
+    assert check["ok"] is False and check["severity"] == "warning"
+    assert "3 leaf file(s)" in check["detail"] and "plain.md: description" in check["detail"]
+
+
+def test_a_line_deleted_or_moved_by_hand_comes_back_and_is_reported(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # MEMORY.md is generated (document 002): a hand edit that only deletes or reorders
+    # lines is undone by the next generate. It was undone without a word.
+    for name in ("alpha", "beta", "gamma", "delta"):
+        write_leaf(memory_dir, f"{name}.md", f"The {name} fact.")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    generated = index.read_text()
+    lines = generated.splitlines(keepends=True)
+    alpha, beta, gamma, delta = (
+        next(i for i, line in enumerate(lines) if f"({name}.md)" in line)
+        for name in ("alpha", "beta", "gamma", "delta")
+    )
+    order = [lines[i] for i in (alpha, beta, gamma, delta)]
+    edited = [line for line in lines if line not in order]
+    edited += [order[0], order[2], order[1]]  # beta after gamma, delta deleted
+    index.write_text("".join(edited))
+    dry = json.loads(run("generate", "--dry-run", "--json").stdout)
+    result = run("generate", "--json")
+    data = json.loads(result.stdout)
+    assert dry["restored"] == data["restored"] == [{"file": "MEMORY.md", "slug": "delta"}]
+    # Two lines swapped: either one moved, both are back in their place.
+    swapped = [{"file": "MEMORY.md", "slug": "gamma"}, {"file": "MEMORY.md", "slug": "beta"}]
+    assert dry["reordered"] == data["reordered"] == swapped
+    assert index.read_text() == generated
+    assert "deleted by hand" in result.stderr and "subrosa fact archive delta" in result.stderr
+    assert "moved by hand" in result.stderr and "subrosa fact move gamma" in result.stderr
+    # Nothing to say when nothing was edited, nor for a fact whose leaf is gone with its
+    # line; a line moved (and edited) far up is the one line that moved.
+    again = json.loads(run("generate", "--json").stdout)
+    assert again["restored"] == again["reordered"] == []
+    lines = generated.splitlines(keepends=True)
+    moved = lines.pop(delta).replace("The delta fact.", "The delta fact, edited.")
+    lines.insert(alpha, moved)
+    lines = [line for line in lines if "(gamma.md)" not in line]
+    index.write_text("".join(lines))
+    (memory_dir / "gamma.md").unlink()
+    data = json.loads(run("generate", "--json").stdout)
+    assert data["hooks_taken"] == ["delta"] and data["missing"] == ["gamma"]
+    assert data["restored"] == []
+    assert data["reordered"] == [{"file": "MEMORY.md", "slug": "delta"}]
+
+
+def test_a_leaf_named_with_a_spelling_joiner_is_registered(memory_dir: Path, run: RunCli) -> None:
+    # A Persian file name needs its ZWNJ (`کتاب‌ها`): generate registered the leaf,
+    # `fact upsert --leaf` refused it as holding an invisible character.
+    name = "کتاب\u200cها.md"
+    write_leaf(memory_dir, name, "کتاب\u200cها را بخوان.", name="books")
+    said = "کتاب\u200cها را بخوان."
+    added = json.loads(run("fact", "upsert", "--leaf", name, "--hook", said, "--json").stdout)
+    assert added["fact"]["slug"] == "کتاب\u200cها"
+    assert added["fact"]["description"] == "کتاب\u200cها را بخوان."
+    run("generate")
+    assert "(کتاب%E2%80%8Cها.md) — کتاب\u200cها را بخوان." in (memory_dir / "MEMORY.md").read_text()
+    assert json.loads(run("check", "--json").stdout)["ok"] is True
+
+
+def test_a_line_deleted_from_the_cold_tier_comes_back_and_is_reported(
+    memory_dir: Path, run: RunCli
+) -> None:
+    write_leaf(memory_dir, "kept.md")
+    write_leaf(memory_dir, "old.md")
+    run("generate")
+    run("fact", "archive", "old", "--reason", "done")
+    run("generate")
+    archive = memory_dir / "MEMORY_archive.md"
+    generated = archive.read_text()
+    archive.write_text("".join(x for x in generated.splitlines(True) if "(old.md)" not in x))
+    result = run("generate", "--json")
+    assert json.loads(result.stdout)["restored"] == [{"file": "MEMORY_archive.md", "slug": "old"}]
+    assert "subrosa fact forget old" in result.stderr and archive.read_text() == generated

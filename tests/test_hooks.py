@@ -454,3 +454,27 @@ def test_non_ascii_index_survives_an_ascii_locale(
     monkeypatch.setenv("LC_ALL", "C")
     context = context_of(hook("session-start", event("s1", transcript(tmp_path, "s1"), tmp_path)))
     assert "- [배포 일정](deploy.md) — 화요일 배포" in context
+
+
+def test_session_start_keeps_a_spelling_joiner_and_no_hidden_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A ZWNJ in a Persian word and the ZWJs of an emoji are the user's spelling; a
+    # payload hidden in invisible characters needs runs of them, or joiners where no
+    # script uses one: those go from the context a session starts with.
+    project = tmp_path / "project"
+    project.mkdir()
+    memory = auto_memory_dir(project)
+    memory.mkdir(parents=True)
+    payload = "".join("\u200c" if bit == "1" else "\u200d" for bit in "0110100001101001")
+    (memory / "MEMORY.md").write_text(
+        "# Memory\n\n"
+        "- [A](a.md) — می\u200cخواهم 👨\u200d👩\u200d👧\n"
+        f"- [B](b.md) — an innocent{payload} hook, p\u200da\u200cs\u200ds \u200dعلی{payload}رضا\n"
+    )
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
+    done = hook("session-start", event("s1", transcript(tmp_path, "s1"), project))
+    context = context_of(done)
+    assert "- [A](a.md) — می\u200cخواهم 👨\u200d👩\u200d👧" in context
+    assert "- [B](b.md) — an innocent hook, pass علیرضا" in context
+    assert not re.search("[\u200c\u200d]{2}", context)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REPO, RunCli, write_leaf
-from tests.markdown import forms_link
+from tests.markdown import forms_link, shown_as_written
 
 GOOD = "---\nname: x\ndescription: d\nmetadata:\n  type: user\n---\nbody\n"
 BOMB = (
@@ -143,6 +143,16 @@ LEAF_CASES: dict[str, tuple[Callable[[Path], None] | None, str, str]] = {
         "evil\u202egnp.md",
         "control or invisible characters",
     ),
+    "joiner between ASCII letters in file name": (
+        lambda p: p.write_text(GOOD),
+        "pass\u200dwd.md",
+        "control or invisible characters",
+    ),
+    "run of joiners in file name": (
+        lambda p: p.write_text(GOOD),
+        "\u06a9\u062a\u0627\u0628\u200c\u200c\u0647\u0627.md",
+        "control or invisible characters",
+    ),
     "index file": (lambda p: p.write_text("# mine\n"), "MEMORY.md", "index file"),
 }
 
@@ -175,6 +185,7 @@ def test_broken_leaves_are_refused_in_one_line_touching_nothing_outside(
         assert len(lines) == 1 and lines[0].startswith("Error: "), (case, result["stderr"])
         assert problem in lines[0], (case, lines[0])
         shown = Path(given_arg).name.replace("\n", "\\n").replace("\u202e", "\\u202e")
+        shown = shown.replace("\u200c", "\\u200c").replace("\u200d", "\\u200d")
         assert shown in lines[0], (case, lines[0])
         events = result["events"]
         assert not [e for e in events if any(p.startswith(str(outside)) for p in e["paths"])]
@@ -371,7 +382,7 @@ def _one_safe_line(value: object) -> bool:
         and not forms_link(text)
         and "<system" not in text.lower()
         and "<!--" not in text
-        and all(ch.isprintable() or ch == " " for ch in text)
+        and shown_as_written(text)
     )
 
 

@@ -376,3 +376,75 @@ def test_a_line_appended_in_another_encoding_is_refused_not_replaced(
     assert f"{index}: is not UTF-8 text (bad byte at offset" in said.stderr
     assert index.read_bytes() == original
     assert not (memory_dir / "appended_by_hand_caf.md").exists()
+
+
+def test_a_link_in_a_code_span_is_text_to_the_witness(tmp_path: Path, run: RunCli) -> None:
+    # The take-over reads `[x](y.md)` in backticks as text about a link (indexfile's
+    # link_targets); the witness counted it as a link: an orphan link, a duplicate.
+    directory = tmp_path / "mem"
+    directory.mkdir()
+    write_leaf(directory, "a.md")
+    write_leaf(directory, "b.md")
+    (directory / "MEMORY.md").write_text(
+        "- [A](a.md) — link notes as `[text](file.md)`, never ``[B](b.md)``\n"
+        "- [B](b.md) — see `[A](a.md)` above\n"
+        "A note: write `` a`[x](y.md) `` for a link with a backtick.\n"
+    )
+    verdict = _check(run, directory)
+    assert verdict["ok"] is True
+    assert verdict["orphan_links"] == [] and verdict["duplicate_refs"] == []
+    assert _script(directory) == (0, verdict)
+    # Outside a code span the link still counts, an escaped backtick opens no span.
+    (directory / "MEMORY.md").write_text(
+        "- [A](a.md) — \\`[gone](gone.md)\\`\n- [B](b.md) — `a` [B again](b.md) `c`\n"
+    )
+    verdict = _check(run, directory, expect=1)
+    assert verdict["orphan_links"] == ["gone.md"] and verdict["duplicate_refs"] == ["b.md"]
+    assert _script(directory) == (1, verdict)
+
+
+def test_a_line_too_long_for_any_index_is_named_so(memory_dir: Path, run: RunCli) -> None:
+    # A 30,000-character title makes a line longer than MEMORY.md's whole budget: it
+    # was listed "below budget", as if a better rank could bring it in.
+    write_leaf(memory_dir, "huge.md", extra=f"title: {'T' * 30_000}\n")
+    write_leaf(memory_dir, "small.md")
+    result = run("generate", "--json")
+    data = json.loads(result.stdout)
+    assert data["included"] == ["small"] and data["below_budget"] == ["huge"]
+    assert data["too_long"] == ["huge"]
+    assert "huge: its index line is 30,0" in result.stderr
+    assert "shorten" in result.stderr and "MEMORY_archive.md" in result.stderr
+    assert "[" + "T" * 30_000 + "](huge.md)" in (memory_dir / "MEMORY_archive.md").read_text()
+    assert json.loads(run("fact", "show", "huge", "--json").stdout)["title"] == "T" * 30_000
+    run("fact", "pin", "huge")
+    pinned = run("generate", expect=1)
+    assert "huge" in pinned.stderr and "its index line is" in pinned.stderr
+    assert json.loads(run("generate", "--json", expect=1).stdout)["too_long"] == ["huge"]
+
+
+def test_a_link_in_a_fenced_code_block_is_text_to_both(memory_dir: Path, run: RunCli) -> None:
+    # An example in a fenced block links nothing, for the witness as for the take-over
+    # (which took a ~~~ block's link over as a fact's line).
+    write_leaf(memory_dir, "a.md")
+    write_leaf(memory_dir, "b.md")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    example = (
+        "\nHow a line looks:\n~~~\n- [B](b.md) — an example, not B's line\n~~~\n"
+        "```md\n- [Gone](gone.md) — nor this\n```\n"
+    )
+    index.write_text(index.read_text() + example)
+    verdict = _check(run, memory_dir)
+    assert verdict["ok"] is True and _script(memory_dir) == (0, verdict)
+    data = _generate(run)
+    assert data["hooks_taken"] == [] and data["materialized"] == ["how_a_line_looks_b_b.md"]
+    assert _check(run, memory_dir)["ok"] is True
+    # A line of backticks that closes on itself is a code span, not a fence: the next
+    # line's link counts.
+    (memory_dir / "x").mkdir()
+    other = memory_dir / "x"
+    write_leaf(other, "a.md")
+    (other / "MEMORY.md").write_text("```[A](a.md)```\n- [A](a.md)\n")
+    assert _check(run, other)["ok"] is True
+    (other / "MEMORY.md").write_text("~~~\n- [A](a.md)\n")  # unclosed: to the end
+    assert _check(run, other, expect=1)["orphan_files"] == ["a.md"]

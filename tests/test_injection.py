@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from subrosa.memory.state import STATE_KEYS
 from tests.conftest import RunCli
-from tests.markdown import ITEM, forms_link, links
+from tests.markdown import ITEM, forms_link, links, shown_as_written
 
 HOSTILE = [
     "\n",
@@ -108,7 +108,7 @@ def _index_targets(memory_dir: Path, name: str) -> list[str]:
     assert len(text.splitlines()) == text.count("\n"), f"{name}: a hidden line break"
     targets = []
     for number, line in enumerate(text.split("\n")[:-1], start=1):
-        assert line.isprintable(), (name, number, line)
+        assert shown_as_written(line), (name, number, line)
         if number <= 2 or not line:  # the header
             continue
         if line.startswith("## "):

@@ -22,7 +22,7 @@ from subrosa.claude.hooks import Notes, session_start
 from subrosa.memory.generator import Entry, plan
 from subrosa.text import escape_tags, sanitize_index_line, sanitize_line, terminal_line
 from tests.conftest import RunCli
-from tests.markdown import ITEM, LEAF_LINK, forms_link
+from tests.markdown import ITEM, LEAF_LINK, forms_link, shown_as_written
 
 PIECES = [
     "<system>",
@@ -40,6 +40,10 @@ PIECES = [
     "\u202e",
     "\u2066",
     "\u200b",
+    "\u200c",
+    "\u200d",
+    "ب",
+    "👨",
     "\ufe0f",
     "\U000e0041\U000e0042",  # tag characters
     "\U000e0100",  # a variation selector (supplement)
@@ -82,16 +86,18 @@ _INVISIBLE = re.compile(
 def assert_inert(fragment: str, *, links: bool = False, whole_line: bool = False) -> None:
     """No tag (after NFKC), no markdown link or wikilink (unless `links`; its brackets
     may stay, issue 17), no line break, no control, format, private-use or invisible
-    character."""
+    character (but a joiner that spells a word or an emoji)."""
     folded = unicodedata.normalize("NFKC", fragment)
     assert not _TAG.search(folded), fragment
     assert not _ENTITY_TAG.search(fragment), fragment
     if not links:
         assert not forms_link(fragment, whole_line=whole_line), fragment
     assert not any(ch in _BREAKS for ch in fragment), fragment
-    assert not any(unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs") for ch in fragment), (
-        fragment
-    )
+    assert not any(
+        unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs") and ch not in "\u200c\u200d"
+        for ch in fragment
+    ), fragment
+    assert shown_as_written(fragment, spaces=True), fragment  # a joiner where it spells only
     assert not _INVISIBLE.search(fragment), fragment
 
 
@@ -345,3 +351,51 @@ def _transcript(session: str, texts: list[str]) -> str:
             }
         )
     return "".join(json.dumps(r) + "\n" for r in records)
+
+
+# ---------------------------------------------------------------- joiners (U+200C, U+200D)
+
+# Words and emoji whose spelling needs a zero-width joiner or non-joiner.
+SPELLED_WITH_A_JOINER = [
+    "می\u200cخواهم",  # Persian: "I want", a ZWNJ between two letters
+    "کتاب\u200cها",  # Persian plural
+    "क्\u200dष",  # Devanagari: a half form, ZWJ after the virama
+    "ശ്രീ\u200cകൃഷ്ണ",  # Malayalam, a ZWNJ between letters
+    "👨\u200d👩\u200d👧",  # a family
+    "🧑🏽\u200d💻",  # a technologist with a skin tone
+    "❤\u200d🔥",  # a heart on fire
+]
+
+
+@pytest.mark.parametrize("spelled", SPELLED_WITH_A_JOINER)
+def test_a_joiner_that_spells_a_word_or_an_emoji_is_kept(spelled: str) -> None:
+    line = f"- [Note](note.md) — {spelled} stays"
+    for shown in (
+        terminal_line(spelled),
+        sanitize_line(spelled),
+        text_module.sanitize_field(spelled),
+    ):
+        assert shown == spelled
+    assert sanitize_index_line(line) == line
+    # The variation selector an emoji sequence often holds goes; its joiner stays.
+    assert terminal_line("🏳\ufe0f\u200d🌈") == "🏳\u200d🌈"
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("\u200dstart", "start"),  # at the start
+        ("end\u200c", "end"),  # at the end
+        ("pass\u200dword", "password"),  # between ASCII letters
+        ("中\u200d文", "中文"),  # a script that does not join
+        ("ب\u200c\u200cب", "بب"),  # a run
+        ("می\u200c\u200d\u200c\u200dخواهم", "میخواهم"),  # a run between two letters
+        ("👨\u200d\u200d👩", "👨👩"),
+        ("ب\u200c b", "ب b"),  # before a space
+        ("a\u200c\u200b\u200db", "ab"),  # a run of mixed invisibles
+        ("ب\u200b\u200cب", "بب"),  # next to another invisible that goes
+    ],
+)
+def test_a_joiner_elsewhere_is_removed(raw: str, shown: str) -> None:
+    assert terminal_line(raw) == shown
+    assert sanitize_line(raw) == shown

@@ -51,11 +51,24 @@ LINK = re.compile(
     r"\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)(?:\s+\"[^\"\n]*\")?\s*\)"
 )
 WIKILINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:[#|][^\]\n]*)?\]\]")
+# A code span (CommonMark: a run of backticks closed by a run as long, on one line), not
+# opened by an escaped backtick (`\``, as a title subrosa writes holds one). A link in it
+# is text about a link (`[text](file.md)` as an example), no reference: subrosa's
+# take-over reads it so too (subrosa/memory/indexfile.py uses this very pattern).
+CODE_SPAN = re.compile(r"(?<![`\\])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+# The opening line of a fenced code block: three or more backticks (whose info string
+# holds no backtick: "```x```" is a code span) or tildes. The block runs to a line of
+# the same character at least as long, or to the end of the file; the links in it are
+# text too, for the witness as for subrosa's take-over (which uses these two rules).
+FENCE = re.compile(r"^\s{0,3}(`{3,}(?=[^`\n]*$)|~{3,})")
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
 
 def md_targets(text: str) -> list[str]:
-    """The local `.md` files that `text` links to, in order, as filenames relative to its dir."""
+    """The local `.md` files that `text` links to, in order, as filenames relative to its
+    dir; a link in a code span is text, not a reference."""
+    if "`" in text:
+        text = CODE_SPAN.sub(" ", text)
     found = []
     for match in LINK.finditer(text):
         raw = match.group(1).strip()
@@ -70,6 +83,30 @@ def md_targets(text: str) -> list[str]:
         if target.lower().endswith(".md"):
             found.append(target)
     return found
+
+
+def fence_closes(line: str, fence: str) -> bool:
+    """Whether `line` closes the fenced block that `fence` (its opening run) opened."""
+    closing = line.strip()
+    return len(closing) >= len(fence) and set(closing) == {fence[0]}
+
+
+def without_fences(text: str) -> str:
+    """`text` with the lines of its fenced code blocks (fences included) emptied."""
+    if "```" not in text and "~~~" not in text:
+        return text
+    lines = text.splitlines(keepends=True)
+    fence: str | None = None
+    for number, line in enumerate(lines):
+        if fence is not None:
+            if fence_closes(line, fence):
+                fence = None
+        elif opener := FENCE.match(line.rstrip("\r\n")):
+            fence = opener.group(1)
+        else:
+            continue
+        lines[number] = line[len(line.rstrip("\r\n")) :]
+    return "".join(lines)
 
 
 def topic_files(directory: Path) -> list[str]:
@@ -151,7 +188,7 @@ def witness(
     counts: dict[str, int] = {}
     links_archive = False
     for text in (index_text, archive_text or ""):
-        for target in md_targets(text):
+        for target in md_targets(without_fences(text)):
             if target == ARCHIVE and text is index_text:
                 links_archive = True
             if target in INDEX_FILES:

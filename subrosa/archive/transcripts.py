@@ -273,19 +273,23 @@ def _add_message(
     """A user or assistant message (from the generic dict or the decoded struct);
     `fields` are the record's cwd, gitBranch, timestamp and uuid."""
     cwd, branch, raw_time, uuid = fields
-    text = content_text(content, tool_result_chars, parsed.skipped, clean).strip()
+    # The text as said: an indented code block or YAML snippet keeps its first indent.
+    text = content_text(content, tool_result_chars, parsed.skipped, clean)
     info = _session(parsed, session_id)
     if isinstance(cwd, str) and cwd:
         info.cwd = cwd
     if isinstance(branch, str) and branch:
         info.git_branch = branch
-    if not text:
+    stripped = text.strip()
+    if not stripped:
         parsed.skipped["empty"] += 1
         return
     role = role if role in ROLES else kind
     timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
-        uuid = message_key(session_id, timestamp, str(role), text)
+        # Keyed on the stripped text, as archives made before the text was kept as said
+        # were: a re-ingest finds the message it already holds.
+        uuid = message_key(session_id, timestamp, str(role), stripped)
     terms = index_terms(text)
     parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
 

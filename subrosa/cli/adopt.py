@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
-from subrosa.cli.index import print_summary, report_problems
+from subrosa.cli.index import print_summary, report_problems, report_too_long
 from subrosa.errors import ProblemFound
 from subrosa.memory import adopt as adoption
 
@@ -65,6 +65,7 @@ def adopt(
     )
     outcome = result.outcome
     report_problems(outcome.report)
+    report_too_long(outcome.plan.too_long, settings.budget)
     if as_json:
         print_json(result.to_dict())
     else:

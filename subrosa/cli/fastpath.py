@@ -143,6 +143,54 @@ def report_problems(report: Report) -> None:
         warn(f"{item.describe()}.")
 
 
+def report_too_long(too_long: list[tuple[str, int]], budget: int) -> None:
+    """Warnings on stderr: facts whose index line could not fit even in an empty MEMORY.md."""
+    for slug, size in too_long:
+        warn(
+            f"{slug}: its index line is {size:,} bytes, more than a MEMORY.md of "
+            f"{budget:,} bytes has room for: the fact is kept (its line is in "
+            "MEMORY_archive.md, search finds it) but cannot be in MEMORY.md until the "
+            "line is shorter; shorten the leaf's title (`title:` or its first heading) "
+            f"or the fact's hook (`subrosa fact upsert {slug} --hook TEXT`)."
+        )
+
+
+def report_undone(restored: list[dict[str, str]], reordered: list[dict[str, str]]) -> None:
+    """Warnings on stderr: hand edits of an index file that generate undoes, each with
+    the command that does what the edit meant."""
+    for name in dict.fromkeys(item["file"] for item in restored):
+        slugs = [item["slug"] for item in restored if item["file"] == name]
+        first = slugs[0]
+        drop = (
+            f"To take a fact out of MEMORY.md, `subrosa fact archive {first}` (it stays in "
+            f"MEMORY_archive.md); to forget it, `subrosa fact forget {first}`."
+            if name == "MEMORY.md"
+            else "Every leaf is listed in one of the two index files; to forget a fact, "
+            f"`subrosa fact forget {first}` (with --delete-leaf, its leaf too)."
+        )
+        warn(
+            f"{name}: {_count(slugs, 'line')} deleted by hand {_is(slugs)} back "
+            f"({', '.join(slugs)}): {name} is generated from the facts. {drop}"
+        )
+    for name in dict.fromkeys(item["file"] for item in reordered):
+        slugs = [item["slug"] for item in reordered if item["file"] == name]
+        first = slugs[0]
+        warn(
+            f"{name}: {_count(slugs, 'line')} moved by hand {_is(slugs)} back in "
+            f"{'its' if len(slugs) == 1 else 'their'} place ({', '.join(slugs)}): the order "
+            f"is the facts' curated order. To move one, `subrosa fact move {first} --before "
+            f"OTHER`; to keep one in MEMORY.md whatever its rank, `subrosa fact pin {first}`."
+        )
+
+
+def _count(items: list[str], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def _is(items: list[str]) -> str:
+    return "is" if len(items) == 1 else "are"
+
+
 def generate_and_report(
     db_url: str,
     memory_dir: Path,
@@ -170,6 +218,8 @@ def generate_and_report(
         dry_run=dry_run,
     )
     report_problems(outcome.report)
+    report_too_long(outcome.plan.too_long, budget)
+    report_undone(outcome.restored, outcome.reordered)
     if as_json:
         print_json(outcome.to_dict())
     else:

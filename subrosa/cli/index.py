@@ -1,8 +1,8 @@
 """`subrosa generate` (the two index files, byte-budgeted) and `subrosa check` (the witness).
 
 Adapters only: the generate use case is subrosa.memory.generate; its report is printed
-by subrosa.cli.fastpath (generate's entry without click), whose `print_summary` and
-`report_problems` `subrosa adopt` shares."""
+by subrosa.cli.fastpath (generate's entry without click), whose `print_summary`,
+`report_problems` and `report_too_long` `subrosa adopt` shares."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import click
 
 from subrosa.cli.common import AppContext, json_option, pass_app
 
-# print_summary and report_problems are adopt's too (re-exported for subrosa.cli.adopt).
+# print_summary, report_problems, report_too_long: adopt's too (re-exported for cli.adopt).
 from subrosa.cli.fastpath import generate_and_report
 from subrosa.cli.fastpath import print_summary as print_summary
 from subrosa.cli.fastpath import report_problems as report_problems
+from subrosa.cli.fastpath import report_too_long as report_too_long
 from subrosa.config import BYTE_CAP, LINE_CAP
 
 
@@ -42,6 +43,9 @@ def generate(
     leaf becomes a leaf of its own). Then selects by rank (pinned, type weight, newest
     change, hits) every fact whose line still fits the byte budget and line cap, and shows
     them in curated order; every other leaf goes to MEMORY_archive.md, exactly once.
+    Both files are generated: a line deleted or moved by hand comes back in its place,
+    and generate names it with the command that does what the edit meant (`fact
+    archive`, `fact forget`, `fact move`, `fact pin`).
 
     Exit 1 when pinned facts do not all fit (what fits is written), or when MEMORY.md was
     not written by subrosa (run `subrosa adopt` once).

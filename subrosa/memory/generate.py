@@ -28,7 +28,13 @@ from subrosa.fsutil import (
     write_if_changed,
 )
 from subrosa.memory import generator, quick, rows
-from subrosa.memory.indexfile import IndexLine, foreign_lines, parse_index, stray_headings
+from subrosa.memory.indexfile import (
+    IndexLine,
+    foreign_lines,
+    parse_index,
+    stray_headings,
+    undone_edits,
+)
 from subrosa.memory.leaf import parse_leaf
 from subrosa.memory.marker import ARCHIVE, INDEX, foreign_index, is_subrosa_text, new_file_mode
 from subrosa.memory.project import Project
@@ -62,6 +68,10 @@ class Outcome:
     changed: list[str] = field(default_factory=list)
     # Copies kept of index files holding lines the take-over could not place.
     kept: list[str] = field(default_factory=list)
+    # Facts whose line was deleted by hand and is written again, and facts whose line
+    # was moved by hand and goes back to its place: {"file", "slug"} each.
+    restored: list[dict[str, str]] = field(default_factory=list)
+    reordered: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` shape (the issue's keys, plus a few more)."""
@@ -83,6 +93,10 @@ class Outcome:
             "kept": self.kept,
             "written": self.written,
             "replaced_claude_index": self.replaced_claude_index,
+            "warnings": report.warnings,
+            "too_long": [slug for slug, _ in plan.too_long],
+            "restored": self.restored,
+            "reordered": self.reordered,
         }
 
 
@@ -255,6 +269,28 @@ def keep_unplaced(memory_dir: Path, report: Report) -> list[str]:
     return kept
 
 
+def hand_edits_undone(
+    memory_dir: Path, plan: generator.Plan
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """What writing `plan` undoes of hand edits to the index files since subrosa last
+    wrote them: lines deleted that come back, lines moved that go back to their place.
+    The files are generated (document 002), so the edit is not honoured, but it is said:
+    a deletion may be a slip, a compaction pass's move or another writer's, and a fact
+    leaves the index by `fact archive` or `fact forget`, its place changes by `fact move`."""
+    slugs = {e.filename: e.slug for e in plan.included + plan.below_budget + plan.archived}
+    restored: list[dict[str, str]] = []
+    reordered: list[dict[str, str]] = []
+    for name, new in ((INDEX, plan.memory_md), (ARCHIVE, plan.archive_md)):
+        last = read_last_index(memory_dir, name)
+        current = read_index_text(memory_dir / name) if last is not None else None
+        if last is None or current is None or current == last:
+            continue
+        back, moved = undone_edits(last, current, new)
+        restored += [{"file": name, "slug": slugs.get(t, t.removesuffix(".md"))} for t in back]
+        reordered += [{"file": name, "slug": slugs.get(t, t.removesuffix(".md"))} for t in moved]
+    return restored, reordered
+
+
 def _write(memory_dir: Path, plan: generator.Plan) -> list[str]:
     """Both index files and the record of what was written, each only if it changed;
     returns the index files that changed."""
@@ -318,8 +354,20 @@ def run_generate(
             weights=weights,
             unreadable=report.unreadable,
         )
+        restored, reordered = (
+            hand_edits_undone(project.memory_dir, plan)
+            if sources is None and not replaced
+            else ([], [])
+        )
         if dry_run:
-            return Outcome(report, plan, written=False, replaced_claude_index=replaced)
+            return Outcome(
+                report,
+                plan,
+                written=False,
+                replaced_claude_index=replaced,
+                restored=restored,
+                reordered=reordered,
+            )
         kept = keep_unplaced(project.memory_dir, report)
         changed = _write(project.memory_dir, plan)
     return Outcome(
@@ -329,6 +377,8 @@ def run_generate(
         replaced_claude_index=replaced,
         changed=changed,
         kept=kept,
+        restored=restored,
+        reordered=reordered,
     )
 
 

@@ -72,6 +72,10 @@ class Plan:
     # The hot tier again, in rank order (pinned first): what to keep when MEMORY.md must
     # be cut shorter (the SessionStart hook's context cap).
     ranked: list[Entry] = field(default_factory=list)
+    # Facts whose line alone is more than MEMORY.md's budget or line cap leaves for one
+    # (a title of thousands of characters): (slug, the line's bytes). No rank brings them
+    # in; they stay in the cold tier, and generate names them.
+    too_long: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
@@ -222,6 +226,11 @@ def plan(
     taken, pinned_left_out = select(ranked, budget, max_lines, lines)
     included = sorted((e for e in ranked if e.slug in taken), key=lambda e: (e.position, e.slug))
     below = [e for e in ranked if e.slug not in taken]
+    too_long = [
+        (e.slug, len(lines[e.slug].encode()))
+        for e in below
+        if not fits_alone(e, lines[e.slug], budget, max_lines)
+    ]
     archived_sorted = sorted(
         archived_entries,
         key=lambda e: (-(_ts(e.archived_at)), e.slug),
@@ -236,7 +245,15 @@ def plan(
         archive_md=render_archive(below, archived_sorted, unreadable, lines),
         unreadable=unreadable,
         ranked=[e for e in ranked if e.slug in taken],
+        too_long=too_long,
     )
+
+
+def fits_alone(entry: Entry, line: str, budget: int, max_lines: int) -> bool:
+    """Whether `line` (`entry`'s) would fit in a MEMORY.md holding nothing else."""
+    extra_bytes, extra_lines = _overhead(section_name(entry))
+    used_bytes = len(INDEX_HEADER.encode()) + extra_bytes + len(line.encode()) + 1
+    return used_bytes <= budget and INDEX_HEADER.count("\n") + extra_lines + 1 <= max_lines
 
 
 def _ts(value: datetime | None) -> float:

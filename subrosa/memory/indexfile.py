@@ -35,16 +35,12 @@ from subrosa.text import sanitize_field
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 # A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _BREAK = re.compile(r"^\s{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _SEPARATOR = re.compile(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
 _EMPHASIS = re.compile(r"(?:\*\*|__|\*|_)?")
 _TITLE_ESCAPE = re.compile(r"\\([\[\]`])")
 # What generator.render_archive appends to an archived fact's line.
 _ARCHIVED_SUFFIX = re.compile(r"\s*\(archived (?:\d{4}-\d{2}-\d{2}|undated): (.*)\)\s*$")
-# A code span (CommonMark: a run of backticks closed by a run as long), not opened by
-# an escaped backtick (`\``, as a title subrosa writes holds one).
-_CODE_SPAN = re.compile(r"(?<![`\\])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 # The lines of subrosa's own headers: never someone else's prose.
 _HEADER_LINES = frozenset((INDEX_HEADER + ARCHIVE_HEADER).splitlines())
 
@@ -93,23 +89,25 @@ def plain_text(text: str) -> str:
 
 def link_targets(text: str) -> list[str]:
     """The topic files `text` links, read as the witness reads links, except in a code
-    span: `[text](file.md)` in backticks is text about a link, no file to take over."""
-    if "`" in text:
-        text = _CODE_SPAN.sub(" ", text)
+    span: `[text](file.md)` in backticks is text about a link, no file to take over
+    (the witness's own rule, so `subrosa check` and a take-over agree)."""
     return list(load_witness().md_targets(text))
 
 
-def parse_item(number: int, lines: list[str], section: str | None) -> IndexLine | None:
+def parse_item(
+    number: int, lines: list[str], section: str | None, *, code: bool = False
+) -> IndexLine | None:
     """Read one index item in the wild: `- [Title](file.md) — hook` and its many cousins
     (other separators, no hook, a link in the middle, no link at all, continuation
     lines). None for an empty bullet; an item that links no topic file and is no
-    bullet (or a bullet that only links an index file) is prose."""
+    bullet (or a bullet that only links an index file) is prose, and so is one that
+    holds a fenced code block (`code`: its links are examples, as the witness reads them)."""
     witness = load_witness()
     raw = "\n".join(lines)
     bullet = _BULLET.match(lines[0])
     first = bullet.group(1) if bullet else lines[0].strip()
     item = " ".join([first.strip(), *(line.strip() for line in lines[1:])]).strip()
-    linked = link_targets(item)
+    linked = [] if code else link_targets(item)
     targets = tuple(t for t in linked if t not in INDEX_FILES)
     if not targets and (not bullet or linked):
         hook = sanitize_field(item)
@@ -142,11 +140,6 @@ def parse_line(number: int, raw: str, section: str | None) -> IndexLine | None:
     return parse_item(number, [raw], section)
 
 
-def _fence_closes(line: str, fence: str) -> bool:
-    closing = line.strip()
-    return len(closing) >= len(fence) and set(closing) == {fence[0]}
-
-
 def parse_index(text: str) -> list[IndexLine]:
     """Every item of an index file, in order, with the section it is under: bullets
     (continuation lines included), linking lines, and paragraphs of prose."""
@@ -156,15 +149,17 @@ def parse_index(text: str) -> list[IndexLine]:
     start = 0
     kind: str | None = None  # "bullet" or "prose" while an item is open
     fence: str | None = None  # the opening run while inside a fenced block
+    code = False  # the open item holds a fenced block: its links are text
+    witness = load_witness()
     seen_text = False
 
     def flush() -> None:
-        nonlocal pending, kind
+        nonlocal pending, kind, code
         if pending:
-            parsed = parse_item(start, pending, section)
+            parsed = parse_item(start, pending, section, code=code)
             if parsed is not None:
                 items.append(parsed)
-        pending, kind = [], None
+        pending, kind, code = [], None, False
 
     def begin(number: int, new_kind: str, line: str) -> None:
         nonlocal start, kind
@@ -175,16 +170,16 @@ def parse_index(text: str) -> list[IndexLine]:
     for number, raw in enumerate(text.splitlines(), start=1):
         if fence is not None:
             pending.append(raw)
-            if _fence_closes(raw, fence):
+            if witness.fence_closes(raw, fence):
                 fence = None
             continue
-        opener = _FENCE.match(raw)
+        opener = witness.FENCE.match(raw)
         if opener:
             if kind == "prose":
                 pending.append(raw)
             else:
                 begin(number, "prose", raw)
-            fence = opener.group(1)
+            fence, code = opener.group(1), True
             seen_text = True
             continue
         if not raw.strip() or _BREAK.match(raw):
@@ -270,3 +265,63 @@ def foreign_lines(current: str, last_written: str | None, known_files: set[str])
         if not parsed.targets or any(t not in known_files for t in parsed.targets):
             numbers.extend(parsed.numbers)
     return numbers
+
+
+def _linked_order(text: str) -> list[str]:
+    """The topic files `text` links, each once, in the order of their first line."""
+    found: dict[str, None] = {}
+    for line in text.splitlines():
+        for target in link_targets(line):
+            if target not in INDEX_FILES:
+                found.setdefault(target, None)
+    return list(found)
+
+
+def _kept_in_order(first: list[str], second: list[str], *, skip_first: bool) -> set[str]:
+    """The items of a longest run common to both orders (of the same items): the rest
+    are the ones that moved. Where two runs are as long (two lines swapped: either one
+    moved), `skip_first` says which to take."""
+    lengths = [[0] * (len(second) + 1) for _ in range(len(first) + 1)]
+    for i in range(len(first) - 1, -1, -1):
+        for j in range(len(second) - 1, -1, -1):
+            lengths[i][j] = (
+                lengths[i + 1][j + 1] + 1
+                if first[i] == second[j]
+                else max(lengths[i + 1][j], lengths[i][j + 1])
+            )
+    kept: set[str] = set()
+    i = j = 0
+    while i < len(first) and j < len(second):
+        if first[i] == second[j]:
+            kept.add(first[i])
+            i, j = i + 1, j + 1
+        elif lengths[i + 1][j] > lengths[i][j + 1] or (
+            skip_first and lengths[i + 1][j] == lengths[i][j + 1]
+        ):
+            i += 1
+        else:
+            j += 1
+    return kept
+
+
+def undone_edits(last_written: str, current: str, new: str) -> tuple[list[str], list[str]]:
+    """What rewriting an index file undoes of a hand edit: the topic files whose line
+    subrosa wrote (`last_written`), someone deleted (`current`) and the new text (`new`)
+    links again; and those whose line someone moved (out of the longest run of lines
+    left in order; both of two lines swapped) that the new text puts under another line
+    than the one they were moved under (the take-over keeps the place of a new line
+    only: an existing fact's line, moved, goes back to its curated place)."""
+    before, edited, after = _linked_order(last_written), _linked_order(current), _linked_order(new)
+    there, coming, written = set(edited), set(after), set(before)
+    restored = [t for t in before if t not in there and t in coming]
+    common = [t for t in edited if t in coming and t in written]
+    shared = set(common)
+    ordered = [t for t in before if t in shared]
+    moved = shared - (
+        _kept_in_order(ordered, common, skip_first=True)
+        & _kept_in_order(ordered, common, skip_first=False)
+    )
+    placed = [t for t in after if t in shared]
+    above = {t: common[k - 1] if k else None for k, t in enumerate(common)}
+    now_above = {t: placed[k - 1] if k else None for k, t in enumerate(placed)}
+    return restored, [t for t in common if t in moved and above[t] != now_above[t]]

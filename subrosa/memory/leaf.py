@@ -24,7 +24,7 @@ from subrosa.config import FACT_TYPES
 from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.memory.marker import INDEX_FILES, new_file_mode
-from subrosa.text import sanitize_field
+from subrosa.text import sanitize_field, strip_invisible
 
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -207,6 +207,98 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     return (dict(data) if isinstance(data, dict) else {}), content.strip()
 
 
+# A line that gives a key: `key:`, `"key":`, indented under its parent (`  type: x`).
+_KEY_LINE = re.compile(r"( *)(['\"]?)([^\s'\"#:\-?][^'\":]*?)\2[ \t]*:(?:[ \t]|$)")
+
+
+def duplicate_keys(fm: str) -> list[str]:
+    """The keys frontmatter `fm` gives twice, at the top level (`description`) or one
+    level in (`metadata.type`): YAML keeps the last without a word, so the first is
+    the user's text no reader shows. A scan of the lines finds them (leaves rarely have
+    any, and it costs no yaml import); when the frontmatter is not the plain kind, yaml's
+    composer rules out lines of a block text that only look like keys (frontmatter YAML
+    cannot read keeps the scan's answer: `_salvaged` reads it line by line too)."""
+    found: list[str] = []
+    top: set[str] = set()
+    parent: str | None = None
+    nested: set[str] = set()
+    depth: int | None = None
+    for line in fm.replace("\r\n", "\n").split("\n"):
+        match = _KEY_LINE.match(line)
+        if match is None:
+            continue
+        indent, key = len(match.group(1)), match.group(3).strip()
+        if indent == 0:
+            if key in top:
+                found.append(key)
+            top.add(key)
+            parent, nested, depth = key, set(), None
+        elif parent is not None and depth in (None, indent):
+            depth = indent
+            if key in nested:
+                found.append(f"{parent}.{key}")
+            nested.add(key)
+    found = list(dict.fromkeys(found))
+    if found and _plain_mapping(fm) is None:
+        composed = _composed_duplicates(fm)
+        if composed is not None:
+            found = [key for key in found if key in composed]
+    return found
+
+
+def _composed_duplicates(fm: str) -> set[str] | None:
+    """The keys given twice, as yaml's composer sees the mapping (no value is built);
+    None when it cannot read `fm`."""
+    import yaml
+
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        root = yaml.compose(fm, Loader=loader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    found: set[str] = set()
+
+    def walk(node: Any, prefix: str, levels: int) -> None:
+        if not isinstance(node, yaml.MappingNode) or not levels:
+            return
+        seen: set[str] = set()
+        for key, value in node.value:
+            name = f"{prefix}{key.value}" if isinstance(key, yaml.ScalarNode) else ""
+            if name in seen:
+                found.add(name)
+            seen.add(name)
+            walk(value, f"{name}.", levels - 1)
+
+    walk(root, "", 2)
+    return found
+
+
+def frontmatter_text(text: str) -> str | None:
+    """The frontmatter block of a leaf's text (between its `---` lines), or None."""
+    if not _FRONTMATTER_START.match(text):
+        return None
+    parts = _BOUNDARY.split(text.replace("\r\n", "\n").strip(), 2)
+    return parts[1] if len(parts) == 3 else None
+
+
+def _duplicate_warnings(text: str, *, salvaged: bool = False) -> list[str]:
+    """A warning for each key a leaf's frontmatter gives twice, saying which one counts:
+    YAML's last, or, for frontmatter YAML cannot read, the first (`_salvaged`)."""
+    fm = frontmatter_text(text)
+    if fm is None:
+        return []
+    which = "first" if salvaged else "last"
+    warnings = []
+    for key in duplicate_keys(fm):
+        parent, _, child = key.rpartition(".")
+        where = f"{child}: under {parent}:" if parent else f"{key}:"
+        warnings.append(
+            f"gives {where} twice in its frontmatter; the {which} is used "
+            "(delete the one you do not mean)"
+        )
+    return warnings
+
+
 def stat_key(st: os.stat_result, now_ns: int | None = None) -> str | None:
     """What a leaf's stat says about its content: size, mtime (ns) and inode, or None when
     it changed too recently to be trusted (_RACY_NS). Equal keys mean an unchanged leaf,
@@ -348,14 +440,26 @@ def filename_problem(name: str) -> str | None:
 
     The name becomes the fact's slug and a link target in MEMORY.md: bytes that are
     not UTF-8 cannot be stored or written there, and control or invisible characters
-    (newlines, bidi overrides) could forge a line or hide what the link names.
+    (newlines, bidi overrides) could forge a line or hide what the link names. A
+    zero-width joiner or non-joiner that spells (`کتاب‌ها.md`) is part of the name, as
+    the sanitizer keeps it in text (subrosa.text.strip_invisible); anywhere else it is
+    refused too.
     """
     categories = {unicodedata.category(ch) for ch in name}
     if "Cs" in categories:
         return "has a file name that is not UTF-8; rename it"
-    if categories & {"Cc", "Cf", "Zl", "Zp"}:
+    if categories & {"Cc", "Zl", "Zp"} or ("Cf" in categories and not _spelled(name)):
         return "has control or invisible characters in its file name; rename it"
     return None
+
+
+def _spelled(name: str) -> bool:
+    """Whether every format character of `name` is a joiner the sanitizer keeps."""
+    kept = strip_invisible(name)
+    invisible = [ch for ch in name if unicodedata.category(ch) == "Cf"]
+    return all(ch in "\u200c\u200d" for ch in invisible) and len(invisible) == sum(
+        ch in "\u200c\u200d" for ch in kept
+    )
 
 
 def content_hash(raw: bytes) -> str:
@@ -513,6 +617,7 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
         raise LeafError(path, "has a description of several lines; it must be one line")
 
     fact_type = _leaf_type(path, meta, warnings)
+    warnings.extend(_duplicate_warnings(text))
 
     name = meta.get("name")
     if name is None:
@@ -582,14 +687,17 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
         reason = strict_error.problem
     body = text
     meta: dict[str, Any] = {}
+    warnings = [reason]
     if _FRONTMATTER_START.match(text):
         try:
             meta, body = split_frontmatter(text)
+            warnings.extend(_duplicate_warnings(text))
         except (ValueError, NotAMapping) as exc:  # FrontmatterError among them
             end = _CLOSING.search(text[3:])
             body = text[3 + end.end() :] if end else text
             if isinstance(exc, FrontmatterError) and end:
                 meta = _salvaged(text[3 : 3 + end.start()])
+                warnings.extend(_duplicate_warnings(text, salvaged=True))
     slug = slug_for(path)
     prefix = _TYPE_PREFIX.match(path.name)
     nested = meta.get("metadata")
@@ -615,7 +723,7 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
         content_hash=content_hash(raw),
         mtime=_mtime(st),
         extra={},
-        warnings=[reason],
+        warnings=warnings,
         stat=_stat_key(st),
     )
 
