@@ -636,8 +636,9 @@ def installed_twice(project_dir: str | None) -> str | None:
 # hook contexts included (2.1.332: a resumed or forked session's first request carries
 # the context its startup hook gave, replayed, beside the one given now).
 REPLAYED_SOURCES = ("resume", "fork")
-# Where Claude Code's transcript says the history before it was compacted away.
-COMPACT_BOUNDARY = b'"subtype":"compact_boundary"'
+# Where Claude Code's transcript says the history before it was compacted away (a
+# `"subtype":"compact_boundary"` record; inside a JSON string the quotes would be escaped).
+COMPACT_BOUNDARY = b'"compact_boundary"'
 
 
 def already_in_context(transcript: str | None, context: str) -> bool:
