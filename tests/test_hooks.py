@@ -335,7 +335,7 @@ def test_a_resumed_session_gets_the_index_once(memory_dir: Path, tmp_path: Path)
     # Claude Code replays the startup context from the transcript on --resume and
     # --continue: the hook leaves the same index out, gives a changed one again, and gives
     # it again after a compaction (the history before the boundary is gone from the model).
-    (memory_dir / "MEMORY.md").write_text(_index(3) + "- [Ünïcode](u.md) — \"quoted\"\n")
+    (memory_dir / "MEMORY.md").write_text(_index(3) + '- [Ünïcode](u.md) — "quoted"\n')
     path = transcript(tmp_path, "s1", "")
     first = context_of(hook("session-start", event("s1", path, tmp_path, source="startup")))
     path.write_text(_given_context(first) + json.dumps(prompt("hello")) + "\n")

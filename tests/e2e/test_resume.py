@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.claude_code import ClaudeProject, wait_for
 from tests.e2e.fake_anthropic import FakeAnthropic, Request
-from tests.e2e.test_session import SESSION_START_PREFIX, project_memory
+from tests.e2e.test_session import project_memory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -224,3 +224,23 @@ def test_a_compacted_session_keeps_its_history_and_gets_the_index_again(
     assert not [m for m in messages if summary in m[1]]
     assert sorted(hits(cc, "AARDVARK")) == [(sid, "assistant"), (sid, "user")]
     assert queued(cc) == [sid]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a fork's copied records keep their uuids and carry no mark of the copy: "
+    "ingested first, the fork's file files the shared history under the fork, and the "
+    "session it began in loses its start",
+)
+def test_a_session_archived_after_its_fork_keeps_its_whole_conversation(
+    cc: ClaudeProject, api: FakeAnthropic, tmp_path: Path
+) -> None:
+    sid, fork = forked(cc, api)
+    # Another archive, filled in the other order (`subrosa ingest` reads a folder's files
+    # by name, and the fork's id may sort first).
+    other = {"SUBROSA_DB": f"sqlite:///{tmp_path / 'other.db'}"}
+    cc.subrosa("ingest", str(cc.transcript(fork)), env=other)
+    cc.subrosa("ingest", str(cc.transcript(sid)), env=other)
+
+    shown = cc.subrosa_json("transcript", "show", sid, env=other)
+    assert [(m["role"], m["text"]) for m in shown["messages"]] == conversation("AARDVARK")
