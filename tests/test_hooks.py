@@ -323,6 +323,59 @@ def test_session_start_with_a_queue_and_a_huge_index_stays_under_the_cap(
     assert context.startswith("subrosa: 3 earlier sessions") and "- [Fact number 0]" in context
 
 
+def _given_context(context: str) -> str:
+    """The record Claude Code 2.1.332 appends for a SessionStart hook's additionalContext
+    (tests/e2e/test_resume.py), one JSONL line as it writes them (no spaces)."""
+    record = {"type": "attachment", "attachment": {"type": "hook_additional_context",
+              "content": [context], "hookEvent": "SessionStart"}}  # fmt: skip
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def test_a_resumed_session_gets_the_index_once(memory_dir: Path, tmp_path: Path) -> None:
+    # Claude Code replays the startup context from the transcript on --resume and
+    # --continue: the hook leaves the same index out, gives a changed one again, and gives
+    # it again after a compaction (the history before the boundary is gone from the model).
+    (memory_dir / "MEMORY.md").write_text(_index(3) + '- [Ünïcode](u.md) — "quoted"\n')
+    path = transcript(tmp_path, "s1", "")
+    first = context_of(hook("session-start", event("s1", path, tmp_path, source="startup")))
+    path.write_text(_given_context(first) + json.dumps(prompt("hello")) + "\n")
+    for source in ("resume", "fork"):
+        again = hook("session-start", event("s1", grow(path), tmp_path, source=source))
+        assert "Fact number" not in again.stdout, source
+    assert "Fact number 0" in context_of(
+        hook("session-start", event("s1", grow(path), tmp_path, source="compact"))
+    )
+    (memory_dir / "MEMORY.md").write_text(_index(4))  # generate ran since
+    changed = context_of(hook("session-start", event("s1", grow(path), tmp_path, source="resume")))
+    assert "Fact number 3" in changed
+    compacted = transcript(tmp_path, "s2", _given_context(changed))
+    grow(compacted, {"type": "system", "subtype": "compact_boundary"})
+    assert "Fact number 3" in context_of(
+        hook("session-start", event("s2", grow(compacted), tmp_path, source="resume"))
+    )
+    missing = event("s3", tmp_path / "nowhere.jsonl", tmp_path, source="resume")
+    assert "Fact number 0" in context_of(hook("session-start", missing))
+
+
+def test_a_resumed_session_is_not_an_earlier_session_to_catch_up_on(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    paths = {sid: transcript(tmp_path, sid) for sid in ("a", "b")}
+    for sid, path in paths.items():
+        hook("session-end", event(sid, path, tmp_path))
+
+    def resume(sid: str) -> str:
+        return hook("session-start", event(sid, grow(paths[sid]), tmp_path, source="resume")).stdout
+
+    assert json.loads(resume("a"))["hookSpecificOutput"]["additionalContext"].startswith(
+        "subrosa: 1 earlier session of"
+    )
+    checkpoint.clear_queue(memory_dir)
+    hook("session-end", event("a", paths["a"], tmp_path))
+    assert resume("a") == ""  # only itself queued: nothing to say
+    assert [e["session_id"] for e in checkpoint.queue_listing(memory_dir)] == ["a"]
+
+
 def test_session_start_leaves_the_index_to_claude_code_when_it_loads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -90,6 +90,22 @@ def test_meta_unknown_and_broken_lines_are_skipped_and_counted() -> None:
     assert parsed.skipped["not an object"] == 2
 
 
+def test_a_compaction_summary_is_not_archived_as_what_the_user_said() -> None:
+    # Claude Code 2.1.332 after /compact (tests/e2e/test_resume.py): the summary is a
+    # `user` record with isCompactSummary, not meta; it restates the archived history.
+    summary = "This session is being continued from a previous conversation. ZEBRA summary"
+    lines = [
+        _user("Prompt ZEBRA.", uuid="u1"),
+        _line({"type": "system", "subtype": "compact_boundary", "uuid": "b1", "sessionId": "s1"}),
+        _user(summary, uuid="u2", isCompactSummary=True),
+        _user([{"type": "text", "text": summary}], uuid="u3", isCompactSummary=True),
+        _user("Prompt after.", uuid="u4"),
+    ]
+    parsed = parse_lines(lines, "s1")
+    assert [m.text for m in parsed.messages] == ["Prompt ZEBRA.", "Prompt after."]
+    assert parsed.skipped["compact summary"] == 2
+
+
 def test_summary_titles_and_missing_uuids() -> None:
     lines = [
         _line({"type": "summary", "summary": "Fixed the flaky deploy", "leafUuid": "x"}),
@@ -140,7 +156,7 @@ def _conversation_records(path: Path) -> int:
         except ValueError:
             continue
         if isinstance(record, dict) and record.get("type") in ("user", "assistant"):
-            count += not record.get("isMeta")
+            count += not record.get("isMeta") and not record.get("isCompactSummary")
     return count
 
 

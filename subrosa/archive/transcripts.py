@@ -244,6 +244,11 @@ def parse_record(
     if record.get("isMeta"):
         parsed.skipped["meta"] += 1
         return
+    if record.get("isCompactSummary"):
+        # Claude Code's summary of the history before a compaction, filed as a `user`
+        # record: nobody said it, and what it restates is archived already.
+        parsed.skipped["compact summary"] += 1
+        return
     message = record.get("message")
     if not isinstance(message, dict):
         parsed.skipped["no message"] += 1
@@ -311,6 +316,7 @@ class _Record(msgspec.Struct):
     cwd: Any = None
     gitBranch: Any = None  # noqa: N815
     isMeta: Any = None  # noqa: N815
+    isCompactSummary: Any = None  # noqa: N815
     message: _Message | None = None
     summary: Any = None
     customTitle: Any = None  # noqa: N815
@@ -391,6 +397,7 @@ def _parse_line(
     if (
         struct.type in ROLES
         and not struct.isMeta
+        and not struct.isCompactSummary
         and struct.message is not None
         and isinstance(session, str)
         and session

@@ -486,13 +486,17 @@ def queue_listing(memory_dir: Path) -> list[dict[str, Any]]:
     return [listed(entry) for entry in queued(memory_dir)]
 
 
-def queue_count(memory_dir: Path) -> int:
-    """How many sessions are queued (by file count: SessionStart needs no more)."""
+def queue_count(memory_dir: Path, besides: str | None = None) -> int:
+    """How many sessions are queued (by file count: SessionStart needs no more), the
+    session `besides` (a `safe_session_id`: the one starting, when resumed) not counted."""
     try:
         names = os.listdir(extract_dir(memory_dir) / QUEUE)
     except OSError:
         return 0
-    return sum(1 for name in names if name.endswith(".json") and not name.startswith("."))
+    mine = f"{besides}.json" if besides else None
+    return sum(
+        1 for name in names if name.endswith(".json") and not name.startswith(".") and name != mine
+    )
 
 
 def clear_queue(memory_dir: Path) -> int:

@@ -632,6 +632,36 @@ def installed_twice(project_dir: str | None) -> str | None:
     )
 
 
+# SessionStart sources whose session goes on with the history of its transcript, earlier
+# hook contexts included (2.1.332: a resumed or forked session's first request carries
+# the context its startup hook gave, replayed, beside the one given now).
+REPLAYED_SOURCES = ("resume", "fork")
+# Where Claude Code's transcript says the history before it was compacted away (a
+# `"subtype":"compact_boundary"` record; inside a JSON string the quotes would be escaped).
+COMPACT_BOUNDARY = b'"compact_boundary"'
+
+
+def already_in_context(transcript: str | None, context: str) -> bool:
+    """Whether the conversation the transcript holds since its last compaction already
+    carries `context` (a SessionStart context given before, which Claude Code replays
+    on resume): its JSON-escaped text appears after the last compact boundary. False
+    when it cannot tell (no transcript, unreadable): then the context is given again."""
+    if not transcript:
+        return False
+    import mmap
+
+    needle = json.dumps(context, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass")
+    try:
+        with open(transcript, "rb") as handle:
+            if not os.fstat(handle.fileno()).st_size:
+                return False
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                start = data.rfind(COMPACT_BOUNDARY)
+                return data.find(needle, max(start, 0)) >= 0
+    except (OSError, ValueError):
+        return False
+
+
 def session_start(payload: Payload, notes: Notes) -> str | None:
     """Remember the live session and tell its Bash commands the memory dir; inject the
     queue nudge and, when needed, the index."""
@@ -657,7 +687,9 @@ def session_start(payload: Payload, notes: Notes) -> str | None:
         )
     notes.attempt("exporting the memory dir", lambda: export_memory_dir(memory_dir))
     parts: list[str] = []
-    count = checkpoint.queue_count(memory_dir)
+    # A resumed session was queued when it last ended: it is this session, not an
+    # earlier one to catch up on (its next end queues it again unless it is extracted).
+    count = checkpoint.queue_count(memory_dir, besides=session_id)
     if count:
         parts.append(queue_nudge(memory_dir, count))
     if (memory_dir / INDEX).is_file():
@@ -667,6 +699,13 @@ def session_start(payload: Payload, notes: Notes) -> str | None:
         if why:
             room = CONTEXT_CAP - sum(len(part) + 2 for part in parts)
             index = notes.attempt("reading MEMORY.md", lambda: index_context(memory_dir, why, room))
+            if index and _text(payload, "source") in REPLAYED_SOURCES:
+                transcript = _text(payload, "transcript_path")
+                seen = notes.attempt(
+                    "reading the transcript", lambda: already_in_context(transcript, index)
+                )
+                if seen:
+                    index = None
             if index:
                 parts.append(index)
     if parts:

@@ -351,11 +351,17 @@ class ClaudeProject:
         session_id: str | None = None,
         resume: str | None = None,
         plugin_dirs: tuple[Path, ...] = (),
+        continue_last: bool = False,
+        fork: bool = False,
     ) -> list[str]:
         argv = [str(self.claude.binary), "-p", "--allowedTools", ",".join(self.allowed_tools)]
         if resume:
             argv += ["--resume", resume]
-        elif session_id:
+        elif continue_last:
+            argv += ["--continue"]
+        if fork:
+            argv += ["--fork-session"]
+        if session_id and (fork or not (resume or continue_last)):
             argv += ["--session-id", session_id]
         for plugin in plugin_dirs:
             argv += ["--plugin-dir", str(plugin)]
@@ -369,16 +375,26 @@ class ClaudeProject:
         env: dict[str, str] | None = None,
         session_id: str | None = None,
         resume: str | None = None,
+        continue_last: bool = False,
+        fork: bool = False,
         plugin_dirs: tuple[Path, ...] = (),
         check: bool = True,
     ) -> Run:
-        """One `claude -p PROMPT` session (or one more turn of `resume`), to its end."""
-        sid = resume or session_id or str(uuid.uuid4())
+        """One `claude -p PROMPT` session, to its end; or one more turn of the session
+        `resume` (`--resume`), or of the project's newest one (`continue_last`:
+        `--continue`, the run's `session_id` then ""); with `fork`, that turn goes into
+        a new session (`--fork-session`, its id `session_id` or a fresh one)."""
+        if fork:
+            sid = session_id or str(uuid.uuid4())
+        else:
+            sid = resume or ("" if continue_last else session_id or str(uuid.uuid4()))
         argv = self.argv(
             *extra,
-            session_id=None if resume else sid,
+            session_id=sid or None,
             resume=resume,
             plugin_dirs=plugin_dirs,
+            continue_last=continue_last,
+            fork=fork,
         )
         done = subprocess.run(
             [*argv, "--", prompt],
