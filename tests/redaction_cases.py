@@ -399,6 +399,7 @@ CRAFTED: dict[str, Callable[[], str]] = {
     "colon chains (token:token:…)": lambda: _repeat("token:"),
     "one long value of keys (password=a:password=a…)": lambda: _repeat("password=a:"),
     "key, separator, newline (next-line value)": lambda: _repeat("token:\n"),
+    "values joined by & , ; (password=x&password:x…)": lambda: _repeat("password=Xy1&password:"),
     "scheme without end (aaa…://)": lambda: _repeat("a", MB - 3) + "://",
     "URL userinfo without @": lambda: _repeat("http://user:" + "p" * 40 + " "),
     "scheme separators (://://…)": lambda: _repeat("x://"),

@@ -193,6 +193,28 @@ def test_hard_shapes_are_redacted(text: str, secret: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        # `&`, `,` or `;` inside an unquoted value is part of it: only the part before
+        # it was redacted, and the rest of the password was stored
+        ("password = Tr0ub4dor&3xyzzy", ""),
+        ("export DB_PASSWORD=Pa55,w0rd!x", ""),
+        ("token=abc123def;ghi789 next", " next"),
+        # a separator where a new key follows (a URL's query, a connection string,
+        # a list of pairs) or after which a space comes still ends the value
+        ("?password=Hunt3r22&user=me", "&user=me"),
+        ("Server=db;Password=Hunt3r22;Database=app", ";Database=app"),
+        ("password=Hunt3r22, then we deployed", ", then we deployed"),
+    ],
+)
+def test_an_unquoted_value_runs_past_a_delimiter_inside_it(text: str, kept: str) -> None:
+    redacted = Redactor()(text)
+    assert redacted.count("[REDACTED:") == 1, redacted
+    assert redacted[redacted.index("]") + 1 :] == kept, redacted
+    assert find_secret(text) is not None
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "the task-abcdefghijklmnopqrstuvwxyz0123 finished",  # "sk-" inside a word

@@ -640,7 +640,9 @@ def _value(
         if match is None:
             return None
         start, end = match.span()
-        value = match.group(0)
+        if not closer:
+            end = _past_delimiters(text, at, end)
+        value = text[start:end]
         after_end = end
         if value.endswith(":"):
             return None  # (`key:` is a key, not a value)
@@ -652,6 +654,32 @@ def _value(
     if alone and _REST_OF_LINE.match(text, after_end) is None:
         return None
     return start, end
+
+
+# Within an unquoted value, `&`, `,` and `;` separate only where a new key follows
+# them (`?password=x&user=me`, `Server=db;Password=x;Database=app`) or a space does;
+# elsewhere they are the value's own characters (`Tr0ub4dor&3xyzzy`): stopping there
+# stored the rest of the password.
+_JOINED = "&,;"
+_JOINED_VALUE = 256  # how far such a value runs (bounded: crafted input stays linear)
+_NEXT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\]-]{0,64}(?:=|:[\s\"'`])")
+
+
+def _past_delimiters(text: str, at: int, end: int) -> int:
+    """Where the unquoted value that starts at `at` and that _UNQUOTED ended at `end`
+    really ends: past each `&`, `,` or `;` joined to more of it."""
+    while (
+        end + 1 < len(text)
+        and text[end] in _JOINED
+        and not text[end + 1].isspace()
+        and text[end + 1] not in _JOINED
+        and _NEXT_KEY.match(text, end + 1) is None
+    ):
+        more = _UNQUOTED.match(text, end + 1, min(len(text), at + _JOINED_VALUE))
+        if more is None or more.end() - at >= _JOINED_VALUE:
+            break  # (a value that long is no password: keep what was found)
+        end = more.end()
+    return end
 
 
 # A value never starts with these (a reference, a template, a structure, a mask).
