@@ -244,20 +244,22 @@ def parse_record(
     if record.get("isMeta"):
         parsed.skipped["meta"] += 1
         return
-    if record.get("isCompactSummary"):
-        # Claude Code's summary of the history before a compaction, filed as a `user`
-        # record: nobody said it, and what it restates is archived already.
-        parsed.skipped["compact summary"] += 1
-        return
     message = record.get("message")
     if not isinstance(message, dict):
         parsed.skipped["no message"] += 1
         return
+    role = message.get("role")
+    if record.get("isCompactSummary"):
+        # Claude Code's summary of the history before a compaction, filed as a `user`
+        # record: the model wrote it, not the person, so it is archived as the
+        # assistant's. It is kept: a session continued from one whose transcript is
+        # gone (Claude Code deletes old ones) holds what came before only there.
+        kind = role = "assistant"
     _add_message(
         parsed,
         session_id,
         kind,
-        message.get("role"),
+        role,
         message.get("content"),
         (record.get("cwd"), record.get("gitBranch"), record.get("timestamp"), record.get("uuid")),
         tool_result_chars,

@@ -214,15 +214,15 @@ def test_a_compacted_session_keeps_its_history_and_gets_the_index_again(
         assert summary in request.text()
         assert injected(request) == 1
 
-    # The archive: what was said, once each; the summary (Claude Code's text, not the
-    # person's) is not archived as something the user said.
+    # The archive: what was said, once each, and the summary (the model's text, which
+    # Claude Code files as a `user` record) as the assistant's, not the person's.
     wait_for(lambda: hits(cc, "CHEETAH"), "the resumed turn in the archive")
     messages = archived(cc, sid)
     assert [m for m in messages if m[1].startswith(("Prompt", "Answer"))] == conversation(
         "AARDVARK", "BADGER", "CHEETAH"
     )
-    assert not [m for m in messages if summary in m[1]]
-    assert sorted(hits(cc, "AARDVARK")) == [(sid, "assistant"), (sid, "user")]
+    assert [m[0] for m in messages if summary in m[1]] == ["assistant"]
+    assert sorted(hits(cc, "AARDVARK")) == [(sid, "assistant"), (sid, "assistant"), (sid, "user")]
     assert queued(cc) == [sid]
 
 
