@@ -258,6 +258,10 @@ class Filters(NamedTuple):
     # (facts key, memory dir) of the project the search runs in: the hits its facts
     # get are counted under that memory dir's lock (a key is not always a path).
     home: tuple[str, str] | None = None
+    # The first and last id of transcript_project's messages, set by the search
+    # (subrosa.archive.search.for_project): implied by the project, it lets the index
+    # skip the other projects' newer and older matches instead of testing each.
+    ids: tuple[int, int] | None = None
 
 
 SINCE_FORMS = "a day like 2026-11-29 or a time like 2026-11-29T10:00"

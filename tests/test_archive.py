@@ -373,6 +373,40 @@ def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) ->
     )
 
 
+def test_a_project_among_newer_and_older_ones_finds_its_own_messages(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # This project's messages lie between other projects' ids (ingested before and
+    # after them): the search skips to their id range and returns what it always did.
+    here = project_transcript_dir()
+    here.mkdir(parents=True, exist_ok=True)
+    other = here.parent / "-some-other-project"
+    other.mkdir(parents=True)
+
+    def word(n: int) -> str:  # distinct texts, not copies of one (digits would be)
+        return "".join("abcdefghij"[int(c)] for c in str(n)) + "ish"
+
+    def session(folder: Path, name: str, count: int) -> None:
+        lines = [
+            _record(f"{name}-{n}", f"the quokka {word(n)} of {name}", session=name)
+            for n in range(count)
+        ]
+        (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+        run("ingest", "--all-projects")
+
+    session(other, "old", 30)
+    session(here, "mine-a", 3)
+    session(other, "middle", 30)
+    session(here, "mine-b", 3)
+    session(other, "new", 30)
+    found = _search(run, "quokka", "--limit", "20")
+    assert sorted(_uuid_of(r) for r in found) == sorted(
+        f"{name}-{n}" for name in ("mine-a", "mine-b") for n in range(3)
+    )
+    assert {r["session_id"] for r in _search(run, "quokka", "--sessions")} == {"mine-a", "mine-b"}
+    assert len(_search(run, "quokka", "--all-projects", "--limit", "200")) == 96
+
+
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_seeded_secrets_never_reach_the_database_file(
     memory_dir: Path, run: RunCli, tmp_path: Path

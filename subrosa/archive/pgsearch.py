@@ -131,7 +131,8 @@ def all_of(queries: list[str]) -> str:
 
 
 def _filters(filters: Filters) -> tuple[str, str, list[Any]]:
-    joins, where, params = "", "", []
+    joins, where = "", ""
+    params: list[Any] = []
     if filters.role:
         where += " AND m.role = ?"
         params.append(filters.role)
@@ -142,6 +143,9 @@ def _filters(filters: Filters) -> tuple[str, str, list[Any]]:
         joins = " JOIN sessions s ON s.id = m.session_pk"
         where += " AND s.project = ?"
         params.append(filters.transcript_project)
+    if filters.ids:
+        where += " AND m.id BETWEEN ? AND ?"
+        params += filters.ids
     return joins, where, params
 
 
