@@ -24,6 +24,8 @@ committed), then in the same run measures, each against a baseline measured here
     queries asked of it, in-process and as a process, each query timed on SQLite and on
     PostgreSQL in turn, run by run, so that a burst of load on a shared machine falls on
     both (target: every query <= 2x SQLite's).
+  - the same queries searched in one project (the oldest), against every project:
+    what `subrosa search` does by default.
 
 It measures whatever `subrosa` is importable, through its command line and
 `subrosa.recall.search` only, so the same script measures an older checkout (put it
@@ -243,6 +245,49 @@ def searches(
     return in_proc, whole, found
 
 
+def project_searches(conn: sqlite3.Connection, env: dict[str, str], subrosa: list[str]) -> None:
+    """The queries searched in one project (what `subrosa search` does by default), the
+    one whose messages are the oldest, against the same queries in every project, in
+    turn: the other projects' newer matches are what a project's search must not walk."""
+    row = conn.execute(
+        "SELECT s.project, count(DISTINCT s.id) FROM sessions s"
+        " JOIN messages m ON m.session_pk = s.id GROUP BY s.project ORDER BY max(m.id) LIMIT 1"
+    ).fetchone()
+    projects = conn.execute("SELECT count(DISTINCT project) FROM sessions").fetchone()[0]
+    if row is None or projects < 2:
+        return
+    project, sessions = row
+    print(
+        f"\nIn one project (`--project {project}`: the oldest of {projects}, {sessions}"
+        " sessions) against every project (`--all-projects`), the same queries in turn:\n"
+        "\n| class | in-process p50 / p95, one project | every project | one ÷ every (p50)"
+        " | whole process p50 / p95, one project | every project |"
+        "\n| --- | --- | --- | --- | --- | --- |"
+    )
+    for cls, queries in CLASSES.items():
+        ip: tuple[list[float], list[float]] = ([], [])
+        wp: tuple[list[float], list[float]] = ([], [])
+        for query in queries:
+            for side, filters in enumerate((Filters(transcript_project=project), Filters())):
+                times = []
+                for _ in range(3):
+                    start = time.perf_counter()
+                    search(conn, query, filters, 10)
+                    times.append(time.perf_counter() - start)
+                ip[side].append(min(times))
+                scope = ["--project", project] if side == 0 else ["--all-projects"]
+                runs = [run_measured([*subrosa, "search", *scope, query], env)[0] for _ in range(3)]
+                wp[side].append(statistics.median(runs))
+        print(
+            f"| {cls} ({len(queries)})"
+            f" | {pct(ip[0], 0.5) * 1e3:.1f} / {pct(ip[0], 0.95) * 1e3:.1f} ms"
+            f" | {pct(ip[1], 0.5) * 1e3:.1f} / {pct(ip[1], 0.95) * 1e3:.1f} ms"
+            f" | {pct(ip[0], 0.5) / pct(ip[1], 0.5):.2f}x"
+            f" | {pct(wp[0], 0.5) * 1e3:.0f} / {pct(wp[0], 0.95) * 1e3:.0f} ms"
+            f" | {pct(wp[1], 0.5) * 1e3:.0f} / {pct(wp[1], 0.95) * 1e3:.0f} ms |"
+        )
+
+
 def paired(
     sqlite_conn: Any, env: dict[str, str], pg_conn: Any, pg_env: dict[str, str], subrosa: list[str]
 ) -> tuple[Timings, Timings, Timings, Timings]:
@@ -337,6 +382,7 @@ def bench(size_mb: int, out: Path, pg: str | None = None, search_only: bool = Fa
         conn = connect(db)
         in_proc, whole, _ = searches(conn, env, subrosa)
         table("SQLite", in_proc, whole)
+        project_searches(conn, env, subrosa)
         conn.close()
         if pg is not None:
             postgres(pg, env, subrosa, mb, None, db)
@@ -417,6 +463,7 @@ def bench(size_mb: int, out: Path, pg: str | None = None, search_only: bool = Fa
     empty = [q for cls in CLASSES for q, n in zip(CLASSES[cls], found[cls], strict=True) if not n]
     if empty:
         print(f"\nqueries with no results: {empty}")
+    project_searches(conn, env, subrosa)
     conn.close()
     if pg is not None:
         postgres(pg, env, subrosa, mb, ingest_s, db)
