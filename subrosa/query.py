@@ -263,6 +263,12 @@ class Filters(NamedTuple):
     # skip the other projects' newer and older matches instead of testing each.
     ids: tuple[int, int] | None = None
 
+    @property
+    def narrows_messages(self) -> bool:
+        """Whether the messages searched are fewer than every one (a role, a time, a
+        project): each match is then tested against the messages' rows."""
+        return bool(self.role or self.since or self.transcript_project)
+
 
 SINCE_FORMS = "a day like 2026-11-29 or a time like 2026-11-29T10:00"
 

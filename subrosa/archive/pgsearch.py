@@ -47,6 +47,7 @@ from itertools import islice
 from typing import Any
 
 from subrosa.archive.search import RERANK, SELECTIVE
+from subrosa.libpq import parse_array
 from subrosa.query import Alt, Filters, Unit
 
 VECTOR = "m.words"
@@ -318,8 +319,7 @@ def _newest_by_range(
             )
             head = next(row for row in found_rows if row[3] is None)
             found, lowest = head[0], head[2]
-            listed = (head[1] or "{}")[1:-1]  # an array of integers' text: {3,2,1}
-            some = [int(rowid) for rowid in listed.split(",")] if listed else []
+            some = parse_array(head[1] or "{}", int)  # the ids' array as text: {3,2,1}
             rows += [tuple(row) for row in found_rows if row[3] is not None]
         if found:
             count, last = count + int(found), int(lowest)
@@ -409,7 +409,7 @@ def texts_ahead(conn: Any, wanted: bool) -> None:
 def texts_usable(filters: Filters, limit: int) -> bool:
     """Whether candidates() takes its rows from a probe's ids (_newest_known()): no
     filter, and no more results wanted than RERANK."""
-    return not (filters.role or filters.since or filters.transcript_project) and limit <= RERANK
+    return not filters.narrows_messages and limit <= RERANK
 
 
 def _share(conn: Any, query: str) -> float | None:
@@ -496,8 +496,7 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     count, kth = int(head[0]), None if head[2] is None else int(head[2])
     conn.answers[("probe", query)] = (count, kth)
     if head[1] is not None:  # an array of integers' text: {3,2,1}
-        listed = head[1][1:-1]
-        conn.answers[("ids", query)] = [int(rowid) for rowid in listed.split(",")] if listed else []
+        conn.answers[("ids", query)] = parse_array(head[1], int)
     if count <= PREFETCH or texts:
         matches = sorted((tuple(row) for row in rows if row[3] is not None), reverse=True)
         conn.answers[("rows", query)] = matches
@@ -633,7 +632,7 @@ def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
 
 def _newest_known(conn: Any, query: str, filters: Filters, limit: int) -> list[int] | None:
     """The ids of the query's newest `limit` matches, when _probe_ahead() knows them."""
-    if filters.role or filters.since or filters.transcript_project:
+    if filters.narrows_messages:
         return None
     ids: list[int] | None = conn.answers.get(("ids", query))
     if ids is None:

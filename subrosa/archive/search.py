@@ -119,7 +119,7 @@ class Hit(NamedTuple):
 def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
     joins, where = "", ""
     params: list[Any] = []
-    if filters.role or filters.since or filters.transcript_project:
+    if filters.narrows_messages:
         joins = " JOIN messages m ON m.id = f.rowid"
     if filters.role:
         where += " AND m.role = ?"
