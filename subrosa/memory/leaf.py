@@ -277,6 +277,12 @@ def frontmatter_text(text: str) -> str | None:
     """The frontmatter block of a leaf's text (between its `---` lines), or None."""
     if not _FRONTMATTER_START.match(text):
         return None
+    return _between_boundaries(text)
+
+
+def _between_boundaries(text: str) -> str | None:
+    """What python-frontmatter's boundaries enclose in `text` (CRLF made LF, stripped,
+    as split_frontmatter reads it), or None when it has no two."""
     parts = _BOUNDARY.split(text.replace("\r\n", "\n").strip(), 2)
     return parts[1] if len(parts) == 3 else None
 
@@ -733,8 +739,8 @@ def _text_of(value: object, text: str, key: str) -> str:
     True, `010` as 8 and `12:30` as 750, none of which is the user's description."""
     if isinstance(value, str):
         return value
-    parts = _BOUNDARY.split(text.replace("\r\n", "\n").strip(), 2)
-    written = _salvaged(parts[1]).get(key) if len(parts) == 3 else None
+    fm = _between_boundaries(text)
+    written = _salvaged(fm).get(key) if fm is not None else None
     return str(value) if written is None else re.sub(r"\s+#.*", "", written)
 
 
