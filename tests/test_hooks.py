@@ -71,6 +71,15 @@ def prompt(text: str) -> dict[str, Any]:
     return {"type": "user", "promptId": "p", "message": {"role": "user", "content": text}}
 
 
+def project_with_auto_memory(tmp_path: Path) -> tuple[Path, Path]:
+    """A project folder and its Claude Code auto-memory dir, both made."""
+    project = tmp_path / "project"
+    project.mkdir()
+    memory = auto_memory_dir(project)
+    memory.mkdir(parents=True)
+    return project, memory
+
+
 def context_of(result: subprocess.CompletedProcess[str]) -> str:
     output = json.loads(result.stdout)
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
@@ -379,10 +388,7 @@ def test_a_resumed_session_is_not_an_earlier_session_to_catch_up_on(
 def test_session_start_leaves_the_index_to_claude_code_when_it_loads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    memory = auto_memory_dir(project)
-    memory.mkdir(parents=True)
+    project, memory = project_with_auto_memory(tmp_path)
     (memory / "MEMORY.md").write_text("# Memory\n\n- [A](a.md) — \u202eevil\u200b hook\n")
     path = transcript(tmp_path, "s1")
     sessions = iter(range(100))
@@ -515,10 +521,7 @@ def test_session_start_keeps_a_spelling_joiner_and_no_hidden_run(
     # A ZWNJ in a Persian word and the ZWJs of an emoji are the user's spelling; a
     # payload hidden in invisible characters needs runs of them, or joiners where no
     # script uses one: those go from the context a session starts with.
-    project = tmp_path / "project"
-    project.mkdir()
-    memory = auto_memory_dir(project)
-    memory.mkdir(parents=True)
+    project, memory = project_with_auto_memory(tmp_path)
     payload = "".join("\u200c" if bit == "1" else "\u200d" for bit in "0110100001101001")
     (memory / "MEMORY.md").write_text(
         "# Memory\n\n"
