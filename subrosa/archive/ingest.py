@@ -589,6 +589,10 @@ class Ingester:
             "INSERT INTO messages_fts(rowid, text, terms) VALUES (?, ?, ?)",
             [(row[0], row[5], row[6]) for row in rows],
         )
+        if rows:
+            # One session's ids, handed out in a row (those left out were taken by no
+            # message): one run, the session's last one when it ends right before.
+            add_run(self.conn, pk, rows[0][0], rows[-1][0])
         self.report.new_messages += added
         self.report.duplicate_messages += len(messages) - added
         times = [m.timestamp for m in messages if m.timestamp]
@@ -614,6 +618,20 @@ def new_ingester(
     from subrosa.archive.pgstore import PgIngester
 
     return PgIngester(conn, tool_result_chars, progress, report)
+
+
+def add_run(conn: sqlite3.Connection, session_pk: int, lo: int, hi: int) -> None:
+    """Record that ids `lo` to `hi` are session `session_pk`'s (no other session's
+    message among them; message_runs, migration 0009): the session's run that ends
+    right before grows, or a run is added. Both engines (a server's connection speaks
+    this SQL too)."""
+    grown = conn.execute(
+        "UPDATE message_runs SET hi = ? WHERE session_pk = ? AND hi = ?", (hi, session_pk, lo - 1)
+    ).rowcount
+    if not grown:
+        conn.execute(
+            "INSERT INTO message_runs (session_pk, lo, hi) VALUES (?, ?, ?)", (session_pk, lo, hi)
+        )
 
 
 def _default_session(path: str) -> str:

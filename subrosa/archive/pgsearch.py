@@ -144,9 +144,9 @@ def _filters(filters: Filters) -> tuple[str, str, list[Any]]:
         joins = " JOIN sessions s ON s.id = m.session_pk"
         where += " AND s.project = ?"
         params.append(filters.transcript_project)
-    if filters.ids:
+    if filters.runs:
         where += " AND m.id BETWEEN ? AND ?"
-        params += filters.ids
+        params += filters.runs.bounds
     return joins, where, params
 
 
