@@ -35,7 +35,7 @@ Spans = tuple[tuple[int, int], ...]
 # A project (Filters.runs) holding less than this share of the messages is searched
 # span by span or by a walk of its matches' ids (for_project, _spans()); runs fewer
 # than MERGE_GAP ids apart are one span.
-WALK_SHARE = 0.125
+SPAN_SHARE = 0.125
 MERGE_GAP = 64
 # A span's query costs about as much as reading this many ids of a walk; a walk reads
 # its ids WALK_BATCH at a time.
@@ -152,14 +152,14 @@ def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
 def _spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> str:
     """How to find the newest `limit` matches of `match` in a project (Filters.runs):
     "all" (test each match newest first against its project: the project holds
-    WALK_SHARE of the messages or more, ~1/share matches tested for each kept), else
+    SPAN_SHARE of the messages or more, ~1/share matches tested for each kept), else
     "spans" (ask the index within each span of the project, newest first: a query
     each) or "walk" (read the matches' ids newest first, keep those in a span: a
     fraction of a microsecond each), whichever is expected to cost less: a common
     word fills `limit` in its first few spans, a rarer one's matches are fewer than
     the spans."""
     runs = filters.runs
-    if runs is None or runs.share >= WALK_SHARE:
+    if runs is None or runs.share >= SPAN_SHARE:
         return "all"
     kth, matches = _probe(conn, match)
     total = _newest_id(conn)
@@ -683,7 +683,7 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
     without them a word common in other projects is walked through every newer match
     of theirs first (~0.1 s in-process at 1 GB on SQLite for a project holding 1 % of
     the messages, seconds on a server). The spans are read only for a project holding
-    less than WALK_SHARE of the messages (a larger one is searched match by match
+    less than SPAN_SHARE of the messages (a larger one is searched match by match
     within its first and last id); runs fewer than MERGE_GAP ids apart are one span
     (the ids between are tested)."""
     if not filters.transcript_project or filters.runs:
@@ -696,7 +696,7 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
         return None
     first, last, covered = (int(value) for value in row)
     share = covered / max(1, _newest_id(conn))
-    if share >= WALK_SHARE:
+    if share >= SPAN_SHARE:
         return filters._replace(runs=Runs(((first, last),), share))
     spans: list[tuple[int, int]] = []
     for lo, hi in conn.execute(
