@@ -322,7 +322,7 @@ class PgIngester(Ingester):
     def _add_runs(self, stored: list[tuple[int, int]]) -> None:
         """message_runs for the (id, session) pairs a batch stored, in id order: a run
         ends where another session's message comes (ids between that no message took
-        belong to none). As subrosa.archive.ingest.add_run does, in one statement: a
+        belong to none). As subrosa.archive.ingest does (_write_runs), in one statement: a
         session's run that ends right before a new one grows, else the run is added."""
         runs: list[list[int]] = []  # [session_pk, lo, hi]
         for rowid, pk in stored:
