@@ -15,7 +15,9 @@ extends a session's run when the next batch of that session takes the next id, e
 adds one (subrosa.archive.ingest, subrosa.archive.pgstore). This revision derives the
 runs of the messages already stored, in one statement (gaps and islands: a session's
 ids numbered in order, minus the number of every message before, are the same along a
-run). Derived data, like the rest of the archive: the messages stay as they are.
+run). Derived data, like the rest of the archive: the messages stay as they are. On
+PostgreSQL the roles that may insert messages (a team's members) are granted what
+ingest does to the runs.
 
 Revision ID: 0009
 Revises: 0008
@@ -53,6 +55,21 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("session_pk", "lo"),
     )
     op.execute(BACKFILL)
+    bind = op.get_bind()
+    if bind.dialect.name == "postgresql":
+        # Who may write messages (a team's member roles, docs/team.md) writes their runs
+        # too: the owner running this grants it, so their ingest goes on after the
+        # upgrade without a grant of its own.
+        writers = bind.execute(
+            sa.text(
+                "SELECT DISTINCT grantee FROM information_schema.role_table_grants"
+                " WHERE table_schema = current_schema() AND table_name = 'messages'"
+                " AND privilege_type = 'INSERT' AND grantee <> current_user"
+            )
+        ).scalars()
+        for role in list(writers):
+            quoted = '"' + role.replace('"', '""') + '"'
+            op.execute(f"GRANT SELECT, INSERT, UPDATE ON message_runs TO {quoted}")
 
 
 def downgrade() -> None:
