@@ -14,6 +14,7 @@ import pytest
 
 from subrosa.paths import project_transcript_dir
 from tests.conftest import FIXTURES, Db, RunCli, run_on_terminal, write_leaf
+from tests.test_archive import BACKFILLED
 
 LOG = FIXTURES / "transcripts" / "claude-code-log"
 
@@ -125,6 +126,10 @@ def test_import_adds_only_what_the_target_lacks(
     assert done["messages"]["present"] >= before > 0
     uuids = _rows(team, "SELECT uuid FROM messages")
     assert len(uuids) == len(set(uuids)) == len(_rows(db.url, "SELECT uuid FROM messages"))
+    # Where each session's messages are (a project's search walks these): what an
+    # ingest would have recorded, the ingested and the imported alike.
+    runs = "SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2"
+    assert _rows(team, runs) == _rows(team, BACKFILLED) and len(_rows(team, runs)) > 1
 
 
 def test_export_takes_this_project_unless_told(
