@@ -573,6 +573,7 @@ class Ingester:
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(uuid) DO NOTHING",
             rows,
         ).rowcount
+        shared = 0
         if added < len(rows):
             # The ids from `first_id` on were handed out in this transaction (we hold the
             # write lock): those present are the rows that went in.
@@ -580,6 +581,7 @@ class Ingester:
                 row[0]
                 for row in self.conn.execute("SELECT id FROM messages WHERE id >= ?", (first_id,))
             }
+            shared = self._share(pk, [(r[0], r[2]) for r in rows if r[0] not in stored])
             rows = [row for row in rows if row[0] in stored]
         # The index is written here, not by an insert trigger: FTS5 flushes its
         # in-memory index at every statement savepoint, and a trigger runs inside
@@ -598,7 +600,23 @@ class Ingester:
             " first_at = CASE WHEN first_at IS NULL OR ? < first_at THEN ? ELSE first_at END,"
             " last_at = CASE WHEN last_at IS NULL OR ? > last_at THEN ? ELSE last_at END"
             " WHERE id = ?",
-            (added, first, first or None, last, last or None, pk),
+            (added + shared, first, first or None, last, last or None, pk),
+        )
+
+    def _share(self, pk: int, left_out: list[tuple[int, str]]) -> int:
+        """Record that session `pk` holds the messages `left_out` ((id, uuid) of rows
+        whose uuid was stored already) that are stored under another session: a fork's
+        copied history, or its parent's when the fork was archived first. Each at the
+        place (position) of the id its row was handed. A session repeating its own
+        history (resumed, a file read again) records nothing. How many rows this added
+        (the session's message count grows by them: they are its messages too)."""
+        return int(
+            self.conn.executemany(
+                "INSERT INTO shared_messages(session_pk, message_id, position)"
+                " SELECT ?, id, ? FROM messages WHERE uuid = ? AND session_pk != ?"
+                " ON CONFLICT DO NOTHING",
+                [(pk, position, uuid, pk) for position, uuid in left_out],
+            ).rowcount
         )
 
 
