@@ -25,7 +25,7 @@ from subrosa.archive import pending
 from subrosa.archive.pgsearch import RANGE
 from subrosa.schema import SCHEMA_HEAD
 from tests.conftest import REPO, Db, subrosa_process, write_leaf
-from tests.test_team import SSH, _clone, _session
+from tests.test_team import SSH, _clone, _record, _session
 
 pytestmark = pytest.mark.engines("postgresql")
 
@@ -168,7 +168,7 @@ def test_a_reader_searches_lists_and_shows_but_writes_nothing(team: Team) -> Non
     assert "zanzibar_cache" in team.run("rita", "fact", "list", password=True).stdout
     assert "The zanzibar cache" in team.run("rita", "fact", "show", "zanzibar_cache").stdout
     team.run("rita", "export", "mine.jsonl")
-    assert "revision 0008" in team.run("rita", "db", "status").stdout
+    assert f"revision {SCHEMA_HEAD}" in team.run("rita", "db", "status").stdout
     assert "already at revision" in team.run("rita", "db", "upgrade", password=True).stdout
     assert entry.exists()
     doctor = team.run("rita", "doctor", password=True).stdout
@@ -183,14 +183,39 @@ def test_a_reader_searches_lists_and_shows_but_writes_nothing(team: Team) -> Non
 
 
 def test_a_due_migration_needs_the_owner(team: Team) -> None:
-    # The schema one revision behind, as after installing a newer subrosa.
-    team.sql("DROP INDEX ix_messages_words_r8; UPDATE alembic_version SET version_num = '0007'")
+    # The schema behind, as after installing a newer subrosa: 0008 and 0010 are due.
+    team.sql(
+        "DROP TABLE shared_messages; DROP INDEX ix_messages_words_r8;"
+        " UPDATE alembic_version SET version_num = '0007'"
+    )
     for args in (("db", "upgrade"), ("search", "zanzibar"), ("ingest",)):
         refused = _one_error(team.run("alice", *args, password=True, expect=1))
         assert f"cannot migrate to revision {SCHEMA_HEAD} (must be owner of table" in refused
         assert "only the role that owns them may do" in refused and "alice:***@" in refused
     team.run("subrosa_owner", "db", "upgrade")
     assert "2 new messages" in team.run("alice", "ingest").stdout
+    # Until the owner grants INSERT on migration 0010's new table, a member archives a
+    # fork as before: each message once, the fork showing only what it added.
+    _fork(team, "s0")
+    assert "1 new messages" in team.run("alice", "ingest").stdout
+    assert team.sql("SELECT count(*) FROM shared_messages") == [(0,)]
+    assert team.run("alice", "transcript", "show", "s0").stdout.count("\nuser ") == 1
+
+
+def _fork(team: Team, fork: str) -> None:
+    """A fork of the session s1, as Claude Code writes one: its records copied under the
+    fork's id (uuids kept), then a prompt of its own."""
+    copied = team.transcript.read_text().replace('"sessionId": "s1"', f'"sessionId": "{fork}"')
+    own = _record(f"{fork}-own", "the fork asks about the quokka", fork, team.clone)
+    team.transcript.with_name(f"{fork}.jsonl").write_text(copied + own + "\n")
+
+
+def test_a_members_ingest_of_a_fork_shares_the_copied_history(team: Team) -> None:
+    team.run("alice", "ingest")
+    _fork(team, "s0")
+    assert "1 new messages" in team.run("alice", "ingest").stdout
+    shown = team.run("rita", "transcript", "show", "s0", "--json").stdout
+    assert shown.count('"role": "user"') == 3  # the two copied and its own
 
 
 def test_a_members_ingest_leaves_the_range_indexes_to_the_owner(team: Team) -> None:
