@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli
+from tests.conftest import Db, RunCli
 from tests.test_archive import _ingest, _record, _search, _transcript
 
 pytestmark = pytest.mark.engines  # SQLite and PostgreSQL
@@ -170,3 +170,49 @@ def test_a_batch_holding_a_message_twice_under_two_sessions(memory_dir: Path, ru
 
     assert shown(run, PARENT) == conversation("AARDVARK")
     assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
+
+
+def _as_before_0010(url: str) -> None:
+    """The archive at `url` made as an older subrosa left it: no shared_messages, each
+    session counting only the messages stored under it, at revision 0008."""
+    from sqlalchemy import create_engine, text
+
+    from subrosa.config import resolve_db_url
+    from subrosa.db import database_url, dispose_all
+
+    dispose_all()
+    engine = create_engine(database_url(resolve_db_url(url)))
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("DROP TABLE shared_messages"))
+            conn.execute(
+                text(
+                    "UPDATE sessions SET message_count ="
+                    " (SELECT count(*) FROM messages WHERE session_pk = sessions.id)"
+                )
+            )
+            conn.execute(text("UPDATE alembic_version SET version_num = '0008'"))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("order", [(PARENT, FORK), (FORK, PARENT)], ids=["parent", "fork"])
+def test_the_migration_reads_again_the_forks_archived_before_it(
+    memory_dir: Path, run: RunCli, db: Db, order: tuple[str, str]
+) -> None:
+    paths = files()
+    paths[FORK2].unlink()
+    _transcript("d-alone.jsonl", *said("d-alone", "ZEBU"))
+    for session in order:
+        _ingest(run, str(paths[session]))
+    _ingest(run)
+    _as_before_0010(db.url)
+    assert counts(run) != {PARENT: 2, FORK: 4, "d-alone": 2}
+    run("db", "upgrade")
+
+    # The session that held messages stored under the other is read again; no other.
+    report = _ingest(run)
+    assert (report["files_read"], report["new_messages"]) == (1, 0)
+    assert shown(run, PARENT) == conversation("AARDVARK")
+    assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
+    assert counts(run) == {PARENT: 2, FORK: 4, "d-alone": 2}

@@ -8,9 +8,13 @@ show` lacked it. From this revision on, ingest writes a row here when a uuid it 
 for a session is already stored under another (subrosa.archive.ingest, pgstore), and
 `transcript show` gives a session its own messages and these, in order.
 
-No backfill: forks archived before this revision show what they added until their
-transcript is read again from the start (a replaced or rewritten file); reading every
-file still on disk again to find them would cost as much as a first ingest.
+Forks archived before this revision are found without reading a file: a session whose
+transcript held a message stored under another session has a first time (first_at,
+taken from every message its file held) earlier than its own first message's, or no
+message of its own. Their files' ingest state (`<session id>.jsonl`) is forgotten, so
+the next ingest reads those files again from the start (every message in them already
+stored once: only these rows and the message counts are written). A file no longer on
+disk is not read again: that session shows what it held before.
 
 On PostgreSQL a member's role needs INSERT on the new table (docs/team.md); until the
 owner grants it, a member's ingest archives as before, without these rows.
@@ -42,6 +46,39 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("session_pk", "message_id"),
     )
     op.create_index("ix_shared_messages_message", "shared_messages", ["message_id"])
+    _read_forks_again(op.get_bind())
+
+
+def _read_forks_again(bind: sa.Connection) -> None:
+    """Forget the ingest state of the transcripts of the sessions that share messages
+    with another (see the module's docstring): one pass over the messages, by session."""
+    sessions = {
+        str(row[0])
+        for row in bind.execute(
+            sa.text(
+                "SELECT s.session_id FROM sessions s"
+                " LEFT JOIN (SELECT session_pk, min(timestamp) AS own_first FROM messages"
+                " GROUP BY session_pk) own ON own.session_pk = s.id"
+                " WHERE s.first_at IS NOT NULL"
+                " AND (own.own_first IS NULL OR s.first_at < own.own_first)"
+            )
+        )
+    }
+    if not sessions:
+        return
+    paths = [
+        str(row[0])
+        for row in bind.execute(sa.text("SELECT path FROM ingested_files"))
+        if _session_of(str(row[0])) in sessions
+    ]
+    for path in paths:
+        bind.execute(sa.text("DELETE FROM ingested_files WHERE path = :path"), {"path": path})
+
+
+def _session_of(path: str) -> str:
+    """The session a transcript's name says (`<session id>.jsonl`), as ingest names it."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name[: -len(".jsonl")] if name.endswith(".jsonl") else ""
 
 
 def downgrade() -> None:
