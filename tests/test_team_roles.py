@@ -194,10 +194,18 @@ def test_a_due_migration_needs_the_owner(team: Team) -> None:
         assert "only the role that owns them may do" in refused and "alice:***@" in refused
     team.run("subrosa_owner", "db", "upgrade")
     assert "2 new messages" in team.run("alice", "ingest").stdout
-    # Until the owner grants INSERT on migration 0010's new table, a member archives a
-    # fork as before: each message once, the fork showing only what it added.
+    # The owner's upgrade granted migration 0010's table to the members.
     _fork(team, "s0")
     assert "1 new messages" in team.run("alice", "ingest").stdout
+    assert team.sql("SELECT count(*) FROM shared_messages") == [(2,)]
+
+
+def test_a_member_who_may_not_share_archives_a_fork_as_before(team: Team) -> None:
+    team.sql("REVOKE INSERT ON shared_messages FROM subrosa_member", role="subrosa_owner")
+    team.run("alice", "ingest")
+    _fork(team, "s0")
+    assert "1 new messages" in team.run("alice", "ingest").stdout
+    # Each message once, the fork showing only what it added.
     assert team.sql("SELECT count(*) FROM shared_messages") == [(0,)]
     assert team.run("alice", "transcript", "show", "s0").stdout.count("\nuser ") == 1
 

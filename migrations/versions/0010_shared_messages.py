@@ -16,8 +16,9 @@ the next ingest reads those files again from the start (every message in them al
 stored once: only these rows and the message counts are written). A file no longer on
 disk is not read again: that session shows what it held before.
 
-On PostgreSQL a member's role needs INSERT on the new table (docs/team.md); until the
-owner grants it, a member's ingest archives as before, without these rows.
+On PostgreSQL the roles that may insert messages (a team's members) are granted what
+ingest does to the new table, as 0009 does for its runs; a role that may not write it
+archives as before, without these rows (subrosa.archive.pgstore).
 
 Revision ID: 0010
 Revises: 0008
@@ -46,7 +47,26 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("session_pk", "message_id"),
     )
     op.create_index("ix_shared_messages_message", "shared_messages", ["message_id"])
-    _read_forks_again(op.get_bind())
+    bind = op.get_bind()
+    if bind.dialect.name == "postgresql":
+        _grant_writers(bind)
+    _read_forks_again(bind)
+
+
+def _grant_writers(bind: sa.Connection) -> None:
+    """Who may write messages (a team's member roles, docs/team.md) may write these
+    rows too: the owner running this grants it, so their ingest goes on recording forks
+    after the upgrade without a grant of its own."""
+    writers = bind.execute(
+        sa.text(
+            "SELECT DISTINCT grantee FROM information_schema.role_table_grants"
+            " WHERE table_schema = current_schema() AND table_name = 'messages'"
+            " AND privilege_type = 'INSERT' AND grantee <> current_user"
+        )
+    ).scalars()
+    for role in list(writers):
+        quoted = '"' + role.replace('"', '""') + '"'
+        op.execute(f"GRANT SELECT, INSERT ON shared_messages TO {quoted}")
 
 
 def _read_forks_again(bind: sa.Connection) -> None:
