@@ -129,6 +129,24 @@ class TranscriptMessage(Base):
     terms: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+class MessageRun(Base):
+    """Ids lo to hi are one session's messages, with no other session's message among
+    them (ids grow with ingest, so a run is what one ingest of a session added, or
+    several in a row): a project's messages are its sessions' runs. Search walks a
+    project's runs, newest first, where testing every match of the archive's index
+    for its project would walk through the other projects' (subrosa.archive.search,
+    for_project). Kept by ingest on both engines; derived from messages, as the rest
+    of the archive is from the transcripts (migration 0009 backfills it)."""
+
+    __tablename__ = "message_runs"
+
+    session_pk: Mapped[int] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    lo: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    hi: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
 class SharedMessage(Base):
     """A message a session's transcript holds that is stored under another session: a
     fork's file (`--fork-session`, `/branch`) begins with a copy of its parent's history,

@@ -247,6 +247,21 @@ def pieces(unit: Unit) -> list[Unit]:
 # ---------------------------------------------------------------- filters
 
 
+class Runs(NamedTuple):
+    """A project's messages as spans of ids, newest first (its sessions' runs, table
+    message_runs, joined where little lies between), and the share of the archive's
+    ids they cover. A span may hold other projects' messages too: the project is still
+    tested for each match."""
+
+    spans: tuple[tuple[int, int], ...]
+    share: float
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """The first and last id of every span."""
+        return self.spans[-1][0], self.spans[0][1]
+
+
 class Filters(NamedTuple):
     """What a search is limited to (NamedTuples, not dataclasses: importing
     dataclasses costs `subrosa search` more than its query)."""
@@ -258,10 +273,10 @@ class Filters(NamedTuple):
     # (facts key, memory dir) of the project the search runs in: the hits its facts
     # get are counted under that memory dir's lock (a key is not always a path).
     home: tuple[str, str] | None = None
-    # The first and last id of transcript_project's messages, set by the search
+    # Where transcript_project's messages are, set by the search
     # (subrosa.archive.search.for_project): implied by the project, it lets the index
-    # skip the other projects' newer and older matches instead of testing each.
-    ids: tuple[int, int] | None = None
+    # skip the other projects' matches instead of testing each.
+    runs: Runs | None = None
 
     @property
     def narrows_messages(self) -> bool:

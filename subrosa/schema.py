@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 SCHEMA_HEAD = "0010"
 
-# What migrations 0001-0008 and 0010 make on SQLite, in one place. When a migration is added,
+# What migrations 0001-0010 make on SQLite, in one place. When a migration is added,
 # this follows it (tests/test_schema.py compares the two, table by table).
 SQLITE_SCHEMA = (
     """CREATE TABLE alembic_version (
@@ -81,6 +81,13 @@ SQLITE_SCHEMA = (
         FOREIGN KEY(session_pk) REFERENCES sessions (id) ON DELETE CASCADE,
         UNIQUE (uuid))""",
     "CREATE INDEX ix_messages_session ON messages (session_pk)",
+    # Migration 0009: each session's messages as runs of ids (project-scoped search).
+    """CREATE TABLE message_runs (
+        session_pk INTEGER NOT NULL,
+        lo INTEGER NOT NULL,
+        hi INTEGER NOT NULL,
+        PRIMARY KEY (session_pk, lo),
+        FOREIGN KEY(session_pk) REFERENCES sessions (id) ON DELETE CASCADE)""",
     # Migration 0010: what a session holds stored under another (a fork's history).
     """CREATE TABLE shared_messages (
         session_pk INTEGER NOT NULL,

@@ -15,6 +15,8 @@ kept readable:
   OSC 52 clipboard writes, OSC 8 hidden links), format characters (bidi controls,
   zero-width marks, the Unicode tag characters U+E0000–E007F), variation selectors
   and the other default-ignorable code points, surrogates, private-use characters.
+  One text or emoji presentation selector (U+FE0E, U+FE0F) stays right after a
+  character that has both forms (❤️, ⚠️, a keycap 1️⃣): it is how the user wrote it.
   In one-line contexts every line break becomes a space. A zero-width joiner or
   non-joiner (U+200D, U+200C) stays where it spells: alone between two letters of a
   script that joins or shapes (Persian `می‌خواهم`), or between two emoji (👨‍👩‍👧).
@@ -83,6 +85,17 @@ _JOINING_SCRIPT = re.compile(
 # (U+2640 female sign, U+2764 heart, U+2695 staff of Aesculapius, ...).
 _EMOJI = re.compile("[\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff]")
 _VARIATION_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+# Text and emoji presentation (VS15, VS16): kept once after a character that has both
+# forms (strip_invisible); the other variation selectors go (a run of them after any
+# character is how text is hidden in an emoji).
+_PRESENTATION = "\ufe0e\ufe0f"
+# Characters outside _EMOJI's blocks with an emoji form: keycap bases, ©, ®, ‼, ⁉,
+# ™, ℹ, arrows, Ⓜ, squares and triangles, ⤴, ⤵, 〰, 〽, ㊗, ㊙.
+_EMOJI_BASES = frozenset(
+    "#*0123456789\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194\u2195\u2196\u2197"
+    "\u2198\u2199\u21a9\u21aa\u24c2\u25aa\u25ab\u25b6\u25c0\u25fb\u25fc\u25fd"
+    "\u25fe\u2934\u2935\u3030\u303d\u3297\u3299"
+)
 # Where strip_invisible dropped a character, while it decides about joiners (NUL: a
 # control character, never left in its output).
 _GONE = "\x00"
@@ -138,10 +151,19 @@ def strip_invisible(text: str) -> str:
         elif ch in _JOINERS:
             out.append(ch)
             joiners = True
+        elif (
+            ch in _PRESENTATION
+            and out
+            and out[-1] not in _PRESENTATION
+            and _has_emoji_form(out[-1])
+        ):
+            # Text or emoji presentation of the character before (❤️, ⚠️, 1️⃣, the
+            # rainbow flag's 🏳️): its spelling, one selector after one such character.
+            out.append(ch)
         elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") or _IGNORABLE.match(ch):
             # What goes leaves a mark a joiner beside it sees (a run of invisible
             # characters is no spelling), but for a variation selector, which emoji
-            # sequences hold (U+FE0F in 🏳️‍🌈).
+            # sequences hold.
             if not _VARIATION_SELECTOR.match(ch):
                 out.append(_GONE)
         else:
@@ -152,9 +174,21 @@ def strip_invisible(text: str) -> str:
             ch
             for i, ch in enumerate(out)
             if ch != _GONE
-            and (ch not in _JOINERS or (0 < i < last and _joins(out[i - 1], out[i + 1])))
+            and (ch not in _JOINERS or (0 < i < last and _joins(_base(out, i), out[i + 1])))
         ]
     return "".join(out).replace(_GONE, "")
+
+
+def _has_emoji_form(char: str) -> bool:
+    """Whether a presentation selector after `char` spells something: an emoji or a
+    symbol with an emoji form, or a keycap's base (#, *, a digit)."""
+    return _EMOJI.match(char) is not None or char in _EMOJI_BASES
+
+
+def _base(out: list[str], at: int) -> str:
+    """The character a joiner at `at` follows, past a presentation selector (❤️‍🔥)."""
+    before = out[at - 1]
+    return out[at - 2] if before in _PRESENTATION and at >= 2 else before
 
 
 def _joins(before: str, after: str) -> bool:

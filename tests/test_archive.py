@@ -407,6 +407,155 @@ def test_a_project_among_newer_and_older_ones_finds_its_own_messages(
     assert len(_search(run, "quokka", "--all-projects", "--limit", "200")) == 96
 
 
+def _rows(db: Db, sql: str) -> list[tuple[Any, ...]]:
+    """What a statement returns from the test's database, on either engine."""
+    from sqlalchemy import create_engine, text
+
+    from subrosa.config import resolve_db_url
+    from subrosa.db import database_url
+
+    dispose_all()
+    engine = create_engine(database_url(resolve_db_url(db.url)))
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(text(sql)).all()]
+    finally:
+        engine.dispose()
+
+
+def _letters(n: int) -> str:
+    """A number spelt in letters: texts that differ only in digits are copies of one."""
+    return "".join("abcdefghij"[int(c)] for c in str(n)) + "ish"
+
+
+def _interleaved(run: RunCli) -> None:
+    """This project's sessions among a busier project's, ingested one at a time as
+    sessions end (and one of each appended to later), so this project's messages are
+    runs of ids between the other's: every message says "quokka", every third also
+    "wombat"."""
+    here = project_transcript_dir()
+    here.mkdir(parents=True, exist_ok=True)
+    other = here.parent / "-some-busy-project"
+    other.mkdir(parents=True, exist_ok=True)
+
+    def session(folder: Path, name: str, start: int, count: int) -> None:
+        lines = [
+            _record(
+                f"{name}-{n}",
+                f"the quokka {'wombat ' if n % 3 == 0 else ''}note {_letters(n)} of"
+                f" {_letters(sum(map(ord, name)))}",
+                session=name,
+                timestamp=f"2026-03-01T10:{n // 60:02d}:{n % 60:02d}Z",
+            )
+            for n in range(start, start + count)
+        ]
+        with (folder / f"{name}.jsonl").open("a") as out:
+            out.write("\n".join(lines) + "\n")
+        run("ingest", "--all-projects")
+
+    for k in range(6):
+        session(other, f"busy-{k}", 0, 40)
+        session(here, f"mine-{k}", 0, 4)
+    session(here, "mine-0", 4, 3)  # resumed: a run far from its first
+    session(other, "busy-9", 0, 40)
+
+
+BACKFILLED = (
+    "SELECT session_pk, min(id), max(id) FROM (SELECT session_pk, id,"
+    " row_number() OVER (ORDER BY id) - row_number() OVER (PARTITION BY session_pk ORDER BY id)"
+    " AS island FROM messages) AS numbered GROUP BY session_pk, island ORDER BY 1, 2"
+)
+
+
+def test_ingest_keeps_each_sessions_runs_of_ids(memory_dir: Path, db: Db, run: RunCli) -> None:
+    # What ingest records as it goes is what migration 0009 derives from the messages:
+    # each run one session's ids with no other session's message among them.
+    _interleaved(run)
+    kept = _rows(db, "SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2")
+    assert kept == _rows(db, BACKFILLED)
+    assert len(kept) == 14  # 13 sessions, one resumed later
+    # Re-ingesting stores nothing and adds no run.
+    run("ingest", "--all-projects")
+    assert _rows(db, "SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
+
+
+def test_the_migration_derives_the_runs_of_an_archive_made_before_them(
+    memory_dir: Path, db: Db, run: RunCli
+) -> None:
+    from alembic import command
+
+    from subrosa.config import resolve_db_url
+    from subrosa.db import alembic_config, open_database
+
+    _interleaved(run)
+    kept = _rows(db, "SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2")
+    engine = open_database(resolve_db_url(db.url))
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0008")
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+    dispose_all()
+    assert _rows(db, "SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
+    assert len(_search(run, "wombat", "--limit", "50")) == 13
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        {"SPAN_SHARE": 0.0},  # each match's project tested, newest first
+        {"SPAN_SHARE": 1.0, "SPAN_COST": 0},  # the index asked span by span
+        {"SPAN_SHARE": 1.0, "SPAN_COST": 10**9, "WALK_BATCH": 7},  # the ids walked
+        {"SPAN_SHARE": 1.0, "MERGE_GAP": 10**9, "SPAN_COST": 0},  # one span, tested
+    ],
+    ids=["each-match", "span-by-span", "walk", "merged"],
+)
+def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, how: dict[str, int]
+) -> None:
+    from subrosa.archive import pgsearch
+    from subrosa.archive import search as archive_search
+
+    _interleaved(run)
+    queries = [
+        ["quokka", "--limit", "50"],
+        ["wombat", "--limit", "50"],
+        ["quokka", "--limit", "3"],
+        ["quokka", "wombat", "zzyzx"],  # never all in one: the second tier
+        ["wombat", "--sessions"],
+        ["quokka", "--role", "assistant"],
+        ["quokka", "--since", "2026-03-01T10:00:05"],
+    ]
+    # Here every word is in a few hundred messages at most: a server would read them
+    # all by id (SELECTIVE) or sort them from its index (WALK_COST); as if they were
+    # in many more, its walk newest first is what is compared. Runs are not joined.
+    for module in (archive_search, pgsearch):
+        monkeypatch.setattr(module, "SELECTIVE", 10)
+    monkeypatch.setattr(pgsearch, "WALK_COST", 0)
+    monkeypatch.setattr(archive_search, "MERGE_GAP", 0)
+    monkeypatch.setattr(archive_search, "SPAN_SHARE", 0.0)
+    monkeypatch.setattr(pgsearch, "SPAN_SHARE", 0.0)
+    tested = [_search(run, *query) for query in queries]
+    for name, value in how.items():
+        monkeypatch.setattr(archive_search, name, value)
+        if hasattr(pgsearch, name):
+            monkeypatch.setattr(pgsearch, name, value)
+    assert [_search(run, *query) for query in queries] == tested
+    mine = [f"mine-{k}-{n}" for k in range(6) for n in range(4)]
+    mine += ["mine-0-4", "mine-0-5", "mine-0-6"]
+    assert sorted(_uuid_of(r) for r in tested[0]) == sorted(mine)
+    wombats = [u for u in mine if int(u.rsplit("-", 1)[1]) % 3 == 0]
+    assert sorted(_uuid_of(r) for r in tested[1]) == sorted(wombats)
+    assert len(tested[2]) == 3
+    assert {r["session_id"] for r in tested[4]} == {f"mine-{k}" for k in range(6)}
+    assert tested[5] == []
+    assert sorted(_uuid_of(r) for r in tested[6]) == sorted(
+        u for u in mine if int(u.rsplit("-", 1)[1]) >= 5
+    )
+
+
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_seeded_secrets_never_reach_the_database_file(
     memory_dir: Path, run: RunCli, tmp_path: Path

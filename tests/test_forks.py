@@ -174,7 +174,7 @@ def test_a_batch_holding_a_message_twice_under_two_sessions(memory_dir: Path, ru
 
 def _as_before_0010(url: str) -> None:
     """The archive at `url` made as an older subrosa left it: no shared_messages, each
-    session counting only the messages stored under it, at revision 0008."""
+    session counting only the messages stored under it, at revision 0009 (0010's parent)."""
     from sqlalchemy import create_engine, text
 
     from subrosa.config import resolve_db_url
@@ -191,7 +191,7 @@ def _as_before_0010(url: str) -> None:
                     " (SELECT count(*) FROM messages WHERE session_pk = sessions.id)"
                 )
             )
-            conn.execute(text("UPDATE alembic_version SET version_num = '0008'"))
+            conn.execute(text("UPDATE alembic_version SET version_num = '0009'"))
     finally:
         engine.dispose()
 

@@ -98,7 +98,21 @@ def assert_inert(fragment: str, *, links: bool = False, whole_line: bool = False
         for ch in fragment
     ), fragment
     assert shown_as_written(fragment, spaces=True), fragment  # a joiner where it spells only
-    assert not _INVISIBLE.search(fragment), fragment
+    assert not _INVISIBLE.search(_without_presentation(fragment)), fragment
+
+
+def _without_presentation(text: str) -> str:
+    """`text` less each presentation selector (U+FE0E, U+FE0F) that selects the form of
+    the symbol or keycap base right before it, the one invisible character kept there."""
+    return "".join(
+        ch
+        for i, ch in enumerate(text)
+        if not (
+            ch in "\ufe0e\ufe0f"
+            and i > 0
+            and (unicodedata.category(text[i - 1]) == "So" or text[i - 1] in "#*0123456789")
+        )
+    )
 
 
 # ---------------------------------------------------------------- the rule itself
@@ -377,8 +391,44 @@ def test_a_joiner_that_spells_a_word_or_an_emoji_is_kept(spelled: str) -> None:
     ):
         assert shown == spelled
     assert sanitize_index_line(line) == line
-    # The variation selector an emoji sequence often holds goes; its joiner stays.
-    assert terminal_line("🏳\ufe0f\u200d🌈") == "🏳\u200d🌈"
+    # The emoji presentation selector a sequence often holds stays, and so does its joiner.
+    assert terminal_line("🏳\ufe0f\u200d🌈") == "🏳\ufe0f\u200d🌈"
+
+
+# Emoji and symbols spelled with a presentation selector (VS16 U+FE0F, VS15 U+FE0E).
+SPELLED_WITH_A_SELECTOR = [
+    "\u2764\ufe0f",  # ❤️
+    "\u26a0\ufe0f careful",  # ⚠️
+    "\u2714\ufe0f done",  # ✔️
+    "1\ufe0f\u20e3",  # keycap 1
+    "\u00a9\ufe0f",  # ©️
+    "\u2764\ufe0f\u200d\U0001f525",  # ❤️‍🔥
+    "\u2614\ufe0e",  # ☔︎ as text
+]
+
+
+@pytest.mark.parametrize("spelled", SPELLED_WITH_A_SELECTOR)
+def test_a_presentation_selector_after_an_emoji_is_kept(spelled: str) -> None:
+    for shown in (
+        terminal_line(spelled),
+        sanitize_line(spelled),
+        text_module.sanitize_field(spelled),
+    ):
+        assert shown == spelled
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("a\ufe0fb", "ab"),  # after a letter: nothing to select
+        ("\u2764\ufe0f\ufe0f\ufe0e\ufe0f", "\u2764\ufe0f"),  # one per character
+        ("\u2764\ufe00\ufe01", "\u2764"),  # the other selectors
+        ("\u2764\U000e0100\U000e0141\U000e0142", "\u2764"),  # text hidden in an emoji
+        ("\ufe0fstart", "start"),
+    ],
+)
+def test_other_variation_selectors_go(raw: str, shown: str) -> None:
+    assert terminal_line(raw) == shown
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ ingest does to the new table, as 0009 does for its runs; a role that may not wri
 archives as before, without these rows (subrosa.archive.pgstore).
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 Create Date: 2026-12-01
 """
 
@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

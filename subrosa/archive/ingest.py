@@ -285,6 +285,8 @@ class Ingester:
         self._in_transaction = False
         self._uncommitted = 0
         self._next_id = 0
+        # The runs of ids this transaction stored, by session (message_runs: _write_runs()).
+        self._runs: dict[int, list[tuple[int, int]]] = {}
         self._hash_size_checked = False
         # Which machine and member ingest (a session keeps the first ones to archive it).
         self.ingested_by: tuple[str | None, str | None] = ingested_by()
@@ -431,13 +433,34 @@ class Ingester:
     def commit(self) -> None:
         """Make what was read durable (messages and offsets together)."""
         if self._in_transaction:
+            self._write_runs()
             self.conn.execute("COMMIT")
             self._in_transaction = False
             self.conn.execute("PRAGMA foreign_keys = ON")
         self._uncommitted = 0
 
+    def _write_runs(self) -> None:
+        """The transaction's runs of ids (message_runs), written in one statement at its
+        end: a statement written after FTS5's inserts in a transaction makes FTS5 write
+        out the index it holds in memory (a quarter more time in ingest when each
+        session's run was written as it came). A run whose session's last run ends
+        right before it grows that run."""
+        if self._runs:
+            self.conn.executemany(
+                "INSERT INTO message_runs (session_pk, lo, hi) SELECT ?, coalesce((SELECT lo"
+                " FROM message_runs WHERE session_pk = ? AND hi = ?), ?), ? WHERE true"
+                " ON CONFLICT (session_pk, lo) DO UPDATE SET hi = excluded.hi",
+                [
+                    (pk, pk, lo - 1, lo, hi)
+                    for pk, runs in sorted(self._runs.items())
+                    for lo, hi in runs
+                ],
+            )
+            self._runs.clear()
+
     def abort(self) -> None:
         """Forget the uncommitted part (the offsets go back with it)."""
+        self._runs.clear()
         if self._in_transaction:
             self.conn.execute("ROLLBACK")
             self._in_transaction = False
@@ -591,6 +614,14 @@ class Ingester:
             "INSERT INTO messages_fts(rowid, text, terms) VALUES (?, ?, ?)",
             [(row[0], row[5], row[6]) for row in rows],
         )
+        if rows:
+            # One session's ids, handed out in a row (those left out were taken by no
+            # message): one run, the session's last one when it ends right before.
+            runs = self._runs.setdefault(pk, [])
+            if runs and runs[-1][1] == rows[0][0] - 1:
+                runs[-1] = (runs[-1][0], rows[-1][0])
+            else:
+                runs.append((rows[0][0], rows[-1][0]))
         self.report.new_messages += added
         self.report.duplicate_messages += len(messages) - added
         times = [m.timestamp for m in messages if m.timestamp]

@@ -324,6 +324,28 @@ class PgIngester(Ingester):
         self._last_id = max(self._last_id, int(row[0]))
         return int(row[0]) - count + 1
 
+    def _add_runs(self, stored: list[tuple[int, int]]) -> None:
+        """message_runs for the (id, session) pairs a batch stored, in id order: a run
+        ends where another session's message comes (ids between that no message took
+        belong to none). As subrosa.archive.ingest does (_write_runs), in one statement: a
+        session's run that ends right before a new one grows, else the run is added."""
+        runs: list[list[int]] = []  # [session_pk, lo, hi]
+        for rowid, pk in stored:
+            if runs and runs[-1][0] == pk:
+                runs[-1][2] = rowid
+            else:
+                runs.append([pk, rowid, rowid])
+        if not runs:
+            return
+        self.conn.execute(
+            "WITH new (session_pk, lo, hi) AS (SELECT * FROM unnest(?::int[], ?::int[], ?::int[])),"
+            " grown AS (UPDATE message_runs r SET hi = n.hi FROM new n"
+            " WHERE r.session_pk = n.session_pk AND r.hi = n.lo - 1 RETURNING n.session_pk, n.lo)"
+            " INSERT INTO message_runs (session_pk, lo, hi) SELECT * FROM new n WHERE NOT EXISTS"
+            " (SELECT 1 FROM grown g WHERE g.session_pk = n.session_pk AND g.lo = n.lo)",
+            ([r[0] for r in runs], [r[1] for r in runs], [r[2] for r in runs]),
+        )
+
     def _insert_all(self, messages: list[Message], pks: dict[str, int]) -> None:
         first = self._id_block(len(messages))
         rows = [
@@ -346,12 +368,14 @@ class PgIngester(Ingester):
             # same uuids in the same order, and a batch keeps a message's first copy.
             cursor.execute(
                 f"INSERT INTO messages ({_COLUMNS}) SELECT {_COLUMNS} FROM messages_in"
-                " ORDER BY uuid, id ON CONFLICT (uuid) DO NOTHING RETURNING session_pk"
+                " ORDER BY uuid, id ON CONFLICT (uuid) DO NOTHING RETURNING session_pk, id"
             )
-            added = Counter(int(r[0]) for r in cursor.fetchall())
+            stored = sorted((int(r[1]), int(r[0])) for r in cursor.fetchall())
+            added = Counter(pk for _, pk in stored)
             # messages_in empties itself at the commit (ON COMMIT DELETE ROWS); a
             # TRUNCATE here would give it a new file and write the catalog each batch.
-            shared = self._share_left_out(cursor) if sum(added.values()) < len(rows) else Counter()
+            shared = self._share_left_out(cursor) if len(stored) < len(rows) else Counter()
+        self._add_runs(stored)
         self._counts["new"] += sum(added.values())
         self._counts["duplicate"] += len(messages) - sum(added.values())
         by_pk: dict[int, list[str]] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -21,6 +22,7 @@ from subrosa.query import (
     MAX_UNITS,
     Alt,
     Filters,
+    Runs,
     Unit,
     one_line,
     pieces,
@@ -29,6 +31,16 @@ from subrosa.query import (
     text_snippet,
 )
 
+Spans = tuple[tuple[int, int], ...]
+# A project (Filters.runs) holding less than this share of the messages is searched
+# span by span or by a walk of its matches' ids (for_project, _spans()); runs fewer
+# than MERGE_GAP ids apart are one span.
+SPAN_SHARE = 0.125
+MERGE_GAP = 64
+# A span's query costs about as much as reading this many ids of a walk; a walk reads
+# its ids WALK_BATCH at a time.
+SPAN_COST = 400
+WALK_BATCH = 2000
 # A unit in fewer messages than this is "selective": all its matches can be listed,
 # and FTS5's own bm25 ranks them exactly and cheaply. Otherwise bm25 would count the
 # unit's documents over its whole doclist (~0.1-0.3 s for a word in most of a million
@@ -131,10 +143,85 @@ def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
         joins += " JOIN sessions s ON s.id = m.session_pk"
         where += " AND s.project = ?"
         params.append(filters.transcript_project)
-    if filters.ids:
+    if filters.runs:
         where += " AND f.rowid BETWEEN ? AND ?"
-        params += filters.ids
+        params += filters.runs.bounds
     return joins, where, params
+
+
+def _spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> str:
+    """How to find the newest `limit` matches of `match` in a project (Filters.runs):
+    "all" (test each match newest first against its project: the project holds
+    SPAN_SHARE of the messages or more, ~1/share matches tested for each kept), else
+    "spans" (ask the index within each span of the project, newest first: a query
+    each) or "walk" (read the matches' ids newest first, keep those in a span: a
+    fraction of a microsecond each), whichever is expected to cost less: a common
+    word fills `limit` in its first few spans, a rarer one's matches are fewer than
+    the spans."""
+    runs = filters.runs
+    if runs is None or runs.share >= SPAN_SHARE:
+        return "all"
+    kth, matches = _probe(conn, match)
+    total = _newest_id(conn)
+    df = float(matches) if kth is None else SELECTIVE * total / max(1, total - kth + 1)
+    walked = min(df, limit / max(runs.share, 1e-9))
+    asked = min(len(runs.spans), len(runs.spans) * limit / max(1.0, df * runs.share))
+    return "spans" if asked * SPAN_COST < walked else "walk"
+
+
+def _in_spans(
+    conn: sqlite3.Connection, select: str, match: str, filters: Filters, limit: int
+) -> list[Any]:
+    """The newest `limit` rows of `select` (ending in its FROM and joins) for `match`,
+    asked of each span of the project in turn, newest first, until there are enough."""
+    assert filters.runs is not None
+    _, where, params = _message_filters(filters._replace(runs=None))
+    out: list[Any] = []
+    for lo, hi in filters.runs.spans:
+        out += conn.execute(
+            f"{select} WHERE messages_fts MATCH ?{where} AND f.rowid BETWEEN ? AND ?"
+            " ORDER BY f.rowid DESC LIMIT ?",
+            [match, *params, lo, hi, limit - len(out)],
+        ).fetchall()
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _walk_spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[int]:
+    """The ids of the newest `limit` matches of `match` in the project: the index's
+    ids read newest first, those in a span of the project kept, and those tested
+    against the project (a span may hold another's) and the other filters, a batch
+    at a time."""
+    assert filters.runs is not None
+    spans = filters.runs.spans[::-1]
+    los = [lo for lo, _ in spans]
+    his = [hi for _, hi in spans]
+    _, where, params = _message_filters(filters._replace(runs=None))
+    test = (
+        "SELECT m.id FROM messages m CROSS JOIN sessions s ON s.id = m.session_pk"
+        f" WHERE 1{where} AND m.id IN"
+    )
+    cursor = conn.execute(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?"
+        " ORDER BY rowid DESC",
+        [match, los[0], his[-1]],
+    )
+    out: list[int] = []
+    while len(out) < limit:
+        batch = cursor.fetchmany(WALK_BATCH)
+        if not batch:
+            break
+        inside = []
+        for (rowid,) in batch:
+            at = bisect_right(los, rowid) - 1
+            if rowid <= his[at]:
+                inside.append(rowid)
+        if inside:
+            kept = {int(row[0]) for row in _by_id(conn, test, inside, params)}
+            out += [rowid for rowid in inside if rowid in kept]
+    cursor.close()
+    return out[:limit]
 
 
 def _pg() -> Any:
@@ -283,9 +370,14 @@ def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
     text_joins = (
         joins if " JOIN messages m " in joins else " JOIN messages m ON m.id = f.rowid" + joins
     )
+    select = f"SELECT f.rowid, m.text, m.terms, m.role FROM messages_fts f{text_joins}"
+    how = _spans(conn, match, filters, limit)
+    if how == "spans":
+        return _in_spans(conn, select, match, filters, limit)
+    if how == "walk":
+        return _texts(conn, _walk_spans(conn, match, filters, limit))
     return conn.execute(
-        f"SELECT f.rowid, m.text, m.terms, m.role FROM messages_fts f{text_joins}"
-        f" WHERE messages_fts MATCH ?{where} ORDER BY f.rowid DESC LIMIT ?",
+        f"{select} WHERE messages_fts MATCH ?{where} ORDER BY f.rowid DESC LIMIT ?",
         [match, *params, limit],
     ).fetchall()
 
@@ -294,6 +386,12 @@ def _rowids(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) 
     if not isinstance(conn, sqlite3.Connection):
         return list(_pg().rowids(conn, match, filters, limit))
     joins, where, params = _message_filters(filters)
+    how = _spans(conn, match, filters, limit)
+    if how == "spans":
+        select = f"SELECT f.rowid FROM messages_fts f{joins}"
+        return [int(row[0]) for row in _in_spans(conn, select, match, filters, limit)]
+    if how == "walk":
+        return _walk_spans(conn, match, filters, limit)
     return [
         int(row[0])
         for row in conn.execute(
@@ -304,12 +402,17 @@ def _rowids(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) 
     ]
 
 
-def _by_id(conn: sqlite3.Connection, select: str, ids: list[int]) -> Iterator[Any]:
-    """The rows of `select` (a statement ending in `IN`) for `ids`, 500 ids a statement
-    (sqlite3's limit on values; a server gets each as one array: subrosa.pg)."""
+def _by_id(
+    conn: sqlite3.Connection, select: str, ids: list[int], params: list[Any] | None = None
+) -> Iterator[Any]:
+    """The rows of `select` (a statement ending in `IN`, its other parameters `params`)
+    for `ids`, 500 ids a statement (sqlite3's limit on values; a server gets each as one
+    array: subrosa.pg)."""
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        yield from conn.execute(f"{select} ({','.join('?' * len(chunk))})", chunk)
+        yield from conn.execute(
+            f"{select} ({','.join('?' * len(chunk))})", [*(params or []), *chunk]
+        )
 
 
 def _texts(conn: sqlite3.Connection, rowids: list[int]) -> list[Row]:
@@ -574,33 +677,36 @@ def _details(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, tuple[Any
 
 
 def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
-    """`filters` with the id range of its project's messages (Filters.ids), or None
-    when the project has no archived message (the first search in a new project:
-    nothing to rank). A project is tested match by match, so without the range a word
-    common in other projects is walked through every newer match of theirs first (an
-    older project's search at 1 GB: 0.4-0.9 s for a word in most messages). Two index
-    seeks per session of the project (8 ms for 2,700 sessions). On a server only
-    whether the project has a message: its index on session_pk holds no ids, so the
-    range would read every message of the project (0.5 s for 2,700 sessions)."""
-    if not filters.transcript_project or filters.ids:
+    """`filters` with where its project's messages are (Filters.runs: its sessions'
+    runs, message_runs), or None when the project has no archived message (the first
+    search in a new project: nothing to rank). A project is tested match by match, so
+    without them a word common in other projects is walked through every newer match
+    of theirs first (~0.1 s in-process at 1 GB on SQLite for a project holding 1 % of
+    the messages, seconds on a server). The spans are read only for a project holding
+    less than SPAN_SHARE of the messages (a larger one is searched match by match
+    within its first and last id); runs fewer than MERGE_GAP ids apart are one span
+    (the ids between are tested)."""
+    if not filters.transcript_project or filters.runs:
         return filters
-    if not isinstance(conn, sqlite3.Connection):
-        found = conn.execute(
-            "SELECT 1 FROM sessions s JOIN messages m ON m.session_pk = s.id"
-            " WHERE s.project = ? LIMIT 1",
-            [filters.transcript_project],
-        ).fetchone()
-        return filters if found is not None else None
+    runs = " FROM sessions s JOIN message_runs r ON r.session_pk = s.id WHERE s.project = ?"
     row = conn.execute(
-        "SELECT min(lo), max(hi) FROM (SELECT"
-        " (SELECT min(id) FROM messages WHERE session_pk = s.id) AS lo,"
-        " (SELECT max(id) FROM messages WHERE session_pk = s.id) AS hi"
-        " FROM sessions s WHERE s.project = ?) AS r",
-        [filters.transcript_project],
+        f"SELECT min(r.lo), max(r.hi), sum(r.hi - r.lo + 1){runs}", [filters.transcript_project]
     ).fetchone()
     if row is None or row[0] is None:
         return None
-    return filters._replace(ids=(int(row[0]), int(row[1])))
+    first, last, covered = (int(value) for value in row)
+    share = covered / max(1, _newest_id(conn))
+    if share >= SPAN_SHARE:
+        return filters._replace(runs=Runs(((first, last),), share))
+    spans: list[tuple[int, int]] = []
+    for lo, hi in conn.execute(
+        f"SELECT r.lo, r.hi{runs} ORDER BY r.lo DESC", [filters.transcript_project]
+    ):
+        if spans and spans[-1][0] - hi - 1 <= MERGE_GAP:
+            spans[-1] = (lo, spans[-1][1])
+        else:
+            spans.append((lo, hi))
+    return filters._replace(runs=Runs(tuple(spans), share))
 
 
 def _ranked(
