@@ -147,6 +147,29 @@ class MessageRun(Base):
     hi: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
+class SharedMessage(Base):
+    """A message a session's transcript holds that is stored under another session: a
+    fork's file (`--fork-session`, `/branch`) begins with a copy of its parent's history,
+    the records keeping their uuids, and a message is stored once (messages.uuid). Ingest
+    writes a row when a uuid it reads for one session is stored under another, so
+    `transcript show` gives each session all it holds, whichever was archived first."""
+
+    __tablename__ = "shared_messages"
+    # Deleting a message (or a session) deletes its rows here: the index on message_id
+    # keeps that a lookup. The primary key serves `transcript show` (by session).
+    __table_args__ = (Index("ix_shared_messages_message", "message_id"),)
+
+    session_pk: Mapped[int] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    # Where the message comes in the session: the id it would have had, had it been
+    # stored under this session (ids grow in the order ingest reads the file).
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
 class ArchiveReindex(Base):
     """A re-index of the archive under way (migration 0003, subrosa.archive.reindex):
     the messages from `next_id` on are not in messages_fts yet. No row: none."""

@@ -19,9 +19,9 @@ import stat
 from pathlib import Path
 from urllib.parse import quote
 
-SCHEMA_HEAD = "0009"
+SCHEMA_HEAD = "0010"
 
-# What migrations 0001-0009 make on SQLite, in one place. When a migration is added,
+# What migrations 0001-0010 make on SQLite, in one place. When a migration is added,
 # this follows it (tests/test_schema.py compares the two, table by table).
 SQLITE_SCHEMA = (
     """CREATE TABLE alembic_version (
@@ -88,6 +88,15 @@ SQLITE_SCHEMA = (
         hi INTEGER NOT NULL,
         PRIMARY KEY (session_pk, lo),
         FOREIGN KEY(session_pk) REFERENCES sessions (id) ON DELETE CASCADE)""",
+    # Migration 0010: what a session holds stored under another (a fork's history).
+    """CREATE TABLE shared_messages (
+        session_pk INTEGER NOT NULL,
+        message_id INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (session_pk, message_id),
+        FOREIGN KEY(session_pk) REFERENCES sessions (id) ON DELETE CASCADE,
+        FOREIGN KEY(message_id) REFERENCES messages (id) ON DELETE CASCADE)""",
+    "CREATE INDEX ix_shared_messages_message ON shared_messages (message_id)",
     """CREATE TABLE ingested_files (
         path VARCHAR NOT NULL,
         project VARCHAR NOT NULL,

@@ -33,8 +33,8 @@ def _migrated(tmp_path: Path) -> Path:
 def test_blank_database_gets_tables_columns_and_triggers(tmp_path: Path) -> None:
     conn = sqlite3.connect(_migrated(tmp_path))
     names = {(kind, name) for kind, name in conn.execute("SELECT type, name FROM sqlite_master")}
-    tables = ("facts", "sessions", "messages", "ingested_files", "messages_fts", "facts_fts")
-    for table in (*tables, "archive_reindex"):
+    tables = ("facts", "sessions", "messages", "shared_messages", "ingested_files", "messages_fts")
+    for table in (*tables, "facts_fts", "archive_reindex"):
         assert ("table", table) in names
     for trigger in ("messages_fts_ad", "messages_fts_au", "facts_fts_ai", "facts_fts_ad"):
         assert ("trigger", trigger) in names
@@ -46,6 +46,8 @@ def test_blank_database_gets_tables_columns_and_triggers(tmp_path: Path) -> None
     assert {"first_at", "last_at", "message_count"} <= columns
     columns = {row[1] for row in conn.execute("PRAGMA table_info(ingested_files)")}
     assert {"path", "inode", "size", "mtime_ns", "offset", "head_hash"} <= columns
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(shared_messages)")}
+    assert columns == {"session_pk", "message_id", "position"}
     fts = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()[0]
     assert "content='messages'" in fts and "prefix='3'" in fts
     assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == SCHEMA_HEAD
@@ -55,7 +57,7 @@ def test_blank_database_gets_the_tables_and_columns_of_the_models(db: Db) -> Non
     engine = open_database(resolve_db_url(db.url))
     inspector = inspect(engine)
     tables = set(inspector.get_table_names())
-    assert {"facts", "sessions", "messages", "ingested_files", "alembic_version"} <= tables
+    assert {"facts", "sessions", "messages", "shared_messages", "ingested_files"} <= tables
     for table in Base.metadata.sorted_tables:
         columns = {c["name"] for c in inspector.get_columns(table.name)}
         if db.engine == "postgresql" and table.name == "messages":

@@ -25,7 +25,7 @@ from subrosa.archive import pending
 from subrosa.archive.pgsearch import RANGE
 from subrosa.schema import SCHEMA_HEAD
 from tests.conftest import REPO, Db, subrosa_process, write_leaf
-from tests.test_team import SSH, _clone, _session
+from tests.test_team import SSH, _clone, _record, _session
 
 pytestmark = pytest.mark.engines("postgresql")
 
@@ -183,10 +183,13 @@ def test_a_reader_searches_lists_and_shows_but_writes_nothing(team: Team) -> Non
 
 
 def test_a_due_migration_needs_the_owner(team: Team) -> None:
-    # The schema one revision behind, as after installing a newer subrosa. The table
-    # 0009 makes is one members write: the owner's upgrade grants it to them (the
-    # grants made when the team was set up went with the table).
-    team.sql("DROP TABLE message_runs; UPDATE alembic_version SET version_num = '0008'")
+    # The schema behind, as after installing a newer subrosa: 0009 and 0010 are due. The
+    # tables they make are ones members write: the owner's upgrade grants them to them
+    # (the grants made when the team was set up went with the tables).
+    team.sql(
+        "DROP TABLE shared_messages; DROP TABLE message_runs;"
+        " UPDATE alembic_version SET version_num = '0008'"
+    )
     for args in (("db", "upgrade"), ("search", "zanzibar"), ("ingest",)):
         refused = _one_error(team.run("alice", *args, password=True, expect=1))
         # The server's reason: the first statement it refused (a table to alter, or
@@ -196,6 +199,36 @@ def test_a_due_migration_needs_the_owner(team: Team) -> None:
         assert "only the role that owns them may do" in refused and "alice:***@" in refused
     team.run("subrosa_owner", "db", "upgrade")
     assert "2 new messages" in team.run("alice", "ingest").stdout
+    # The owner's upgrade granted migration 0010's table to the members.
+    _fork(team, "s0")
+    assert "1 new messages" in team.run("alice", "ingest").stdout
+    assert team.sql("SELECT count(*) FROM shared_messages") == [(2,)]
+
+
+def test_a_member_who_may_not_share_archives_a_fork_as_before(team: Team) -> None:
+    team.sql("REVOKE INSERT ON shared_messages FROM subrosa_member", role="subrosa_owner")
+    team.run("alice", "ingest")
+    _fork(team, "s0")
+    assert "1 new messages" in team.run("alice", "ingest").stdout
+    # Each message once, the fork showing only what it added.
+    assert team.sql("SELECT count(*) FROM shared_messages") == [(0,)]
+    assert team.run("alice", "transcript", "show", "s0").stdout.count("\nuser ") == 1
+
+
+def _fork(team: Team, fork: str) -> None:
+    """A fork of the session s1, as Claude Code writes one: its records copied under the
+    fork's id (uuids kept), then a prompt of its own."""
+    copied = team.transcript.read_text().replace('"sessionId": "s1"', f'"sessionId": "{fork}"')
+    own = _record(f"{fork}-own", "the fork asks about the quokka", fork, team.clone)
+    team.transcript.with_name(f"{fork}.jsonl").write_text(copied + own + "\n")
+
+
+def test_a_members_ingest_of_a_fork_shares_the_copied_history(team: Team) -> None:
+    team.run("alice", "ingest")
+    _fork(team, "s0")
+    assert "1 new messages" in team.run("alice", "ingest").stdout
+    shown = team.run("rita", "transcript", "show", "s0", "--json").stdout
+    assert shown.count('"role": "user"') == 3  # the two copied and its own
 
 
 def test_a_members_ingest_leaves_the_range_indexes_to_the_owner(team: Team) -> None:

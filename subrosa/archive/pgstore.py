@@ -87,12 +87,16 @@ def _revision(conn: Connection) -> str | None:
     return schema_revision(conn)
 
 
-def _check_writable(conn: Connection) -> None:
+def _check_writable(conn: Connection) -> bool:
     """Raise ReadOnlyRole unless the connection's role may write the archive: insert
-    messages, and make the temporary table their COPY fills (docs/team.md, roles)."""
-    user, may_insert, may_temp = conn.execute(
+    messages, and make the temporary table their COPY fills (docs/team.md, roles).
+    Whether it may also record the messages a session shares with another (migration
+    0010's table, which a member may write once the owner granted it): a role that may
+    not archives as before, each message under the session archived first."""
+    user, may_insert, may_temp, may_share = conn.execute(
         "SELECT current_user, has_table_privilege('messages', 'INSERT'),"
-        " has_database_privilege(current_database(), 'TEMPORARY')"
+        " has_database_privilege(current_database(), 'TEMPORARY'),"
+        " has_table_privilege('shared_messages', 'INSERT')"
     ).fetchone()
     if not (may_insert and may_temp):
         lacks = " and ".join(
@@ -107,6 +111,7 @@ def _check_writable(conn: Connection) -> None:
             f"the database role {user} may read the archive but not write it (it lacks"
             f' {lacks}): archiving needs a member\'s role (docs/team.md, "Security").'
         )
+    return bool(may_share)
 
 
 def build_ranges(conn: Any, ranges: set[int], last: int) -> None:
@@ -170,7 +175,7 @@ class PgIngester(Ingester):
         # server crash may lose the last batches, their files' offsets with them, and
         # the next ingest reads those lines again. Nothing else waits for an fsync.
         self.conn.execute("SET synchronous_commit = off")
-        _check_writable(self.conn)
+        self._may_share = _check_writable(self.conn)
         self.conn.execute(
             "CREATE TEMPORARY TABLE IF NOT EXISTS messages_in"
             " (LIKE messages INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
@@ -369,6 +374,7 @@ class PgIngester(Ingester):
             added = Counter(pk for _, pk in stored)
             # messages_in empties itself at the commit (ON COMMIT DELETE ROWS); a
             # TRUNCATE here would give it a new file and write the catalog each batch.
+            shared = self._share_left_out(cursor) if len(stored) < len(rows) else Counter()
         self._add_runs(stored)
         self._counts["new"] += sum(added.values())
         self._counts["duplicate"] += len(messages) - sum(added.values())
@@ -383,5 +389,26 @@ class PgIngester(Ingester):
                 "UPDATE sessions SET message_count = message_count + ?,"
                 " first_at = least(first_at, ?::timestamp),"
                 " last_at = greatest(last_at, ?::timestamp) WHERE id = ?",
-                (added[pk], min(times) if times else None, max(times) if times else None, pk),
+                (
+                    added[pk] + shared[pk],
+                    min(times) if times else None,
+                    max(times) if times else None,
+                    pk,
+                ),
             )
+
+    def _share_left_out(self, cursor: Any) -> Counter[int]:
+        """The rows of messages_in left out (their uuid stored already) that are stored
+        under another session, recorded as shared with the row's session at the place of
+        the id the row was handed (ingest.Ingester._share says why); how many each
+        session gained. In (session, message) order, as two writers lock them."""
+        if not self._may_share:
+            return Counter()
+        cursor.execute(
+            "INSERT INTO shared_messages (session_pk, message_id, position)"
+            " SELECT i.session_pk, m.id, min(i.id) FROM messages_in i"
+            " JOIN messages m ON m.uuid = i.uuid WHERE m.session_pk <> i.session_pk"
+            " GROUP BY i.session_pk, m.id ORDER BY i.session_pk, m.id"
+            " ON CONFLICT DO NOTHING RETURNING session_pk"
+        )
+        return Counter(int(r[0]) for r in cursor.fetchall())

@@ -82,7 +82,8 @@ def _labelled(session: dict[str, Any]) -> dict[str, Any]:
 
 class Shown(NamedTuple):
     """One archived session: its id, what is known about it (DETAIL_KEYS and
-    message_count), and its messages in time order."""
+    message_count), and its messages in time order: those stored under it and those it
+    shares with another session (a fork and the session it was forked from)."""
 
     session_id: str
     details: dict[str, Any]
@@ -105,11 +106,19 @@ def show_session(
     ) as conn:
         pk, session_id = _find_session(conn, session)
         rows = conn.execute(
-            # Time order: a session's lines can arrive from several files (a resumed
-            # session, a fork), so the order of insertion is not the conversation's.
-            "SELECT id, uuid, role, timestamp, text FROM messages WHERE session_pk = ?"
-            " ORDER BY timestamp IS NULL, timestamp, id",
-            [pk],
+            # Its own messages and those it shares with a session archived before it (a
+            # fork's copied history, or its parent's: ingest._share), each shared one
+            # at the place its own id would have had. Time order: a session's lines can
+            # arrive from several files (its subagents'), so the order of insertion is
+            # not the conversation's; within one time, the order ingest read them.
+            "SELECT id, uuid, role, timestamp, text FROM ("
+            "SELECT id, uuid, role, timestamp, text, id AS place FROM messages"
+            " WHERE session_pk = ? UNION ALL"
+            " SELECT m.id, m.uuid, m.role, m.timestamp, m.text, x.position"
+            " FROM shared_messages x JOIN messages m ON m.id = x.message_id"
+            " WHERE x.session_pk = ?) AS held"
+            " ORDER BY timestamp IS NULL, timestamp, place, id",
+            [pk, pk],
         ).fetchall()
         info = conn.execute(
             f"SELECT {', '.join(DETAIL_KEYS)}, message_count FROM sessions WHERE id = ?", [pk]

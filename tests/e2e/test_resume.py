@@ -1,8 +1,9 @@
 """A session taken up again in the real Claude Code: resumed (`--resume ID`), continued
 (`--continue`), forked (`--resume ID --fork-session`) and compacted (`/compact`). What
 Claude Code does to the transcript file, which SessionStart `source` it sends, and what
-subrosa makes of it: the archive holds every message once under its session, the index
-reaches the model again, the extraction queue holds the session once."""
+subrosa makes of it: the archive holds every message once under its session (and a
+fork's `transcript show` its whole conversation), the index reaches the model again, the
+extraction queue holds the session once."""
 
 from __future__ import annotations
 
@@ -158,11 +159,6 @@ def test_a_fork_gets_the_index_once(cc: ClaudeProject, api: FakeAnthropic) -> No
     assert injected(request) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the archive stores a message once by uuid and a session has no link to the "
-    "history it forked from: `transcript show FORK` shows only what the fork added",
-)
 def test_transcript_show_of_a_fork_shows_the_whole_conversation(
     cc: ClaudeProject, api: FakeAnthropic
 ) -> None:
@@ -226,12 +222,6 @@ def test_a_compacted_session_keeps_its_history_and_gets_the_index_again(
     assert queued(cc) == [sid]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a fork's copied records keep their uuids and carry no mark of the copy: "
-    "ingested first, the fork's file files the shared history under the fork, and the "
-    "session it began in loses its start",
-)
 def test_a_session_archived_after_its_fork_keeps_its_whole_conversation(
     cc: ClaudeProject, api: FakeAnthropic, tmp_path: Path
 ) -> None:

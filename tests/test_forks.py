@@ -1,0 +1,218 @@
+"""Forked sessions in the archive: a fork's transcript (`claude --resume ID
+--fork-session`, `/branch`) begins with a copy of its parent's records, uuids kept; the
+archive stores each message once, and `transcript show` gives each session all its
+file holds, whichever session was archived first (the shared_messages table)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Db, RunCli
+from tests.test_archive import _ingest, _record, _search, _transcript
+
+pytestmark = pytest.mark.engines  # SQLite and PostgreSQL
+
+
+def said(session: str, *words: str) -> list[str]:
+    """A prompt and its answer per word, as records of `session` (uuid = the text)."""
+    return [
+        _record(
+            f"{kind}-{word}",
+            f"{kind} {word}",
+            role="user" if kind == "prompt" else "assistant",
+            session=session,
+            timestamp=f"2026-03-01T10:{minute:02d}:{second:02d}Z",
+        )
+        for minute, word in enumerate(words)
+        for second, kind in enumerate(("prompt", "answer"))
+    ]
+
+
+def conversation(*words: str) -> list[tuple[str, str]]:
+    return [(role, f"{kind} {w}") for w in words for kind, role in PAIR]
+
+
+PAIR = (("prompt", "user"), ("answer", "assistant"))
+PARENT, FORK, FORK2 = "b-parent", "a-fork", "c-fork-of-fork"
+
+
+def shown(run: RunCli, session: str, *args: str) -> list[tuple[str, str]]:
+    found = json.loads(run("transcript", "show", session, "--json", *args).stdout)
+    return [(m["role"], m["text"]) for m in found["messages"]]
+
+
+def counts(run: RunCli) -> dict[str, int]:
+    listed = json.loads(run("transcript", "list", "--json").stdout)
+    return {s["session_id"]: s["message_count"] for s in listed}
+
+
+def files() -> dict[str, Path]:
+    """A session (AARDVARK), a fork of it (BADGER), a fork of the fork (CHEETAH): each
+    file the history before it copied under its own session id, as Claude Code writes."""
+    return {
+        PARENT: _transcript(f"{PARENT}.jsonl", *said(PARENT, "AARDVARK")),
+        FORK: _transcript(f"{FORK}.jsonl", *said(FORK, "AARDVARK", "BADGER")),
+        FORK2: _transcript(f"{FORK2}.jsonl", *said(FORK2, "AARDVARK", "BADGER", "CHEETAH")),
+    }
+
+
+@pytest.mark.parametrize("order", [(PARENT, FORK), (FORK, PARENT)], ids=["parent", "fork"])
+def test_parent_and_fork_each_show_their_whole_conversation(
+    memory_dir: Path, run: RunCli, order: tuple[str, str]
+) -> None:
+    paths = files()
+    for session in order:
+        _ingest(run, str(paths[session]))
+
+    assert shown(run, PARENT) == conversation("AARDVARK")
+    assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
+    assert counts(run) == {PARENT: 2, FORK: 4}
+    # Stored once: a search lists a shared message once, under the session it is stored
+    # in (the one archived first); --sessions counts it there.
+    [hit] = _search(run, "--transcripts", '"prompt AARDVARK"')
+    assert hit["session_id"] == order[0]
+    by_session = {s["session_id"]: s["messages"] for s in _search(run, "--sessions", "answer")}
+    assert by_session == ({PARENT: 1, FORK: 1} if order[0] == PARENT else {FORK: 2})
+
+
+def test_a_folder_whose_fork_sorts_first_keeps_the_parents_start(
+    memory_dir: Path, run: RunCli
+) -> None:
+    files()
+    report = _ingest(run)  # the folder's files by name: the forks first
+    assert (report["new_messages"], report["duplicate_messages"]) == (6, 6)
+
+    assert shown(run, PARENT) == conversation("AARDVARK")
+    assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
+    assert shown(run, FORK2) == conversation("AARDVARK", "BADGER", "CHEETAH")
+    assert counts(run) == {PARENT: 2, FORK: 4, FORK2: 6}
+    # The text view and its header count as --json does.
+    text = run("transcript", "show", PARENT).stdout
+    assert "2 messages" in text and "prompt AARDVARK" in text
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations((PARENT, FORK, FORK2))))
+def test_a_fork_of_a_fork_in_any_order(
+    memory_dir: Path, run: RunCli, order: tuple[str, str, str]
+) -> None:
+    paths = files()
+    for session in order:
+        _ingest(run, str(paths[session]))
+
+    assert shown(run, PARENT) == conversation("AARDVARK")
+    assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
+    assert shown(run, FORK2) == conversation("AARDVARK", "BADGER", "CHEETAH")
+    assert counts(run) == {PARENT: 2, FORK: 4, FORK2: 6}
+    for word in ("AARDVARK", "BADGER", "CHEETAH"):
+        assert len(_search(run, "--transcripts", f'"prompt {word}"')) == 1
+
+
+def test_around_a_shared_message_in_the_fork(memory_dir: Path, run: RunCli) -> None:
+    paths = files()
+    _ingest(run, str(paths[PARENT]))
+    _ingest(run, str(paths[FORK]))
+
+    # The shared message's number (as search prints it) and its uuid both place it.
+    [hit] = _search(run, "--transcripts", '"answer AARDVARK"')
+    assert hit["session_id"] == PARENT
+    for at in (str(hit["message_id"]), hit["uuid"]):
+        assert shown(run, FORK, "--around", at, "--context", "1") == [
+            ("user", "prompt AARDVARK"),
+            ("assistant", "answer AARDVARK"),
+            ("user", "prompt BADGER"),
+        ]
+
+
+def _replace(path: Path, *records: str) -> None:
+    """The file written anew (another inode): ingest reads it again from the start."""
+    new = path.with_suffix(".new")
+    new.write_text("".join(r + "\n" for r in records), encoding="utf-8")
+    os.replace(new, path)
+
+
+def test_a_resumed_session_repeating_its_history_shares_nothing_with_itself(
+    memory_dir: Path, run: RunCli
+) -> None:
+    path = _transcript(f"{PARENT}.jsonl", *said(PARENT, "AARDVARK"))
+    _ingest(run)
+    # Resumed (and the file rewritten): the history again, then a new turn.
+    _replace(path, *said(PARENT, "AARDVARK", "BADGER"))
+    report = _ingest(run)
+    assert (report["files_restarted"], report["new_messages"]) == (1, 2)
+
+    assert shown(run, PARENT) == conversation("AARDVARK", "BADGER")
+    assert counts(run) == {PARENT: 4}
+
+
+def test_a_fork_read_again_shares_each_message_once(memory_dir: Path, run: RunCli) -> None:
+    paths = files()
+    _ingest(run, str(paths[PARENT]))
+    _ingest(run, str(paths[FORK]))
+    _replace(paths[FORK], *said(FORK, "AARDVARK", "BADGER", "DINGO"))
+    _ingest(run, str(paths[FORK]))
+
+    assert shown(run, FORK) == conversation("AARDVARK", "BADGER", "DINGO")
+    assert shown(run, PARENT) == conversation("AARDVARK")
+    assert counts(run) == {PARENT: 2, FORK: 6}
+
+
+def test_a_batch_holding_a_message_twice_under_two_sessions(memory_dir: Path, run: RunCli) -> None:
+    """One file with both sessions' records (a copy of several transcripts joined): the
+    first copy stored, the second shared with its session."""
+    _transcript("joined.jsonl", *said(PARENT, "AARDVARK"), *said(FORK, "AARDVARK", "BADGER"))
+    report = _ingest(run)
+    assert (report["new_messages"], report["duplicate_messages"]) == (4, 2)
+
+    assert shown(run, PARENT) == conversation("AARDVARK")
+    assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
+
+
+def _as_before_0010(url: str) -> None:
+    """The archive at `url` made as an older subrosa left it: no shared_messages, each
+    session counting only the messages stored under it, at revision 0009 (0010's parent)."""
+    from sqlalchemy import create_engine, text
+
+    from subrosa.config import resolve_db_url
+    from subrosa.db import database_url, dispose_all
+
+    dispose_all()
+    engine = create_engine(database_url(resolve_db_url(url)))
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("DROP TABLE shared_messages"))
+            conn.execute(
+                text(
+                    "UPDATE sessions SET message_count ="
+                    " (SELECT count(*) FROM messages WHERE session_pk = sessions.id)"
+                )
+            )
+            conn.execute(text("UPDATE alembic_version SET version_num = '0009'"))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("order", [(PARENT, FORK), (FORK, PARENT)], ids=["parent", "fork"])
+def test_the_migration_reads_again_the_forks_archived_before_it(
+    memory_dir: Path, run: RunCli, db: Db, order: tuple[str, str]
+) -> None:
+    paths = files()
+    paths[FORK2].unlink()
+    _transcript("d-alone.jsonl", *said("d-alone", "ZEBU"))
+    for session in order:
+        _ingest(run, str(paths[session]))
+    _ingest(run)
+    _as_before_0010(db.url)
+    assert counts(run) != {PARENT: 2, FORK: 4, "d-alone": 2}
+    run("db", "upgrade")
+
+    # The session that held messages stored under the other is read again; no other.
+    report = _ingest(run)
+    assert (report["files_read"], report["new_messages"]) == (1, 0)
+    assert shown(run, PARENT) == conversation("AARDVARK")
+    assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
+    assert counts(run) == {PARENT: 2, FORK: 4, "d-alone": 2}
