@@ -215,7 +215,7 @@ def _walk_spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
         inside = []
         for (rowid,) in batch:
             at = bisect_right(los, rowid) - 1
-            if rowid <= his[at]:
+            if at >= 0 and rowid <= his[at]:
                 inside.append(rowid)
         if inside:
             kept = {int(row[0]) for row in _by_id(conn, test, inside, params)}
