@@ -216,3 +216,32 @@ def test_the_migration_reads_again_the_forks_archived_before_it(
     assert shown(run, PARENT) == conversation("AARDVARK")
     assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
     assert counts(run) == {PARENT: 2, FORK: 4, "d-alone": 2}
+
+
+@pytest.mark.parametrize("order", [(PARENT, FORK), (FORK, PARENT)], ids=["parent", "fork"])
+def test_an_export_moves_each_sessions_whole_conversation(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path, order: tuple[str, str]
+) -> None:
+    # A fork's copied history goes with the fork (and the parent's start with the
+    # parent): in the target each shows what it shows here, each message stored once.
+    paths = files()
+    for session in (*order, FORK2):
+        _ingest(run, str(paths[session]))
+    exported = json.loads(run("export", str(tmp_path / "me.jsonl"), "--json").stdout)
+    assert exported["messages"] == 2 + 4 + 6  # each session's whole conversation
+    target = db.other("team")
+    done = json.loads(run("--db", target, "import", str(tmp_path / "me.jsonl"), "--json").stdout)
+    assert done["messages"] == {"added": 6, "present": 6}
+
+    for session, words in ((PARENT, 1), (FORK, 2), (FORK2, 3)):
+        want = conversation(*("AARDVARK", "BADGER", "CHEETAH")[:words])
+        assert shown(run, session) == want
+        found = json.loads(run("--db", target, "transcript", "show", session, "--json").stdout)
+        assert [(m["role"], m["text"]) for m in found["messages"]] == want
+    listed = json.loads(run("--db", target, "transcript", "list", "--json").stdout)
+    assert {s["session_id"]: s["message_count"] for s in listed} == counts(run)
+    # Again: nothing added, nothing shared twice.
+    again = json.loads(run("--db", target, "import", str(tmp_path / "me.jsonl"), "--json").stdout)
+    assert again["messages"] == {"added": 0, "present": 12}
+    listed = json.loads(run("--db", target, "transcript", "list", "--json").stdout)
+    assert {s["session_id"]: s["message_count"] for s in listed} == counts(run)

@@ -83,10 +83,12 @@ def count_messages(conn: Any, projects: list[str] | None) -> int:
     from sqlalchemy import text
 
     where, params = _projects_filter(projects)
-    sql = "SELECT count(*) FROM messages"
-    if where:
-        sql += " m JOIN sessions s ON s.id = m.session_pk" + where.replace("project", "s.project")
-    return int(conn.execute(text(sql), params).scalar_one())
+    where = where.replace("project", "s.project")
+    own = f"SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_pk{where}"
+    shared = f"SELECT count(*) FROM shared_messages m JOIN sessions s ON s.id = m.session_pk{where}"
+    return int(conn.execute(text(own), params).scalar_one()) + int(
+        conn.execute(text(shared), params).scalar_one()
+    )
 
 
 def _projects_filter(projects: list[str] | None) -> tuple[str, dict[str, Any]]:
@@ -110,7 +112,10 @@ def read_sessions(conn: Any, projects: list[str] | None) -> list[dict[str, Any]]
 def read_messages(conn: Any, projects: list[str] | None) -> Iterator[dict[str, Any]]:
     """Every message of the sessions of `projects` (or all), its session's id and
     MESSAGE_KEYS, in the order archived (search's recency order: an import writes them
-    in this order, so the target ranks ties as the source does). Streamed."""
+    in this order, so the target ranks ties as the source does). A message a session
+    shares with another (a fork's copied history: shared_messages) comes under each
+    session that holds it, at its place: the import stores it once, under the first,
+    and records it as shared by the others, as ingest does. Streamed."""
     from sqlalchemy import text
 
     where, params = _projects_filter(projects)
@@ -118,8 +123,12 @@ def read_messages(conn: Any, projects: list[str] | None) -> Iterator[dict[str, A
     columns = ", ".join(f"m.{key}" for key in MESSAGE_KEYS)
     rows = conn.execution_options(stream_results=True, yield_per=2000).execute(
         text(
-            f"SELECT s.session_id, {columns} FROM messages m"
-            f" JOIN sessions s ON s.id = m.session_pk{where} ORDER BY m.id"
+            f"SELECT session_id, {', '.join(MESSAGE_KEYS)} FROM ("
+            f"SELECT s.session_id, {columns}, m.id AS place, m.id FROM messages m"
+            f" JOIN sessions s ON s.id = m.session_pk{where} UNION ALL"
+            f" SELECT s.session_id, {columns}, x.position AS place, m.id FROM shared_messages x"
+            " JOIN messages m ON m.id = x.message_id"
+            f" JOIN sessions s ON s.id = x.session_pk{where}) AS held ORDER BY place, id"
         ),
         params,
     )
@@ -173,13 +182,13 @@ def _write(ingester: Any, batch: list[SessionBatch]) -> Written:
     known = _present(
         ingester.conn, "SELECT session_id FROM sessions WHERE session_id IN ({marks})", ids
     )
-    # Messages the target holds already are left out here, before their terms are
-    # computed (most of the cost of importing a file a second time).
+    # Messages the target holds already get no terms (most of the cost of importing a
+    # file a second time): ingest leaves them out by their uuid, and records them as
+    # shared when another session holds them (a fork's history).
     uuids = [m["uuid"] for b in batch for m in b.messages]
     held = _present(ingester.conn, "SELECT uuid FROM messages WHERE uuid IN ({marks})", uuids)
     before = (ingester.report.new_messages, ingester.report.duplicate_messages)
     for session, messages in batch:
-        messages = [m for m in messages if m["uuid"] not in held]
         info = SessionInfo(
             session["session_id"],
             session["cwd"],
@@ -194,12 +203,12 @@ def _write(ingester: Any, batch: list[SessionBatch]) -> Written:
                 m["role"],
                 _stored_time(m["timestamp"]),
                 m["text"],
-                index_terms(m["text"]),
+                None if m["uuid"] in held else index_terms(m["text"]),
             )
             for m in messages
         ]
         by = (session.get("host"), session.get("username"))
         ingester.store_session(info, session["project"], rows, by)
     added = ingester.report.new_messages - before[0]
-    present = ingester.report.duplicate_messages - before[1] + len(held)
+    present = ingester.report.duplicate_messages - before[1]
     return Written(len(set(ids) - known), added, present)
