@@ -206,6 +206,25 @@ def alembic_config(engine: Engine) -> Any:
     return config
 
 
+def grant_to_message_writers(bind: Any, table: str, privileges: str) -> None:
+    """On PostgreSQL, grant `privileges` on `table` (one a migration makes and ingest
+    writes) to every role that may insert messages (a team's members, docs/team.md):
+    the owner running the migration grants it, so their ingest goes on after the
+    upgrade without a grant of their own. Nothing on SQLite."""
+    if bind.dialect.name != "postgresql":
+        return
+    writers = bind.execute(
+        text(
+            "SELECT DISTINCT grantee FROM information_schema.role_table_grants"
+            " WHERE table_schema = current_schema() AND table_name = 'messages'"
+            " AND privilege_type = 'INSERT' AND grantee <> current_user"
+        )
+    ).scalars()
+    for role in list(writers):
+        quoted = '"' + role.replace('"', '""') + '"'
+        bind.execute(text(f"GRANT {privileges} ON {table} TO {quoted}"))
+
+
 def upgrade(engine: Engine) -> None:
     """Run Alembic to the newest revision, serialized across processes."""
     path = sqlite_path(engine.url.render_as_string(hide_password=False))

@@ -29,6 +29,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from subrosa.db import grant_to_message_writers
+
 revision = "0009"
 down_revision = "0008"
 branch_labels = None
@@ -55,21 +57,8 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("session_pk", "lo"),
     )
     op.execute(BACKFILL)
-    bind = op.get_bind()
-    if bind.dialect.name == "postgresql":
-        # Who may write messages (a team's member roles, docs/team.md) writes their runs
-        # too: the owner running this grants it, so their ingest goes on after the
-        # upgrade without a grant of its own.
-        writers = bind.execute(
-            sa.text(
-                "SELECT DISTINCT grantee FROM information_schema.role_table_grants"
-                " WHERE table_schema = current_schema() AND table_name = 'messages'"
-                " AND privilege_type = 'INSERT' AND grantee <> current_user"
-            )
-        ).scalars()
-        for role in list(writers):
-            quoted = '"' + role.replace('"', '""') + '"'
-            op.execute(f"GRANT SELECT, INSERT, UPDATE ON message_runs TO {quoted}")
+    # Who may write messages writes their runs too (a team's members).
+    grant_to_message_writers(op.get_bind(), "message_runs", "SELECT, INSERT, UPDATE")
 
 
 def downgrade() -> None:

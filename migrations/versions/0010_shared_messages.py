@@ -30,6 +30,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from subrosa.db import grant_to_message_writers
+
 revision = "0010"
 down_revision = "0009"
 branch_labels = None
@@ -48,25 +50,8 @@ def upgrade() -> None:
     )
     op.create_index("ix_shared_messages_message", "shared_messages", ["message_id"])
     bind = op.get_bind()
-    if bind.dialect.name == "postgresql":
-        _grant_writers(bind)
+    grant_to_message_writers(bind, "shared_messages", "SELECT, INSERT")
     _read_forks_again(bind)
-
-
-def _grant_writers(bind: sa.Connection) -> None:
-    """Who may write messages (a team's member roles, docs/team.md) may write these
-    rows too: the owner running this grants it, so their ingest goes on recording forks
-    after the upgrade without a grant of its own."""
-    writers = bind.execute(
-        sa.text(
-            "SELECT DISTINCT grantee FROM information_schema.role_table_grants"
-            " WHERE table_schema = current_schema() AND table_name = 'messages'"
-            " AND privilege_type = 'INSERT' AND grantee <> current_user"
-        )
-    ).scalars()
-    for role in list(writers):
-        quoted = '"' + role.replace('"', '""') + '"'
-        op.execute(f"GRANT SELECT, INSERT ON shared_messages TO {quoted}")
 
 
 def _read_forks_again(bind: sa.Connection) -> None:
