@@ -185,6 +185,37 @@ class Db:
             rows["(file)"] = Path(self.url).read_bytes()
         return rows
 
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        """What a statement returns from the main database (run in a transaction of
+        its own; a statement that returns nothing gives [])."""
+        from sqlalchemy import create_engine, text
+
+        from subrosa.config import resolve_db_url
+        from subrosa.db import database_url
+
+        dispose_all()
+        engine = create_engine(database_url(resolve_db_url(self.url)))
+        try:
+            with engine.begin() as conn:
+                result = conn.execute(text(sql))
+                return [tuple(row) for row in result.all()] if result.returns_rows else []
+        finally:
+            engine.dispose()
+
+    def migrate(self, revision: str, *, down: bool = False) -> None:
+        """Take the main database up (or `down`) to `revision` with Alembic."""
+        from alembic import command
+
+        from subrosa.config import resolve_db_url
+        from subrosa.db import alembic_config, open_database
+
+        engine = open_database(resolve_db_url(self.url))
+        config = alembic_config(engine)
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            (command.downgrade if down else command.upgrade)(config, revision)
+        dispose_all()
+
     def close(self) -> None:
         dispose_all()
         if self.cluster is not None:

@@ -407,22 +407,6 @@ def test_a_project_among_newer_and_older_ones_finds_its_own_messages(
     assert len(_search(run, "quokka", "--all-projects", "--limit", "200")) == 96
 
 
-def _rows(db: Db, sql: str) -> list[tuple[Any, ...]]:
-    """What a statement returns from the test's database, on either engine."""
-    from sqlalchemy import create_engine, text
-
-    from subrosa.config import resolve_db_url
-    from subrosa.db import database_url
-
-    dispose_all()
-    engine = create_engine(database_url(resolve_db_url(db.url)))
-    try:
-        with engine.connect() as conn:
-            return [tuple(row) for row in conn.execute(text(sql)).all()]
-    finally:
-        engine.dispose()
-
-
 def _letters(n: int) -> str:
     """A number spelt in letters: texts that differ only in digits are copies of one."""
     return "".join("abcdefghij"[int(c)] for c in str(n)) + "ish"
@@ -471,34 +455,22 @@ def test_ingest_keeps_each_sessions_runs_of_ids(memory_dir: Path, db: Db, run: R
     # What ingest records as it goes is what migration 0009 derives from the messages:
     # each run one session's ids with no other session's message among them.
     _interleaved(run)
-    kept = _rows(db, "SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2")
-    assert kept == _rows(db, BACKFILLED)
+    kept = db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2")
+    assert kept == db.rows(BACKFILLED)
     assert len(kept) == 14  # 13 sessions, one resumed later
     # Re-ingesting stores nothing and adds no run.
     run("ingest", "--all-projects")
-    assert _rows(db, "SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
+    assert db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
 
 
 def test_the_migration_derives_the_runs_of_an_archive_made_before_them(
     memory_dir: Path, db: Db, run: RunCli
 ) -> None:
-    from alembic import command
-
-    from subrosa.config import resolve_db_url
-    from subrosa.db import alembic_config, open_database
-
     _interleaved(run)
-    kept = _rows(db, "SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2")
-    engine = open_database(resolve_db_url(db.url))
-    config = alembic_config(engine)
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0008")
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "head")
-    dispose_all()
-    assert _rows(db, "SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
+    kept = db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2")
+    db.migrate("0008", down=True)
+    db.migrate("head")
+    assert db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
     assert len(_search(run, "wombat", "--limit", "50")) == 13
 
 

@@ -61,6 +61,23 @@ def files() -> dict[str, Path]:
     }
 
 
+# What each session of files() says: its file's whole conversation.
+SAYS = {
+    PARENT: ("AARDVARK",),
+    FORK: ("AARDVARK", "BADGER"),
+    FORK2: ("AARDVARK", "BADGER", "CHEETAH"),
+}
+
+
+def assert_whole(run: RunCli, *sessions: str) -> None:
+    """Each of `sessions` shows and counts its file's whole conversation (SAYS)."""
+    for session in sessions:
+        assert shown(run, session) == conversation(*SAYS[session])
+    assert {s: n for s, n in counts(run).items() if s in sessions} == {
+        s: 2 * len(SAYS[s]) for s in sessions
+    }
+
+
 @pytest.mark.parametrize("order", [(PARENT, FORK), (FORK, PARENT)], ids=["parent", "fork"])
 def test_parent_and_fork_each_show_their_whole_conversation(
     memory_dir: Path, run: RunCli, order: tuple[str, str]
@@ -69,9 +86,8 @@ def test_parent_and_fork_each_show_their_whole_conversation(
     for session in order:
         _ingest(run, str(paths[session]))
 
-    assert shown(run, PARENT) == conversation("AARDVARK")
-    assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
-    assert counts(run) == {PARENT: 2, FORK: 4}
+    assert_whole(run, PARENT, FORK)
+    assert set(counts(run)) == {PARENT, FORK}
     # Stored once: a search lists a shared message once, under the session it is stored
     # in (the one archived first); --sessions counts it there.
     [hit] = _search(run, "--transcripts", '"prompt AARDVARK"')
@@ -87,10 +103,8 @@ def test_a_folder_whose_fork_sorts_first_keeps_the_parents_start(
     report = _ingest(run)  # the folder's files by name: the forks first
     assert (report["new_messages"], report["duplicate_messages"]) == (6, 6)
 
-    assert shown(run, PARENT) == conversation("AARDVARK")
-    assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
-    assert shown(run, FORK2) == conversation("AARDVARK", "BADGER", "CHEETAH")
-    assert counts(run) == {PARENT: 2, FORK: 4, FORK2: 6}
+    assert_whole(run, PARENT, FORK, FORK2)
+    assert set(counts(run)) == {PARENT, FORK, FORK2}
     # The text view and its header count as --json does.
     text = run("transcript", "show", PARENT).stdout
     assert "2 messages" in text and "prompt AARDVARK" in text
@@ -104,10 +118,8 @@ def test_a_fork_of_a_fork_in_any_order(
     for session in order:
         _ingest(run, str(paths[session]))
 
-    assert shown(run, PARENT) == conversation("AARDVARK")
-    assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
-    assert shown(run, FORK2) == conversation("AARDVARK", "BADGER", "CHEETAH")
-    assert counts(run) == {PARENT: 2, FORK: 4, FORK2: 6}
+    assert_whole(run, PARENT, FORK, FORK2)
+    assert set(counts(run)) == {PARENT, FORK, FORK2}
     for word in ("AARDVARK", "BADGER", "CHEETAH"):
         assert len(_search(run, "--transcripts", f'"prompt {word}"')) == 1
 
@@ -172,28 +184,15 @@ def test_a_batch_holding_a_message_twice_under_two_sessions(memory_dir: Path, ru
     assert shown(run, FORK) == conversation("AARDVARK", "BADGER")
 
 
-def _as_before_0010(url: str) -> None:
-    """The archive at `url` made as an older subrosa left it: no shared_messages, each
-    session counting only the messages stored under it, at revision 0009 (0010's parent)."""
-    from sqlalchemy import create_engine, text
-
-    from subrosa.config import resolve_db_url
-    from subrosa.db import database_url, dispose_all
-
-    dispose_all()
-    engine = create_engine(database_url(resolve_db_url(url)))
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("DROP TABLE shared_messages"))
-            conn.execute(
-                text(
-                    "UPDATE sessions SET message_count ="
-                    " (SELECT count(*) FROM messages WHERE session_pk = sessions.id)"
-                )
-            )
-            conn.execute(text("UPDATE alembic_version SET version_num = '0009'"))
-    finally:
-        engine.dispose()
+def _as_before_0010(db: Db) -> None:
+    """The archive made as an older subrosa left it: no shared_messages, each session
+    counting only the messages stored under it, at revision 0009 (0010's parent)."""
+    db.rows("DROP TABLE shared_messages")
+    db.rows(
+        "UPDATE sessions SET message_count ="
+        " (SELECT count(*) FROM messages WHERE session_pk = sessions.id)"
+    )
+    db.rows("UPDATE alembic_version SET version_num = '0009'")
 
 
 @pytest.mark.parametrize("order", [(PARENT, FORK), (FORK, PARENT)], ids=["parent", "fork"])
@@ -206,7 +205,7 @@ def test_the_migration_reads_again_the_forks_archived_before_it(
     for session in order:
         _ingest(run, str(paths[session]))
     _ingest(run)
-    _as_before_0010(db.url)
+    _as_before_0010(db)
     assert counts(run) != {PARENT: 2, FORK: 4, "d-alone": 2}
     run("db", "upgrade")
 
