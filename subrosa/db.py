@@ -190,6 +190,31 @@ def current_revision(engine: Engine) -> str | None:
     return row[0] if row else None
 
 
+def known_revision(revision: str) -> bool:
+    """Whether `revision` is one of this subrosa's migrations (else a newer subrosa wrote
+    the schema)."""
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
+    from subrosa.resources import migrations_dir
+
+    try:
+        return ScriptDirectory(str(migrations_dir())).get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
+def newer_schema(where: str, revision: str) -> DatabaseError:
+    """The error for a schema a newer subrosa migrated: this one may neither write nor
+    migrate it (a teammate's upgrade of a team's server, or a newer subrosa run here)."""
+    return DatabaseError(
+        f"{where}: its schema is at revision {revision}, which this subrosa does not know"
+        f" (its newest is {SCHEMA_HEAD}): a newer subrosa migrated it; upgrade subrosa to use"
+        " this database (`pipx upgrade subrosa-memory`, or `pip install -U subrosa-memory`"
+        " where it is installed); nothing was written."
+    )
+
+
 def alembic_config(engine: Engine) -> Any:
     """An Alembic Config whose script location is set in code (works from a wheel)."""
     from alembic.config import Config
@@ -232,8 +257,11 @@ def upgrade(engine: Engine) -> None:
         if path is not None:
             held.enter_context(file_lock(migrate_lock_path(path), 60, f"{path}: busy migrating."))
         try:
-            if current_revision(engine) == SCHEMA_HEAD:
+            revision = current_revision(engine)
+            if revision == SCHEMA_HEAD:
                 return
+            if revision is not None and not known_revision(revision):
+                raise newer_schema(shown(engine.url), revision)
             _run_alembic(engine)
         except DBAPIError as exc:
             damage = corruption(exc)
@@ -315,4 +343,6 @@ def status(url: str) -> dict[str, Any]:
         "head": SCHEMA_HEAD,
         "current": revision == SCHEMA_HEAD,
         "exists": True,
+        # Migrated by a newer subrosa: upgrade subrosa, not the database.
+        "newer": revision not in (None, SCHEMA_HEAD) and not known_revision(revision),
     }

@@ -244,3 +244,41 @@ def test_the_hooks_fail_open_on_a_database_folder_that_is_not_there(
     assert done.returncode == 2 and str(wanted) in done.stderr.decode()
     assert list((pending_dir()).iterdir()) == pending
     assert not wanted.parent.exists()
+
+
+def test_a_schema_a_newer_subrosa_wrote_is_refused_in_one_sentence(
+    db: Db, run: RunCli, tmp_path: Path
+) -> None:
+    """A teammate's newer subrosa upgraded the team's server (or this machine ran a newer
+    one once): this subrosa does not know that revision, so it must neither write nor
+    try to migrate it, and every command says so in one sentence, with what to do; `db
+    status` and doctor too. The revision stays as it was."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    on = ["--db", db.url, "--memory-dir", str(memory)]
+    run(*on, "db", "upgrade")
+    engine = get_engine(resolve_db_url(db.url))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0999'"))
+    said = "revision 0999, which this subrosa does not know"
+    for args in (
+        ["search", "anything", "--all-projects"],
+        ["transcript", "list"],
+        ["fact", "list"],
+        ["generate"],
+        ["db", "upgrade"],
+    ):
+        result = run(*on, *args, expect=1)
+        assert said in result.stderr and "upgrade subrosa" in result.stderr, (args, result.output)
+    process = subrosa_process(*on, "search", "anything", "--all-projects")
+    assert process.returncode == 1 and b"Traceback" not in process.stderr
+    assert said.encode() in process.stderr
+    status = json.loads(run(*on, "db", "status", "--json").stdout)
+    assert status["revision"] == "0999" and status["current"] is False
+    assert status["newer"] is True
+    assert "upgrade subrosa" in run(*on, "db", "status").stdout
+    checks = json.loads(run(*on, "doctor", "--json", expect=1).stdout)["checks"]
+    (database,) = [c for c in checks if c["name"] == "database"]
+    assert said in database["detail"] and not database["ok"]
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0999"

@@ -53,4 +53,6 @@ def status_cmd(app: AppContext, as_json: bool) -> None:
             say(f"{data['url']}: does not exist yet (the first command that needs it makes it)")
             return
         state = "current" if data["current"] else "needs `subrosa db upgrade`"
+        if data["newer"]:
+            state = "written by a newer subrosa: upgrade subrosa to use it"
         say(f"{data['url']}: revision {data['revision'] or 'none'} (head {data['head']}, {state})")
