@@ -404,6 +404,28 @@ def check_search_ranges(subject: Subject) -> Check | None:
     )
 
 
+def check_search_runs(subject: Subject) -> Check | None:
+    """Whether every archived message lies inside a run of its session's ids (migration
+    0009): a project's search asks the index only within them. Nothing before the
+    database is ready."""
+    if not _database_ready(subject):
+        return None
+    from subrosa.archive.runs import count_outside
+
+    outside = count_outside(subject.db_url)
+    if outside is None:
+        return None
+    if not outside:
+        return Check("search runs", True, "every archived message is in its session's runs")
+    return Check(
+        "search runs",
+        False,
+        f"{outside} archived message(s) lie outside their session's runs of ids: a"
+        " project's search may miss them.",
+        "subrosa db upgrade (derives the runs again; on a server, as the tables' owner)",
+    )
+
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -494,6 +516,7 @@ CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
     check_leaf_frontmatter,
     check_backlog,
     check_search_ranges,
+    check_search_runs,
     check_permissions,
 )
 

@@ -888,3 +888,26 @@ def test_a_forked_sessions_command_caveat_is_not_its_title(
     check()
     _older_title(db, "s-fork", fork_title)
     check()
+
+
+def test_doctor_finds_messages_outside_their_runs_and_db_upgrade_derives_them_again(
+    memory_dir: Path, db: Db, run: RunCli
+) -> None:
+    # Runs lost (a defect, a hand-edited database): a small project's search would miss
+    # those messages. Doctor counts them; `db upgrade` derives the runs again, as 0009 did.
+    _interleaved(run)
+    kept = db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2")
+    checks = json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
+    assert [c["ok"] for c in checks if c["name"] == "search runs"] == [True]
+    db.rows(
+        "DELETE FROM message_runs WHERE session_pk IN (SELECT id FROM sessions"
+        " WHERE session_id IN ('mine-0', 'busy-3'))"
+    )
+    checks = json.loads(run("doctor", "--json", expect=1).stdout)["checks"]
+    (runs,) = [c for c in checks if c["name"] == "search runs"]
+    assert not runs["ok"] and runs["detail"].startswith("47 archived message(s) lie outside")
+    assert "derived each session's runs of ids again: 47" in run("db", "upgrade").stdout
+    assert db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
+    checks = json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
+    assert [c["ok"] for c in checks if c["name"] == "search runs"] == [True]
+    assert "derived" not in run("db", "upgrade").stdout  # nothing to mend: nothing written

@@ -143,6 +143,13 @@ def test_a_member_archives_searches_and_changes_facts(team: Team) -> None:
     assert team.sql("SELECT count(*) FROM facts") == [(0,)]
     # On a current schema, a member's upgrade is harmless.
     assert "already at revision" in team.run("alice", "db", "upgrade").stdout
+    # Runs of ids lost: doctor says so to anyone; deriving them again is the owner's.
+    team.sql("DELETE FROM message_runs", role="subrosa_owner")
+    for role in ("alice", "rita"):
+        assert "lie outside their session's runs" in team.run(role, "doctor", expect=1).stdout
+    assert "only the role that owns" in _one_error(team.run("alice", "db", "upgrade", expect=1))
+    assert "derived each session's runs" in team.run("subrosa_owner", "db", "upgrade").stdout
+    assert "every archived message is in" in team.run("rita", "doctor", expect=1).stdout
     # What a member may not do: create tables or indexes, delete the archive.
     for statement in (
         "CREATE TABLE x (y int)",

@@ -28,6 +28,7 @@ def upgrade_cmd(app: AppContext) -> None:
     when the new schema asks for it, with a progress bar; on a PostgreSQL server, build
     the archive's id-range indexes ahead of its newest message)."""
     from subrosa.archive.reindex import reindex_database
+    from subrosa.archive.runs import mend_runs
 
     before, after = migrate(app.db_url)
     with reindex_bar(enabled=is_terminal()) as progress:
@@ -38,6 +39,12 @@ def upgrade_cmd(app: AppContext) -> None:
         say(f"migrated from {before or 'a blank database'} to {after}")
     if indexed:
         say(f"re-indexed {indexed} archived messages")
+    mended = mend_runs(app.db_url)
+    if mended:
+        say(
+            f"derived each session's runs of ids again: {mended} archived message(s) lay"
+            " outside them (a project's search missed them)"
+        )
 
 
 @db.command(name="status")
