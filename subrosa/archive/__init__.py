@@ -15,6 +15,8 @@ Modules:
                   two tiers, copies collapsed, sessions; snippets (standard library
                   only; the query language is subrosa.query)
     reindex       the full-text index rebuilt in place after a migration, resumable
+    runs          each message inside a run of its session's ids (message_runs),
+                  checked (doctor) and derived again (db upgrade)
     pgstore       the archive on a PostgreSQL server: opened, and ingest's writes for
                   many writers at once (COPY, ON CONFLICT (uuid), id blocks)
     pgsearch      search's index lookups spelled for a server's GIN index (tsquery)
