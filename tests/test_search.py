@@ -230,6 +230,40 @@ def test_the_reply_at_the_end_of_a_long_turn(memory_dir: Path, run: RunCli) -> N
     assert found[1]["match"] == "reply"
 
 
+def test_a_prompt_typed_while_a_tool_ran_is_kept_and_the_reply_still_follows_the_error(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # Claude Code hands a prompt typed during a turn to the model beside the tool's
+    # output (a queue-operation `enqueue`, then `remove`; nowhere else in its transcript
+    # before 2.1.x): it is archived as the user's, and the words after it still answer
+    # the tool's error.
+    def queue(operation: str, content: str | None = None) -> str:
+        record = {"type": "queue-operation", "operation": operation, "sessionId": "s-1"}
+        record.update({"timestamp": "2026-03-01T10:00:00Z"})
+        return json.dumps(record | ({"content": content} if content else {}))
+
+    _transcript(
+        "s-1.jsonl",
+        _record("ask", "run the illustration script"),
+        _record("call", "[Bash] python insert_all.py", role="assistant"),
+        queue("enqueue", "und die seitenzahlen bitte auch"),
+        _record("error", "[tool error] SyntaxError: invalid syntax in insert_all.py line 15"),
+        queue("remove"),
+        _record("fix", "Let me simplify the script's logic.", role="assistant"),
+        *[_record(f"other-{i}", f"syntax highlighting theme {i}") for i in range(5)],
+    )
+    _ingest(run)
+    found = _search(run, "seitenzahlen")
+    assert [(r["role"], r["snippet"]) for r in found] == [
+        ("user", "und die **seitenzahlen** bitte auch")
+    ]
+    found = _search(run, "SyntaxError", "invalid", "syntax", "--limit", "3")
+    assert _uuids(found)[:2] == ["error", "fix"]
+    assert found[1]["match"] == "reply"
+    shown = run("transcript", "show", "s-1").stdout
+    assert shown.index("SyntaxError") < shown.index("seitenzahlen") < shown.index("simplify")
+
+
 def test_words_apart_in_a_long_message_rank_with_some(memory_dir: Path, run: RunCli) -> None:
     filler = "Then we went through the remaining steps of the migration plan. " * 30
     _transcript(

@@ -238,3 +238,101 @@ def test_any_input_parses_without_raising(lines: list[bytes]) -> None:
 
 def test_fixture_dir_exists() -> None:
     assert Path(FIXTURES / "transcripts").is_dir()
+
+
+def _queue(operation: str, content: object = None, at: str = "03:04:06", **extra: object) -> bytes:
+    record: dict[str, object] = {
+        "type": "queue-operation",
+        "operation": operation,
+        "timestamp": f"2026-01-02T{at}.000Z",
+        "sessionId": "s1",
+        **extra,
+    }
+    if content is not None:
+        record["content"] = content
+    return _line(record)
+
+
+def _assistant(text: str, uuid: str) -> bytes:
+    message = {"role": "assistant", "content": [{"type": "text", "text": text}]}
+    return _line({"type": "assistant", "uuid": uuid, "sessionId": "s1", "message": message})
+
+
+def test_a_prompt_typed_while_claude_works_is_kept_where_it_was_taken_in() -> None:
+    # Claude Code (corpus: 2.0.x-2.1.63) files a prompt typed during a turn as a
+    # queue-operation `enqueue`. Taken into the running turn (`remove`) it is written
+    # nowhere else: the person's own words (68% of the corpus's queued prompts). Taken
+    # as the next turn (`dequeue`) it comes again as a user record: kept once.
+    lines = [
+        _user("Play the audio.", uuid="u1"),
+        _queue("enqueue", "warum meldet sich jarvis nicht mehr?"),
+        _queue("enqueue", "und lauter bitte", at="03:04:07"),
+        _queue("remove"),
+        _assistant("Jarvis played it; here is why it was silent.", "a1"),
+        _queue("dequeue", at="03:04:09"),
+        _user("und lauter bitte", uuid="u2"),
+        _queue("enqueue", "1、插图没有对应；2、不能重复", at="03:04:10"),
+        _queue("popAll", at="03:04:11"),  # pulled back into the input box: kept as typed
+        _queue("enqueue", "one more thing", at="03:04:12"),  # the file ends: kept
+    ]
+    parsed = parse_lines(lines, "s1")
+    said = [(m.role, m.text, m.timestamp) for m in parsed.messages]
+    assert said == [
+        ("user", "Play the audio.", "2026-01-02 03:04:05"),
+        ("user", "warum meldet sich jarvis nicht mehr?", "2026-01-02 03:04:06"),
+        ("assistant", "Jarvis played it; here is why it was silent.", None),
+        ("user", "und lauter bitte", "2026-01-02 03:04:05"),
+        ("user", "1、插图没有对应；2、不能重复", "2026-01-02 03:04:10"),
+        ("user", "one more thing", "2026-01-02 03:04:12"),
+    ]
+    # The same lines read again give the same ids (an ingest from the start stores nothing twice).
+    again = parse_lines(lines, "s1")
+    assert [m.uuid for m in again.messages] == [m.uuid for m in parsed.messages]
+    assert len({m.uuid for m in parsed.messages}) == len(parsed.messages)
+
+
+def test_a_queued_prompt_claude_code_files_as_an_attachment_is_kept_once() -> None:
+    # Claude Code 2.1.332 writes a prompt taken into the running turn as an `attachment`
+    # record of type `queued_command` (its `prompt` a string or content blocks), beside
+    # its queue operations: the person's words, kept once, under the record's uuid.
+    attachment = {
+        "type": "attachment",
+        "uuid": "q1",
+        "sessionId": "s1",
+        "timestamp": "2026-01-02T03:04:08.000Z",
+        "attachment": {"type": "queued_command", "prompt": "also check the ZEBRA cache"},
+    }
+    blocks = dict(
+        attachment,
+        uuid="q2",
+        attachment={"type": "queued_command", "prompt": [{"type": "text", "text": "and YAK"}]},
+    )
+    other = dict(attachment, uuid="q3", attachment={"type": "skill_listing", "content": "x"})
+    lines = [
+        _user("Prompt.", uuid="u1"),
+        _queue("enqueue", "also check the ZEBRA cache"),
+        _queue("remove"),
+        _line(attachment),
+        _line(blocks),
+        _line(other),
+        _assistant("Checked.", "a1"),
+    ]
+    parsed = parse_lines(lines, "s1")
+    assert [(m.role, m.text) for m in parsed.messages] == [
+        ("user", "Prompt."),
+        ("user", "also check the ZEBRA cache"),
+        ("user", "and YAK"),
+        ("assistant", "Checked."),
+    ]
+    assert parsed.messages[2].uuid == "q2"
+    assert parsed.skipped["type:attachment"] == 1
+    # The attachment first, the queue's removal after: still once.
+    lines = [_line(attachment), _queue("enqueue", "also check the ZEBRA cache"), _queue("remove")]
+    assert [m.uuid for m in parse_lines(lines, "s1").messages] == ["q1"]
+
+
+def test_a_queued_prompt_is_redacted_like_any_other() -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    lines = [_queue("enqueue", f"use {token} for it"), _queue("remove")]
+    [message] = parse_lines(lines, "s1", redactor=Redactor()).messages
+    assert token not in message.text and "[REDACTED" in message.text

@@ -872,6 +872,10 @@ def _reply_walk(
             return said, True
         _session, role, head = found
         if role == "user" and not is_tool_io(role, head):
+            if after_tool and not said:
+                # A prompt typed while the tool ran: Claude Code hands it to the model
+                # beside the tool's output, and the next words answer both.
+                continue
             return said, True  # the next prompt
         if role == "assistant" and not is_tool_io(role, head):
             said.append(rowid)

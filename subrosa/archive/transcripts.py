@@ -4,7 +4,9 @@ Pure and database-free. The format is internal to Claude Code and changes betwee
 versions, so everything here is lenient: a line that is not JSON, a record of a type
 we do not know, a block we do not understand is counted as skipped, never fatal.
 What is kept: `user` and `assistant` messages, their text; tool calls as the tool's
-name and a compact form of its input; tool results cut to a configurable length.
+name and a compact form of its input; tool results cut to a configurable length; a
+prompt typed while Claude worked, which Claude Code may write only as a queue
+operation or a `queued_command` attachment (_queue_operation).
 Thinking blocks and `isMeta` entries are skipped (they are not the conversation).
 
 Every piece of text is redacted before it is kept (subrosa.archive.redact); otherwise
@@ -20,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import msgspec
 
@@ -57,6 +59,14 @@ class SessionInfo:
     summary: str | None = None
 
 
+class _Queued(NamedTuple):
+    """A prompt typed while Claude worked (a queue-operation `enqueue`), cleaned."""
+
+    text: str
+    timestamp: object
+    command: object  # its commandUuid, where Claude Code gives one
+
+
 @dataclass
 class Parsed:
     """The result of parsing some lines of one transcript."""
@@ -66,6 +76,12 @@ class Parsed:
     skipped: Counter[str] = field(default_factory=Counter)
     # Lines read in spite of a flaw (bad UTF-8 bytes replaced), by kind.
     repaired: Counter[str] = field(default_factory=Counter)
+    # Prompts typed during a turn, by session, not yet taken in (_queue_operation), and
+    # the (session, text) of those kept from the queue and from queued_command
+    # attachments, each to keep the other from keeping the same prompt twice.
+    queued: dict[str, list[_Queued]] = field(default_factory=dict)
+    from_queue: Counter[tuple[str, str]] = field(default_factory=Counter)
+    attached: Counter[tuple[str, str]] = field(default_factory=Counter)
 
 
 def normalize_time(value: object) -> str | None:
@@ -238,7 +254,11 @@ def parse_record(
     session_id = raw_session if isinstance(raw_session, str) and raw_session else default_session
     kind = record.get("type")
     if kind not in ROLES:
-        if not _note_title(parsed, record, session_id, clean):
+        if kind == "queue-operation":
+            _queue_operation(parsed, record, session_id, tool_result_chars, clean)
+        elif kind == "attachment" and _is_queued_command(record):
+            _queued_command(parsed, record, session_id, tool_result_chars, clean)
+        elif not _note_title(parsed, record, session_id, clean):
             parsed.skipped[f"type:{kind}" if isinstance(kind, str) else "type:?"] += 1
         return
     if record.get("isMeta"):
@@ -265,6 +285,91 @@ def parse_record(
         tool_result_chars,
         clean,
     )
+
+
+def _queue_operation(
+    parsed: Parsed,
+    record: dict[str, object],
+    session_id: str,
+    tool_result_chars: int,
+    clean: Clean,
+) -> None:
+    """A prompt typed while Claude worked. Claude Code queues it (`enqueue`), then takes
+    it as the next turn (`dequeue`: a user record of its own follows, which is kept),
+    into the running turn (`remove`: written nowhere else before 2.1.x's queued_command
+    attachments, so kept here, where the model read it), or back into the input box
+    (`popAll`: kept as typed; what is sent after comes as a user record). A prompt still
+    queued when the lines end is kept too: what a person said is never dropped."""
+    operation = record.get("operation")
+    queue = parsed.queued.setdefault(session_id, [])
+    if operation == "enqueue":
+        content = record.get("content")
+        text = "" if content is None else content_text(content, tool_result_chars, Counter(), clean)
+        if text.strip():
+            queue.append(_Queued(text, record.get("timestamp"), record.get("commandUuid")))
+        else:
+            parsed.skipped["queued: empty"] += 1
+    elif operation in ("dequeue", "remove"):
+        taken = _take(queue, record.get("commandUuid"))
+        if taken is not None and operation == "remove":
+            _keep_queued(parsed, session_id, taken, tool_result_chars)
+    elif operation == "popAll":
+        for taken in queue:
+            _keep_queued(parsed, session_id, taken, tool_result_chars)
+        queue.clear()
+    else:
+        parsed.skipped[f"queued: {operation}"] += 1
+
+
+def _take(queue: list[_Queued], command: object) -> _Queued | None:
+    """The queued prompt an operation takes: the one of its commandUuid, else the first."""
+    for index, queued in enumerate(queue):
+        if command is None or queued.command == command:
+            return queue.pop(index)
+    return None
+
+
+def _keep_queued(parsed: Parsed, session_id: str, queued: _Queued, tool_result_chars: int) -> None:
+    """A queued prompt kept as the user's message, unless a queued_command attachment
+    already holds it (its text is cleaned already)."""
+    key = (session_id, queued.text.strip())
+    if parsed.attached[key]:
+        parsed.attached[key] -= 1
+        return
+    parsed.from_queue[key] += 1
+    fields = (None, None, queued.timestamp, None)
+    _add_message(parsed, session_id, "user", "user", queued.text, fields, tool_result_chars, _same)
+
+
+def _is_queued_command(record: dict[str, object]) -> bool:
+    attachment = record.get("attachment")
+    return isinstance(attachment, dict) and attachment.get("type") == "queued_command"
+
+
+def _queued_command(
+    parsed: Parsed,
+    record: dict[str, object],
+    session_id: str,
+    tool_result_chars: int,
+    clean: Clean,
+) -> None:
+    """Claude Code 2.1.x's record of a prompt taken into the running turn: an attachment
+    whose `prompt` is the person's text (a string or content blocks), kept as the
+    user's message under the record's uuid, once (the queue's own record of it too)."""
+    if record.get("isMeta"):
+        parsed.skipped["meta"] += 1
+        return
+    attachment = cast(dict[str, object], record["attachment"])
+    text = content_text(attachment.get("prompt"), tool_result_chars, parsed.skipped, clean)
+    key = (session_id, text.strip())
+    if parsed.from_queue[key]:
+        parsed.from_queue[key] -= 1
+        return
+    if key[1]:
+        parsed.attached[key] += 1
+    cwd, branch = record.get("cwd"), record.get("gitBranch")
+    fields = (cwd, branch, record.get("timestamp"), record.get("uuid"))
+    _add_message(parsed, session_id, "user", "user", text, fields, tool_result_chars, _same)
 
 
 def _add_message(
@@ -321,6 +426,11 @@ class _Record(msgspec.Struct):
     isCompactSummary: Any = None  # noqa: N815
     message: _Message | None = None
     summary: Any = None
+    # A queue-operation's (a prompt typed while Claude worked) and an attachment's.
+    operation: Any = None
+    content: Any = None
+    commandUuid: Any = None  # noqa: N815
+    attachment: Any = None
     customTitle: Any = None  # noqa: N815
     aiTitle: Any = None  # noqa: N815
     title: Any = None
@@ -368,6 +478,10 @@ def parse_lines(
             # JSON nested thousands deep: no message of Claude Code's looks like it, and
             # one such line must not stop the run (nor the good lines around it).
             parsed.skipped["nested too deeply"] += 1
+    for session_id, queue in parsed.queued.items():
+        for queued in queue:  # still queued where the lines end: kept all the same
+            _keep_queued(parsed, session_id, queued, tool_result_chars)
+    parsed.queued.clear()
     _adopt_orphan_titles(parsed, default_session)
     return parsed
 
