@@ -911,3 +911,33 @@ def test_doctor_finds_messages_outside_their_runs_and_db_upgrade_derives_them_ag
     checks = json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
     assert [c["ok"] for c in checks if c["name"] == "search runs"] == [True]
     assert "derived" not in run("db", "upgrade").stdout  # nothing to mend: nothing written
+
+
+def test_migration_0011_reads_again_the_transcripts_holding_queued_prompts(
+    memory_dir: Path, db: Db, run: RunCli
+) -> None:
+    # Before 0011 ingest skipped queue records: a prompt typed while Claude worked was
+    # lost. The migration forgets the ingest state of the files holding one, so the next
+    # ingest adds the prompt, and nothing else twice.
+    queued = {"type": "queue-operation", "sessionId": "q", "timestamp": "2026-03-01T10:00:01Z"}
+    _transcript(
+        "q.jsonl",
+        _record("ask", "build the zanzibar report", session="q"),
+        json.dumps(queued | {"operation": "enqueue", "content": "and mail it to the quokka"}),
+        json.dumps(queued | {"operation": "remove"}),
+        _record("done", "Built the report.", role="assistant", session="q"),
+    )
+    _transcript("plain.jsonl", _record("p", "a plain zanzibar session", session="plain"))
+    _ingest(run)
+    assert len(_search(run, "quokka")) == 1
+    # As an archive ingested before 0011 holds it: the prompt missing.
+    db.rows("DELETE FROM messages WHERE text = 'and mail it to the quokka'")
+    db.migrate("0010", down=True)
+    files = "SELECT path FROM ingested_files ORDER BY path"
+    assert [Path(p).name for (p,) in db.rows(files)] == ["plain.jsonl", "q.jsonl"]
+    db.migrate("head")
+    assert [Path(p).name for (p,) in db.rows(files)] == ["plain.jsonl"]
+    report = _ingest(run)
+    assert (report["new_messages"], report["files_read"]) == (1, 1)
+    assert sorted(r["uuid"] for r in _search(run, "zanzibar")) == ["ask", "p"]
+    assert len(_search(run, "quokka")) == 1
