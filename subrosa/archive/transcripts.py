@@ -310,7 +310,7 @@ def _queue_operation(
         else:
             parsed.skipped["queued: empty"] += 1
     elif operation in ("dequeue", "remove"):
-        taken = _take(queue, record.get("commandUuid"))
+        taken = _take(queue, record.get("commandUuid"), record.get("content"))
         if taken is not None and operation == "remove":
             _keep_queued(parsed, session_id, taken, tool_result_chars)
     elif operation == "popAll":
@@ -321,12 +321,17 @@ def _queue_operation(
         parsed.skipped[f"queued: {operation}"] += 1
 
 
-def _take(queue: list[_Queued], command: object) -> _Queued | None:
-    """The queued prompt an operation takes: the one of its commandUuid, else the first."""
+def _take(queue: list[_Queued], command: object, content: object) -> _Queued | None:
+    """The queued prompt an operation takes: the one of its commandUuid, else of its
+    text (2.1.332 repeats it in the `remove`), else the first."""
     for index, queued in enumerate(queue):
-        if command is None or queued.command == command:
+        if command is not None and queued.command == command:
             return queue.pop(index)
-    return None
+    if isinstance(content, str):
+        for index, queued in enumerate(queue):
+            if queued.command is None and content.strip() in queued.text:
+                return queue.pop(index)
+    return queue.pop(0) if queue else None
 
 
 def _keep_queued(parsed: Parsed, session_id: str, queued: _Queued, tool_result_chars: int) -> None:

@@ -475,11 +475,20 @@ class Conversation:
 
     def say(self, text: str, timeout: float = RUN_TIMEOUT_S) -> dict[str, Any]:
         """Send one user message; return Claude Code's `result` event for that turn."""
+        self.send(text)
+        return self.result(timeout)
+
+    def send(self, text: str) -> None:
+        """Send one user message without waiting (typed while Claude Code is busy, it is
+        queued: Claude Code hands it over within the running turn)."""
         stdin = self.process.stdin
         assert stdin is not None
         message = {"type": "user", "message": {"role": "user", "content": text}}
         stdin.write(json.dumps(message) + "\n")
         stdin.flush()
+
+    def result(self, timeout: float = RUN_TIMEOUT_S) -> dict[str, Any]:
+        """Claude Code's next `result` event (the end of a turn)."""
         while True:
             try:
                 line = self._lines.get(timeout=timeout)

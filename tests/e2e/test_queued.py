@@ -1,0 +1,44 @@
+"""A prompt sent while Claude Code works (Claude Code 2.1.332): it queues it and hands it
+to the model within the running turn, beside the tool's output. The transcript holds
+it only as a queue operation and a `queued_command` attachment, never as a user record:
+subrosa must archive it, once, where the model took it in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e.claude_code import ClaudeProject, wait_for
+from tests.e2e.fake_anthropic import FakeAnthropic
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_a_prompt_sent_while_a_tool_runs_is_archived_once(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    with cc.conversation() as talk:
+        marker = cc.root / "tmp" / "running"
+        api.respond_bash(f"touch {marker}; sleep 3; echo slept")
+        api.respond_text("Slept. About the ZEBRA cache: it is warm.")
+        talk.send("Sleep a little.")
+        wait_for(lambda: marker.exists() or None, "the command to start")
+        talk.send("also check the ZEBRA cache")
+        talk.result()
+    # What Claude Code did with it: the second request carries it beside the tool's
+    # output; the transcript has no user record of it.
+    assert "also check the ZEBRA cache" in "\n".join(api.agent_requests[1].new_texts())
+    records = [json.loads(line) for line in cc.transcript(talk.session_id).read_text().splitlines()]
+    users = [json.dumps(r["message"]) for r in records if r.get("type") == "user"]
+    assert not [u for u in users if "ZEBRA" in u]
+    kinds = {(r.get("type"), (r.get("attachment") or {}).get("type")) for r in records}
+    assert {("queue-operation", None), ("attachment", "queued_command")} <= kinds
+
+    cc.subrosa("ingest")
+    found = cc.subrosa_json("search", "ZEBRA", "cache", "--json")
+    said = [r for r in found if r.get("role") == "user"]
+    assert [r["snippet"] for r in said] == ["also check the **ZEBRA** **cache**"]
+    shown = cc.subrosa("transcript", "show", talk.session_id).stdout
+    assert shown.count("also check the ZEBRA cache") == 1
+    assert shown.index("slept") < shown.index("also check the ZEBRA") < shown.index("warm")
