@@ -416,6 +416,11 @@ class _Message(msgspec.Struct):
     content: Any = None
 
 
+_UNREAD = msgspec.Raw(b"")
+_QUEUE_RECORDS = ("queue-operation", "attachment")
+_RAW = ("content", "attachment")
+
+
 class _Record(msgspec.Struct):
     """The fields of a transcript line we use. Decoding into this skips every other field
     without building it (four times faster than json.loads on real transcripts); a line
@@ -431,18 +436,20 @@ class _Record(msgspec.Struct):
     isCompactSummary: Any = None  # noqa: N815
     message: _Message | None = None
     summary: Any = None
-    # A queue-operation's (a prompt typed while Claude worked) and an attachment's.
+    # A queue-operation's (a prompt typed while Claude worked) and an attachment's. The
+    # two large ones are kept undecoded (other records' `content` and `attachment` are
+    # whole API requests and prompt snapshots) until a queue record asks for them.
     operation: Any = None
-    content: Any = None
     commandUuid: Any = None  # noqa: N815
-    attachment: Any = None
+    content: msgspec.Raw = _UNREAD
+    attachment: msgspec.Raw = _UNREAD
     customTitle: Any = None  # noqa: N815
     aiTitle: Any = None  # noqa: N815
     title: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_Record)
-_FIELDS = tuple(name for name in _Record.__struct_fields__ if name != "message")
+_FIELDS = tuple(n for n in _Record.__struct_fields__ if n != "message" and n not in _RAW)
 
 
 def _as_dict(record: _Record) -> dict[str, object]:
@@ -452,6 +459,11 @@ def _as_dict(record: _Record) -> dict[str, object]:
         value = getattr(record, name)
         if value is not None:
             out[name] = value
+    if record.type in _QUEUE_RECORDS:
+        for name in _RAW:
+            raw = getattr(record, name)
+            if raw:
+                out[name] = msgspec.json.decode(raw)
     if record.message is not None:
         out["message"] = {"role": record.message.role, "content": record.message.content}
     return out
