@@ -8,6 +8,10 @@ name and a compact form of its input; tool results cut to a configurable length;
 prompt typed while Claude worked, which Claude Code may write only as a queue
 operation or a `queued_command` attachment (_queue_operation).
 Thinking blocks and `isMeta` entries are skipped (they are not the conversation).
+Whose words a text is: what Claude Code files as a `user` record but nobody typed (a
+task's notice, a local command's output: _NOT_SAID) is kept as a tool's output; a
+subagent's prompt as the assistant's (_prompts); what the person said inside a tool's
+result (_ANSWERS) as theirs, whole.
 
 Every piece of text is redacted before it is kept (subrosa.archive.redact); otherwise
 the text is kept as written (the views, `transcript show` and `search`, make it safe
@@ -18,6 +22,7 @@ JSON, so an escaped quote cannot hide a secret.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -175,6 +180,36 @@ def _result_text(content: object) -> str:
     return ""
 
 
+# A tool's result that holds what the person said, the only place Claude Code writes it:
+# their answers to AskUserQuestion, the reason they gave for refusing a tool.
+_ANSWERS = (
+    "User has answered your questions:",
+    "The user doesn't want to proceed with this tool use.",
+    "Permission for this tool use was denied.",
+)
+# The words that, in a refusal, come before the person's reason (2.1.332's wording).
+_REASON = re.compile(r"(?:To tell you how to proceed, the user said|The user said):")
+
+
+def _is_persons(result: str) -> bool:
+    """Whether a result that starts with one of _ANSWERS holds the person's words (a
+    refusal without a reason holds none: it stays the tool's output)."""
+    return result.startswith(_ANSWERS[0]) or _REASON.search(result, 0, 1000) is not None
+
+
+# What Claude Code files as a `user` record but nobody typed: a background task's notice
+# to the model, the output of a command run in Claude Code (a slash command's, a `!`
+# shell command's). Kept as a tool's output (subrosa.archive.conversation.message_kind).
+_NOT_SAID = (
+    "<task-notification>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
+NOTICE_LABEL = "[tool result]"
+
+
 def content_text(
     content: object, tool_result_chars: int, skipped: Counter[str], clean: Clean = _same
 ) -> str:
@@ -199,9 +234,12 @@ def content_text(
             name = block.get("name") if isinstance(block.get("name"), str) else "tool"
             parts.append(f"[{name}] {_compact_input(block.get('input'), tool_result_chars, clean)}")
         elif kind == "tool_result":
+            result = _result_text(block.get("content"))
+            if result.startswith(_ANSWERS) and _is_persons(result):
+                parts.append(clean(result))  # the person's words: whole, and theirs
+                continue
             label = "[tool error]" if block.get("is_error") else "[tool result]"
-            text = cut(_result_text(block.get("content")), tool_result_chars, clean)
-            parts.append(f"{label} {text}")
+            parts.append(f"{label} {cut(result, tool_result_chars, clean)}")
         elif kind in ("thinking", "redacted_thinking"):
             skipped["thinking"] += 1
         elif kind == "image":
@@ -275,6 +313,8 @@ def parse_record(
         # assistant's. It is kept: a session continued from one whose transcript is
         # gone (Claude Code deletes old ones) holds what came before only there.
         kind = role = "assistant"
+    elif record.get("isSidechain") is True and role == "user" and _prompts(message.get("content")):
+        kind = role = "assistant"
     _add_message(
         parsed,
         session_id,
@@ -285,6 +325,25 @@ def parse_record(
         tool_result_chars,
         clean,
     )
+
+
+def _prompts(content: object) -> bool:
+    """Whether a subagent's `user` record (isSidechain) is a prompt: text, not a tool's
+    output or a notice (_NOT_SAID). Nobody typed it: the main agent wrote it (the Agent
+    tool's prompt, a SendMessage), or Claude Code did (its prompt_suggestion agent's
+    "[SUGGESTION MODE: ...]"); the person talks to the main session. So it is archived
+    as the assistant's, as a compaction's summary is."""
+    if isinstance(content, str):
+        return not content.lstrip().startswith(_NOT_SAID)
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            return False
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str) and text.lstrip().startswith(_NOT_SAID):
+            return False
+    return True
 
 
 def _queue_operation(
@@ -405,8 +464,10 @@ def _add_message(
     timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
         # Keyed on the stripped text, as archives made before the text was kept as said
-        # were: a re-ingest finds the message it already holds.
+        # (or labelled) were: a re-ingest finds the message it already holds.
         uuid = message_key(session_id, timestamp, str(role), stripped)
+    if role == "user" and stripped.startswith(_NOT_SAID):
+        text = f"{NOTICE_LABEL} {text}"
     terms = index_terms(text)
     parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
 
@@ -429,6 +490,7 @@ class _Record(msgspec.Struct):
     gitBranch: Any = None  # noqa: N815
     isMeta: Any = None  # noqa: N815
     isCompactSummary: Any = None  # noqa: N815
+    isSidechain: Any = None  # noqa: N815
     message: _Message | None = None
     summary: Any = None
     # A queue-operation's (a prompt typed while Claude worked) and an attachment's.
@@ -525,11 +587,14 @@ def _parse_line(
     ):
         # The common case, without building a dict first.
         message = struct.message
+        kind, role = struct.type, message.role
+        if struct.isSidechain is True and role == "user" and _prompts(message.content):
+            kind = role = "assistant"
         _add_message(
             parsed,
             session,
-            struct.type,
-            message.role,
+            kind,
+            role,
             message.content,
             (struct.cwd, struct.gitBranch, struct.timestamp, struct.uuid),
             tool_result_chars,
