@@ -410,6 +410,48 @@ def test_a_task_notification_is_a_tools_output_not_the_users_words() -> None:
     ]
 
 
+def test_prompts_taken_in_after_a_tools_output_are_shown_after_it() -> None:
+    # Claude Code 2.1.332, two prompts typed while a Bash command slept: their
+    # queued_command attachments follow the tool's output in the file but carry the time
+    # they were typed, before it. `transcript show` orders a session by time, so each is
+    # archived at the time of what precedes it where it is later: the person's words
+    # read where the model took them in, between the output and the reply.
+    lines = [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "first queued HYENA", at="03:04:06", commandUuid="c1"),
+        _queue("enqueue", "second queued JACKAL", at="03:04:07", commandUuid="c2"),
+        _user(
+            [{"tool_use_id": "t1", "type": "tool_result", "content": "slept"}],
+            uuid="u2",
+            timestamp="2026-01-02T03:04:10.825Z",
+        ),
+        _attachment(
+            "q1", "03:04:06", type="queued_command", prompt="first queued HYENA", source_uuid="c1"
+        ),
+        _queue("remove", "first queued HYENA", at="03:04:11", commandUuid="c1"),
+        _queue("remove", "second queued JACKAL", at="03:04:11", commandUuid="c2"),
+        _attachment(
+            "q2", "03:04:07", type="queued_command", prompt="second queued JACKAL", source_uuid="c2"
+        ),
+        _queue("enqueue", "still waiting", at="03:04:12"),  # never taken in: its own time
+    ]
+    parsed = parse_lines(lines, "s1")
+    assert [(m.text, m.timestamp) for m in parsed.messages] == [
+        ("Sleep a little.", "2026-01-02 03:04:05"),
+        ("[tool result] slept", "2026-01-02 03:04:10"),
+        ("first queued HYENA", "2026-01-02 03:04:10"),
+        ("second queued JACKAL", "2026-01-02 03:04:10"),
+        ("still waiting", "2026-01-02 03:04:12"),
+    ]
+    # Without attachments (before 2.1.x) the queue's `remove` places it the same way.
+    older = [lines[0], lines[1], lines[3], _queue("remove", at="03:04:11")]
+    assert [m.timestamp for m in parse_lines(older, "s1").messages] == [
+        "2026-01-02 03:04:05",
+        "2026-01-02 03:04:10",
+        "2026-01-02 03:04:10",
+    ]
+
+
 def test_a_subagents_prompt_is_the_assistants_not_the_users() -> None:
     # A subagent's transcript (<session>/subagents/agent-*.jsonl, isSidechain) opens with
     # the prompt the main agent wrote for it (the Agent tool's input); Claude Code's own

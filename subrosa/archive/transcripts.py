@@ -371,7 +371,7 @@ def _queue_operation(
     elif operation in ("dequeue", "remove"):
         taken = _take(queue, record.get("commandUuid"), record.get("content"))
         if taken is not None and operation == "remove":
-            _keep_queued(parsed, session_id, taken, tool_result_chars)
+            _keep_queued(parsed, session_id, taken, tool_result_chars, taken_in=True)
     elif operation == "popAll":
         for taken in queue:
             _keep_queued(parsed, session_id, taken, tool_result_chars)
@@ -393,16 +393,24 @@ def _take(queue: list[_Queued], command: object, content: object) -> _Queued | N
     return queue.pop(0) if queue else None
 
 
-def _keep_queued(parsed: Parsed, session_id: str, queued: _Queued, tool_result_chars: int) -> None:
+def _keep_queued(
+    parsed: Parsed,
+    session_id: str,
+    queued: _Queued,
+    tool_result_chars: int,
+    taken_in: bool = False,
+) -> None:
     """A queued prompt kept as the user's message, unless a queued_command attachment
-    already holds it (its text is cleaned already)."""
+    already holds it (its text is cleaned already); `taken_in` by the running turn."""
     key = (session_id, queued.text.strip())
     if parsed.attached[key]:
         parsed.attached[key] -= 1
         return
     parsed.from_queue[key] += 1
     fields = (None, None, queued.timestamp, None)
-    _add_message(parsed, session_id, "user", "user", queued.text, fields, tool_result_chars, _same)
+    _add_message(
+        parsed, session_id, "user", "user", queued.text, fields, tool_result_chars, _same, taken_in
+    )
 
 
 def _is_queued_command(record: dict[str, object]) -> bool:
@@ -433,7 +441,7 @@ def _queued_command(
         parsed.attached[key] += 1
     cwd, branch = record.get("cwd"), record.get("gitBranch")
     fields = (cwd, branch, record.get("timestamp"), record.get("uuid"))
-    _add_message(parsed, session_id, "user", "user", text, fields, tool_result_chars, _same)
+    _add_message(parsed, session_id, "user", "user", text, fields, tool_result_chars, _same, True)
 
 
 def _add_message(
@@ -445,9 +453,11 @@ def _add_message(
     fields: tuple[object, object, object, object],
     tool_result_chars: int,
     clean: Clean,
+    taken_in: bool = False,
 ) -> None:
     """A user or assistant message (from the generic dict or the decoded struct);
-    `fields` are the record's cwd, gitBranch, timestamp and uuid."""
+    `fields` are the record's cwd, gitBranch, timestamp and uuid. `taken_in`: a prompt
+    typed while Claude worked, taken into the running turn (see _placed)."""
     cwd, branch, raw_time, uuid = fields
     # The text as said: an indented code block or YAML snippet keeps its first indent.
     text = content_text(content, tool_result_chars, parsed.skipped, clean)
@@ -463,13 +473,29 @@ def _add_message(
     role = role if role in ROLES else kind
     timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
-        # Keyed on the stripped text, as archives made before the text was kept as said
-        # (or labelled) were: a re-ingest finds the message it already holds.
+        # Keyed on the stripped text and the record's own time, as archives made before
+        # the text was kept as said (or labelled, or placed) were: a re-ingest finds the
+        # message it already holds.
         uuid = message_key(session_id, timestamp, str(role), stripped)
     if role == "user" and stripped.startswith(_NOT_SAID):
         text = f"{NOTICE_LABEL} {text}"
+    if taken_in:
+        timestamp = _placed(parsed.messages, session_id, timestamp)
     terms = index_terms(text)
     parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
+
+
+def _placed(messages: list[Message], session_id: str, timestamp: str | None) -> str | None:
+    """The time a prompt taken into the running turn is archived at: its own (when it was
+    typed), or where that is earlier, the time of the message before it (the tool's
+    output it was handed over with). Sessions are shown in time order, and the person's
+    words belong where the model read them, between that output and the reply."""
+    for message in reversed(messages[-50:]):
+        if message.session_id == session_id and message.timestamp is not None:
+            if timestamp is None or message.timestamp > timestamp:
+                return message.timestamp
+            return timestamp
+    return timestamp
 
 
 class _Message(msgspec.Struct):
