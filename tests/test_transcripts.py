@@ -569,3 +569,36 @@ def test_a_local_commands_output_is_not_the_users_words() -> None:
     assert parsed.messages[1].text == (
         "[tool result] <local-command-stdout>Compacted </local-command-stdout>"
     )
+
+
+def test_a_queued_prompt_is_kept_once_however_the_lines_are_batched() -> None:
+    # Ingest parses a file batch by batch, each with the one before as `carry`: a prompt
+    # queued in one batch and taken up in a later one (by an attachment, a `remove`, or
+    # a `dequeue` and its user record) is kept once, wherever the batches split.
+    lines = [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "first queued HYENA", at="03:04:06"),
+        _queue("enqueue", "second queued JACKAL", at="03:04:07"),
+        _queue("enqueue", "third queued OKAPI", at="03:04:08"),
+        _user([{"tool_use_id": "t1", "type": "tool_result", "content": "slept"}], uuid="u2"),
+        _attachment("q1", "03:04:06", type="queued_command", prompt="first queued HYENA"),
+        _queue("remove", "first queued HYENA", at="03:04:11"),
+        _queue("remove", at="03:04:11"),  # 2.0.x: no text, no attachment
+        _assistant("Both done.", "a1"),
+        _queue("dequeue", at="03:04:12"),
+        _user("third queued OKAPI", uuid="u3"),
+    ]
+    whole = [m.text for m in parse_lines(lines, "s1").messages]
+    assert whole == [
+        "Sleep a little.",
+        "[tool result] slept",
+        "first queued HYENA",
+        "second queued JACKAL",
+        "Both done.",
+        "third queued OKAPI",
+    ]
+    for cut in range(1, len(lines)):
+        first = parse_lines(lines[:cut], "s1")
+        second = parse_lines(lines[cut:], "s1", carry=first)
+        texts = [m.text for m in first.messages + second.messages]
+        assert sorted(texts) == sorted(whole), cut

@@ -87,6 +87,13 @@ class Parsed:
     queued: dict[str, list[_Queued]] = field(default_factory=dict)
     from_queue: Counter[tuple[str, str]] = field(default_factory=Counter)
     attached: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # Across the batches of one read (parse_lines' `carry`): the prompts still queued
+    # at the end of an earlier batch, kept there, by session, and the (session, text)
+    # of a user record that holds one of them again (its `dequeue` came later).
+    kept_early: dict[str, list[_Queued]] = field(default_factory=dict)
+    kept_again: dict[tuple[str, str], int] = field(default_factory=dict)
+    # The last messages of the batch before (for _placed).
+    before: list[Message] = field(default_factory=list)
 
 
 def normalize_time(value: object) -> str | None:
@@ -369,8 +376,20 @@ def _queue_operation(
         else:
             parsed.skipped["queued: empty"] += 1
     elif operation in ("dequeue", "remove"):
-        taken = _take(queue, record.get("commandUuid"), record.get("content"))
-        if taken is not None and operation == "remove":
+        content = record.get("content")
+        content = clean(content) if isinstance(content, str) else content  # as it was queued
+        # Those kept at the end of an earlier batch were queued before the rest.
+        early = parsed.kept_early.setdefault(session_id, [])
+        taken, was_early = _take((early, queue), record.get("commandUuid"), content)
+        if taken is None:
+            pass
+        elif was_early:
+            # Kept once already. (Its attachment is left out by `from_queue`; the user
+            # record a `dequeue` announces follows here.)
+            if operation == "dequeue":
+                key = (session_id, taken.text.strip())
+                parsed.kept_again[key] = parsed.kept_again.get(key, 0) + 1
+        elif operation == "remove":
             _keep_queued(parsed, session_id, taken, tool_result_chars, taken_in=True)
     elif operation == "popAll":
         for taken in queue:
@@ -380,17 +399,30 @@ def _queue_operation(
         parsed.skipped[f"queued: {operation}"] += 1
 
 
-def _take(queue: list[_Queued], command: object, content: object) -> _Queued | None:
-    """The queued prompt an operation takes: the one of its commandUuid, else of its
-    text (2.1.332 repeats it in the `remove`), else the first."""
-    for index, queued in enumerate(queue):
-        if command is not None and queued.command == command:
-            return queue.pop(index)
-    if isinstance(content, str):
-        for index, queued in enumerate(queue):
-            if queued.command is None and content.strip() in queued.text:
-                return queue.pop(index)
-    return queue.pop(0) if queue else None
+def _take(
+    queues: tuple[list[_Queued], list[_Queued]], command: object, content: object
+) -> tuple[_Queued | None, bool]:
+    """The queued prompt an operation takes, from the first queue (those kept at the end
+    of an earlier batch) or the second, and whether from the first: the one of its
+    commandUuid, else of its text (2.1.332 repeats it in the `remove`), else the first
+    queued."""
+    if command is not None:
+        for number, queue in enumerate(queues):
+            for index, queued in enumerate(queue):
+                if queued.command == command:
+                    return queue.pop(index), number == 0
+    if isinstance(content, str) and content.strip():
+        for number, queue in enumerate(queues):
+            for index, queued in enumerate(queue):
+                if queued.command is None and content.strip() in queued.text:
+                    return queue.pop(index), number == 0
+        # Another prompt's (one queued without text, e.g. an image): taking the first
+        # would pair it with the wrong one.
+        return None, False
+    for number, queue in enumerate(queues):
+        if queue:
+            return queue.pop(0), number == 0
+    return None, False
 
 
 def _keep_queued(
@@ -411,6 +443,14 @@ def _keep_queued(
     _add_message(
         parsed, session_id, "user", "user", queued.text, fields, tool_result_chars, _same, taken_in
     )
+
+
+def _take_one(counts: dict[tuple[str, str], int], key: tuple[str, str]) -> None:
+    """One less of `key` (gone at none: an empty dict costs the hot path nothing)."""
+    if counts[key] > 1:
+        counts[key] -= 1
+    else:
+        del counts[key]
 
 
 def _is_queued_command(record: dict[str, object]) -> bool:
@@ -470,6 +510,10 @@ def _add_message(
     if not stripped:
         parsed.skipped["empty"] += 1
         return
+    if parsed.kept_again and kind == "user" and (session_id, stripped) in parsed.kept_again:
+        _take_one(parsed.kept_again, (session_id, stripped))  # kept from its queue record
+        parsed.skipped["queued: kept before"] += 1
+        return
     role = role if role in ROLES else kind
     timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
@@ -480,7 +524,7 @@ def _add_message(
     if role == "user" and stripped.startswith(_NOT_SAID):
         text = f"{NOTICE_LABEL} {text}"
     if taken_in:
-        timestamp = _placed(parsed.messages, session_id, timestamp)
+        timestamp = _placed(parsed.before + parsed.messages[-50:], session_id, timestamp)
     terms = index_terms(text)
     parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
 
@@ -554,10 +598,16 @@ def parse_lines(
     default_session: str,
     tool_result_chars: int = 2000,
     redactor: Redactor | None = None,
+    carry: Parsed | None = None,
 ) -> Parsed:
     """Parse complete JSONL lines (bytes, newline optional) of one transcript; every
-    piece of text is cleaned (see Cleaner) before it is kept."""
+    piece of text is cleaned (see Cleaner) before it is kept. `carry`: the Parsed of the
+    batch of lines just before these, in the same read (a queued prompt is kept once)."""
     parsed = Parsed()
+    if carry is not None:
+        parsed.from_queue, parsed.attached = carry.from_queue, carry.attached
+        parsed.kept_early, parsed.kept_again = carry.kept_early, carry.kept_again
+        parsed.before = carry.messages[-50:]
     clean = Cleaner(redactor)
     for line in lines:
         if not line or line.isspace():
@@ -574,6 +624,7 @@ def parse_lines(
     for session_id, queue in parsed.queued.items():
         for queued in queue:  # still queued where the lines end: kept all the same
             _keep_queued(parsed, session_id, queued, tool_result_chars)
+        parsed.kept_early.setdefault(session_id, []).extend(queue)
     parsed.queued.clear()
     _adopt_orphan_titles(parsed, default_session)
     return parsed
