@@ -283,6 +283,8 @@ def test_exit_commands_and_interruptions_alone_are_not_talk(tmp_path: Path) -> N
     # A background task's notice (queued, then its own turn, answered) is no one's talk.
     notice = "<task-notification>\n<task-id>b1</task-id>\n</task-notification>"
     grow(path, {"type": "queue-operation", "operation": "enqueue", "content": notice})
+    started = '{"task_id":"b5fdd2a","tool_use_id":"call_1","task_type":"local_bash"}'
+    grow(path, {"type": "queue-operation", "operation": "enqueue", "content": started})
     grow(path, {"type": "queue-operation", "operation": "dequeue"})
     grow(path, prompt(notice))
     grow(path, assistant({"type": "text", "text": "The build finished."}))

@@ -368,10 +368,15 @@ def test_a_task_notification_is_a_tools_output_not_the_users_words() -> None:
     # prompt: taken as a turn of its own it is a `user` record (2.1.1 onwards; 2.1.332
     # marks it origin.kind "task-notification", promptSource "system"); taken into the
     # running turn, a queue `remove` and, in 2.1.332, a queued_command attachment with
-    # commandMode "task-notification". Nobody typed it: it is kept, once, as a tool's
-    # output (what the task reported), never as the user's words.
+    # commandMode "task-notification". 2.1.49 queued a background task's start as JSON
+    # (10 of the corpus's 107 queued "prompts"). Nobody typed either: each is kept,
+    # once, as a tool's output (what the task reported), never as the user's words.
     subagent = _NOTICE.replace("bv9xmfzqx", "af0cc4604")
     older = _NOTICE.replace("bv9xmfzqx", "bz0wqe2p4")
+    started = (
+        '{"task_id":"b5fdd2a","tool_use_id":"call_c0483929f41749b8a53efca5",'
+        '"description":"Run simplified audio diagnostic","task_type":"local_bash"}'
+    )
     lines = [
         _user("run ALPACA in background", uuid="u1"),
         _queue("enqueue", _NOTICE),
@@ -395,6 +400,8 @@ def test_a_task_notification_is_a_tools_output_not_the_users_words() -> None:
         _queue("remove", subagent, at="03:04:08", reason="absorbed_mid_turn"),
         _queue("enqueue", older, at="03:04:09"),  # 2.1.x before the attachments
         _queue("remove", at="03:04:10"),
+        _queue("enqueue", started, at="03:04:11"),  # 2.1.49: a task's start, as JSON
+        _queue("remove", at="03:04:12"),
         _user("is ALPACA done?", uuid="u3"),
     ]
     parsed = parse_lines(lines, "s1")
@@ -406,6 +413,7 @@ def test_a_task_notification_is_a_tools_output_not_the_users_words() -> None:
         ("tool result", f"[tool result] {_NOTICE}"),
         ("tool result", f"[tool result] {subagent}"),
         ("tool result", f"[tool result] {older}"),
+        ("tool result", f"[tool result] {started}"),
         ("user", "is ALPACA done?"),
     ]
 

@@ -204,11 +204,13 @@ def _is_persons(result: str) -> bool:
     return result.startswith(_ANSWERS[0]) or _REASON.search(result, 0, 1000) is not None
 
 
-# What Claude Code files as a `user` record but nobody typed: a background task's notice
-# to the model, the output of a command run in Claude Code (a slash command's, a `!`
-# shell command's). Kept as a tool's output (subrosa.archive.conversation.message_kind).
+# What Claude Code files as a `user` record (or queues as a prompt) but nobody typed: a
+# background task's notice to the model (2.1.49 queued a task's start as JSON), the
+# output of a command run in Claude Code (a slash command's, a `!` shell command's).
+# Kept as a tool's output (subrosa.archive.conversation.message_kind).
 _NOT_SAID = (
     "<task-notification>",
+    '{"task_id":',
     "<local-command-stdout>",
     "<local-command-stderr>",
     "<bash-stdout>",

@@ -376,8 +376,9 @@ _NOT_A_PROMPT = (
     "[Request interrupted by user",
 )
 # A background task's notice to the model (Claude Code 2.1.x), queued like a prompt and
-# filed as a `user` record: nobody typed it, and the model's report on it is no talk.
-_NOTICE = "<task-notification>"
+# filed as a `user` record (2.1.49 queued a task's start as JSON): nobody typed it, and
+# the model's report on it is no talk.
+_NOTICE = ("<task-notification>", '{"task_id":')
 
 
 def _prompt_text(message: object) -> str | None:
