@@ -941,3 +941,50 @@ def test_migration_0011_reads_again_the_transcripts_holding_queued_prompts(
     assert (report["new_messages"], report["files_read"]) == (1, 1)
     assert sorted(r["uuid"] for r in _search(run, "zanzibar")) == ["ask", "p"]
     assert len(_search(run, "quokka")) == 1
+
+
+def test_a_queued_prompt_read_across_a_batch_boundary_is_archived_once(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ingest reads a file in batches (4 MB; Claude Code 2.1.332 writes each request's
+    # whole body into the transcript, so a long session spans many). A prompt typed
+    # while Claude works is queued in one batch and taken up in a later one (into the
+    # running turn: a queued_command attachment; as the next turn: a user record): it
+    # is archived once, not once from each batch.
+    from subrosa.archive import ingest
+
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 512)
+    session = {"sessionId": "s-1"}
+
+    def queue(operation: str, at: str, **extra: Any) -> str:
+        record = {"type": "queue-operation", "operation": operation, **session, **extra}
+        return json.dumps({**record, "timestamp": f"2026-03-01T10:00:{at}Z"})
+
+    tool_output = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "slept " * 200}],
+    }
+    attachment = {
+        "type": "attachment",
+        "uuid": "q1",
+        **session,
+        "timestamp": "2026-03-01T10:00:01Z",
+        "attachment": {"type": "queued_command", "prompt": "also the QUOKKA cache"},
+    }
+    _transcript(
+        "s-1.jsonl",
+        _record("u1", "Sleep a little."),
+        queue("enqueue", "01", content="also the QUOKKA cache"),
+        queue("enqueue", "02", content="then the WALLABY logs"),
+        json.dumps({"type": "user", "uuid": "u2", **session, "message": tool_output}),
+        json.dumps(attachment),
+        queue("remove", "05", content="also the QUOKKA cache"),
+        _record("a1", "Slept; the cache is warm.", role="assistant"),
+        json.dumps({"type": "user", "uuid": "u3", **session, "message": tool_output}),
+        queue("dequeue", "09"),
+        _record("u4", "then the WALLABY logs", timestamp="2026-03-01T10:00:09Z"),
+    )
+    assert _ingest(run)["new_messages"] == 6
+    shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)
+    said = [m["text"] for m in shown["messages"] if m["kind"] == "user"]
+    assert said == ["Sleep a little.", "also the QUOKKA cache", "then the WALLABY logs"]

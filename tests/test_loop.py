@@ -247,8 +247,17 @@ def test_a_session_ending_after_its_extractions_own_tail_is_not_queued(
         [{"type": "user", "message": {"role": "user", "content": [{"type": "image"}]}}],
         # A slash command that expands to a prompt, then answered.
         [prompt("<command-name>/review</command-name>"), assistant({"type": "text", "text": "…"})],
+        # Typed while the extraction's turn ran and taken into it (Claude Code 2.1.332):
+        # written only as a queue operation and a queued_command attachment.
+        [
+            {"type": "queue-operation", "operation": "enqueue", "content": "staging: eu-west-2"},
+            tool_result("marked"),
+            {"type": "attachment", "attachment": {"type": "queued_command", "prompt": "x"}},
+            {"type": "queue-operation", "operation": "remove", "content": "staging: eu-west-2"},
+            assistant({"type": "text", "text": "Noted."}),
+        ],
     ],
-    ids=["prompt", "text-blocks", "image", "answered-command"],
+    ids=["prompt", "text-blocks", "image", "answered-command", "queued-into-the-turn"],
 )
 def test_a_session_that_went_on_talking_after_the_mark_is_queued(
     memory_dir: Path, tmp_path: Path, run: RunCli, after: list[dict[str, Any]]
@@ -271,6 +280,16 @@ def test_exit_commands_and_interruptions_alone_are_not_talk(tmp_path: Path) -> N
     ]:
         grow(path, record)
     assert checkpoint.talked_after(str(path), 0) is False
+    # A background task's notice (queued, then its own turn, answered) is no one's talk.
+    notice = "<task-notification>\n<task-id>b1</task-id>\n</task-notification>"
+    grow(path, {"type": "queue-operation", "operation": "enqueue", "content": notice})
+    started = '{"task_id":"b5fdd2a","tool_use_id":"call_1","task_type":"local_bash"}'
+    grow(path, {"type": "queue-operation", "operation": "enqueue", "content": started})
+    grow(path, {"type": "queue-operation", "operation": "dequeue"})
+    grow(path, prompt(notice))
+    grow(path, assistant({"type": "text", "text": "The build finished."}))
+    assert checkpoint.talked_after(str(path), 0) is False
+    grow(path, prompt("[Request interrupted by user]"))
     grow(path, assistant({"type": "text", "text": "answering the interruption"}))
     assert checkpoint.talked_after(str(path), 0) is True
 

@@ -336,3 +336,277 @@ def test_a_queued_prompt_is_redacted_like_any_other() -> None:
     lines = [_queue("enqueue", f"use {token} for it"), _queue("remove")]
     [message] = parse_lines(lines, "s1", redactor=Redactor()).messages
     assert token not in message.text and "[REDACTED" in message.text
+
+
+# --- What Claude Code 2.1.332 writes that is not the person's words (qa2) -------------
+# The records below are trimmed from transcripts the real CLI wrote (tests/e2e), or from
+# the corpus where the CLI cannot be driven there (an answer to AskUserQuestion).
+
+_NOTICE = (
+    "<task-notification>\n<task-id>bv9xmfzqx</task-id>\n<tool-use-id>toolu_fake000022"
+    "</tool-use-id>\n<output-file>/tmp/claude-0/p/s1/tasks/bv9xmfzqx.output</output-file>\n"
+    '<status>completed</status>\n<summary>Background command "bg" completed (exit code 0)'
+    "</summary>\n</task-notification>"
+)
+
+
+def _attachment(uuid: str, at: str, **attachment: object) -> bytes:
+    return _line(
+        {
+            "type": "attachment",
+            "uuid": uuid,
+            "sessionId": "s1",
+            "timestamp": f"2026-01-02T{at}.000Z",
+            "attachment": {"timestamp": f"2026-01-02T{at}.000Z", **attachment},
+        }
+    )
+
+
+def test_a_task_notification_is_a_tools_output_not_the_users_words() -> None:
+    # Claude Code tells the model a background task (a Bash command run in the
+    # background, an Agent) has finished with a <task-notification>, queued like a
+    # prompt: taken as a turn of its own it is a `user` record (2.1.1 onwards; 2.1.332
+    # marks it origin.kind "task-notification", promptSource "system"); taken into the
+    # running turn, a queue `remove` and, in 2.1.332, a queued_command attachment with
+    # commandMode "task-notification". 2.1.49 queued a background task's start as JSON
+    # (10 of the corpus's 107 queued "prompts"). Nobody typed either: each is kept,
+    # once, as a tool's output (what the task reported), never as the user's words.
+    subagent = _NOTICE.replace("bv9xmfzqx", "af0cc4604")
+    older = _NOTICE.replace("bv9xmfzqx", "bz0wqe2p4")
+    started = (
+        '{"task_id":"b5fdd2a","tool_use_id":"call_c0483929f41749b8a53efca5",'
+        '"description":"Run simplified audio diagnostic","task_type":"local_bash"}'
+    )
+    lines = [
+        _user("run ALPACA in background", uuid="u1"),
+        _queue("enqueue", _NOTICE),
+        _queue("dequeue"),
+        _user(
+            _NOTICE,
+            uuid="u2",
+            origin={"kind": "task-notification", "producer": "session-task"},
+            promptSource="system",
+            turnOrigin="task_notification",
+        ),
+        _queue("enqueue", subagent, at="03:04:07"),
+        _attachment(
+            "q1",
+            "03:04:07",
+            type="queued_command",
+            prompt=subagent,
+            commandMode="task-notification",
+            origin={"kind": "task-notification", "producer": "session-task"},
+        ),
+        _queue("remove", subagent, at="03:04:08", reason="absorbed_mid_turn"),
+        _queue("enqueue", older, at="03:04:09"),  # 2.1.x before the attachments
+        _queue("remove", at="03:04:10"),
+        _queue("enqueue", started, at="03:04:11"),  # 2.1.49: a task's start, as JSON
+        _queue("remove", at="03:04:12"),
+        _user("is ALPACA done?", uuid="u3"),
+    ]
+    parsed = parse_lines(lines, "s1")
+    from subrosa.archive.conversation import message_kind
+
+    kinds = [(message_kind(m.role, m.text), m.text) for m in parsed.messages]
+    assert kinds == [
+        ("user", "run ALPACA in background"),
+        ("tool result", f"[tool result] {_NOTICE}"),
+        ("tool result", f"[tool result] {subagent}"),
+        ("tool result", f"[tool result] {older}"),
+        ("tool result", f"[tool result] {started}"),
+        ("user", "is ALPACA done?"),
+    ]
+
+
+def test_prompts_taken_in_after_a_tools_output_are_shown_after_it() -> None:
+    # Claude Code 2.1.332, two prompts typed while a Bash command slept: their
+    # queued_command attachments follow the tool's output in the file but carry the time
+    # they were typed, before it. `transcript show` orders a session by time, so each is
+    # archived at the time of what precedes it where it is later: the person's words
+    # read where the model took them in, between the output and the reply.
+    lines = [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "first queued HYENA", at="03:04:06", commandUuid="c1"),
+        _queue("enqueue", "second queued JACKAL", at="03:04:07", commandUuid="c2"),
+        _user(
+            [{"tool_use_id": "t1", "type": "tool_result", "content": "slept"}],
+            uuid="u2",
+            timestamp="2026-01-02T03:04:10.825Z",
+        ),
+        _attachment(
+            "q1", "03:04:06", type="queued_command", prompt="first queued HYENA", source_uuid="c1"
+        ),
+        _queue("remove", "first queued HYENA", at="03:04:11", commandUuid="c1"),
+        _queue("remove", "second queued JACKAL", at="03:04:11", commandUuid="c2"),
+        _attachment(
+            "q2", "03:04:07", type="queued_command", prompt="second queued JACKAL", source_uuid="c2"
+        ),
+        _queue("enqueue", "still waiting", at="03:04:12"),  # never taken in: its own time
+    ]
+    parsed = parse_lines(lines, "s1")
+    assert [(m.text, m.timestamp) for m in parsed.messages] == [
+        ("Sleep a little.", "2026-01-02 03:04:05"),
+        ("[tool result] slept", "2026-01-02 03:04:10"),
+        ("first queued HYENA", "2026-01-02 03:04:10"),
+        ("second queued JACKAL", "2026-01-02 03:04:10"),
+        ("still waiting", "2026-01-02 03:04:12"),
+    ]
+    # Without attachments (before 2.1.x) the queue's `remove` places it the same way.
+    older = [lines[0], lines[1], lines[3], _queue("remove", at="03:04:11")]
+    assert [m.timestamp for m in parse_lines(older, "s1").messages] == [
+        "2026-01-02 03:04:05",
+        "2026-01-02 03:04:10",
+        "2026-01-02 03:04:10",
+    ]
+
+
+def test_a_subagents_prompt_is_the_assistants_not_the_users() -> None:
+    # A subagent's transcript (<session>/subagents/agent-*.jsonl, isSidechain) opens with
+    # the prompt the main agent wrote for it (the Agent tool's input); Claude Code's own
+    # side agents (prompt_suggestion, 36 records in the corpus) are prompted with its
+    # own text. Neither is the person's: archived as the assistant's, as a compaction's
+    # summary is. The subagent's tool output stays a tool's output.
+    side = {"isSidechain": True, "agentId": "af0cc46049c1a9c89"}
+    lines = [
+        _user("Find the NARWHAL file", uuid="s1u", parentUuid=None, **side),
+        _user(
+            [{"type": "text", "text": "[SUGGESTION MODE: Suggest what the user might type]"}],
+            uuid="s2u",
+            parentUuid="p",
+            **side,
+        ),
+        _user(
+            [{"tool_use_id": "t", "type": "tool_result", "content": "subagent BEAVER"}],
+            uuid="s3u",
+            **side,
+        ),
+        _line(
+            {
+                "type": "assistant",
+                "uuid": "s4a",
+                "sessionId": "s1",
+                "isSidechain": True,
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "Found."}]},
+            }
+        ),
+        _user(_NOTICE, uuid="s5u", **side),  # the subagent's own background task
+        _user("spawn a subagent", uuid="u1", isSidechain=False),
+    ]
+    parsed = parse_lines(lines, "s1")
+    assert [(m.role, m.text) for m in parsed.messages] == [
+        ("assistant", "Find the NARWHAL file"),
+        ("assistant", "[SUGGESTION MODE: Suggest what the user might type]"),
+        ("user", "[tool result] subagent BEAVER"),
+        ("assistant", "Found."),
+        ("user", f"[tool result] {_NOTICE}"),
+        ("user", "spawn a subagent"),
+    ]
+
+
+def test_the_persons_answer_inside_a_tool_result_is_theirs_and_kept_whole() -> None:
+    # AskUserQuestion (corpus, Claude Code 2.0.57-2.1.41): what the person typed or
+    # picked comes back as the tool's result, the only place it is written. A tool
+    # that is refused with a reason (2.1.332's wording) carries the reason the same way.
+    # Kept whole (not cut to tool_result_chars) and as the user's words.
+    answer = "Ich verstehe deine Optionen nicht: " + "bedeutet minimal nur Voice? " * 90
+    asked = (
+        f'User has answered your questions: "Wie detailliert soll der Context sein?"="{answer}". '
+        "You can now continue with the user's answers in mind."
+    )
+    refused = (
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. "
+        "if it was a file edit, the new_string was NOT written to the file). To tell you how to "
+        "proceed, the user said:\nnot that file, edit the MONGOOSE config instead"
+    )
+    denied = (
+        "Permission for this tool use was denied. The tool use was rejected (eg. if it was a "
+        "file edit, the new_string was NOT written to the file). The user said:\nuse curl"
+    )
+    stop = (
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. "
+        "if it was a file edit, the new_string was NOT written to the file). STOP what you are "
+        "doing and wait for the user to tell you how to proceed."
+    )
+
+    def result(text: str, uuid: str, error: bool = False) -> bytes:
+        block = {"tool_use_id": "t", "type": "tool_result", "content": text, "is_error": error}
+        return _user([block], uuid=uuid)
+
+    lines = [
+        result(asked, "u1"),
+        result(refused, "u2", error=True),
+        result(denied, "u3", error=True),
+        result(stop, "u4", error=True),
+        result("x" * 3000, "u5"),
+    ]
+    parsed = parse_lines(lines, "s1", tool_result_chars=2000)
+    assert [m.text for m in parsed.messages] == [
+        asked,
+        refused,
+        denied,
+        f"[tool error] {stop}",
+        f"[tool result] {'x' * 2000} [… 1000 more characters]",
+    ]
+
+
+def test_a_local_commands_output_is_not_the_users_words() -> None:
+    # What Claude Code prints for a command run in it (/compact's "Compacted", a `!`
+    # shell command's output) it files as a `user` record: it is kept as a tool's
+    # output. The command the person typed stays theirs.
+    lines = [
+        _user(
+            "<command-name>/compact</command-name>\n            <command-message>compact"
+            "</command-message>\n            <command-args>keep the GIRAFFE bits</command-args>",
+            uuid="u1",
+        ),
+        _user("<local-command-stdout>Compacted </local-command-stdout>", uuid="u2"),
+        _user("<local-command-stderr>Error: no such MCP server</local-command-stderr>", uuid="u3"),
+        _user("<bash-input>ls</bash-input>", uuid="u4"),
+        _user("<bash-stdout>README.md</bash-stdout><bash-stderr></bash-stderr>", uuid="u5"),
+    ]
+    parsed = parse_lines(lines, "s1")
+    from subrosa.archive.conversation import message_kind
+
+    assert [message_kind(m.role, m.text) for m in parsed.messages] == [
+        "user",
+        "tool result",
+        "tool result",
+        "user",
+        "tool result",
+    ]
+    assert parsed.messages[1].text == (
+        "[tool result] <local-command-stdout>Compacted </local-command-stdout>"
+    )
+
+
+def test_a_queued_prompt_is_kept_once_however_the_lines_are_batched() -> None:
+    # Ingest parses a file batch by batch, each with the one before as `carry`: a prompt
+    # queued in one batch and taken up in a later one (by an attachment, a `remove`, or
+    # a `dequeue` and its user record) is kept once, wherever the batches split.
+    lines = [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "first queued HYENA", at="03:04:06"),
+        _queue("enqueue", "second queued JACKAL", at="03:04:07"),
+        _queue("enqueue", "third queued OKAPI", at="03:04:08"),
+        _user([{"tool_use_id": "t1", "type": "tool_result", "content": "slept"}], uuid="u2"),
+        _attachment("q1", "03:04:06", type="queued_command", prompt="first queued HYENA"),
+        _queue("remove", "first queued HYENA", at="03:04:11"),
+        _queue("remove", at="03:04:11"),  # 2.0.x: no text, no attachment
+        _assistant("Both done.", "a1"),
+        _queue("dequeue", at="03:04:12"),
+        _user("third queued OKAPI", uuid="u3"),
+    ]
+    whole = [m.text for m in parse_lines(lines, "s1").messages]
+    assert whole == [
+        "Sleep a little.",
+        "[tool result] slept",
+        "first queued HYENA",
+        "second queued JACKAL",
+        "Both done.",
+        "third queued OKAPI",
+    ]
+    for cut in range(1, len(lines)):
+        first = parse_lines(lines[:cut], "s1")
+        second = parse_lines(lines[cut:], "s1", carry=first)
+        texts = [m.text for m in first.messages + second.messages]
+        assert sorted(texts) == sorted(whole), cut

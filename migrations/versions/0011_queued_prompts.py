@@ -36,7 +36,7 @@ MARKERS = (b'"queue-operation"', b'"queued_command"')
 
 def upgrade() -> None:
     bind = op.get_bind()
-    rows = bind.execute(sa.text("SELECT path, \"offset\" FROM ingested_files")).all()
+    rows = bind.execute(sa.text('SELECT path, "offset" FROM ingested_files')).all()
     for path, offset in rows:
         if _holds_queued(str(path), int(offset or 0)):
             bind.execute(sa.text("DELETE FROM ingested_files WHERE path = :path"), {"path": path})
@@ -47,9 +47,10 @@ def _holds_queued(path: str, offset: int) -> bool:
     if offset <= 0:
         return False
     try:
-        with open(path, "rb") as handle, mmap.mmap(
-            handle.fileno(), 0, access=mmap.ACCESS_READ
-        ) as data:
+        with (
+            open(path, "rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
             end = min(offset, len(data))
             return any(data.find(marker, 0, end) >= 0 for marker in MARKERS)
     except (OSError, ValueError):  # gone, unreadable, empty

@@ -375,10 +375,15 @@ class Ingester:
 
         source = plan.source
         offset = plan.start
+        parsed = None  # the batch before: what it kept of the queue (a prompt once)
         with open(source.path, "rb") as handle:
             for lines, offset in _batches(handle, plan.start, self.progress):
                 parsed = parse_lines(
-                    lines, _default_session(source.path), self.tool_result_chars, self.redactor
+                    lines,
+                    _default_session(source.path),
+                    self.tool_result_chars,
+                    self.redactor,
+                    parsed,
                 )
                 self._store_batch(plan, parsed, offset)
         self._finish_file(plan, offset)

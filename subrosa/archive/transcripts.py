@@ -8,6 +8,10 @@ name and a compact form of its input; tool results cut to a configurable length;
 prompt typed while Claude worked, which Claude Code may write only as a queue
 operation or a `queued_command` attachment (_queue_operation).
 Thinking blocks and `isMeta` entries are skipped (they are not the conversation).
+Whose words a text is: what Claude Code files as a `user` record but nobody typed (a
+task's notice, a local command's output: _NOT_SAID) is kept as a tool's output; a
+subagent's prompt as the assistant's (_prompts); what the person said inside a tool's
+result (_ANSWERS) as theirs, whole.
 
 Every piece of text is redacted before it is kept (subrosa.archive.redact); otherwise
 the text is kept as written (the views, `transcript show` and `search`, make it safe
@@ -18,6 +22,7 @@ JSON, so an escaped quote cannot hide a secret.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,6 +87,13 @@ class Parsed:
     queued: dict[str, list[_Queued]] = field(default_factory=dict)
     from_queue: Counter[tuple[str, str]] = field(default_factory=Counter)
     attached: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # Across the batches of one read (parse_lines' `carry`): the prompts still queued
+    # at the end of an earlier batch, kept there, by session, and the (session, text)
+    # of a user record that holds one of them again (its `dequeue` came later).
+    kept_early: dict[str, list[_Queued]] = field(default_factory=dict)
+    kept_again: dict[tuple[str, str], int] = field(default_factory=dict)
+    # The last messages of the batch before (for _placed).
+    before: list[Message] = field(default_factory=list)
 
 
 def normalize_time(value: object) -> str | None:
@@ -175,6 +187,38 @@ def _result_text(content: object) -> str:
     return ""
 
 
+# A tool's result that holds what the person said, the only place Claude Code writes it:
+# their answers to AskUserQuestion, the reason they gave for refusing a tool.
+_ANSWERS = (
+    "User has answered your questions:",
+    "The user doesn't want to proceed with this tool use.",
+    "Permission for this tool use was denied.",
+)
+# The words that, in a refusal, come before the person's reason (2.1.332's wording).
+_REASON = re.compile(r"(?:To tell you how to proceed, the user said|The user said):")
+
+
+def _is_persons(result: str) -> bool:
+    """Whether a result that starts with one of _ANSWERS holds the person's words (a
+    refusal without a reason holds none: it stays the tool's output)."""
+    return result.startswith(_ANSWERS[0]) or _REASON.search(result, 0, 1000) is not None
+
+
+# What Claude Code files as a `user` record (or queues as a prompt) but nobody typed: a
+# background task's notice to the model (2.1.49 queued a task's start as JSON), the
+# output of a command run in Claude Code (a slash command's, a `!` shell command's).
+# Kept as a tool's output (subrosa.archive.conversation.message_kind).
+_NOT_SAID = (
+    "<task-notification>",
+    '{"task_id":',
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
+NOTICE_LABEL = "[tool result]"
+
+
 def content_text(
     content: object, tool_result_chars: int, skipped: Counter[str], clean: Clean = _same
 ) -> str:
@@ -199,9 +243,12 @@ def content_text(
             name = block.get("name") if isinstance(block.get("name"), str) else "tool"
             parts.append(f"[{name}] {_compact_input(block.get('input'), tool_result_chars, clean)}")
         elif kind == "tool_result":
+            result = _result_text(block.get("content"))
+            if result.startswith(_ANSWERS) and _is_persons(result):
+                parts.append(clean(result))  # the person's words: whole, and theirs
+                continue
             label = "[tool error]" if block.get("is_error") else "[tool result]"
-            text = cut(_result_text(block.get("content")), tool_result_chars, clean)
-            parts.append(f"{label} {text}")
+            parts.append(f"{label} {cut(result, tool_result_chars, clean)}")
         elif kind in ("thinking", "redacted_thinking"):
             skipped["thinking"] += 1
         elif kind == "image":
@@ -275,6 +322,8 @@ def parse_record(
         # assistant's. It is kept: a session continued from one whose transcript is
         # gone (Claude Code deletes old ones) holds what came before only there.
         kind = role = "assistant"
+    elif record.get("isSidechain") is True and role == "user" and _prompts(message.get("content")):
+        kind = role = "assistant"
     _add_message(
         parsed,
         session_id,
@@ -285,6 +334,25 @@ def parse_record(
         tool_result_chars,
         clean,
     )
+
+
+def _prompts(content: object) -> bool:
+    """Whether a subagent's `user` record (isSidechain) is a prompt: text, not a tool's
+    output or a notice (_NOT_SAID). Nobody typed it: the main agent wrote it (the Agent
+    tool's prompt, a SendMessage), or Claude Code did (its prompt_suggestion agent's
+    "[SUGGESTION MODE: ...]"); the person talks to the main session. So it is archived
+    as the assistant's, as a compaction's summary is."""
+    if isinstance(content, str):
+        return not content.lstrip().startswith(_NOT_SAID)
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            return False
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str) and text.lstrip().startswith(_NOT_SAID):
+            return False
+    return True
 
 
 def _queue_operation(
@@ -310,9 +378,21 @@ def _queue_operation(
         else:
             parsed.skipped["queued: empty"] += 1
     elif operation in ("dequeue", "remove"):
-        taken = _take(queue, record.get("commandUuid"), record.get("content"))
-        if taken is not None and operation == "remove":
-            _keep_queued(parsed, session_id, taken, tool_result_chars)
+        content = record.get("content")
+        content = clean(content) if isinstance(content, str) else content  # as it was queued
+        # Those kept at the end of an earlier batch were queued before the rest.
+        early = parsed.kept_early.setdefault(session_id, [])
+        taken, was_early = _take((early, queue), record.get("commandUuid"), content)
+        if taken is None:
+            pass
+        elif was_early:
+            # Kept once already. (Its attachment is left out by `from_queue`; the user
+            # record a `dequeue` announces follows here.)
+            if operation == "dequeue":
+                key = (session_id, taken.text.strip())
+                parsed.kept_again[key] = parsed.kept_again.get(key, 0) + 1
+        elif operation == "remove":
+            _keep_queued(parsed, session_id, taken, tool_result_chars, taken_in=True)
     elif operation == "popAll":
         for taken in queue:
             _keep_queued(parsed, session_id, taken, tool_result_chars)
@@ -321,29 +401,58 @@ def _queue_operation(
         parsed.skipped[f"queued: {operation}"] += 1
 
 
-def _take(queue: list[_Queued], command: object, content: object) -> _Queued | None:
-    """The queued prompt an operation takes: the one of its commandUuid, else of its
-    text (2.1.332 repeats it in the `remove`), else the first."""
-    for index, queued in enumerate(queue):
-        if command is not None and queued.command == command:
-            return queue.pop(index)
-    if isinstance(content, str):
-        for index, queued in enumerate(queue):
-            if queued.command is None and content.strip() in queued.text:
-                return queue.pop(index)
-    return queue.pop(0) if queue else None
+def _take(
+    queues: tuple[list[_Queued], list[_Queued]], command: object, content: object
+) -> tuple[_Queued | None, bool]:
+    """The queued prompt an operation takes, from the first queue (those kept at the end
+    of an earlier batch) or the second, and whether from the first: the one of its
+    commandUuid, else of its text (2.1.332 repeats it in the `remove`), else the first
+    queued."""
+    if command is not None:
+        for number, queue in enumerate(queues):
+            for index, queued in enumerate(queue):
+                if queued.command == command:
+                    return queue.pop(index), number == 0
+    if isinstance(content, str) and content.strip():
+        for number, queue in enumerate(queues):
+            for index, queued in enumerate(queue):
+                if queued.command is None and content.strip() in queued.text:
+                    return queue.pop(index), number == 0
+        # Another prompt's (one queued without text, e.g. an image): taking the first
+        # would pair it with the wrong one.
+        return None, False
+    for number, queue in enumerate(queues):
+        if queue:
+            return queue.pop(0), number == 0
+    return None, False
 
 
-def _keep_queued(parsed: Parsed, session_id: str, queued: _Queued, tool_result_chars: int) -> None:
+def _keep_queued(
+    parsed: Parsed,
+    session_id: str,
+    queued: _Queued,
+    tool_result_chars: int,
+    taken_in: bool = False,
+) -> None:
     """A queued prompt kept as the user's message, unless a queued_command attachment
-    already holds it (its text is cleaned already)."""
+    already holds it (its text is cleaned already); `taken_in` by the running turn."""
     key = (session_id, queued.text.strip())
     if parsed.attached[key]:
         parsed.attached[key] -= 1
         return
     parsed.from_queue[key] += 1
     fields = (None, None, queued.timestamp, None)
-    _add_message(parsed, session_id, "user", "user", queued.text, fields, tool_result_chars, _same)
+    _add_message(
+        parsed, session_id, "user", "user", queued.text, fields, tool_result_chars, _same, taken_in
+    )
+
+
+def _take_one(counts: dict[tuple[str, str], int], key: tuple[str, str]) -> None:
+    """One less of `key` (gone at none: an empty dict costs the hot path nothing)."""
+    if counts[key] > 1:
+        counts[key] -= 1
+    else:
+        del counts[key]
 
 
 def _is_queued_command(record: dict[str, object]) -> bool:
@@ -374,7 +483,7 @@ def _queued_command(
         parsed.attached[key] += 1
     cwd, branch = record.get("cwd"), record.get("gitBranch")
     fields = (cwd, branch, record.get("timestamp"), record.get("uuid"))
-    _add_message(parsed, session_id, "user", "user", text, fields, tool_result_chars, _same)
+    _add_message(parsed, session_id, "user", "user", text, fields, tool_result_chars, _same, True)
 
 
 def _add_message(
@@ -386,9 +495,11 @@ def _add_message(
     fields: tuple[object, object, object, object],
     tool_result_chars: int,
     clean: Clean,
+    taken_in: bool = False,
 ) -> None:
     """A user or assistant message (from the generic dict or the decoded struct);
-    `fields` are the record's cwd, gitBranch, timestamp and uuid."""
+    `fields` are the record's cwd, gitBranch, timestamp and uuid. `taken_in`: a prompt
+    typed while Claude worked, taken into the running turn (see _placed)."""
     cwd, branch, raw_time, uuid = fields
     # The text as said: an indented code block or YAML snippet keeps its first indent.
     text = content_text(content, tool_result_chars, parsed.skipped, clean)
@@ -401,14 +512,36 @@ def _add_message(
     if not stripped:
         parsed.skipped["empty"] += 1
         return
+    if parsed.kept_again and kind == "user" and (session_id, stripped) in parsed.kept_again:
+        _take_one(parsed.kept_again, (session_id, stripped))  # kept from its queue record
+        parsed.skipped["queued: kept before"] += 1
+        return
     role = role if role in ROLES else kind
     timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
-        # Keyed on the stripped text, as archives made before the text was kept as said
-        # were: a re-ingest finds the message it already holds.
+        # Keyed on the stripped text and the record's own time, as archives made before
+        # the text was kept as said (or labelled, or placed) were: a re-ingest finds the
+        # message it already holds.
         uuid = message_key(session_id, timestamp, str(role), stripped)
+    if role == "user" and stripped.startswith(_NOT_SAID):
+        text = f"{NOTICE_LABEL} {text}"
+    if taken_in:
+        timestamp = _placed(parsed.before + parsed.messages[-50:], session_id, timestamp)
     terms = index_terms(text)
     parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
+
+
+def _placed(messages: list[Message], session_id: str, timestamp: str | None) -> str | None:
+    """The time a prompt taken into the running turn is archived at: its own (when it was
+    typed), or where that is earlier, the time of the message before it (the tool's
+    output it was handed over with). Sessions are shown in time order, and the person's
+    words belong where the model read them, between that output and the reply."""
+    for message in reversed(messages[-50:]):
+        if message.session_id == session_id and message.timestamp is not None:
+            if timestamp is None or message.timestamp > timestamp:
+                return message.timestamp
+            return timestamp
+    return timestamp
 
 
 class _Message(msgspec.Struct):
@@ -434,6 +567,7 @@ class _Record(msgspec.Struct):
     gitBranch: Any = None  # noqa: N815
     isMeta: Any = None  # noqa: N815
     isCompactSummary: Any = None  # noqa: N815
+    isSidechain: Any = None  # noqa: N815
     message: _Message | None = None
     summary: Any = None
     # A queue-operation's (a prompt typed while Claude worked) and an attachment's. The
@@ -478,10 +612,16 @@ def parse_lines(
     default_session: str,
     tool_result_chars: int = 2000,
     redactor: Redactor | None = None,
+    carry: Parsed | None = None,
 ) -> Parsed:
     """Parse complete JSONL lines (bytes, newline optional) of one transcript; every
-    piece of text is cleaned (see Cleaner) before it is kept."""
+    piece of text is cleaned (see Cleaner) before it is kept. `carry`: the Parsed of the
+    batch of lines just before these, in the same read (a queued prompt is kept once)."""
     parsed = Parsed()
+    if carry is not None:
+        parsed.from_queue, parsed.attached = carry.from_queue, carry.attached
+        parsed.kept_early, parsed.kept_again = carry.kept_early, carry.kept_again
+        parsed.before = carry.messages[-50:]
     clean = Cleaner(redactor)
     for line in lines:
         if not line or line.isspace():
@@ -498,6 +638,7 @@ def parse_lines(
     for session_id, queue in parsed.queued.items():
         for queued in queue:  # still queued where the lines end: kept all the same
             _keep_queued(parsed, session_id, queued, tool_result_chars)
+        parsed.kept_early.setdefault(session_id, []).extend(queue)
     parsed.queued.clear()
     _adopt_orphan_titles(parsed, default_session)
     return parsed
@@ -537,11 +678,14 @@ def _parse_line(
     ):
         # The common case, without building a dict first.
         message = struct.message
+        kind, role = struct.type, message.role
+        if struct.isSidechain is True and role == "user" and _prompts(message.content):
+            kind = role = "assistant"
         _add_message(
             parsed,
             session,
-            struct.type,
-            message.role,
+            kind,
+            role,
             message.content,
             (struct.cwd, struct.gitBranch, struct.timestamp, struct.uuid),
             tool_result_chars,

@@ -375,6 +375,10 @@ _NOT_A_PROMPT = (
     "<local-command-",
     "[Request interrupted by user",
 )
+# A background task's notice to the model (Claude Code 2.1.x), queued like a prompt and
+# filed as a `user` record (2.1.49 queued a task's start as JSON): nobody typed it, and
+# the model's report on it is no talk.
+_NOTICE = ("<task-notification>", '{"task_id":')
 
 
 def _prompt_text(message: object) -> str | None:
@@ -398,7 +402,8 @@ def _prompt_text(message: object) -> str | None:
 def talked_after(transcript_path: str, offset: int) -> bool:
     """Whether the conversation went on after byte `offset` of the transcript: a person's
     prompt (a `user` record with text, not a tool result, not Claude Code's own meta
-    records such as Stop hook feedback), or a local command the model then answered.
+    records such as Stop hook feedback, not a task's notice; or a queued one, a
+    queue-operation `enqueue`), or a local command the model then answered.
 
     What Claude Code appends for the rest of the extraction's own turn is not that: the
     mark's tool result, more tool calls and results, the final text, and records
@@ -418,8 +423,10 @@ def talked_after(transcript_path: str, offset: int) -> bool:
         # The byte before the mark ends a line when the mark fell between records.
         data = data[1:] if data[:1] == b"\n" else data[data.find(b"\n") + 1 :]
     command_pending = False
+    notice = False  # the model is answering a task's notice
     for line in data.split(b"\n"):
-        if b'"user"' not in line and b'"assistant"' not in line:
+        queue = b'"queue-operation"' in line
+        if not queue and b'"user"' not in line and b'"assistant"' not in line:
             continue
         try:
             record = json.loads(line)
@@ -428,12 +435,28 @@ def talked_after(transcript_path: str, offset: int) -> bool:
         if not isinstance(record, dict) or record.get("isSidechain"):
             continue
         kind = record.get("type")
+        if kind == "queue-operation":
+            # A prompt typed while Claude works: taken into the running turn it is
+            # written nowhere else (a queued_command attachment at most).
+            content = record.get("content")
+            if (
+                record.get("operation") == "enqueue"
+                and content
+                and not (isinstance(content, str) and content.lstrip().startswith(_NOTICE))
+            ):
+                return True
+            continue
+        if kind == "assistant" and notice:
+            continue
         if kind == "assistant" and command_pending:
             return True
         if kind != "user" or record.get("isMeta") or record.get("isCompactSummary"):
             continue
         text = _prompt_text(record.get("message"))
         if text is None:
+            continue
+        notice = text.lstrip().startswith(_NOTICE)
+        if notice:
             continue
         if text.lstrip().startswith(_NOT_A_PROMPT):
             command_pending = True

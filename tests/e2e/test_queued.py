@@ -6,6 +6,7 @@ subrosa must archive it, once, where the model took it in."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -42,3 +43,40 @@ def test_a_prompt_sent_while_a_tool_runs_is_archived_once(
     shown = cc.subrosa("transcript", "show", talk.session_id).stdout
     assert shown.count("also check the ZEBRA cache") == 1
     assert shown.index("slept") < shown.index("also check the ZEBRA") < shown.index("warm")
+
+
+def test_two_prompts_sent_while_a_tool_runs_are_shown_after_its_output(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    # Each is a queued_command attachment after the tool's output, carrying the time it
+    # was typed (before the output): `transcript show` orders by time, so subrosa places
+    # them at the output's time. Fails on 8025873 (both shown before the output).
+    with cc.conversation() as talk:
+        marker = cc.root / "tmp" / "running"
+        api.respond_bash(f"touch {marker}; sleep 4; echo slept")
+        api.respond_text("Answer to both: HYENA and JACKAL.")
+        talk.send("Sleep a little.")
+        wait_for(lambda: marker.exists() or None, "the command to start")
+        talk.send("first queued HYENA")
+        time.sleep(1.2)  # a second apart, as a person types them (not a timed assertion)
+        talk.send("second queued JACKAL")
+        talk.result()
+    records = [json.loads(line) for line in cc.transcript(talk.session_id).read_text().splitlines()]
+    attached = [r for r in records if (r.get("attachment") or {}).get("type") == "queued_command"]
+    output = next(
+        n
+        for n, r in enumerate(records)
+        if r.get("type") == "user" and "tool_result" in json.dumps(r["message"])
+    )
+    assert all(records.index(r) > output for r in attached)
+    assert all(r["timestamp"] < records[output]["timestamp"] for r in attached)
+
+    cc.subrosa("ingest")
+    shown = cc.subrosa_json("transcript", "show", talk.session_id)
+    texts = [m["text"] for m in shown["messages"]]
+    assert texts[-4:] == [
+        "[tool result] slept",
+        "first queued HYENA",
+        "second queued JACKAL",
+        "Answer to both: HYENA and JACKAL.",
+    ]
