@@ -474,15 +474,49 @@ def test_the_migration_derives_the_runs_of_an_archive_made_before_them(
     assert len(_search(run, "wombat", "--limit", "50")) == 13
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 6)), max_size=12),
+    st.lists(st.integers(0, 200), max_size=40),
+)
+def test_the_ids_inside_runs(gaps: list[tuple[int, int]], ids: list[int]) -> None:
+    # A walk keeps the ids inside a project's runs (search._inside): the same, whether
+    # it bisects the ids run by run or the runs id by id (fewer ids than runs).
+    from subrosa.archive.search import _inside
+
+    runs, at = [], 0
+    for gap, length in gaps:
+        runs.append((at + gap, at + gap + length))
+        at += gap + length + 1
+    los, his = [lo for lo, _ in runs], [hi for _, hi in runs]
+    ids = sorted(set(ids))
+    assert _inside(ids, los, his) == [i for i in ids if any(lo <= i <= hi for lo, hi in runs)]
+
+
 @pytest.mark.parametrize(
     "how",
     [
         {"SPAN_SHARE": 0.0},  # each match's project tested, newest first
+        # ... within the project's first and last id, summed from its runs (they are
+        # not both among the ENDS newest and oldest messages)
+        {"SPAN_SHARE": 0.0, "ENDS": 1},
         {"SPAN_SHARE": 1.0, "SPAN_COST": 0},  # the index asked span by span
-        {"SPAN_SHARE": 1.0, "SPAN_COST": 10**9, "WALK_BATCH": 7},  # the ids walked
+        # the ids walked, in batches of 7, 14, ...
+        {"SPAN_SHARE": 1.0, "SPAN_COST": 10**9, "WALK_AHEAD": 0, "WALK_BATCH": 7},
+        # ... of 1, 2, ... (test_the_ids_inside_runs: each id's run looked up, or not)
+        {"SPAN_SHARE": 1.0, "SPAN_COST": 10**9, "WALK_AHEAD": 0, "WALK_BATCH": 1},
         {"SPAN_SHARE": 1.0, "MERGE_GAP": 10**9, "SPAN_COST": 0},  # one span, tested
+        {"SPAN_SHARE": 1.0, "MERGE_GAP": 10**9, "SPAN_COST": 10**9},  # the walk, by its runs
     ],
-    ids=["each-match", "span-by-span", "walk", "merged"],
+    ids=[
+        "each-match",
+        "each-match-summed",
+        "span-by-span",
+        "walk",
+        "walk-small-batches",
+        "merged",
+        "merged-walk",
+    ],
 )
 def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
     memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, how: dict[str, int]
