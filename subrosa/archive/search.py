@@ -156,7 +156,9 @@ def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
     return joins, where, params
 
 
-def _spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> str:
+def _spans(
+    conn: sqlite3.Connection, match: str, filters: Filters, limit: int, df: float | None = None
+) -> str:
     """How to find the newest `limit` matches of `match` in a project (Filters.runs):
     "all" (test each match newest first against its project: the project holds
     SPAN_SHARE of the messages or more, ~1/share matches tested for each kept), else
@@ -168,9 +170,10 @@ def _spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -
     runs = filters.runs
     if runs is None or runs.share >= SPAN_SHARE or not runs.exact:
         return "all"
-    kth, matches = _probe(conn, match)
-    total = _newest_id(conn)
-    df = float(matches) if kth is None else SELECTIVE * total / max(1, total - kth + 1)
+    if df is None:  # how many messages match (a unit's: unit_stats() counted them)
+        kth, matches = _probe(conn, match)
+        total = _newest_id(conn)
+        df = float(matches) if kth is None else SELECTIVE * total / max(1, total - kth + 1)
     walked = min(df, limit / max(runs.share, 1e-9))
     asked = min(len(runs.spans), len(runs.spans) * limit / max(1.0, df * runs.share))
     return "spans" if asked * SPAN_COST < walked else "walk"
@@ -390,7 +393,9 @@ def _texts_of(
     return required[0] if len(required) == 1 else None
 
 
-def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[Row]:
+def _candidates(
+    conn: sqlite3.Connection, match: str, filters: Filters, limit: int, df: float | None = None
+) -> list[Row]:
     """The newest `limit` messages matching `match`, with their text and terms."""
     if not isinstance(conn, sqlite3.Connection):
         return list(_pg().candidates(conn, match, filters, limit))
@@ -399,7 +404,7 @@ def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
         joins if " JOIN messages m " in joins else " JOIN messages m ON m.id = f.rowid" + joins
     )
     select = f"SELECT f.rowid, m.text, m.terms, m.role FROM messages_fts f{text_joins}"
-    how = _spans(conn, match, filters, limit)
+    how = _spans(conn, match, filters, limit, df)
     if how == "spans":
         return _in_spans(conn, select, match, filters, limit)
     if how == "walk":
@@ -410,11 +415,13 @@ def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
     ).fetchall()
 
 
-def _rowids(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[int]:
+def _rowids(
+    conn: sqlite3.Connection, match: str, filters: Filters, limit: int, df: float | None = None
+) -> list[int]:
     if not isinstance(conn, sqlite3.Connection):
         return list(_pg().rowids(conn, match, filters, limit))
     joins, where, params = _message_filters(filters)
-    how = _spans(conn, match, filters, limit)
+    how = _spans(conn, match, filters, limit, df)
     if how == "spans":
         select = f"SELECT f.rowid FROM messages_fts f{joins}"
         return [int(row[0]) for row in _in_spans(conn, select, match, filters, limit)]
@@ -567,13 +574,14 @@ def _first_tier(
         return [], {}
     match = _all_of(conn, [s.expr for s in required])
     window = max(RERANK, limit)
+    df = required[0].df if len(required) == 1 else None
     if not isinstance(conn, sqlite3.Connection) and all(s.kth is None for s in required):
         # A server has no bm25(): all the matches (fewer than SELECTIVE, as every unit
         # is selective) are ranked here, a superset of what FTS5's bm25 would pick.
         candidates = _candidates(conn, match, filters, max(SELECTIVE, limit))
     elif (
         all(s.kth is None for s in required)
-        and len(_rowids(conn, match, filters, window + 1)) > window
+        and len(_rowids(conn, match, filters, window + 1, df)) > window
     ):
         # More matches than RERANK, but every unit's doclist is short: FTS5's bm25
         # picks the best RERANK_BEST of them all, exactly and cheaply, to rank here.
@@ -588,7 +596,7 @@ def _first_tier(
         ]
         candidates = _texts(conn, best)
     else:
-        candidates = _candidates(conn, match, filters, window)
+        candidates = _candidates(conn, match, filters, window, df)
     present = [s for s in stats if s.expr]
     held = [SHOWN if s.unit.stop else ALL for s in present]
     texts = {row[0]: row for row in candidates}
@@ -618,7 +626,7 @@ def _second_tier(
     weight: dict[int, float] = {}
     for s in present:
         cap = SELECTIVE if s.kth is None else max(RERANK, limit)
-        ids = _rowids(conn, s.expr, filters, cap)
+        ids = _rowids(conn, s.expr, filters, cap, s.df)
         held.append(Held(set(ids), complete=len(ids) < cap))
         for rowid in ids:
             if rowid not in exclude:
