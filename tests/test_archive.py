@@ -507,6 +507,8 @@ def test_the_ids_inside_runs(gaps: list[tuple[int, int]], ids: list[int]) -> Non
         {"SPAN_SHARE": 1.0, "SPAN_COST": 10**9, "WALK_AHEAD": 0, "WALK_BATCH": 1},
         {"SPAN_SHARE": 1.0, "MERGE_GAP": 10**9, "SPAN_COST": 0},  # one span, tested
         {"SPAN_SHARE": 1.0, "MERGE_GAP": 10**9, "SPAN_COST": 10**9},  # the walk, by its runs
+        # a server: every match sorted from the index, the project's by its sessions
+        {"SPAN_SHARE": 1.0, "WALK_COST": 10**9},
     ],
     ids=[
         "each-match",
@@ -516,6 +518,7 @@ def test_the_ids_inside_runs(gaps: list[tuple[int, int]], ids: list[int]) -> Non
         "walk-small-batches",
         "merged",
         "merged-walk",
+        "sorted",
     ],
 )
 def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
@@ -545,9 +548,9 @@ def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
     monkeypatch.setattr(pgsearch, "SPAN_SHARE", 0.0)
     tested = [_search(run, *query) for query in queries]
     for name, value in how.items():
-        monkeypatch.setattr(archive_search, name, value)
-        if hasattr(pgsearch, name):
-            monkeypatch.setattr(pgsearch, name, value)
+        for module in (archive_search, pgsearch):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, value)
     assert [_search(run, *query) for query in queries] == tested
     mine = [f"mine-{k}-{n}" for k in range(6) for n in range(4)]
     mine += ["mine-0-4", "mine-0-5", "mine-0-6"]

@@ -570,9 +570,25 @@ def _newest(
         where += " AND m.id = ANY(?)"
         params.append(sorted(among))
     from_the_index = _from_the_index(conn, query, limit + offset)
-    if among is None and not from_the_index and filters.runs and filters.runs.share < SPAN_SHARE:
+    small = filters.runs is not None and filters.runs.share < SPAN_SHARE
+    if among is None and not from_the_index and small:
         return _newest_in_spans(conn, columns, query, filters, limit, offset)
     order = "m.id + 0" if from_the_index else "m.id"
+    if among is None and small and filters.transcript_project:
+        # The project's messages as a bitmap of the session index, ANDed with the
+        # word's: only the project's matches are read from the table, not every
+        # match's row to test its session (see _sessions()).
+        joins, where, params = _filters(filters._replace(transcript_project=None))
+        where += " AND m.session_pk = ANY(?::int[])"
+        params.append(_sessions(conn, filters.transcript_project))
+        return list(
+            conn.execute_without(
+                "enable_indexscan, enable_seqscan",
+                f"SELECT {columns} FROM messages m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
+                f" ORDER BY {order} DESC LIMIT ? OFFSET ?",
+                [query, *params, limit, offset],
+            )
+        )
     return list(
         conn.execute(
             f"SELECT {columns} FROM {table[0]} m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
@@ -580,6 +596,18 @@ def _newest(
             [*table[1], query, *params, limit, offset],
         ).fetchall()
     )
+
+
+def _sessions(conn: Any, project: str) -> list[int]:
+    """The ids of a project's sessions (asked once a search). Given as an array, the
+    planner estimates from the session index's statistics how many messages they
+    hold; as a subquery, it guesses, and walks the session index testing every
+    message's vector."""
+    known: list[int] | None = conn.answers.get(("sessions", project))
+    if known is None:
+        rows = conn.execute("SELECT id FROM sessions WHERE project = ?", [project]).fetchall()
+        known = conn.answers[("sessions", project)] = [int(row[0]) for row in rows]
+    return known
 
 
 def _newest_in_spans(
