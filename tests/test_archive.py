@@ -509,6 +509,9 @@ def test_the_ids_inside_runs(gaps: list[tuple[int, int]], ids: list[int]) -> Non
         {"SPAN_SHARE": 1.0, "MERGE_GAP": 10**9, "SPAN_COST": 10**9},  # the walk, by its runs
         # a server: every match sorted from the index, the project's by its sessions
         {"SPAN_SHARE": 1.0, "WALK_COST": 10**9},
+        # ... or range by range (a large project), in one range or several
+        {"SPAN_SHARE": 0.0, "WALK_COST": 10**9},
+        {"SPAN_SHARE": 0.0, "WALK_COST": 10**9, "RANGE": 64},
     ],
     ids=[
         "each-match",
@@ -519,6 +522,8 @@ def test_the_ids_inside_runs(gaps: list[tuple[int, int]], ids: list[int]) -> Non
         "merged",
         "merged-walk",
         "sorted",
+        "sorted-by-range",
+        "sorted-by-ranges",
     ],
 )
 def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
@@ -542,6 +547,8 @@ def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
     # in many more, its walk newest first is what is compared. Runs are not joined.
     for module in (archive_search, pgsearch):
         monkeypatch.setattr(module, "SELECTIVE", 10)
+        # The newest few matches ranked (not all): each way must find the same newest.
+        monkeypatch.setattr(module, "RERANK", 5)
     monkeypatch.setattr(pgsearch, "WALK_COST", 0)
     monkeypatch.setattr(archive_search, "MERGE_GAP", 0)
     monkeypatch.setattr(archive_search, "SPAN_SHARE", 0.0)

@@ -574,7 +574,11 @@ def _newest(
     if among is None and not from_the_index and small:
         return _newest_in_spans(conn, columns, query, filters, limit, offset)
     order = "m.id + 0" if from_the_index else "m.id"
-    if among is None and small and filters.transcript_project:
+    if among is None and from_the_index and filters.runs and not small:
+        newest = int(conn.matches.get("") or newest_id(conn))
+        if _by_range(conn, newest):
+            return _newest_by_range_in(conn, columns, query, filters, limit, offset, newest)
+    if among is None and filters.transcript_project and small:
         # The project's messages as a bitmap of the session index, ANDed with the
         # word's: only the project's matches are read from the table, not every
         # match's row to test its session (see _sessions()).
@@ -595,6 +599,37 @@ def _newest(
             f" ORDER BY {order} DESC LIMIT ? OFFSET ?",
             [*table[1], query, *params, limit, offset],
         ).fetchall()
+    )
+
+
+def _newest_by_range_in(
+    conn: Any, columns: str, query: str, filters: Filters, limit: int, offset: int, newest: int
+) -> list[Any]:
+    """_newest() for a query whose matches are sorted from the index, in a project
+    holding a large share of the messages (Filters.runs): the matches of each id
+    range (RANGE_INDEX) in turn, newest first, each tested for the project, in one
+    statement (a UNION ALL under one LIMIT: the server stops at the range that brings
+    the last row wanted). A project's newest matches are among the newest few
+    thousand of the word's, so only those ranges' matches are read, not all of them."""
+    assert filters.runs is not None and filters.transcript_project
+    # The project tested as a filter on each match's session (a hashed array: a join
+    # costs each row a lookup, and its sessions as a bitmap would be most messages').
+    joins, where, params = _filters(filters._replace(transcript_project=None))
+    where += " AND m.session_pk + 0 = ANY(?::int[])"
+    params.append(_sessions(conn, filters.transcript_project))
+    first, last = filters.runs.bounds
+    ranges = range(min(last, newest) // RANGE, first // RANGE - 1, -1)
+    branches = " UNION ALL ".join(
+        f"(SELECT {columns} FROM messages m{joins} WHERE {VECTOR} @@ ?::tsquery"
+        f" AND {_in_range('m.id', k)}{where} ORDER BY m.id DESC LIMIT ?)"
+        for k in ranges
+    )
+    return list(
+        conn.execute_without(
+            "enable_indexscan, enable_seqscan",
+            f"SELECT * FROM ({branches}) u LIMIT ? OFFSET ?",
+            [*(value for _ in ranges for value in (query, *params, limit + offset)), limit, offset],
+        )
     )
 
 
