@@ -42,9 +42,11 @@ MERGE_GAP = 64
 # A project holding 2 * SPAN_SHARE of the sessions or more is searched within its first
 # and last id when they are among the ENDS oldest and newest messages (for_project()).
 ENDS = 256
-# A span's query costs about as much as reading this many ids of a walk. A walk reads
-# at first WALK_AHEAD times as many ids as the project's share says hold the matches
-# wanted, WALK_BATCH at least, then twice as many each time (_walk_spans()).
+# A span's query costs about as much as reading this many ids of a walk (at 1 GB,
+# ~0.2-0.3 ms against ~0.5 µs: with it, each choice for bench/projects.py's queries was
+# the faster). A walk reads at first WALK_AHEAD times as many ids as the project's share
+# says hold the matches wanted, WALK_BATCH at least, then twice as many each time
+# (_walk_spans()).
 SPAN_COST = 400
 WALK_AHEAD = 1.25
 WALK_BATCH = 2000
@@ -163,10 +165,10 @@ def _spans(
     "all" (test each match newest first against its project: the project holds
     SPAN_SHARE of the messages or more, ~1/share matches tested for each kept), else
     "spans" (ask the index within each span of the project, newest first: a query
-    each) or "walk" (read the matches' ids newest first, keep those in a span: a
-    fraction of a microsecond each), whichever is expected to cost less: a common
-    word fills `limit` in its first few spans, a rarer one's matches are fewer than
-    the spans."""
+    each, ~0.2-0.3 ms at 1 GB) or "walk" (read the matches' ids newest first, keep
+    those in one of its runs: ~0.5 µs each), whichever is expected to cost less: a
+    common word fills `limit` in its first few spans, a rarer one's matches are fewer
+    than the spans."""
     runs = filters.runs
     if runs is None or runs.share >= SPAN_SHARE or not runs.exact:
         return "all"
@@ -718,12 +720,13 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
     search in a new project: nothing to rank). A project is tested match by match, so
     without them a word common in other projects is walked through every newer match
     of theirs first (~0.1 s in-process at 1 GB on SQLite for a project holding 1 % of
-    the messages, seconds on a server). The runs are listed only for a project holding
-    less than SPAN_SHARE of the messages (Runs.exact; runs fewer than MERGE_GAP ids
-    apart are one span, the ids between tested): a larger one is searched match by
-    match within its first and last id, and for one holding twice that share of the
-    sessions or more only those are read (a row a session, where its runs would cost
-    two: ~5 ms at 1 GB for a project holding 40 % of the messages)."""
+    the messages, seconds on a server). The runs are kept for a project holding less
+    than SPAN_SHARE of the messages (Runs.exact; runs fewer than MERGE_GAP ids apart
+    are one span, the ids between tested): a larger one is searched match by match
+    within its first and last id. A project holding twice that share of the sessions
+    or more takes those from the archive's ends (_ends(): its runs would cost ~1 µs
+    each, 5 ms at 1 GB for 40 % of the messages), its share then being that of the
+    sessions (it only chooses how to search)."""
     if not filters.transcript_project or filters.runs:
         return filters
     project = filters.transcript_project
