@@ -480,9 +480,9 @@ def test_the_migration_derives_the_runs_of_an_archive_made_before_them(
     st.lists(st.integers(0, 200), max_size=40),
 )
 def test_the_ids_inside_runs(gaps: list[tuple[int, int]], ids: list[int]) -> None:
-    # A walk keeps the ids inside a project's runs (search._inside): the same, whether
+    # A walk keeps the ids inside a project's runs (search.inside_runs): the same, whether
     # it bisects the ids run by run or the runs id by id (fewer ids than runs).
-    from subrosa.archive.search import _inside
+    from subrosa.archive.search import inside_runs
 
     runs, at = [], 0
     for gap, length in gaps:
@@ -490,7 +490,7 @@ def test_the_ids_inside_runs(gaps: list[tuple[int, int]], ids: list[int]) -> Non
         at += gap + length + 1
     los, his = [lo for lo, _ in runs], [hi for _, hi in runs]
     ids = sorted(set(ids))
-    assert _inside(ids, los, his) == [i for i in ids if any(lo <= i <= hi for lo, hi in runs)]
+    assert inside_runs(ids, los, his) == [i for i in ids if any(lo <= i <= hi for lo, hi in runs)]
 
 
 @pytest.mark.parametrize(
@@ -570,6 +570,43 @@ def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
     assert sorted(_uuid_of(r) for r in tested[6]) == sorted(
         u for u in mine if int(u.rsplit("-", 1)[1]) >= 5
     )
+
+
+def test_a_project_searched_among_the_newest_matches_a_probe_sent(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a server a unit's probe sends its newest matches' ids; a project whose runs are
+    # known takes its own among them when they are enough (pgsearch._newest_known()):
+    # the same results as each match tested, the newest of them.
+    from subrosa.archive import pgsearch
+    from subrosa.archive import search as archive_search
+
+    _interleaved(run)
+    here = project_transcript_dir()
+    (here / "late.jsonl").write_text(
+        "\n".join(
+            _record(
+                f"late-{n}",
+                f"the quokka {'wombat ' * (n % 2)}late {_letters(n)}",
+                session="late",
+                timestamp=f"2026-03-02T10:00:{n:02d}Z",
+            )
+            for n in range(12)
+        )
+        + "\n"
+    )
+    run("ingest", "--all-projects")
+    for module in (archive_search, pgsearch):
+        monkeypatch.setattr(module, "SELECTIVE", 10)
+        monkeypatch.setattr(module, "RERANK", 5)
+    queries = [["quokka"], ["quokka", "--limit", "3"], ["wombat", "quokka"], ["quokka", "zzyzx"]]
+    monkeypatch.setattr(archive_search, "SPAN_SHARE", 0.0)
+    monkeypatch.setattr(pgsearch, "SPAN_SHARE", 0.0)
+    tested = [_search(run, *query) for query in queries]
+    monkeypatch.setattr(archive_search, "SPAN_SHARE", 1.0)
+    monkeypatch.setattr(pgsearch, "SPAN_SHARE", 1.0)
+    assert [_search(run, *query) for query in queries] == tested
+    assert {_uuid_of(r) for r in tested[1]} <= {f"late-{n}" for n in range(12)}
 
 
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has

@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from subrosa.archive.search import RERANK, SELECTIVE, SPAN_SHARE
+from subrosa.archive.search import RERANK, SELECTIVE, SPAN_SHARE, inside_runs
 from subrosa.libpq import parse_array
 from subrosa.query import Alt, Filters, Unit
 
@@ -729,14 +729,22 @@ def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
 
 
 def _newest_known(conn: Any, query: str, filters: Filters, limit: int) -> list[int] | None:
-    """The ids of the query's newest `limit` matches, when _probe_ahead() knows them."""
-    if filters.narrows_messages:
-        return None
+    """The ids of the query's newest `limit` matches, when _probe_ahead() knows them:
+    in a project whose runs are known (Runs.exact; no other filter), those of its
+    ids inside the runs, when they are all the query's matches or `limit` of them."""
     ids: list[int] | None = conn.answers.get(("ids", query))
     if ids is None:
         return None
     count = conn.answers[("probe", query)][0]
-    if limit > len(ids) and (len(ids) < count or count >= SELECTIVE):
+    every = len(ids) == count < SELECTIVE  # all the query's matches were sent
+    if filters.narrows_messages:
+        runs = filters.runs
+        if filters.role or filters.since or runs is None or not runs.exact:
+            return None
+        los, his = [lo for lo, _ in runs.exact], [hi for _, hi in runs.exact]
+        ids = inside_runs(sorted(ids), los, his)[::-1]
+        return ids[:limit] if every or len(ids) >= limit else None
+    if limit > len(ids) and not every:
         return None  # more are wanted than were sent
     return ids[:limit]
 
@@ -747,6 +755,8 @@ def candidates(conn: Any, query: str, filters: Filters, limit: int) -> list[Any]
     if ids is None:
         return _newest(conn, "m.id, m.text, m.terms, m.role", query, filters, limit)
     rows: list[Any] | None = conn.answers.get(("rows", query))
+    if filters.narrows_messages:  # a project's: those of its ids (texts() knows the rows sent)
+        return texts(conn, ids)
     if rows is not None:
         return rows[:limit]
     return list(

@@ -224,7 +224,7 @@ def _walk_spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
         ).fetchone()
         if not count:
             break
-        inside = _inside(sorted(map(int, found.split(","))), los, his)
+        inside = inside_runs(sorted(map(int, found.split(","))), los, his)
         if inside and where:
             kept = {int(row[0]) for row in _by_id(conn, test, inside, params)}
             inside = [rowid for rowid in inside if rowid in kept]
@@ -235,7 +235,7 @@ def _walk_spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
     return out[:limit]
 
 
-def _inside(ids: list[int], los: list[int], his: list[int]) -> list[int]:
+def inside_runs(ids: list[int], los: list[int], his: list[int]) -> list[int]:
     """The `ids` (ascending) inside one of the runs `los[k]` to `his[k]` (ascending,
     apart), at C speed: each run's ids found by bisecting the ids (a walk reads about
     1/share ids for each kept, and a project's runs in their range are fewer), or,
