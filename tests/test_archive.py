@@ -992,6 +992,18 @@ def test_doctor_finds_messages_outside_their_runs_and_db_upgrade_derives_them_ag
     checks = json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
     assert [c["ok"] for c in checks if c["name"] == "search runs"] == [True]
     assert "derived" not in run("db", "upgrade").stdout  # nothing to mend: nothing written
+    # A run reaching over another session's messages: a small project's search keeps
+    # what lies inside its runs untested, so those would be found in this project.
+    db.rows(
+        "UPDATE message_runs SET hi = hi + 5 WHERE session_pk = (SELECT id FROM sessions"
+        " WHERE session_id = 'mine-0') AND lo = (SELECT min(r.lo) FROM message_runs r"
+        " JOIN sessions s ON s.id = r.session_pk WHERE s.session_id = 'mine-0')"
+    )
+    checks = json.loads(run("doctor", "--json", expect=1).stdout)["checks"]
+    (runs,) = [c for c in checks if c["name"] == "search runs"]
+    assert not runs["ok"] and runs["detail"].startswith("5 archived message(s) lie outside")
+    assert "derived each session's runs of ids again: 5" in run("db", "upgrade").stdout
+    assert db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
 
 
 def test_migration_0011_reads_again_the_transcripts_holding_queued_prompts(
