@@ -258,6 +258,7 @@ class Runs(NamedTuple):
     spans: tuple[tuple[int, int], ...]
     share: float
     exact: tuple[tuple[int, int], ...] = ()
+    sessions: tuple[int, ...] = ()  # with `exact`: the project's sessions holding messages
 
     @property
     def bounds(self) -> tuple[int, int]:

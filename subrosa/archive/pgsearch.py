@@ -584,7 +584,7 @@ def _newest(
         # match's row to test its session (see _sessions()).
         joins, where, params = _filters(filters._replace(transcript_project=None))
         where += " AND m.session_pk = ANY(?::int[])"
-        params.append(_sessions(conn, filters.transcript_project))
+        params.append(_sessions(conn, filters))
         return list(
             conn.execute_without(
                 "enable_indexscan, enable_seqscan",
@@ -616,7 +616,7 @@ def _newest_by_range_in(
     # costs each row a lookup, and its sessions as a bitmap would be most messages').
     joins, where, params = _filters(filters._replace(transcript_project=None))
     where += " AND m.session_pk + 0 = ANY(?::int[])"
-    params.append(_sessions(conn, filters.transcript_project))
+    params.append(_sessions(conn, filters))
     first, last = filters.runs.bounds
     ranges = range(min(last, newest) // RANGE, first // RANGE - 1, -1)
     branches = " UNION ALL ".join(
@@ -633,11 +633,14 @@ def _newest_by_range_in(
     )
 
 
-def _sessions(conn: Any, project: str) -> list[int]:
-    """The ids of a project's sessions (asked once a search). Given as an array, the
-    planner estimates from the session index's statistics how many messages they
-    hold; as a subquery, it guesses, and walks the session index testing every
-    message's vector."""
+def _sessions(conn: Any, filters: Filters) -> list[int]:
+    """The ids of the project's sessions (those for_project() listed with its runs, else
+    asked once a search). Given as an array, the planner estimates from the session
+    index's statistics how many messages they hold; as a subquery, it guesses, and
+    walks the session index testing every message's vector."""
+    if filters.runs is not None and filters.runs.sessions:
+        return list(filters.runs.sessions)
+    project = filters.transcript_project
     known: list[int] | None = conn.answers.get(("sessions", project))
     if known is None:
         rows = conn.execute("SELECT id FROM sessions WHERE project = ?", [project]).fetchall()

@@ -730,14 +730,17 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
     if not filters.transcript_project or filters.runs:
         return filters
     project = filters.transcript_project
+    # (The newest id asked here, not by _newest_id(): on a server that is a round trip
+    # more, and it starts the search's own questions.)
     row = conn.execute(
-        "SELECT count(*), (SELECT max(id) FROM sessions) FROM sessions WHERE project = ?",
+        "SELECT count(*), (SELECT max(id) FROM sessions), (SELECT coalesce(max(id), 0)"
+        " FROM messages) FROM sessions WHERE project = ?",
         [project],
     ).fetchone()
     if not row[0]:
         return None
     tables = " FROM sessions s JOIN message_runs r ON r.session_pk = s.id WHERE s.project = ?"
-    newest = max(1, _newest_id(conn))
+    newest = max(1, int(row[2]))
     if row[0] >= 2 * SPAN_SHARE * row[1]:
         ends = _ends(conn, project)
         if ends is not None:
@@ -750,11 +753,10 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
         if bounds[2] >= SPAN_SHARE * newest:
             first, last, covered = (int(value) for value in bounds)
             return filters._replace(runs=Runs(((first, last),), covered / newest))
-    exact = sorted(
-        (int(lo), int(hi)) for lo, hi in conn.execute(f"SELECT r.lo, r.hi{tables}", [project])
-    )
-    if not exact:
+    listed = conn.execute(f"SELECT r.lo, r.hi, s.id{tables}", [project]).fetchall()
+    if not listed:
         return None
+    exact = sorted((int(lo), int(hi)) for lo, hi, _ in listed)
     share = sum(hi - lo + 1 for lo, hi in exact) / newest
     if share >= SPAN_SHARE:
         return filters._replace(runs=Runs(((exact[0][0], exact[-1][1]),), share))
@@ -764,7 +766,8 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
             spans[-1] = (lo, spans[-1][1])
         else:
             spans.append((lo, hi))
-    return filters._replace(runs=Runs(tuple(spans), share, tuple(exact)))
+    sessions = tuple(sorted({int(pk) for _, _, pk in listed}))
+    return filters._replace(runs=Runs(tuple(spans), share, tuple(exact), sessions))
 
 
 def _ends(conn: sqlite3.Connection, project: str) -> tuple[int, int] | None:
