@@ -12,10 +12,11 @@ copy: `CREATE DATABASE x TEMPLATE y`) and gives each session to one of four proj
 random (1 %, 10 %, 40 % and the rest of the sessions; the same sessions on both
 engines), then times bench/transcripts.py's queries in each of the three smaller
 projects, in-process, three ways in turn query by query:
-  - before: each match tested for its project, newest first, within the project's
-    first and last id (search.SPAN_SHARE = 0: what search did before message_runs,
-    and better: the range was not read at all on a server);
-  - after: as subrosa searches (the project's spans, message_runs);
+  - before: each project searched as a large one is (search.SPAN_SHARE = 0): each
+    match tested for its project, newest first, within the project's first and last
+    id, as search did before message_runs (on a server, a word sorted from the index
+    is now read range by range even so: compare with an older commit's run for that);
+  - after: as subrosa searches (the project's runs and spans, message_runs);
   - every project (`--all-projects`): the baseline the project's search is held to.
 The best of three runs of each query; p50 and max over each class; with --pg, each
 p50 of the server's table against SQLite's (PostgreSQL ÷ SQLite). Whole process: the
