@@ -85,7 +85,8 @@ def derive_runs(conn: Any, server: bool) -> int:
 
 def count_outside(db_url: str) -> int | None:
     """`subrosa doctor`: how many archived messages lie outside their session's runs (or
-    inside another's); None where there is no archive to ask (no database file yet). Reads only."""
+    inside another's); None where there is no archive to ask (no database file yet).
+    Reads only."""
     from subrosa.archive.connection import open_archive
     from subrosa.paths import sqlite_path
 
