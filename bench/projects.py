@@ -12,12 +12,14 @@ copy: `CREATE DATABASE x TEMPLATE y`) and gives each session to one of four proj
 random (1 %, 10 %, 40 % and the rest of the sessions; the same sessions on both
 engines), then times bench/transcripts.py's queries in each of the three smaller
 projects, in-process, three ways in turn query by query:
-  - before: each match tested for its project, newest first, within the project's
-    first and last id (search.SPAN_SHARE = 0: what search did before message_runs,
-    and better: the range was not read at all on a server);
-  - after: as subrosa searches (the project's spans, message_runs);
+  - before: each project searched as a large one is (search.SPAN_SHARE = 0): each
+    match tested for its project, newest first, within the project's first and last
+    id, as search did before message_runs (on a server, a word sorted from the index
+    is now read range by range even so: compare with an older commit's run for that);
+  - after: as subrosa searches (the project's runs and spans, message_runs);
   - every project (`--all-projects`): the baseline the project's search is held to.
-The best of three runs of each query; p50 and max over each class. Whole process: the
+The best of three runs of each query; p50 and max over each class; with --pg, each
+p50 of the server's table against SQLite's (PostgreSQL ÷ SQLite). Whole process: the
 same queries as `subrosa search --project P` against `--all-projects`, median of three.
 """
 
@@ -69,7 +71,12 @@ def timed(conn: Any, query: str, filters: Filters, share: float) -> float:
         archive_search.SPAN_SHARE = pgsearch.SPAN_SHARE = SPAN_SHARE
 
 
-def in_process(engine: str, conn: Any) -> None:
+P50 = dict[tuple[str, str], dict[str, float]]  # (project, class) -> way -> p50 in ms
+
+
+def in_process(engine: str, conn: Any) -> P50:
+    """The in-process table of one engine; its p50s, for compared()."""
+    found: P50 = {}
     print(
         f"\n### {engine}, in-process\n\n| project (share of the messages) | class"
         " | before p50 / max | after p50 / max | after ÷ before (p50) | every project"
@@ -95,6 +102,7 @@ def in_process(engine: str, conn: Any) -> None:
                 for way, value in best.items():
                     ways[way].append(value)
             p50 = {way: statistics.median(values) * 1e3 for way, values in ways.items()}
+            found[name, cls] = p50
             worst = {way: max(values) * 1e3 for way, values in ways.items()}
             print(
                 f"| {name} ({scoped.runs.share:.1%}, {len(scoped.runs.spans)} spans) | {cls}"
@@ -105,6 +113,21 @@ def in_process(engine: str, conn: Any) -> None:
                 f" | {p50['after'] / p50['every']:.2f}x |",
                 flush=True,
             )
+    return found
+
+
+def compared(sqlite: P50, pg: P50) -> None:
+    """PostgreSQL ÷ SQLite at p50, each way, from the same run's tables."""
+    print(
+        "\n### PostgreSQL ÷ SQLite, in-process p50 (same run)\n\n| project | class | before"
+        " | after | every project |\n| --- | --- | --- | --- | --- |"
+    )
+    for (name, cls), mine in sqlite.items():
+        theirs = pg[name, cls]
+        ratios = " | ".join(
+            f"{theirs[way] / mine[way]:.2f}x" for way in ("before", "after", "every")
+        )
+        print(f"| {name} | {cls} | {ratios} |", flush=True)
 
 
 def whole_process(engine: str, env: dict[str, str]) -> None:
@@ -146,7 +169,7 @@ def main() -> None:
     sqlite_conn.commit()
     env = {**os.environ, "SUBROSA_DB": str(copy), "HOME": str(copy.parent)}
     print(f"## Projects interleaved: {copy}")
-    in_process("SQLite", sqlite_conn)
+    sqlite_p50 = in_process("SQLite", sqlite_conn)
     if not args.no_whole:
         whole_process("SQLite", env)
     if args.pg:
@@ -157,7 +180,7 @@ def main() -> None:
             reassign(conn)
             conn.execute("COMMIT")
             conn.execute("ANALYZE sessions")
-            in_process("PostgreSQL", conn)
+            compared(sqlite_p50, in_process("PostgreSQL", conn))
         if not args.no_whole:
             whole_process("PostgreSQL", {**env, "SUBROSA_DB": args.pg})
 

@@ -405,9 +405,9 @@ def check_search_ranges(subject: Subject) -> Check | None:
 
 
 def check_search_runs(subject: Subject) -> Check | None:
-    """Whether every archived message lies inside a run of its session's ids (migration
-    0009): a project's search asks the index only within them. Nothing before the
-    database is ready."""
+    """Whether every archived message lies inside a run of its session's ids and of no
+    other session's (migration 0009): a project's search asks the index only within
+    them. Nothing before the database is ready."""
     if not _database_ready(subject):
         return None
     from subrosa.archive.runs import count_outside
@@ -420,8 +420,9 @@ def check_search_runs(subject: Subject) -> Check | None:
     return Check(
         "search runs",
         False,
-        f"{outside} archived message(s) lie outside their session's runs of ids: a"
-        " project's search may miss them.",
+        f"{outside} archived message(s) lie outside their session's runs of ids (or"
+        " inside another session's): a project's search may miss them, or find them in"
+        " another project.",
         "subrosa db upgrade (derives the runs again; on a server, as the tables' owner)",
     )
 

@@ -251,10 +251,14 @@ class Runs(NamedTuple):
     """A project's messages as spans of ids, newest first (its sessions' runs, table
     message_runs, joined where little lies between), and the share of the archive's
     ids they cover. A span may hold other projects' messages too: the project is still
-    tested for each match."""
+    tested for each match in one. `exact`: the runs themselves, oldest first (read for
+    a project holding a small share): each holds the project's messages only, so a
+    match inside one needs no test of its project."""
 
     spans: tuple[tuple[int, int], ...]
     share: float
+    exact: tuple[tuple[int, int], ...] = ()
+    sessions: tuple[int, ...] = ()  # with `exact`: the project's sessions holding messages
 
     @property
     def bounds(self) -> tuple[int, int]:

@@ -474,15 +474,57 @@ def test_the_migration_derives_the_runs_of_an_archive_made_before_them(
     assert len(_search(run, "wombat", "--limit", "50")) == 13
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 6)), max_size=12),
+    st.lists(st.integers(0, 200), max_size=40),
+)
+def test_the_ids_inside_runs(gaps: list[tuple[int, int]], ids: list[int]) -> None:
+    # A walk keeps the ids inside a project's runs (search.inside_runs): the same, whether
+    # it bisects the ids run by run or the runs id by id (fewer ids than runs).
+    from subrosa.archive.search import inside_runs
+
+    runs, at = [], 0
+    for gap, length in gaps:
+        runs.append((at + gap, at + gap + length))
+        at += gap + length + 1
+    los, his = [lo for lo, _ in runs], [hi for _, hi in runs]
+    ids = sorted(set(ids))
+    assert inside_runs(ids, los, his) == [i for i in ids if any(lo <= i <= hi for lo, hi in runs)]
+
+
 @pytest.mark.parametrize(
     "how",
     [
         {"SPAN_SHARE": 0.0},  # each match's project tested, newest first
+        # ... within the project's first and last id, summed from its runs (they are
+        # not both among the ENDS newest and oldest messages)
+        {"SPAN_SHARE": 0.0, "ENDS": 1},
         {"SPAN_SHARE": 1.0, "SPAN_COST": 0},  # the index asked span by span
-        {"SPAN_SHARE": 1.0, "SPAN_COST": 10**9, "WALK_BATCH": 7},  # the ids walked
+        # the ids walked, in batches of 7, 14, ...
+        {"SPAN_SHARE": 1.0, "SPAN_COST": 10**9, "WALK_AHEAD": 0, "WALK_BATCH": 7},
+        # ... of 1, 2, ... (test_the_ids_inside_runs: each id's run looked up, or not)
+        {"SPAN_SHARE": 1.0, "SPAN_COST": 10**9, "WALK_AHEAD": 0, "WALK_BATCH": 1},
         {"SPAN_SHARE": 1.0, "MERGE_GAP": 10**9, "SPAN_COST": 0},  # one span, tested
+        {"SPAN_SHARE": 1.0, "MERGE_GAP": 10**9, "SPAN_COST": 10**9},  # the walk, by its runs
+        # a server: every match sorted from the index, the project's by its sessions
+        {"SPAN_SHARE": 1.0, "WALK_COST": 10**9},
+        # ... or range by range (a large project), in one range or several
+        {"SPAN_SHARE": 0.0, "WALK_COST": 10**9},
+        {"SPAN_SHARE": 0.0, "WALK_COST": 10**9, "RANGE": 64},
     ],
-    ids=["each-match", "span-by-span", "walk", "merged"],
+    ids=[
+        "each-match",
+        "each-match-summed",
+        "span-by-span",
+        "walk",
+        "walk-small-batches",
+        "merged",
+        "merged-walk",
+        "sorted",
+        "sorted-by-range",
+        "sorted-by-ranges",
+    ],
 )
 def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
     memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, how: dict[str, int]
@@ -505,15 +547,17 @@ def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
     # in many more, its walk newest first is what is compared. Runs are not joined.
     for module in (archive_search, pgsearch):
         monkeypatch.setattr(module, "SELECTIVE", 10)
+        # The newest few matches ranked (not all): each way must find the same newest.
+        monkeypatch.setattr(module, "RERANK", 5)
     monkeypatch.setattr(pgsearch, "WALK_COST", 0)
     monkeypatch.setattr(archive_search, "MERGE_GAP", 0)
     monkeypatch.setattr(archive_search, "SPAN_SHARE", 0.0)
     monkeypatch.setattr(pgsearch, "SPAN_SHARE", 0.0)
     tested = [_search(run, *query) for query in queries]
     for name, value in how.items():
-        monkeypatch.setattr(archive_search, name, value)
-        if hasattr(pgsearch, name):
-            monkeypatch.setattr(pgsearch, name, value)
+        for module in (archive_search, pgsearch):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, value)
     assert [_search(run, *query) for query in queries] == tested
     mine = [f"mine-{k}-{n}" for k in range(6) for n in range(4)]
     mine += ["mine-0-4", "mine-0-5", "mine-0-6"]
@@ -526,6 +570,43 @@ def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
     assert sorted(_uuid_of(r) for r in tested[6]) == sorted(
         u for u in mine if int(u.rsplit("-", 1)[1]) >= 5
     )
+
+
+def test_a_project_searched_among_the_newest_matches_a_probe_sent(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a server a unit's probe sends its newest matches' ids; a project whose runs are
+    # known takes its own among them when they are enough (pgsearch._newest_known()):
+    # the same results as each match tested, the newest of them.
+    from subrosa.archive import pgsearch
+    from subrosa.archive import search as archive_search
+
+    _interleaved(run)
+    here = project_transcript_dir()
+    (here / "late.jsonl").write_text(
+        "\n".join(
+            _record(
+                f"late-{n}",
+                f"the quokka {'wombat ' * (n % 2)}late {_letters(n)}",
+                session="late",
+                timestamp=f"2026-03-02T10:00:{n:02d}Z",
+            )
+            for n in range(12)
+        )
+        + "\n"
+    )
+    run("ingest", "--all-projects")
+    for module in (archive_search, pgsearch):
+        monkeypatch.setattr(module, "SELECTIVE", 10)
+        monkeypatch.setattr(module, "RERANK", 5)
+    queries = [["quokka"], ["quokka", "--limit", "3"], ["wombat", "quokka"], ["quokka", "zzyzx"]]
+    monkeypatch.setattr(archive_search, "SPAN_SHARE", 0.0)
+    monkeypatch.setattr(pgsearch, "SPAN_SHARE", 0.0)
+    tested = [_search(run, *query) for query in queries]
+    monkeypatch.setattr(archive_search, "SPAN_SHARE", 1.0)
+    monkeypatch.setattr(pgsearch, "SPAN_SHARE", 1.0)
+    assert [_search(run, *query) for query in queries] == tested
+    assert {_uuid_of(r) for r in tested[1]} <= {f"late-{n}" for n in range(12)}
 
 
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
@@ -911,6 +992,18 @@ def test_doctor_finds_messages_outside_their_runs_and_db_upgrade_derives_them_ag
     checks = json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
     assert [c["ok"] for c in checks if c["name"] == "search runs"] == [True]
     assert "derived" not in run("db", "upgrade").stdout  # nothing to mend: nothing written
+    # A run reaching over another session's messages: a small project's search keeps
+    # what lies inside its runs untested, so those would be found in this project.
+    db.rows(
+        "UPDATE message_runs SET hi = hi + 5 WHERE session_pk = (SELECT id FROM sessions"
+        " WHERE session_id = 'mine-0') AND lo = (SELECT min(r.lo) FROM message_runs r"
+        " JOIN sessions s ON s.id = r.session_pk WHERE s.session_id = 'mine-0')"
+    )
+    checks = json.loads(run("doctor", "--json", expect=1).stdout)["checks"]
+    (runs,) = [c for c in checks if c["name"] == "search runs"]
+    assert not runs["ok"] and runs["detail"].startswith("5 archived message(s) lie outside")
+    assert "derived each session's runs of ids again: 5" in run("db", "upgrade").stdout
+    assert db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
 
 
 def test_migration_0011_reads_again_the_transcripts_holding_queued_prompts(

@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from subrosa.archive.search import RERANK, SELECTIVE, SPAN_SHARE
+from subrosa.archive.search import RERANK, SELECTIVE, SPAN_SHARE, inside_runs
 from subrosa.libpq import parse_array
 from subrosa.query import Alt, Filters, Unit
 
@@ -570,9 +570,29 @@ def _newest(
         where += " AND m.id = ANY(?)"
         params.append(sorted(among))
     from_the_index = _from_the_index(conn, query, limit + offset)
-    if among is None and not from_the_index and filters.runs and filters.runs.share < SPAN_SHARE:
+    small = filters.runs is not None and filters.runs.share < SPAN_SHARE
+    if among is None and not from_the_index and small:
         return _newest_in_spans(conn, columns, query, filters, limit, offset)
     order = "m.id + 0" if from_the_index else "m.id"
+    if among is None and from_the_index and filters.runs and not small:
+        newest = int(conn.matches.get("") or newest_id(conn))
+        if _by_range(conn, newest):
+            return _newest_by_range_in(conn, columns, query, filters, limit, offset, newest)
+    if among is None and filters.transcript_project and small:
+        # The project's messages as a bitmap of the session index, ANDed with the
+        # word's: only the project's matches are read from the table, not every
+        # match's row to test its session (see _sessions()).
+        joins, where, params = _filters(filters._replace(transcript_project=None))
+        where += " AND m.session_pk = ANY(?::int[])"
+        params.append(_sessions(conn, filters))
+        return list(
+            conn.execute_without(
+                "enable_indexscan, enable_seqscan",
+                f"SELECT {columns} FROM messages m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
+                f" ORDER BY {order} DESC LIMIT ? OFFSET ?",
+                [query, *params, limit, offset],
+            )
+        )
     return list(
         conn.execute(
             f"SELECT {columns} FROM {table[0]} m{joins} WHERE {VECTOR} @@ ?::tsquery{where}"
@@ -580,6 +600,52 @@ def _newest(
             [*table[1], query, *params, limit, offset],
         ).fetchall()
     )
+
+
+def _newest_by_range_in(
+    conn: Any, columns: str, query: str, filters: Filters, limit: int, offset: int, newest: int
+) -> list[Any]:
+    """_newest() for a query whose matches are sorted from the index, in a project
+    holding a large share of the messages (Filters.runs): the matches of each id
+    range (RANGE_INDEX) in turn, newest first, each tested for the project, in one
+    statement (a UNION ALL under one LIMIT: the server stops at the range that brings
+    the last row wanted). A project's newest matches are among the newest few
+    thousand of the word's, so only those ranges' matches are read, not all of them."""
+    assert filters.runs is not None and filters.transcript_project
+    # The project tested as a filter on each match's session (a hashed array: a join
+    # costs each row a lookup, and its sessions as a bitmap would be most messages').
+    joins, where, params = _filters(filters._replace(transcript_project=None))
+    where += " AND m.session_pk + 0 = ANY(?::int[])"
+    params.append(_sessions(conn, filters))
+    first, last = filters.runs.bounds
+    ranges = range(min(last, newest) // RANGE, first // RANGE - 1, -1)
+    branches = " UNION ALL ".join(
+        f"(SELECT {columns} FROM messages m{joins} WHERE {VECTOR} @@ ?::tsquery"
+        f" AND {_in_range('m.id', k)}{where} ORDER BY m.id DESC LIMIT ?)"
+        for k in ranges
+    )
+    return list(
+        conn.execute_without(
+            "enable_indexscan, enable_seqscan",
+            f"SELECT * FROM ({branches}) u LIMIT ? OFFSET ?",
+            [*(value for _ in ranges for value in (query, *params, limit + offset)), limit, offset],
+        )
+    )
+
+
+def _sessions(conn: Any, filters: Filters) -> list[int]:
+    """The ids of the project's sessions (those for_project() listed with its runs, else
+    asked once a search). Given as an array, the planner estimates from the session
+    index's statistics how many messages they hold; as a subquery, it guesses, and
+    walks the session index testing every message's vector."""
+    if filters.runs is not None and filters.runs.sessions:
+        return list(filters.runs.sessions)
+    project = filters.transcript_project
+    known: list[int] | None = conn.answers.get(("sessions", project))
+    if known is None:
+        rows = conn.execute("SELECT id FROM sessions WHERE project = ?", [project]).fetchall()
+        known = conn.answers[("sessions", project)] = [int(row[0]) for row in rows]
+    return known
 
 
 def _newest_in_spans(
@@ -666,14 +732,22 @@ def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
 
 
 def _newest_known(conn: Any, query: str, filters: Filters, limit: int) -> list[int] | None:
-    """The ids of the query's newest `limit` matches, when _probe_ahead() knows them."""
-    if filters.narrows_messages:
-        return None
+    """The ids of the query's newest `limit` matches, when _probe_ahead() knows them:
+    in a project whose runs are known (Runs.exact; no other filter), those of its
+    ids inside the runs, when they are all the query's matches or `limit` of them."""
     ids: list[int] | None = conn.answers.get(("ids", query))
     if ids is None:
         return None
     count = conn.answers[("probe", query)][0]
-    if limit > len(ids) and (len(ids) < count or count >= SELECTIVE):
+    every = len(ids) == count < SELECTIVE  # all the query's matches were sent
+    if filters.narrows_messages:
+        runs = filters.runs
+        if filters.role or filters.since or runs is None or not runs.exact:
+            return None
+        los, his = [lo for lo, _ in runs.exact], [hi for _, hi in runs.exact]
+        ids = inside_runs(sorted(ids), los, his)[::-1]
+        return ids[:limit] if every or len(ids) >= limit else None
+    if limit > len(ids) and not every:
         return None  # more are wanted than were sent
     return ids[:limit]
 
@@ -684,6 +758,8 @@ def candidates(conn: Any, query: str, filters: Filters, limit: int) -> list[Any]
     if ids is None:
         return _newest(conn, "m.id, m.text, m.terms, m.role", query, filters, limit)
     rows: list[Any] | None = conn.answers.get(("rows", query))
+    if filters.narrows_messages:  # a project's: those of its ids (texts() knows the rows sent)
+        return texts(conn, ids)
     if rows is not None:
         return rows[:limit]
     return list(

@@ -1,12 +1,13 @@
-"""Each archived message inside a run of its own session's ids (`message_runs`, migration
-0009), checked and mended. Standard library only.
+"""Each archived message inside a run of its own session's ids, and of no other session's
+(`message_runs`, migration 0009), checked and mended. Standard library only.
 
 A search in a project holding few of the archive's messages asks the index only within
 the project's runs (subrosa.archive.search.for_project), so a message outside every run
-of its session would never be found there. Ingest and import keep the runs as they
+of its session would never be found there, and one inside another session's run would
+be found in that session's project. Ingest and import keep the runs as they
 store messages (the tests hold them to the derivation below); this module is for
-`subrosa doctor`, which counts the messages outside, and for `subrosa db upgrade`, which
-derives the runs again when any is: a defect's or a hand-edited database's damage.
+`subrosa doctor`, which counts the messages misplaced so, and for `subrosa db upgrade`,
+which derives the runs again when any is: a defect's or a hand-edited database's damage.
 """
 
 from __future__ import annotations
@@ -28,9 +29,25 @@ DERIVE = (
 )
 
 
+# The messages inside a run of another session: only runs that overlap another can
+# hold one (each message inside its own session's run), and those are few, so only their
+# ids are read (the runs in order of their first id, each against the farthest last id
+# before it and the first id after it).
+INSIDE_ANOTHER = (
+    "SELECT count(*) FROM (SELECT session_pk, lo, hi, max(hi) OVER (ORDER BY lo, hi ROWS"
+    " BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach, min(lo) OVER (ORDER BY lo, hi"
+    " ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS onward FROM message_runs) AS r"
+    " JOIN messages m ON m.id BETWEEN r.lo AND r.hi"
+    " WHERE (r.lo <= r.reach OR r.hi >= r.onward) AND m.session_pk <> r.session_pk"
+)
+
+
 def outside_runs(conn: Any) -> int:
-    """How many archived messages lie outside every run of their session."""
-    return int(conn.execute(OUTSIDE).fetchone()[0])
+    """How many archived messages lie outside every run of their session, or inside a
+    run of another session (a small project's search keeps what lies inside its runs
+    without testing each message's project: subrosa.archive.search._walk_spans())."""
+    outside = int(conn.execute(OUTSIDE).fetchone()[0])
+    return outside + int(conn.execute(INSIDE_ANOTHER).fetchone()[0])
 
 
 def derive_runs(conn: Any, server: bool) -> int:
@@ -67,8 +84,9 @@ def derive_runs(conn: Any, server: bool) -> int:
 
 
 def count_outside(db_url: str) -> int | None:
-    """`subrosa doctor`: how many archived messages lie outside their session's runs;
-    None where there is no archive to ask (no database file yet). Reads only."""
+    """`subrosa doctor`: how many archived messages lie outside their session's runs (or
+    inside another's); None where there is no archive to ask (no database file yet).
+    Reads only."""
     from subrosa.archive.connection import open_archive
     from subrosa.paths import sqlite_path
 
@@ -80,8 +98,8 @@ def count_outside(db_url: str) -> int | None:
 
 
 def mend_runs(db_url: str) -> int:
-    """`subrosa db upgrade`: the runs derived again where a message lies outside them;
-    how many messages did (0: nothing written)."""
+    """`subrosa db upgrade`: the runs derived again where a message lies outside them
+    (or inside another session's); how many messages did (0: nothing written)."""
     from subrosa.archive.connection import archive_lock, open_archive
     from subrosa.paths import sqlite_path
     from subrosa.pg import is_server

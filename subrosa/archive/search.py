@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
+from itertools import compress, repeat
+from operator import ge
 from typing import Any, NamedTuple
 
 from subrosa.archive.conversation import session_label
@@ -37,9 +39,16 @@ Spans = tuple[tuple[int, int], ...]
 # than MERGE_GAP ids apart are one span.
 SPAN_SHARE = 0.125
 MERGE_GAP = 64
-# A span's query costs about as much as reading this many ids of a walk; a walk reads
-# its ids WALK_BATCH at a time.
+# A project holding 2 * SPAN_SHARE of the sessions or more is searched within its first
+# and last id when they are among the ENDS oldest and newest messages (for_project()).
+ENDS = 256
+# A span's query costs about as much as reading this many ids of a walk (at 1 GB,
+# ~0.2-0.3 ms against ~0.5 µs: with it, each choice for bench/projects.py's queries was
+# the faster). A walk reads at first WALK_AHEAD times as many ids as the project's share
+# says hold the matches wanted, WALK_BATCH at least, then twice as many each time
+# (_walk_spans()).
 SPAN_COST = 400
+WALK_AHEAD = 1.25
 WALK_BATCH = 2000
 # A unit in fewer messages than this is "selective": all its matches can be listed,
 # and FTS5's own bm25 ranks them exactly and cheaply. Otherwise bm25 would count the
@@ -149,21 +158,24 @@ def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
     return joins, where, params
 
 
-def _spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> str:
+def _spans(
+    conn: sqlite3.Connection, match: str, filters: Filters, limit: int, df: float | None = None
+) -> str:
     """How to find the newest `limit` matches of `match` in a project (Filters.runs):
     "all" (test each match newest first against its project: the project holds
     SPAN_SHARE of the messages or more, ~1/share matches tested for each kept), else
     "spans" (ask the index within each span of the project, newest first: a query
-    each) or "walk" (read the matches' ids newest first, keep those in a span: a
-    fraction of a microsecond each), whichever is expected to cost less: a common
-    word fills `limit` in its first few spans, a rarer one's matches are fewer than
-    the spans."""
+    each, ~0.2-0.3 ms at 1 GB) or "walk" (read the matches' ids newest first, keep
+    those in one of its runs: ~0.5 µs each), whichever is expected to cost less: a
+    common word fills `limit` in its first few spans, a rarer one's matches are fewer
+    than the spans."""
     runs = filters.runs
-    if runs is None or runs.share >= SPAN_SHARE:
+    if runs is None or runs.share >= SPAN_SHARE or not runs.exact:
         return "all"
-    kth, matches = _probe(conn, match)
-    total = _newest_id(conn)
-    df = float(matches) if kth is None else SELECTIVE * total / max(1, total - kth + 1)
+    if df is None:  # how many messages match (a unit's: unit_stats() counted them)
+        kth, matches = _probe(conn, match)
+        total = _newest_id(conn)
+        df = float(matches) if kth is None else SELECTIVE * total / max(1, total - kth + 1)
     walked = min(df, limit / max(runs.share, 1e-9))
     asked = min(len(runs.spans), len(runs.spans) * limit / max(1.0, df * runs.share))
     return "spans" if asked * SPAN_COST < walked else "walk"
@@ -190,38 +202,59 @@ def _in_spans(
 
 def _walk_spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[int]:
     """The ids of the newest `limit` matches of `match` in the project: the index's
-    ids read newest first, those in a span of the project kept, and those tested
-    against the project (a span may hold another's) and the other filters, a batch
-    at a time."""
-    assert filters.runs is not None
-    spans = filters.runs.spans[::-1]
-    los = [lo for lo, _ in spans]
-    his = [hi for _, hi in spans]
-    _, where, params = _message_filters(filters._replace(runs=None))
-    test = (
-        "SELECT m.id FROM messages m CROSS JOIN sessions s ON s.id = m.session_pk"
-        f" WHERE 1{where} AND m.id IN"
-    )
-    cursor = conn.execute(
-        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?"
-        " ORDER BY rowid DESC",
-        [match, los[0], his[-1]],
-    )
+    ids read newest first, those inside one of the project's runs kept (Runs.exact:
+    no other project's message is in one, so the project needs no test; the other
+    filters are tested, a batch at a time). The batches' sizes: see WALK_AHEAD. Each
+    is read as one string (group_concat: a row each would cost Python ~0.4 µs an id,
+    three times FTS5's reading)."""
+    assert filters.runs is not None and filters.runs.exact
+    los = [lo for lo, _ in filters.runs.exact]
+    his = [hi for _, hi in filters.runs.exact]
+    _, where, params = _message_filters(filters._replace(transcript_project=None, runs=None))
+    test = f"SELECT m.id FROM messages m WHERE 1{where} AND m.id IN"
+    size = max(WALK_BATCH, math.ceil(WALK_AHEAD * limit / max(filters.runs.share, 1e-9)))
+    top = his[-1]
     out: list[int] = []
     while len(out) < limit:
-        batch = cursor.fetchmany(WALK_BATCH)
-        if not batch:
+        found, lowest, count = conn.execute(
+            "SELECT group_concat(rowid), min(rowid), count(*) FROM (SELECT rowid FROM"
+            " messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?"
+            " ORDER BY rowid DESC LIMIT ?)",
+            [match, los[0], top, size],
+        ).fetchone()
+        if not count:
             break
-        inside = []
-        for (rowid,) in batch:
-            at = bisect_right(los, rowid) - 1
-            if at >= 0 and rowid <= his[at]:
-                inside.append(rowid)
-        if inside:
+        inside = inside_runs(sorted(map(int, found.split(","))), los, his)
+        if inside and where:
             kept = {int(row[0]) for row in _by_id(conn, test, inside, params)}
-            out += [rowid for rowid in inside if rowid in kept]
-    cursor.close()
+            inside = [rowid for rowid in inside if rowid in kept]
+        out += reversed(inside)
+        if count < size:
+            break
+        top, size = int(lowest) - 1, 2 * size
     return out[:limit]
+
+
+def inside_runs(ids: list[int], los: list[int], his: list[int]) -> list[int]:
+    """The `ids` (ascending) inside one of the runs `los[k]` to `his[k]` (ascending,
+    apart), at C speed: each run's ids found by bisecting the ids (a walk reads about
+    1/share ids for each kept, and a project's runs in their range are fewer), or,
+    when the runs are more, each id's run found by bisecting theirs."""
+    if not ids:
+        return []
+    first, last = bisect_left(his, ids[0]), bisect_right(los, ids[-1])
+    if last - first > len(ids):
+        below = [-1, *his]  # below[k]: the last id of the run from los[k - 1] (-1: none)
+        return list(
+            compress(ids, map(ge, map(below.__getitem__, map(bisect_right, repeat(los), ids)), ids))
+        )
+    out: list[int] = []
+    at = 0
+    for k in range(first, last):
+        start = bisect_left(ids, los[k], at)
+        at = bisect_right(ids, his[k], start)
+        out += ids[start:at]
+    return out
 
 
 def _pg() -> Any:
@@ -362,7 +395,9 @@ def _texts_of(
     return required[0] if len(required) == 1 else None
 
 
-def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[Row]:
+def _candidates(
+    conn: sqlite3.Connection, match: str, filters: Filters, limit: int, df: float | None = None
+) -> list[Row]:
     """The newest `limit` messages matching `match`, with their text and terms."""
     if not isinstance(conn, sqlite3.Connection):
         return list(_pg().candidates(conn, match, filters, limit))
@@ -371,7 +406,7 @@ def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
         joins if " JOIN messages m " in joins else " JOIN messages m ON m.id = f.rowid" + joins
     )
     select = f"SELECT f.rowid, m.text, m.terms, m.role FROM messages_fts f{text_joins}"
-    how = _spans(conn, match, filters, limit)
+    how = _spans(conn, match, filters, limit, df)
     if how == "spans":
         return _in_spans(conn, select, match, filters, limit)
     if how == "walk":
@@ -382,11 +417,13 @@ def _candidates(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
     ).fetchall()
 
 
-def _rowids(conn: sqlite3.Connection, match: str, filters: Filters, limit: int) -> list[int]:
+def _rowids(
+    conn: sqlite3.Connection, match: str, filters: Filters, limit: int, df: float | None = None
+) -> list[int]:
     if not isinstance(conn, sqlite3.Connection):
         return list(_pg().rowids(conn, match, filters, limit))
     joins, where, params = _message_filters(filters)
-    how = _spans(conn, match, filters, limit)
+    how = _spans(conn, match, filters, limit, df)
     if how == "spans":
         select = f"SELECT f.rowid FROM messages_fts f{joins}"
         return [int(row[0]) for row in _in_spans(conn, select, match, filters, limit)]
@@ -539,13 +576,14 @@ def _first_tier(
         return [], {}
     match = _all_of(conn, [s.expr for s in required])
     window = max(RERANK, limit)
+    df = required[0].df if len(required) == 1 else None
     if not isinstance(conn, sqlite3.Connection) and all(s.kth is None for s in required):
         # A server has no bm25(): all the matches (fewer than SELECTIVE, as every unit
         # is selective) are ranked here, a superset of what FTS5's bm25 would pick.
         candidates = _candidates(conn, match, filters, max(SELECTIVE, limit))
     elif (
         all(s.kth is None for s in required)
-        and len(_rowids(conn, match, filters, window + 1)) > window
+        and len(_rowids(conn, match, filters, window + 1, df)) > window
     ):
         # More matches than RERANK, but every unit's doclist is short: FTS5's bm25
         # picks the best RERANK_BEST of them all, exactly and cheaply, to rank here.
@@ -560,7 +598,7 @@ def _first_tier(
         ]
         candidates = _texts(conn, best)
     else:
-        candidates = _candidates(conn, match, filters, window)
+        candidates = _candidates(conn, match, filters, window, df)
     present = [s for s in stats if s.expr]
     held = [SHOWN if s.unit.stop else ALL for s in present]
     texts = {row[0]: row for row in candidates}
@@ -590,7 +628,7 @@ def _second_tier(
     weight: dict[int, float] = {}
     for s in present:
         cap = SELECTIVE if s.kth is None else max(RERANK, limit)
-        ids = _rowids(conn, s.expr, filters, cap)
+        ids = _rowids(conn, s.expr, filters, cap, s.df)
         held.append(Held(set(ids), complete=len(ids) < cap))
         for rowid in ids:
             if rowid not in exclude:
@@ -682,31 +720,70 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
     search in a new project: nothing to rank). A project is tested match by match, so
     without them a word common in other projects is walked through every newer match
     of theirs first (~0.1 s in-process at 1 GB on SQLite for a project holding 1 % of
-    the messages, seconds on a server). The spans are read only for a project holding
-    less than SPAN_SHARE of the messages (a larger one is searched match by match
-    within its first and last id); runs fewer than MERGE_GAP ids apart are one span
-    (the ids between are tested)."""
+    the messages, seconds on a server). The runs are kept for a project holding less
+    than SPAN_SHARE of the messages (Runs.exact; runs fewer than MERGE_GAP ids apart
+    are one span, the ids between tested): a larger one is searched match by match
+    within its first and last id. A project holding twice that share of the sessions
+    or more takes those from the archive's ends (_ends(): its runs would cost ~1 µs
+    each, 5 ms at 1 GB for 40 % of the messages), its share then being that of the
+    sessions (it only chooses how to search)."""
     if not filters.transcript_project or filters.runs:
         return filters
-    runs = " FROM sessions s JOIN message_runs r ON r.session_pk = s.id WHERE s.project = ?"
+    project = filters.transcript_project
+    # (The newest id asked here, not by _newest_id(): on a server that is a round trip
+    # more, and it starts the search's own questions.)
     row = conn.execute(
-        f"SELECT min(r.lo), max(r.hi), sum(r.hi - r.lo + 1){runs}", [filters.transcript_project]
+        "SELECT count(*), (SELECT max(id) FROM sessions), (SELECT coalesce(max(id), 0)"
+        " FROM messages) FROM sessions WHERE project = ?",
+        [project],
     ).fetchone()
-    if row is None or row[0] is None:
+    if not row[0]:
         return None
-    first, last, covered = (int(value) for value in row)
-    share = covered / max(1, _newest_id(conn))
+    tables = " FROM sessions s JOIN message_runs r ON r.session_pk = s.id WHERE s.project = ?"
+    newest = max(1, int(row[2]))
+    if row[0] >= 2 * SPAN_SHARE * row[1]:
+        ends = _ends(conn, project)
+        if ends is not None:
+            return filters._replace(runs=Runs((ends,), row[0] / row[1]))
+        bounds = conn.execute(
+            f"SELECT min(r.lo), max(r.hi), sum(r.hi - r.lo + 1){tables}", [project]
+        ).fetchone()
+        if bounds is None or bounds[0] is None:
+            return None
+        if bounds[2] >= SPAN_SHARE * newest:
+            first, last, covered = (int(value) for value in bounds)
+            return filters._replace(runs=Runs(((first, last),), covered / newest))
+    listed = conn.execute(f"SELECT r.lo, r.hi, s.id{tables}", [project]).fetchall()
+    if not listed:
+        return None
+    exact = sorted((int(lo), int(hi)) for lo, hi, _ in listed)
+    share = sum(hi - lo + 1 for lo, hi in exact) / newest
     if share >= SPAN_SHARE:
-        return filters._replace(runs=Runs(((first, last),), share))
+        return filters._replace(runs=Runs(((exact[0][0], exact[-1][1]),), share))
     spans: list[tuple[int, int]] = []
-    for lo, hi in conn.execute(
-        f"SELECT r.lo, r.hi{runs} ORDER BY r.lo DESC", [filters.transcript_project]
-    ):
+    for lo, hi in reversed(exact):
         if spans and spans[-1][0] - hi - 1 <= MERGE_GAP:
             spans[-1] = (lo, spans[-1][1])
         else:
             spans.append((lo, hi))
-    return filters._replace(runs=Runs(tuple(spans), share))
+    sessions = tuple(sorted({int(pk) for _, _, pk in listed}))
+    return filters._replace(runs=Runs(tuple(spans), share, tuple(exact), sessions))
+
+
+def _ends(conn: sqlite3.Connection, project: str) -> tuple[int, int] | None:
+    """A project's first and last message id, when they are among the archive's
+    ENDS oldest and newest messages (a project holding a large share of the
+    sessions, still searched: ~0.1 ms, where its runs cost ~1 µs each)."""
+    mine = "(SELECT project FROM sessions WHERE id = x.session_pk) = ?"
+    row = conn.execute(
+        f"SELECT (SELECT min(x.id) FROM (SELECT id, session_pk FROM messages ORDER BY id"
+        f" LIMIT {ENDS}) x WHERE {mine}), (SELECT max(x.id) FROM (SELECT id, session_pk"
+        f" FROM messages ORDER BY id DESC LIMIT {ENDS}) x WHERE {mine})",
+        [project, project],
+    ).fetchone()
+    if row is None or row[0] is None or row[1] is None:
+        return None
+    return int(row[0]), int(row[1])
 
 
 def _ranked(

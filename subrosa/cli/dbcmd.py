@@ -43,7 +43,8 @@ def upgrade_cmd(app: AppContext) -> None:
     if mended:
         say(
             f"derived each session's runs of ids again: {mended} archived message(s) lay"
-            " outside them (a project's search missed them)"
+            " outside them or inside another session's (a project's search missed them, or"
+            " found them in another project)"
         )
 
 
