@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import Any, TypeGuard
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
@@ -190,18 +190,20 @@ def current_revision(engine: Engine) -> str | None:
     return row[0] if row else None
 
 
-def known_revision(revision: str) -> bool:
-    """Whether `revision` is one of this subrosa's migrations (else a newer subrosa wrote
-    the schema)."""
+def is_newer(revision: str | None) -> TypeGuard[str]:
+    """Whether the schema `revision` is none of this subrosa's migrations: a newer
+    subrosa wrote it (None, a blank database, and the head are this subrosa's)."""
+    if revision is None or revision == SCHEMA_HEAD:
+        return False
     from alembic.script import ScriptDirectory
     from alembic.util import CommandError
 
     from subrosa.resources import migrations_dir
 
     try:
-        return ScriptDirectory(str(migrations_dir())).get_revision(revision) is not None
+        return ScriptDirectory(str(migrations_dir())).get_revision(revision) is None
     except CommandError:
-        return False
+        return True
 
 
 def newer_schema(where: str, revision: str) -> DatabaseError:
@@ -260,7 +262,7 @@ def upgrade(engine: Engine) -> None:
             revision = current_revision(engine)
             if revision == SCHEMA_HEAD:
                 return
-            if revision is not None and not known_revision(revision):
+            if is_newer(revision):
                 raise newer_schema(shown(engine.url), revision)
             _run_alembic(engine)
         except DBAPIError as exc:
@@ -344,5 +346,5 @@ def status(url: str) -> dict[str, Any]:
         "current": revision == SCHEMA_HEAD,
         "exists": True,
         # Migrated by a newer subrosa: upgrade subrosa, not the database.
-        "newer": revision not in (None, SCHEMA_HEAD) and not known_revision(revision),
+        "newer": is_newer(revision),
     }

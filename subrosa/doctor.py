@@ -88,7 +88,7 @@ def _database_ready(subject: Subject) -> bool:
 
 
 def check_database(subject: Subject) -> Check:
-    from subrosa.db import SCHEMA_HEAD, current_revision, get_engine, known_revision, newer_schema
+    from subrosa.db import SCHEMA_HEAD, current_revision, get_engine, is_newer, newer_schema
 
     path = sqlite_path(subject.db_url)
     if path is not None and not path.exists():
@@ -113,7 +113,7 @@ def check_database(subject: Subject) -> Check:
             said = f"cannot open {hide_passwords(subject.db_url)}: {said}"
         return Check("database", False, said, "check --db")
     where = engine.url.render_as_string(hide_password=True)
-    if revision is not None and revision != SCHEMA_HEAD and not known_revision(revision):
+    if is_newer(revision):
         return Check(
             "database",
             False,

@@ -971,6 +971,13 @@ def test_a_forked_sessions_command_caveat_is_not_its_title(
     check()
 
 
+def _runs_check(run: RunCli, expect: int | None = None) -> dict[str, Any]:
+    """Doctor's "search runs" check (`--json`)."""
+    checks = json.loads(run("doctor", "--json", expect=expect).stdout)["checks"]
+    (runs,) = [c for c in checks if c["name"] == "search runs"]
+    return runs  # type: ignore[no-any-return]
+
+
 def test_doctor_finds_messages_outside_their_runs_and_db_upgrade_derives_them_again(
     memory_dir: Path, db: Db, run: RunCli
 ) -> None:
@@ -978,19 +985,16 @@ def test_doctor_finds_messages_outside_their_runs_and_db_upgrade_derives_them_ag
     # those messages. Doctor counts them; `db upgrade` derives the runs again, as 0009 did.
     _interleaved(run)
     kept = db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2")
-    checks = json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
-    assert [c["ok"] for c in checks if c["name"] == "search runs"] == [True]
+    assert _runs_check(run)["ok"]
     db.rows(
         "DELETE FROM message_runs WHERE session_pk IN (SELECT id FROM sessions"
         " WHERE session_id IN ('mine-0', 'busy-3'))"
     )
-    checks = json.loads(run("doctor", "--json", expect=1).stdout)["checks"]
-    (runs,) = [c for c in checks if c["name"] == "search runs"]
+    runs = _runs_check(run, expect=1)
     assert not runs["ok"] and runs["detail"].startswith("47 archived message(s) lie outside")
     assert "derived each session's runs of ids again: 47" in run("db", "upgrade").stdout
     assert db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept
-    checks = json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
-    assert [c["ok"] for c in checks if c["name"] == "search runs"] == [True]
+    assert _runs_check(run)["ok"]
     assert "derived" not in run("db", "upgrade").stdout  # nothing to mend: nothing written
     # A run reaching over another session's messages: a small project's search keeps
     # what lies inside its runs untested, so those would be found in this project.
@@ -999,8 +1003,7 @@ def test_doctor_finds_messages_outside_their_runs_and_db_upgrade_derives_them_ag
         " WHERE session_id = 'mine-0') AND lo = (SELECT min(r.lo) FROM message_runs r"
         " JOIN sessions s ON s.id = r.session_pk WHERE s.session_id = 'mine-0')"
     )
-    checks = json.loads(run("doctor", "--json", expect=1).stdout)["checks"]
-    (runs,) = [c for c in checks if c["name"] == "search runs"]
+    runs = _runs_check(run, expect=1)
     assert not runs["ok"] and runs["detail"].startswith("5 archived message(s) lie outside")
     assert "derived each session's runs of ids again: 5" in run("db", "upgrade").stdout
     assert db.rows("SELECT session_pk, lo, hi FROM message_runs ORDER BY 1, 2") == kept

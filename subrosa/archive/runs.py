@@ -65,8 +65,9 @@ def derive_runs(conn: Any, server: bool) -> int:
         from subrosa.errors import DatabaseError
 
         raise DatabaseError(
-            f"{outside} archived message(s) lie outside their session's runs of ids (a"
-            " project's search may miss them); deriving the runs again deletes them first,"
+            f"{outside} archived message(s) lie outside their session's runs of ids (or"
+            " inside another session's: a project's search may miss them); deriving the"
+            " runs again deletes them first,"
             " which only the role that owns the tables may do: run `subrosa db upgrade` as"
             ' that role (docs/team.md, "Security").'
         )

@@ -207,7 +207,8 @@ def _is_persons(result: str) -> bool:
 # What Claude Code files as a `user` record (or queues as a prompt) but nobody typed: a
 # background task's notice to the model (2.1.49 queued a task's start as JSON), the
 # output of a command run in Claude Code (a slash command's, a `!` shell command's).
-# Kept as a tool's output (subrosa.archive.conversation.message_kind).
+# Kept as a tool's output (subrosa.archive.conversation.message_kind). The SessionEnd
+# hook tells the notices from talk by the same starts (subrosa.claude.checkpoint._NOTICE).
 _NOT_SAID = (
     "<task-notification>",
     '{"task_id":',
@@ -383,15 +384,12 @@ def _queue_operation(
         # Those kept at the end of an earlier batch were queued before the rest.
         early = parsed.kept_early.setdefault(session_id, [])
         taken, was_early = _take((early, queue), record.get("commandUuid"), content)
-        if taken is None:
-            pass
-        elif was_early:
-            # Kept once already. (Its attachment is left out by `from_queue`; the user
-            # record a `dequeue` announces follows here.)
-            if operation == "dequeue":
-                key = (session_id, taken.text.strip())
-                parsed.kept_again[key] = parsed.kept_again.get(key, 0) + 1
-        elif operation == "remove":
+        if taken is not None and was_early and operation == "dequeue":
+            # Kept once already, at the end of an earlier batch: the user record this
+            # `dequeue` announces follows here. (Its attachment is left out by `from_queue`.)
+            key = (session_id, taken.text.strip())
+            parsed.kept_again[key] = parsed.kept_again.get(key, 0) + 1
+        elif taken is not None and not was_early and operation == "remove":
             _keep_queued(parsed, session_id, taken, tool_result_chars, taken_in=True)
     elif operation == "popAll":
         for taken in queue:
@@ -526,17 +524,22 @@ def _add_message(
     if role == "user" and stripped.startswith(_NOT_SAID):
         text = f"{NOTICE_LABEL} {text}"
     if taken_in:
-        timestamp = _placed(parsed.before + parsed.messages[-50:], session_id, timestamp)
+        timestamp = _placed(parsed.before + parsed.messages[-_PLACED_REACH:], session_id, timestamp)
     terms = index_terms(text)
     parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
+
+
+# How many of the messages before a prompt taken into the running turn _placed reads.
+_PLACED_REACH = 50
 
 
 def _placed(messages: list[Message], session_id: str, timestamp: str | None) -> str | None:
     """The time a prompt taken into the running turn is archived at: its own (when it was
     typed), or where that is earlier, the time of the message before it (the tool's
-    output it was handed over with). Sessions are shown in time order, and the person's
-    words belong where the model read them, between that output and the reply."""
-    for message in reversed(messages[-50:]):
+    output it was handed over with), among the last _PLACED_REACH of `messages`.
+    Sessions are shown in time order, and the person's words belong where the model
+    read them, between that output and the reply."""
+    for message in reversed(messages[-_PLACED_REACH:]):
         if message.session_id == session_id and message.timestamp is not None:
             if timestamp is None or message.timestamp > timestamp:
                 return message.timestamp

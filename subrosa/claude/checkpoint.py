@@ -377,7 +377,8 @@ _NOT_A_PROMPT = (
 )
 # A background task's notice to the model (Claude Code 2.1.x), queued like a prompt and
 # filed as a `user` record (2.1.49 queued a task's start as JSON): nobody typed it, and
-# the model's report on it is no talk.
+# the model's report on it is no talk. (The archive files the same texts as a tool's
+# output: subrosa.archive.transcripts._NOT_SAID; this module stays off its imports.)
 _NOTICE = ("<task-notification>", '{"task_id":')
 
 

@@ -10,30 +10,39 @@ import time
 
 import pytest
 
-from tests.e2e.claude_code import ClaudeProject, wait_for
+from tests.e2e.claude_code import ClaudeProject, Conversation, wait_for
 from tests.e2e.fake_anthropic import FakeAnthropic
+from tests.e2e.test_resume import records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def while_bash_runs(
+    cc: ClaudeProject, api: FakeAnthropic, talk: Conversation, seconds: int, answer: str
+) -> None:
+    """A first prompt whose turn runs a Bash command for `seconds` (then `answer`),
+    returning once the command has started: what is sent next is typed while it runs."""
+    marker = cc.root / "tmp" / "running"
+    api.respond_bash(f"touch {marker}; sleep {seconds}; echo slept")
+    api.respond_text(answer)
+    talk.send("Sleep a little.")
+    wait_for(lambda: marker.exists() or None, "the command to start")
 
 
 def test_a_prompt_sent_while_a_tool_runs_is_archived_once(
     cc: ClaudeProject, api: FakeAnthropic
 ) -> None:
     with cc.conversation() as talk:
-        marker = cc.root / "tmp" / "running"
-        api.respond_bash(f"touch {marker}; sleep 3; echo slept")
-        api.respond_text("Slept. About the ZEBRA cache: it is warm.")
-        talk.send("Sleep a little.")
-        wait_for(lambda: marker.exists() or None, "the command to start")
+        while_bash_runs(cc, api, talk, 3, "Slept. About the ZEBRA cache: it is warm.")
         talk.send("also check the ZEBRA cache")
         talk.result()
     # What Claude Code did with it: the second request carries it beside the tool's
     # output; the transcript has no user record of it.
     assert "also check the ZEBRA cache" in "\n".join(api.agent_requests[1].new_texts())
-    records = [json.loads(line) for line in cc.transcript(talk.session_id).read_text().splitlines()]
-    users = [json.dumps(r["message"]) for r in records if r.get("type") == "user"]
+    written = records(cc.transcript(talk.session_id))
+    users = [json.dumps(r["message"]) for r in written if r.get("type") == "user"]
     assert not [u for u in users if "ZEBRA" in u]
-    kinds = {(r.get("type"), (r.get("attachment") or {}).get("type")) for r in records}
+    kinds = {(r.get("type"), (r.get("attachment") or {}).get("type")) for r in written}
     assert {("queue-operation", None), ("attachment", "queued_command")} <= kinds
 
     cc.subrosa("ingest")
@@ -52,24 +61,20 @@ def test_two_prompts_sent_while_a_tool_runs_are_shown_after_its_output(
     # was typed (before the output): `transcript show` orders by time, so subrosa places
     # them at the output's time. Fails on 8025873 (both shown before the output).
     with cc.conversation() as talk:
-        marker = cc.root / "tmp" / "running"
-        api.respond_bash(f"touch {marker}; sleep 4; echo slept")
-        api.respond_text("Answer to both: HYENA and JACKAL.")
-        talk.send("Sleep a little.")
-        wait_for(lambda: marker.exists() or None, "the command to start")
+        while_bash_runs(cc, api, talk, 4, "Answer to both: HYENA and JACKAL.")
         talk.send("first queued HYENA")
         time.sleep(1.2)  # a second apart, as a person types them (not a timed assertion)
         talk.send("second queued JACKAL")
         talk.result()
-    records = [json.loads(line) for line in cc.transcript(talk.session_id).read_text().splitlines()]
-    attached = [r for r in records if (r.get("attachment") or {}).get("type") == "queued_command"]
+    written = records(cc.transcript(talk.session_id))
+    attached = [r for r in written if (r.get("attachment") or {}).get("type") == "queued_command"]
     output = next(
         n
-        for n, r in enumerate(records)
+        for n, r in enumerate(written)
         if r.get("type") == "user" and "tool_result" in json.dumps(r["message"])
     )
-    assert all(records.index(r) > output for r in attached)
-    assert all(r["timestamp"] < records[output]["timestamp"] for r in attached)
+    assert all(written.index(r) > output for r in attached)
+    assert all(r["timestamp"] < written[output]["timestamp"] for r in attached)
 
     cc.subrosa("ingest")
     shown = cc.subrosa_json("transcript", "show", talk.session_id)
