@@ -743,3 +743,63 @@ def test_the_queue_state_is_small_and_only_there_when_needed() -> None:
     # Unreadable (a database edited by hand): read on without it, nothing raised.
     for bad in ("", "not json", "[1, 2]", '{"early": [[1, 2, 3, 4]]}', '{"again": "x"}'):
         assert resume_queue(bad) is None
+
+
+@st.composite
+def _a_session_with_a_queue(draw: st.DrawFn) -> tuple[list[bytes], list[str]]:
+    """A transcript as Claude Code (2.0.x, or 2.1.332 with its attachments) writes it,
+    with prompts queued and taken up each way, and what the person said in it."""
+    lines: list[bytes] = []
+    queue: list[str] = []
+    said: list[str] = []
+    attachments = draw(st.booleans())
+    actions = ("say", "reply", "enqueue", "enqueue", "next", "turn", "popAll")
+    for n, action in enumerate(draw(st.lists(st.sampled_from(actions), max_size=14))):
+        if action == "say":
+            said.append(f"said {n}")
+            lines.append(_user(said[-1], uuid=f"u{n}"))
+        elif action == "reply":
+            lines.append(_assistant(f"reply {n}", f"a{n}"))
+        elif action == "enqueue":
+            said.append(f"queued {n}")
+            queue.append(said[-1])
+            lines.append(_queue("enqueue", said[-1]))
+        elif action == "next" and queue:
+            lines += [_queue("dequeue"), _user(queue.pop(0), uuid=f"u{n}")]
+        elif action == "turn" and queue:
+            text = queue.pop(0)
+            if not attachments:
+                lines.append(_queue("remove"))
+            else:
+                both = [
+                    _queue("remove", text, commandUuid=f"c{n}"),
+                    _attachment(f"q{n}", "03:04:06", type="queued_command", prompt=text),
+                ]
+                lines += both if draw(st.booleans()) else both[::-1]
+            lines.append(_assistant(f"took {n}", f"a{n}"))
+        elif action == "popAll" and queue:
+            popped, queue = queue, []
+            lines += [_queue("popAll", text) for text in popped]
+            then = draw(st.sampled_from(["queued again", "sent", "dropped"]))
+            for text in popped if then != "dropped" else []:
+                if then == "queued again":
+                    queue.append(text)
+                    lines.append(_queue("enqueue", text))
+                else:
+                    lines.append(_user(text, uuid=f"u{n}-{text}"))
+    return lines, said
+
+
+@settings(max_examples=300, deadline=None)
+@given(_a_session_with_a_queue(), st.data())
+def test_what_the_person_said_is_kept_once_however_many_ingests_read_it(
+    session: tuple[list[bytes], list[str]], data: st.DataObject
+) -> None:
+    from collections import Counter
+
+    lines, said = session
+    whole = [m.text for m in parse_lines(lines, "s1").messages]
+    assert Counter(t for t in whole if t.startswith(("said", "queued"))) == Counter(said)
+    if len(lines) > 1:
+        cuts = data.draw(st.lists(st.integers(1, len(lines) - 1), max_size=3, unique=True))
+        assert sorted(_read_in_parts(lines, tuple(sorted(cuts)))) == sorted(whole)
