@@ -669,6 +669,17 @@ _TAKEN_UP = {
         _queue("dequeue", at="03:04:09"),
         _user("fresh BEE", uuid="u2"),
     ],
+    "two dequeues, the last turn's reply, then their user records (the corpus's shape)": [
+        _user("jixu ", uuid="u1"),
+        _queue("enqueue", "继续", at="03:04:06"),
+        _queue("enqueue", "继续生成剩余的73个插图", at="03:04:07"),
+        _queue("dequeue", at="03:04:09"),
+        _queue("dequeue", at="03:04:09"),
+        _assistant("我需要了解你想继续什么任务。", "a1"),
+        _user("继续", uuid="u2"),
+        _user("继续生成剩余的73个插图", uuid="u3"),
+        _assistant("让我先检查一下插图目录。", "a2"),
+    ],
     "queued, never taken up": [
         _user("Sleep a little.", uuid="u1"),
         _queue("enqueue", "never taken IBEX", at="03:04:06"),
@@ -733,6 +744,17 @@ def test_the_queue_state_is_small_and_only_there_when_needed() -> None:
         "popAll, then sent as a user record",
     ):
         assert queue_state(parse_lines(_TAKEN_UP[case], "s1")) is None, case
+    # A slash command queued while an ingest ran, then run: Claude Code's record of it is
+    # the command's, not the text queued. Once the model replied nothing waits for it.
+    command = [_queue("enqueue", "/create-checkpoint ", at="03:04:06")]
+    ran = [
+        _queue("dequeue", at="03:04:07"),
+        _user("<command-name>/create-checkpoint</command-name>", uuid="u2"),
+    ]
+    first = parse_lines(command, "s1")
+    assert queue_state(parse_lines(ran, "s1", carry=resume_queue(queue_state(first)))) is not None
+    answered = parse_lines([*ran, _assistant("Checkpoint made.", "a1")], "s1", carry=first)
+    assert queue_state(answered) is None
     # A thousand prompts queued and never taken: the newest are remembered, a few KB.
     waiting = [_queue("enqueue", f"prompt number {n}", at="03:04:06") for n in range(1000)]
     state = queue_state(parse_lines(waiting, "s1"))

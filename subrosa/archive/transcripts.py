@@ -93,18 +93,22 @@ class Parsed:
     queued: dict[str, list[_Queued]] = field(default_factory=dict)
     from_queue: Counter[tuple[str, str]] = field(default_factory=Counter)
     attached: Counter[tuple[str, str]] = field(default_factory=Counter)
-    # Across the batches of one read (parse_lines' `carry`): the prompts still queued
-    # at the end of an earlier batch, kept there, by session, and the (session, text)
-    # of a user record that holds one of them again (its `dequeue` came later).
+    # Across the batches of one read (parse_lines' `carry`), and the reads of one file
+    # (queue_state): the prompts still queued at the end of an earlier batch, kept
+    # there, by session, and the (session, text) of a user record that holds one of them
+    # again (its `dequeue` came later; until the turn is answered, _turn).
     kept_early: dict[str, list[_Queued]] = field(default_factory=dict)
     kept_again: dict[tuple[str, str], int] = field(default_factory=dict)
     # The texts of the prompts a `popAll` put back into the input box (kept then), by
     # session: sent as they were, or queued again, they are not kept twice.
     popped: dict[str, list[str]] = field(default_factory=dict)
-    # The texts of the prompts a `remove` took into the running turn since the session's
-    # last assistant message, by session: what a queued_command attachment may still hold
-    # (it is written before the model's reply). Only for queue_state.
+    # The texts of the prompts a `remove` took into the running turn, by session, until
+    # the turn is answered (_turn): what a queued_command attachment may still hold.
+    # Only for queue_state.
     just_taken: dict[str, list[str]] = field(default_factory=dict)
+    # The sessions where a `dequeue` or a `remove` waits for its record (a user record,
+    # an attachment), and whether a user record came since (_turn).
+    waiting: dict[str, bool] = field(default_factory=dict)
     # The last messages of the batch before (for _placed).
     before: list[Message] = field(default_factory=list)
 
@@ -409,11 +413,13 @@ def _queue_operation(
             # `dequeue` announces follows here. (Its attachment is left out by `from_queue`.)
             key = (session_id, taken.text.strip())
             parsed.kept_again[key] = parsed.kept_again.get(key, 0) + 1
+            parsed.waiting[session_id] = False
         elif taken is not None and operation == "remove":
             if not was_early:
                 _keep_queued(parsed, session_id, taken, tool_result_chars, taken_in=True)
             # Its queued_command attachment may still come, before the model's reply.
             parsed.just_taken.setdefault(session_id, []).append(taken.text.strip())
+            parsed.waiting.setdefault(session_id, True)  # after the tool's output (_turn)
     elif operation == "popAll":
         # The whole queue, back into the input box: kept as typed (those kept at the end
         # of an earlier batch or read already), and taken from the queue no more.
@@ -540,6 +546,8 @@ def _add_message(
     `fields` are the record's cwd, gitBranch, timestamp and uuid. `taken_in`: a prompt
     typed while Claude worked, taken into the running turn (see _placed)."""
     cwd, branch, raw_time, uuid = fields
+    if parsed.waiting and session_id in parsed.waiting:
+        _turn(parsed, session_id, kind)
     # The text as said: an indented code block or YAML snippet keeps its first indent.
     text = content_text(content, tool_result_chars, parsed.skipped, clean)
     info = _session(parsed, session_id)
@@ -572,12 +580,28 @@ def _add_message(
         uuid = message_key(session_id, timestamp, str(role), stripped)
     if role == "user" and stripped.startswith(_NOT_SAID):
         text = f"{NOTICE_LABEL} {text}"
-    if parsed.just_taken and kind == "assistant":
-        parsed.just_taken.pop(session_id, None)  # answered: no attachment comes after
     if taken_in:
         timestamp = _placed(parsed.before + parsed.messages[-_PLACED_REACH:], session_id, timestamp)
     terms = index_terms(text)
     parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
+
+
+def _turn(parsed: Parsed, session_id: str, kind: str) -> None:
+    """A record of a session where a `dequeue` or a `remove` waits for its record. Claude
+    Code writes a dequeued prompt's user record, and the attachment of one taken into the
+    running turn, before the model's reply to it. The reply to the turn before may come
+    between a `dequeue` and its user record (the corpus has a dequeue, the last turn's
+    text, then the user record); a `remove` comes after the tool's output the prompt
+    joins. So once a user record came (for a `remove`, at once) and then the model's
+    reply, what still waits can match nothing more (a slash command's record is not its
+    text) and must not match a later prompt of the same words."""
+    if kind == "user":
+        parsed.waiting[session_id] = True
+    elif parsed.waiting[session_id]:
+        del parsed.waiting[session_id]
+        parsed.just_taken.pop(session_id, None)
+        for key in [key for key in parsed.kept_again if key[0] == session_id]:
+            del parsed.kept_again[key]
 
 
 def _sent_back(parsed: Parsed, session_id: str, text: str, content: object) -> bool:
@@ -694,6 +718,7 @@ def parse_lines(
         parsed.from_queue, parsed.attached = carry.from_queue, carry.attached
         parsed.kept_early, parsed.kept_again = carry.kept_early, carry.kept_again
         parsed.popped, parsed.just_taken = carry.popped, carry.just_taken
+        parsed.waiting = carry.waiting
         parsed.before = carry.messages[-50:]
     clean = Cleaner(redactor)
     for line in lines:
@@ -797,13 +822,15 @@ def _adopt_orphan_titles(parsed: Parsed, default_session: str) -> None:
 class _State(msgspec.Struct, omit_defaults=True):
     """The queue's state where a read of a transcript ended (queue_state): Parsed's
     kept_early (session, text, timestamp, commandUuid), kept_again and from_queue
-    (session, text, count), popped and just_taken (session, text)."""
+    (session, text, count), popped and just_taken (session, text), waiting (session,
+    whether a user record came)."""
 
     early: list[tuple[str, str, Any, Any]] = []
     again: list[tuple[str, str, int]] = []
     from_queue: list[tuple[str, str, int]] = []
     popped: list[tuple[str, str]] = []
     just_taken: list[tuple[str, str]] = []
+    waiting: list[tuple[str, bool]] = []
 
 
 _STATE_DECODER = msgspec.json.Decoder(_State)
@@ -827,6 +854,7 @@ def queue_state(parsed: Parsed) -> str | None:
         for q in queue
     ][-STATE_ENTRIES:]
     popped, just_taken = _pairs(parsed.popped), _pairs(parsed.just_taken)
+    pending = set(parsed.just_taken) | {session for session, _ in parsed.kept_again}
     # An attachment comes for a prompt still queued, put back (and queued again), or
     # just taken into the running turn; any other count can match nothing more.
     alive = {(s, text.strip()) for s, text, _, _ in early} | set(popped) | set(just_taken)
@@ -838,6 +866,7 @@ def queue_state(parsed: Parsed) -> str | None:
         ],
         popped=popped,
         just_taken=just_taken,
+        waiting=[(s, came) for s, came in parsed.waiting.items() if s in pending],
     )
     if not (state.early or state.again or state.from_queue or state.popped or state.just_taken):
         return None
@@ -863,4 +892,5 @@ def resume_queue(state: str | None) -> Parsed | None:
         carry.popped.setdefault(session, []).append(text)
     for session, text in saved.just_taken:
         carry.just_taken.setdefault(session, []).append(text)
+    carry.waiting = dict(saved.waiting)
     return carry
