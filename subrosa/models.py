@@ -201,3 +201,7 @@ class IngestedFile(Base):
     offset: Mapped[int] = mapped_column(BigInt, nullable=False)
     head_hash: Mapped[str] = mapped_column(String, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    # Migration 0012: the queue of prompts typed while Claude worked, where the last read
+    # ended (subrosa.archive.transcripts.queue_state), so that the next read keeps a
+    # prompt taken up there once. NULL for most files.
+    queue_state: Mapped[str | None] = mapped_column(Text, nullable=True)

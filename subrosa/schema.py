@@ -19,9 +19,9 @@ import stat
 from pathlib import Path
 from urllib.parse import quote
 
-SCHEMA_HEAD = "0011"
+SCHEMA_HEAD = "0012"
 
-# What migrations 0001-0010 make on SQLite, in one place. When a migration is added,
+# What migrations 0001-0012 make on SQLite, in one place. When a migration is added,
 # this follows it (tests/test_schema.py compares the two, table by table).
 SQLITE_SCHEMA = (
     """CREATE TABLE alembic_version (
@@ -106,6 +106,7 @@ SQLITE_SCHEMA = (
         "offset" INTEGER NOT NULL,
         head_hash VARCHAR NOT NULL,
         updated_at DATETIME NOT NULL,
+        queue_state TEXT,
         PRIMARY KEY (path))""",
     # Migration 0003: the archive's re-index state (no row: nothing to re-index), and
     # the update and delete triggers that skip what the index does not hold yet.

@@ -441,3 +441,96 @@ def test_a_message_keeps_its_indent(memory_dir: Path, db: Db, tmp_path: Path, ru
     run("--db", twin, "import", str(exported))
     copied = json.loads(run("--db", twin, "transcript", "show", "s-1", "--json").stdout)
     assert [m["text"] for m in copied["messages"]] == said
+
+
+def _queued(operation: str, at: str, content: str | None = None, **extra: Any) -> str:
+    """A queue-operation record as Claude Code writes it (corpus, 2.1.332)."""
+    record: dict[str, Any] = {
+        "type": "queue-operation",
+        "operation": operation,
+        "timestamp": f"2026-03-01T10:00:{at}.000Z",
+        "sessionId": "s-1",
+        **extra,
+    }
+    if content is not None:
+        record["content"] = content
+    return json.dumps(record, ensure_ascii=False)
+
+
+def _attached(uuid: str, at: str, prompt: str, source: str) -> str:
+    """2.1.332's record of a queued prompt taken into the running turn."""
+    attachment = {"type": "queued_command", "prompt": prompt, "source_uuid": source}
+    return json.dumps(
+        {
+            "type": "attachment",
+            "uuid": uuid,
+            "sessionId": "s-1",
+            "timestamp": f"2026-03-01T10:00:{at}.000Z",
+            "cwd": "/work/app",
+            "attachment": {"timestamp": f"2026-03-01T10:00:{at}.000Z", **attachment},
+        }
+    )
+
+
+_SLEPT = {
+    "role": "user",
+    "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "slept"}],
+}
+PROMPT = "then look at the NUMBAT logs"
+# A transcript up to a prompt waiting in the queue (the first ingest runs then), and what
+# Claude Code writes after it, by how the prompt is taken up.
+WAITING = [
+    _record("u1", "Sleep a little.", timestamp="2026-03-01T10:00:01Z"),
+    _queued("enqueue", "03", PROMPT, commandUuid="c1"),
+]
+TAKEN_UP = {
+    "as the next turn": [
+        _record("a1", "Slept.", role="assistant", timestamp="2026-03-01T10:00:05Z"),
+        _queued("dequeue", "06", commandUuid="c1"),
+        _record("u2", PROMPT, timestamp="2026-03-01T10:00:06Z"),
+        _record("a2", "The NUMBAT logs are clean.", role="assistant"),
+    ],
+    "into the running turn": [
+        json.dumps({"type": "user", "uuid": "u2", "sessionId": "s-1", "message": _SLEPT}),
+        _attached("q1", "03", PROMPT, "c1"),
+        _queued("remove", "05", PROMPT, commandUuid="c1"),
+        _record("a1", "Slept; the NUMBAT logs are clean.", role="assistant"),
+    ],
+    "put back into the input box, then sent": [
+        _queued("popAll", "04", PROMPT),
+        _record("a1", "Slept.", role="assistant", timestamp="2026-03-01T10:00:05Z"),
+        _record("u2", PROMPT, timestamp="2026-03-01T10:00:07Z"),
+        _record("a2", "The NUMBAT logs are clean.", role="assistant"),
+    ],
+    "never": [
+        _record("a1", "Slept.", role="assistant", timestamp="2026-03-01T10:00:05Z"),
+        _record("a2", "Still here.", role="assistant", timestamp="2026-03-01T10:00:06Z"),
+    ],
+}
+
+
+@pytest.mark.engines
+@pytest.mark.parametrize("taken", list(TAKEN_UP))
+def test_a_prompt_queued_while_an_ingest_runs_is_archived_once(
+    memory_dir: Path, db: Db, run: RunCli, taken: str
+) -> None:
+    # An ingest while the prompt waits (a user's `subrosa ingest`, the SessionEnd ingest
+    # of a session resumed later) keeps it: what a person said is never dropped. The next
+    # ingest reads the file on from there, and the prompt taken up: archived once.
+    path = _transcript("s-1.jsonl", *WAITING)
+    assert _ingest_all(run, db.url)["new_messages"] == 2
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("".join(record + "\n" for record in TAKEN_UP[taken]))
+    _ingest_all(run, db.url)
+    shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)["messages"]
+    said = [(m["role"], m["text"]) for m in shown if "NUMBAT" in m["text"]]
+    assert said.count(("user", PROMPT)) == 1, said
+    assert [m["text"] for m in shown].count(PROMPT) == 1
+    found = json.loads(run("search", "NUMBAT", "logs", "--role", "user", "--json").stdout)
+    assert [r["snippet"] for r in found] == ["then look at the **NUMBAT** **logs**"]
+    # More lines after it (the session goes on): still once.
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(_record("u9", "Thanks.", timestamp="2026-03-01T10:00:09Z") + "\n")
+    assert _ingest_all(run, db.url)["new_messages"] == 1
+    shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)["messages"]
+    assert [m["text"] for m in shown].count(PROMPT) == 1

@@ -188,6 +188,7 @@ def _as_before_0010(db: Db) -> None:
     """The archive made as an older subrosa left it: no shared_messages, each session
     counting only the messages stored under it, at revision 0009 (0010's parent)."""
     db.rows("DROP TABLE shared_messages")
+    db.rows("ALTER TABLE ingested_files DROP COLUMN queue_state")  # migration 0012's
     db.rows(
         "UPDATE sessions SET message_count ="
         " (SELECT count(*) FROM messages WHERE session_pk = sessions.id)"

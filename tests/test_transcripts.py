@@ -610,3 +610,218 @@ def test_a_queued_prompt_is_kept_once_however_the_lines_are_batched() -> None:
         second = parse_lines(lines[cut:], "s1", carry=first)
         texts = [m.text for m in first.messages + second.messages]
         assert sorted(texts) == sorted(whole), cut
+
+
+# --- A prompt queued while an ingest runs (qstate) ------------------------------------
+# Ingest reads a grown file from where the last ingest stopped. A prompt still queued
+# there was kept then; the queue's state saved with the offset (queue_state) lets the
+# next read (resume_queue) know it, so taking it up later keeps nothing twice.
+
+_TAKEN_UP = {
+    "dequeue and its user record": [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "next turn OKAPI", at="03:04:06"),
+        _assistant("Slept.", "a1"),
+        _queue("dequeue", at="03:04:09"),
+        _user("next turn OKAPI", uuid="u2"),
+        _assistant("OKAPI answered.", "a2"),
+    ],
+    "remove and its queued_command attachment (2.1.332)": [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "also check the ZEBRA cache", at="03:04:06", commandUuid="c1"),
+        _queue("enqueue", "and the YAK one", at="03:04:07", commandUuid="c2"),
+        _user([{"tool_use_id": "t1", "type": "tool_result", "content": "slept"}], uuid="u2"),
+        _attachment("q1", "03:04:06", type="queued_command", prompt="also check the ZEBRA cache"),
+        _queue("remove", "also check the ZEBRA cache", at="03:04:11", commandUuid="c1"),
+        _queue("remove", "and the YAK one", at="03:04:11", commandUuid="c2"),
+        _attachment("q2", "03:04:07", type="queued_command", prompt="and the YAK one"),
+        _assistant("The ZEBRA cache is warm, the YAK one cold.", "a1"),
+    ],
+    "remove without text (2.0.x)": [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "and louder please", at="03:04:06"),
+        _queue("remove", at="03:04:08"),
+        _assistant("Louder.", "a1"),
+    ],
+    "popAll, then sent as a user record": [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "then deploy WOMBAT", at="03:04:06"),
+        _queue("popAll", "then deploy WOMBAT", at="03:04:07"),
+        _assistant("Slept.", "a1"),
+        _user("then deploy WOMBAT", uuid="u2", timestamp="2026-01-02T03:04:09.000Z"),
+        _assistant("Deployed.", "a2"),
+    ],
+    "popAll, then queued again (the corpus's shape)": [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "1、插图没有对应；2、不能重复", at="03:04:06"),
+        _queue("popAll", "1、插图没有对应；2、不能重复", at="03:04:07"),
+        _queue("enqueue", "1、插图没有对应；2、不能重复", at="03:04:08"),
+        _assistant("Slept.", "a1"),
+        _queue("dequeue", at="03:04:09"),
+        _user("1、插图没有对应；2、不能重复", uuid="u2"),
+    ],
+    "popAll, then another prompt taken (2.0.x)": [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "stale ANT", at="03:04:06"),
+        _queue("popAll", at="03:04:07"),
+        _queue("enqueue", "fresh BEE", at="03:04:08"),
+        _assistant("Slept.", "a1"),
+        _queue("dequeue", at="03:04:09"),
+        _user("fresh BEE", uuid="u2"),
+    ],
+    "two dequeues, the last turn's reply, then their user records (the corpus's shape)": [
+        _user("jixu ", uuid="u1"),
+        _queue("enqueue", "继续", at="03:04:06"),
+        _queue("enqueue", "继续生成剩余的73个插图", at="03:04:07"),
+        _queue("dequeue", at="03:04:09"),
+        _queue("dequeue", at="03:04:09"),
+        _assistant("我需要了解你想继续什么任务。", "a1"),
+        _user("继续", uuid="u2"),
+        _user("继续生成剩余的73个插图", uuid="u3"),
+        _assistant("让我先检查一下插图目录。", "a2"),
+    ],
+    "queued, never taken up": [
+        _user("Sleep a little.", uuid="u1"),
+        _queue("enqueue", "never taken IBEX", at="03:04:06"),
+        _assistant("Slept.", "a1"),
+        _assistant("Still here.", "a2"),
+    ],
+}
+
+
+def _read_in_parts(lines: list[bytes], cuts: tuple[int, ...]) -> list[str]:
+    """The texts kept when the file is read by separate ingests ending at `cuts`."""
+    from subrosa.archive.transcripts import queue_state, resume_queue
+
+    texts: list[str] = []
+    state: str | None = None
+    bounds = [0, *cuts, len(lines)]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        parsed = parse_lines(lines[start:end], "s1", carry=resume_queue(state))
+        texts += [m.text for m in parsed.messages]
+        state = queue_state(parsed)
+    return texts
+
+
+@pytest.mark.parametrize("case", list(_TAKEN_UP))
+def test_a_prompt_queued_while_an_ingest_runs_is_kept_once(case: str) -> None:
+    lines = _TAKEN_UP[case]
+    whole = [m.text for m in parse_lines(lines, "s1").messages]
+    assert len(whole) == len(set(whole)), whole  # each said once, each kept once
+    cuts = [(cut,) for cut in range(1, len(lines))]
+    cuts += [(a, b) for a in range(1, len(lines)) for b in range(a + 1, len(lines))]
+    for parts in cuts:
+        assert sorted(_read_in_parts(lines, parts)) == sorted(whole), parts
+
+
+def test_a_prompt_put_back_into_the_input_box_is_kept_once() -> None:
+    # popAll returns the queue to the input box: kept as typed there. Sent as it was
+    # (a user record) or queued again, it is the same words: kept once. Edited, both.
+    texts = [
+        m.text for m in parse_lines(_TAKEN_UP["popAll, then sent as a user record"], "s1").messages
+    ]
+    assert texts == ["Sleep a little.", "then deploy WOMBAT", "Slept.", "Deployed."]
+    edited = [
+        _queue("enqueue", "then deploy WOMBAT", at="03:04:06"),
+        _queue("popAll", "then deploy WOMBAT", at="03:04:07"),
+        _user("then deploy WOMBAT to staging", uuid="u2"),
+        _user("then deploy WOMBAT", uuid="u3"),  # said again later: kept
+    ]
+    texts = [m.text for m in parse_lines(edited, "s1").messages]
+    assert texts == ["then deploy WOMBAT", "then deploy WOMBAT to staging", "then deploy WOMBAT"]
+
+
+def test_the_queue_state_is_small_and_only_there_when_needed() -> None:
+    from subrosa.archive.transcripts import queue_state, resume_queue
+
+    plain = parse_lines([_user("hello", uuid="u1"), _assistant("hi", "a1")], "s1")
+    assert queue_state(plain) is None
+    # Prompts taken up and done with leave nothing behind.
+    for case in (
+        "dequeue and its user record",
+        "remove and its queued_command attachment (2.1.332)",
+        "remove without text (2.0.x)",
+        "popAll, then sent as a user record",
+    ):
+        assert queue_state(parse_lines(_TAKEN_UP[case], "s1")) is None, case
+    # A slash command queued while an ingest ran, then run: Claude Code's record of it is
+    # the command's, not the text queued. Once the model replied nothing waits for it.
+    command = [_queue("enqueue", "/create-checkpoint ", at="03:04:06")]
+    ran = [
+        _queue("dequeue", at="03:04:07"),
+        _user("<command-name>/create-checkpoint</command-name>", uuid="u2"),
+    ]
+    first = parse_lines(command, "s1")
+    assert queue_state(parse_lines(ran, "s1", carry=resume_queue(queue_state(first)))) is not None
+    answered = parse_lines([*ran, _assistant("Checkpoint made.", "a1")], "s1", carry=first)
+    assert queue_state(answered) is None
+    # A thousand prompts queued and never taken: the newest are remembered, a few KB.
+    waiting = [_queue("enqueue", f"prompt number {n}", at="03:04:06") for n in range(1000)]
+    state = queue_state(parse_lines(waiting, "s1"))
+    assert state is not None and len(state) < 16_000
+    carry = resume_queue(state)
+    assert carry is not None
+    assert [q.text for q in carry.kept_early["s1"]][-1] == "prompt number 999"
+    # Unreadable (a database edited by hand): read on without it, nothing raised.
+    for bad in ("", "not json", "[1, 2]", '{"early": [[1, 2, 3, 4]]}', '{"again": "x"}'):
+        assert resume_queue(bad) is None
+
+
+@st.composite
+def _a_session_with_a_queue(draw: st.DrawFn) -> tuple[list[bytes], list[str]]:
+    """A transcript as Claude Code (2.0.x, or 2.1.332 with its attachments) writes it,
+    with prompts queued and taken up each way, and what the person said in it."""
+    lines: list[bytes] = []
+    queue: list[str] = []
+    said: list[str] = []
+    attachments = draw(st.booleans())
+    actions = ("say", "reply", "enqueue", "enqueue", "next", "turn", "popAll")
+    for n, action in enumerate(draw(st.lists(st.sampled_from(actions), max_size=14))):
+        if action == "say":
+            said.append(f"said {n}")
+            lines.append(_user(said[-1], uuid=f"u{n}"))
+        elif action == "reply":
+            lines.append(_assistant(f"reply {n}", f"a{n}"))
+        elif action == "enqueue":
+            said.append(f"queued {n}")
+            queue.append(said[-1])
+            lines.append(_queue("enqueue", said[-1]))
+        elif action == "next" and queue:
+            lines += [_queue("dequeue"), _user(queue.pop(0), uuid=f"u{n}")]
+        elif action == "turn" and queue:
+            text = queue.pop(0)
+            if not attachments:
+                lines.append(_queue("remove"))
+            else:
+                both = [
+                    _queue("remove", text, commandUuid=f"c{n}"),
+                    _attachment(f"q{n}", "03:04:06", type="queued_command", prompt=text),
+                ]
+                lines += both if draw(st.booleans()) else both[::-1]
+            lines.append(_assistant(f"took {n}", f"a{n}"))
+        elif action == "popAll" and queue:
+            popped, queue = queue, []
+            lines += [_queue("popAll", text) for text in popped]
+            then = draw(st.sampled_from(["queued again", "sent", "dropped"]))
+            for text in popped if then != "dropped" else []:
+                if then == "queued again":
+                    queue.append(text)
+                    lines.append(_queue("enqueue", text))
+                else:
+                    lines.append(_user(text, uuid=f"u{n}-{text}"))
+    return lines, said
+
+
+@settings(max_examples=300, deadline=None)
+@given(_a_session_with_a_queue(), st.data())
+def test_what_the_person_said_is_kept_once_however_many_ingests_read_it(
+    session: tuple[list[bytes], list[str]], data: st.DataObject
+) -> None:
+    from collections import Counter
+
+    lines, said = session
+    whole = [m.text for m in parse_lines(lines, "s1").messages]
+    assert Counter(t for t in whole if t.startswith(("said", "queued"))) == Counter(said)
+    if len(lines) > 1:
+        cuts = data.draw(st.lists(st.integers(1, len(lines) - 1), max_size=3, unique=True))
+        assert sorted(_read_in_parts(lines, tuple(sorted(cuts)))) == sorted(whole)

@@ -7,7 +7,10 @@ file that grew is read from the remembered offset; a file that was replaced or
 truncated is read again from the start (messages already stored are recognized by
 uuid and stored once). A last line without its newline is only taken when it is a
 whole JSON object (some tools write files without the final newline); otherwise it is
-still being written and waits for the next ingest.
+still being written and waits for the next ingest. With the offset goes the state of the
+file's queue of prompts typed while Claude worked (transcripts.queue_state): a prompt
+still queued where a read ends is kept then, and the next read, starting from that
+state, does not keep it again when it finds it taken up.
 
 Writes go through the DB-API connection (subrosa.archive.connection): executemany into
 SQLite is what keeps ingest near the speed of a bare FTS5 insert; the ORM would
@@ -117,6 +120,8 @@ class _FileState(NamedTuple):
     mtime_ns: int
     offset: int
     head_hash: str
+    # The queue's state where the last read ended (transcripts.queue_state), or None.
+    queue_state: str | None
 
 
 def project_of(path: str | Path, default: str, env: dict[str, str] | None = None) -> str:
@@ -233,11 +238,13 @@ def _head_hash_of(path: str, length: int) -> str:
 
 
 class _Plan(NamedTuple):
-    """A file to read, its stat when planned, and the offset to read from."""
+    """A file to read, its stat when planned, the offset to read from, and the queue's
+    state there (a prompt still queued when the last read ended: kept once)."""
 
     source: Source
     stat: os.stat_result
     start: int
+    queue_state: str | None = None
 
 
 def _load_stats(conn: sqlite3.Connection) -> dict[str, tuple[int, int, int]]:
@@ -249,7 +256,8 @@ def _load_stats(conn: sqlite3.Connection) -> dict[str, tuple[int, int, int]]:
 
 def _load_state(conn: sqlite3.Connection, key: str) -> _FileState | None:
     row = conn.execute(
-        'SELECT inode, size, mtime_ns, "offset", head_hash FROM ingested_files WHERE path = ?',
+        'SELECT inode, size, mtime_ns, "offset", head_hash, queue_state FROM ingested_files'
+        " WHERE path = ?",
         (key,),
     ).fetchone()
     return None if row is None else _FileState(*row)
@@ -365,17 +373,18 @@ class Ingester:
             and stat.st_size >= state.offset
             and _head_hash_of(key, state.offset) == state.head_hash
         ):
-            return _Plan(source, stat, state.offset)
+            return _Plan(source, stat, state.offset, state.queue_state)
         self.report.files_restarted += 1
         return _Plan(source, stat, 0)
 
     def _ingest_inline(self, plan: _Plan) -> None:
         """Read, parse and store one file here, batch by batch (any size, little memory)."""
-        from subrosa.archive.transcripts import parse_lines
+        from subrosa.archive.transcripts import parse_lines, resume_queue
 
         source = plan.source
         offset = plan.start
-        parsed = None  # the batch before: what it kept of the queue (a prompt once)
+        # The batch before, or the read before's queue: what it kept (a prompt once).
+        parsed = resume_queue(plan.queue_state) if plan.start else None
         with open(source.path, "rb") as handle:
             for lines, offset in _batches(handle, plan.start, self.progress):
                 parsed = parse_lines(
@@ -389,15 +398,17 @@ class Ingester:
         self._finish_file(plan, offset)
 
     def _store_batch(self, plan: _Plan, parsed: Parsed, offset: int) -> None:
+        from subrosa.archive.transcripts import queue_state
+
         self._begin()
         self._store(plan.source, parsed)
-        self._save_state(plan, offset)
+        self._save_state(plan, offset, queue_state(parsed))
 
     def _finish_file(self, plan: _Plan, offset: int) -> None:
         self.report.files_read += 1
         if offset == plan.start:  # nothing complete was added: remember the new stat
             self._begin()
-            self._save_state(plan, offset)
+            self._save_state(plan, offset, plan.queue_state)
         self.report.bytes_read += offset - plan.start
         self._uncommitted += offset - plan.start
         if self._uncommitted >= COMMIT_BYTES:
@@ -473,17 +484,19 @@ class Ingester:
             self._stats = _load_stats(self.conn)
         self._uncommitted = 0
 
-    def _save_state(self, plan: _Plan, offset: int) -> None:
+    def _save_state(self, plan: _Plan, offset: int, queue_state: str | None) -> None:
+        """Where the file was read to, and the queue's state there (in the transaction
+        that stores what was read)."""
         key, project, stat = plan.source.key, plan.source.project, plan.stat
         head = _head_hash_of(key, offset)
         self.conn.execute(
             "INSERT INTO ingested_files(path, project, inode, size, mtime_ns, offset, head_hash,"
-            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, datetime('now'))"
+            " queue_state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, datetime('now'))"
             " ON CONFLICT(path) DO UPDATE SET project = excluded.project,"
             " inode = excluded.inode, size = excluded.size, mtime_ns = excluded.mtime_ns,"
             " offset = excluded.offset, head_hash = excluded.head_hash,"
-            " updated_at = excluded.updated_at",
-            (key, project, stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head),
+            " queue_state = excluded.queue_state, updated_at = excluded.updated_at",
+            (key, project, stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head, queue_state),
         )
         self._stats[key] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 

@@ -45,7 +45,7 @@ from subrosa.archive.pgsearch import (
     range_index,
     reach,
 )
-from subrosa.archive.transcripts import Message, Parsed, SessionInfo
+from subrosa.archive.transcripts import Message, Parsed, SessionInfo, queue_state
 from subrosa.errors import ReadOnlyRole
 from subrosa.pg import Connection, connect, schema_revision
 from subrosa.schema import SCHEMA_HEAD
@@ -195,7 +195,7 @@ class PgIngester(Ingester):
             self._begin()
             try:
                 self._store(plan.source, parsed)
-                self._save_state(plan, offset)
+                self._save_state(plan, offset, queue_state(parsed))
                 self.conn.execute("COMMIT")
             except (errors.DeadlockDetected, errors.SerializationFailure):
                 self._rollback()
@@ -240,18 +240,18 @@ class PgIngester(Ingester):
             self._rollback()
         self._uncommitted = 0
 
-    def _save_state(self, plan: _Plan, offset: int) -> None:
+    def _save_state(self, plan: _Plan, offset: int, queue_state: str | None) -> None:
         key, project, stat = plan.source.key, plan.source.project, plan.stat
         head = _head_hash_of(key, offset)
         self.conn.execute(
             'INSERT INTO ingested_files(path, project, inode, size, mtime_ns, "offset",'
-            " head_hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?,"
+            " head_hash, queue_state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
             " (now() AT TIME ZONE 'utc')::timestamp(0))"
             " ON CONFLICT (path) DO UPDATE SET project = excluded.project,"
             " inode = excluded.inode, size = excluded.size, mtime_ns = excluded.mtime_ns,"
             ' "offset" = excluded."offset", head_hash = excluded.head_hash,'
-            " updated_at = excluded.updated_at",
-            (key, project, stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head),
+            " queue_state = excluded.queue_state, updated_at = excluded.updated_at",
+            (key, project, stat.st_ino, stat.st_size, stat.st_mtime_ns, offset, head, queue_state),
         )
         self._stats[key] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 

@@ -64,6 +64,12 @@ class SessionInfo:
     summary: str | None = None
 
 
+# The most entries of each kind the queue's state keeps between reads of a file (the
+# newest; queue_state): forgetting one can only keep a prompt twice, never lose one, and
+# the state stays a few KB (a transcript's queue rarely holds more than a handful).
+STATE_ENTRIES = 64
+
+
 class _Queued(NamedTuple):
     """A prompt typed while Claude worked (a queue-operation `enqueue`), cleaned."""
 
@@ -87,11 +93,22 @@ class Parsed:
     queued: dict[str, list[_Queued]] = field(default_factory=dict)
     from_queue: Counter[tuple[str, str]] = field(default_factory=Counter)
     attached: Counter[tuple[str, str]] = field(default_factory=Counter)
-    # Across the batches of one read (parse_lines' `carry`): the prompts still queued
-    # at the end of an earlier batch, kept there, by session, and the (session, text)
-    # of a user record that holds one of them again (its `dequeue` came later).
+    # Across the batches of one read (parse_lines' `carry`), and the reads of one file
+    # (queue_state): the prompts still queued at the end of an earlier batch, kept
+    # there, by session, and the (session, text) of a user record that holds one of them
+    # again (its `dequeue` came later; until the turn is answered, _turn).
     kept_early: dict[str, list[_Queued]] = field(default_factory=dict)
     kept_again: dict[tuple[str, str], int] = field(default_factory=dict)
+    # The texts of the prompts a `popAll` put back into the input box (kept then), by
+    # session: sent as they were, or queued again, they are not kept twice.
+    popped: dict[str, list[str]] = field(default_factory=dict)
+    # The texts of the prompts a `remove` took into the running turn, by session, until
+    # the turn is answered (_turn): what a queued_command attachment may still hold.
+    # Only for queue_state.
+    just_taken: dict[str, list[str]] = field(default_factory=dict)
+    # The sessions where a `dequeue` or a `remove` waits for its record (a user record,
+    # an attachment), and whether a user record came since (_turn).
+    waiting: dict[str, bool] = field(default_factory=dict)
     # The last messages of the batch before (for _placed).
     before: list[Message] = field(default_factory=list)
 
@@ -367,15 +384,22 @@ def _queue_operation(
     it as the next turn (`dequeue`: a user record of its own follows, which is kept),
     into the running turn (`remove`: written nowhere else before 2.1.x's queued_command
     attachments, so kept here, where the model read it), or back into the input box
-    (`popAll`: kept as typed; what is sent after comes as a user record). A prompt still
-    queued when the lines end is kept too: what a person said is never dropped."""
+    (`popAll`: kept as typed; sent after as it was, as a user record or queued again, it
+    is not kept twice; edited, it is kept too). A prompt still queued when the lines end
+    is kept too: what a person said is never dropped. A later read of the same file
+    knows what this one kept from queue_state."""
     operation = record.get("operation")
     queue = parsed.queued.setdefault(session_id, [])
     if operation == "enqueue":
         content = record.get("content")
         text = "" if content is None else content_text(content, tool_result_chars, Counter(), clean)
         if text.strip():
-            queue.append(_Queued(text, record.get("timestamp"), record.get("commandUuid")))
+            queued = _Queued(text, record.get("timestamp"), record.get("commandUuid"))
+            if parsed.popped and _was_popped(parsed, session_id, text.strip()):
+                # Put back by a popAll (kept then) and queued again as it was: kept already.
+                parsed.kept_early.setdefault(session_id, []).append(queued)
+            else:
+                queue.append(queued)
         else:
             parsed.skipped["queued: empty"] += 1
     elif operation in ("dequeue", "remove"):
@@ -389,14 +413,37 @@ def _queue_operation(
             # `dequeue` announces follows here. (Its attachment is left out by `from_queue`.)
             key = (session_id, taken.text.strip())
             parsed.kept_again[key] = parsed.kept_again.get(key, 0) + 1
-        elif taken is not None and not was_early and operation == "remove":
-            _keep_queued(parsed, session_id, taken, tool_result_chars, taken_in=True)
+            parsed.waiting[session_id] = False
+        elif taken is not None and operation == "remove":
+            if not was_early:
+                _keep_queued(parsed, session_id, taken, tool_result_chars, taken_in=True)
+            # Its queued_command attachment may still come, before the model's reply.
+            parsed.just_taken.setdefault(session_id, []).append(taken.text.strip())
+            parsed.waiting.setdefault(session_id, True)  # after the tool's output (_turn)
     elif operation == "popAll":
+        # The whole queue, back into the input box: kept as typed (those kept at the end
+        # of an earlier batch or read already), and taken from the queue no more.
         for taken in queue:
             _keep_queued(parsed, session_id, taken, tool_result_chars)
+        early = parsed.kept_early.pop(session_id, [])
+        popped = parsed.popped.get(session_id, []) + [q.text.strip() for q in early + queue]
+        if popped:
+            parsed.popped[session_id] = popped[-STATE_ENTRIES:]
         queue.clear()
     else:
         parsed.skipped[f"queued: {operation}"] += 1
+
+
+def _was_popped(parsed: Parsed, session_id: str, text: str) -> bool:
+    """Whether `text` is a prompt a popAll put back into the input box (and so kept
+    already); it is one no more."""
+    popped = parsed.popped.get(session_id)
+    if not popped or text not in popped:
+        return False
+    popped.remove(text)
+    if not popped:
+        del parsed.popped[session_id]
+    return True
 
 
 def _take(
@@ -499,6 +546,8 @@ def _add_message(
     `fields` are the record's cwd, gitBranch, timestamp and uuid. `taken_in`: a prompt
     typed while Claude worked, taken into the running turn (see _placed)."""
     cwd, branch, raw_time, uuid = fields
+    if parsed.waiting and session_id in parsed.waiting:
+        _turn(parsed, session_id, kind)
     # The text as said: an indented code block or YAML snippet keeps its first indent.
     text = content_text(content, tool_result_chars, parsed.skipped, clean)
     info = _session(parsed, session_id)
@@ -514,6 +563,14 @@ def _add_message(
         _take_one(parsed.kept_again, (session_id, stripped))  # kept from its queue record
         parsed.skipped["queued: kept before"] += 1
         return
+    if (
+        parsed.popped
+        and kind == "user"
+        and not taken_in
+        and _sent_back(parsed, session_id, stripped, content)
+    ):
+        parsed.skipped["queued: kept before"] += 1
+        return
     role = role if role in ROLES else kind
     timestamp = normalize_time(raw_time)
     if not isinstance(uuid, str) or not uuid:
@@ -527,6 +584,41 @@ def _add_message(
         timestamp = _placed(parsed.before + parsed.messages[-_PLACED_REACH:], session_id, timestamp)
     terms = index_terms(text)
     parsed.messages.append(Message(uuid, session_id, str(role), timestamp, text, terms))
+
+
+def _turn(parsed: Parsed, session_id: str, kind: str) -> None:
+    """A record of a session where a `dequeue` or a `remove` waits for its record. Claude
+    Code writes a dequeued prompt's user record, and the attachment of one taken into the
+    running turn, before the model's reply to it. The reply to the turn before may come
+    between a `dequeue` and its user record (the corpus has a dequeue, the last turn's
+    text, then the user record); a `remove` comes after the tool's output the prompt
+    joins. So once a user record came (for a `remove`, at once) and then the model's
+    reply, what still waits can match nothing more (a slash command's record is not its
+    text) and must not match a later prompt of the same words."""
+    if kind == "user":
+        parsed.waiting[session_id] = True
+    elif parsed.waiting[session_id]:
+        del parsed.waiting[session_id]
+        parsed.just_taken.pop(session_id, None)
+        for key in [key for key in parsed.kept_again if key[0] == session_id]:
+            del parsed.kept_again[key]
+
+
+def _sent_back(parsed: Parsed, session_id: str, text: str, content: object) -> bool:
+    """Whether a user record sends, as it was, a prompt a popAll put back into the input
+    box (kept then). Another prompt the person sends empties the box: what was put back
+    and not sent is forgotten (a tool's output is no prompt)."""
+    if _was_popped(parsed, session_id, text):
+        return True
+    if session_id in parsed.popped and not _is_tool_output(content):
+        del parsed.popped[session_id]
+    return False
+
+
+def _is_tool_output(content: object) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
 
 
 # How many of the messages before a prompt taken into the running turn _placed reads.
@@ -619,11 +711,14 @@ def parse_lines(
 ) -> Parsed:
     """Parse complete JSONL lines (bytes, newline optional) of one transcript; every
     piece of text is cleaned (see Cleaner) before it is kept. `carry`: the Parsed of the
-    batch of lines just before these, in the same read (a queued prompt is kept once)."""
+    batch of lines just before these, in the same read, or resume_queue's for a read that
+    starts where an earlier one ended (a queued prompt is kept once)."""
     parsed = Parsed()
     if carry is not None:
         parsed.from_queue, parsed.attached = carry.from_queue, carry.attached
         parsed.kept_early, parsed.kept_again = carry.kept_early, carry.kept_again
+        parsed.popped, parsed.just_taken = carry.popped, carry.just_taken
+        parsed.waiting = carry.waiting
         parsed.before = carry.messages[-50:]
     clean = Cleaner(redactor)
     for line in lines:
@@ -722,3 +817,80 @@ def _adopt_orphan_titles(parsed: Parsed, default_session: str) -> None:
     target.cwd = target.cwd or orphan.cwd
     target.git_branch = target.git_branch or orphan.git_branch
     del parsed.sessions[default_session]
+
+
+class _State(msgspec.Struct, omit_defaults=True):
+    """The queue's state where a read of a transcript ended (queue_state): Parsed's
+    kept_early (session, text, timestamp, commandUuid), kept_again and from_queue
+    (session, text, count), popped and just_taken (session, text), waiting (session,
+    whether a user record came)."""
+
+    early: list[tuple[str, str, Any, Any]] = []
+    again: list[tuple[str, str, int]] = []
+    from_queue: list[tuple[str, str, int]] = []
+    popped: list[tuple[str, str]] = []
+    just_taken: list[tuple[str, str]] = []
+    waiting: list[tuple[str, bool]] = []
+
+
+_STATE_DECODER = msgspec.json.Decoder(_State)
+
+
+def _pairs(texts: dict[str, list[str]]) -> list[tuple[str, str]]:
+    return [(session, text) for session, some in texts.items() for text in some][-STATE_ENTRIES:]
+
+
+def queue_state(parsed: Parsed) -> str | None:
+    """What a later read of the same transcript, starting where these lines end, must
+    know of its queue to keep each prompt once (resume_queue), as compact JSON: the
+    prompts kept while still queued, those put back into the input box, the user records
+    a `dequeue` announced, and the counts that stop a queued_command attachment still to
+    come from keeping a prompt again. Only what can still match, the newest
+    STATE_ENTRIES of each: None for most transcripts. Its texts are cleaned (redacted)
+    as the messages are."""
+    early = [
+        (session, q.text, q.timestamp, q.command)
+        for session, queue in parsed.kept_early.items()
+        for q in queue
+    ][-STATE_ENTRIES:]
+    popped, just_taken = _pairs(parsed.popped), _pairs(parsed.just_taken)
+    pending = set(parsed.just_taken) | {session for session, _ in parsed.kept_again}
+    # An attachment comes for a prompt still queued, put back (and queued again), or
+    # just taken into the running turn; any other count can match nothing more.
+    alive = {(s, text.strip()) for s, text, _, _ in early} | set(popped) | set(just_taken)
+    state = _State(
+        early=early,
+        again=[(s, text, n) for (s, text), n in parsed.kept_again.items()][-STATE_ENTRIES:],
+        from_queue=[
+            (s, t, n) for (s, t), n in parsed.from_queue.items() if n > 0 and (s, t) in alive
+        ],
+        popped=popped,
+        just_taken=just_taken,
+        waiting=[(s, came) for s, came in parsed.waiting.items() if s in pending],
+    )
+    if not (state.early or state.again or state.from_queue or state.popped or state.just_taken):
+        return None
+    return _ENCODER.encode(state).decode()
+
+
+def resume_queue(state: str | None) -> Parsed | None:
+    """The carry (parse_lines) for a read that starts where the one that saved `state`
+    (queue_state) ended; None for none, or for a state that cannot be read (then a
+    prompt may be kept twice, never lost)."""
+    if not state:
+        return None
+    try:
+        saved = _STATE_DECODER.decode(state)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    carry = Parsed()
+    for session, text, timestamp, command in saved.early:
+        carry.kept_early.setdefault(session, []).append(_Queued(text, timestamp, command))
+    carry.kept_again = {(session, text): n for session, text, n in saved.again}
+    carry.from_queue.update({(session, text): n for session, text, n in saved.from_queue})
+    for session, text in saved.popped:
+        carry.popped.setdefault(session, []).append(text)
+    for session, text in saved.just_taken:
+        carry.just_taken.setdefault(session, []).append(text)
+    carry.waiting = dict(saved.waiting)
+    return carry

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,46 @@ def test_two_prompts_sent_while_a_tool_runs_are_shown_after_its_output(
         "second queued JACKAL",
         "Answer to both: HYENA and JACKAL.",
     ]
+
+
+def test_a_prompt_an_ingest_found_waiting_is_archived_once(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    # `subrosa ingest` runs while the prompt waits in the queue (a user's ingest, the
+    # SessionEnd ingest of another session): it keeps the prompt then. After the turn
+    # the transcript holds it taken up (the `remove`, the queued_command attachment);
+    # the next ingest reads the file on from its offset and does not keep it again.
+    # Fails on 44426c5 (the prompt archived twice).
+    prompt = "then read the OCELOT logs"
+    with cc.conversation() as talk:
+        while_bash_runs(cc, api, talk, 8, "Slept. The OCELOT logs are clean.")
+        talk.send(prompt)
+        transcript = cc.transcript(talk.session_id)
+
+        def queued() -> bool:
+            written = records(transcript) if transcript.exists() else []
+            return any(
+                r.get("operation") == "enqueue" and r.get("content") == prompt for r in written
+            )
+
+        wait_for(queued, "the prompt to be queued")
+        first = cc.subrosa_json("ingest", "--json")
+        assert not _taken_up(records(transcript)), "the ingest ran too late to test this"
+        assert first["new_messages"] >= 2  # the first prompt, and the one waiting
+        talk.result()
+    assert _taken_up(records(transcript))
+    cc.subrosa("ingest")
+    shown = cc.subrosa_json("transcript", "show", talk.session_id)
+    texts = [m["text"] for m in shown["messages"]]
+    assert texts.count(prompt) == 1, texts
+    found = cc.subrosa_json("search", "OCELOT", "logs", "--role", "user", "--json")
+    assert [r["snippet"] for r in found] == ["then read the **OCELOT** **logs**"]
+
+
+def _taken_up(written: list[dict[str, Any]]) -> bool:
+    """Whether the transcript holds a queued prompt taken into the running turn."""
+    return any(
+        r.get("operation") == "remove"
+        or (r.get("attachment") or {}).get("type") == "queued_command"
+        for r in written
+    )
