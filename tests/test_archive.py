@@ -1039,6 +1039,78 @@ def test_migration_0011_reads_again_the_transcripts_holding_queued_prompts(
     assert len(_search(run, "quokka")) == 1
 
 
+ANSWER = 'User has answered your questions: "Which store?"="zanzibar, the sqlite one"'
+
+
+def test_migration_0013_relabels_what_nobody_typed_as_a_new_archive_holds_it(
+    memory_dir: Path, db: Db, run: RunCli
+) -> None:
+    # Before 0013 ingest kept a command's output and a task's notice as the user's words,
+    # a subagent's prompt and a compaction's summary too, and the person's answer to
+    # AskUserQuestion as a tool's output. An old archive migrated holds them as a new one
+    # ingested from the same transcripts does.
+    main = _transcript(
+        "r.jsonl",
+        _record("ask", "find the zanzibar files", session="r"),
+        _record(
+            "cmd", "<local-command-stdout>Set model to zanzibar</local-command-stdout>", session="r"
+        ),
+        _record("note", "\n<task-notification>zanzibar task done</task-notification>", session="r"),
+        _record(
+            "sum",
+            "Summary: the person asked for the zanzibar files.",
+            session="r",
+            isCompactSummary=True,
+        ),
+        _record("done", "Found the zanzibar files.", role="assistant", session="r"),
+        _record(
+            "answer", [{"type": "tool_result", "tool_use_id": "q", "content": ANSWER}], session="r"
+        ),  # type: ignore[arg-type]
+    )
+    subagents = main.parent / "r" / "subagents"
+    subagents.mkdir(parents=True)
+    result = [{"type": "tool_result", "tool_use_id": "t", "content": "zanzibar.txt"}]
+    (subagents / "agent-1.jsonl").write_text(
+        "".join(
+            line + "\n"
+            for line in (
+                _record("sub-ask", "Search for zanzibar", session="r", isSidechain=True),
+                _record("sub-out", result, session="r", isSidechain=True),  # type: ignore[arg-type]
+                _record(
+                    "sub-done", "zanzibar.txt", role="assistant", session="r", isSidechain=True
+                ),
+            )
+        ),
+        encoding="utf-8",
+    )
+    _ingest(run)
+    held = "SELECT uuid, role, text FROM messages ORDER BY uuid"
+    new = db.rows(held)
+    assert {uuid: role for uuid, role, _ in new} == {
+        "ask": "user",
+        "cmd": "user",
+        "note": "user",
+        "sum": "assistant",
+        "done": "assistant",
+        "sub-ask": "assistant",
+        "sub-out": "user",
+        "sub-done": "assistant",
+        "answer": "user",
+    }
+    labelled = {uuid: text for uuid, _, text in new if text.startswith("[tool result] ")}
+    assert sorted(labelled) == ["cmd", "note", "sub-out"]
+    # As an archive ingested before 0013 holds them.
+    db.rows("UPDATE messages SET text = substr(text, 15) WHERE uuid IN ('cmd', 'note')")
+    db.rows("UPDATE messages SET role = 'user' WHERE uuid IN ('sum', 'sub-ask')")
+    db.rows("UPDATE messages SET text = '[tool result] ' || text WHERE uuid = 'answer'")
+    assert db.rows(held) != new
+    db.migrate("0012", down=True)
+    db.migrate("head")
+    assert db.rows(held) == new
+    assistant = {r["uuid"] for r in _search(run, "zanzibar", "--role", "assistant")}
+    assert assistant == {"sum", "done", "sub-ask", "sub-done"}
+
+
 def test_a_queued_prompt_read_across_a_batch_boundary_is_archived_once(
     memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
