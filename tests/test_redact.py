@@ -5,13 +5,15 @@ into any text does not survive, and the Aho-Corasick scan finds what `str.find` 
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from subrosa import secrets
-from subrosa.archive.redact import KIND_NAMES, Redactor, scan
+from subrosa.archive import redact
+from subrosa.archive.redact import KIND_NAMES, Redactor, may_hold_secret, scan
 from subrosa.archive.transcripts import parse_lines
 from subrosa.secrets import TRIGGERS, find_secret, find_spans, find_triggers, key_kind, lower
 from tests.redaction_cases import CRAFTED
@@ -340,6 +342,9 @@ def test_key_kind_needs_the_last_components() -> None:
 _PIECES = sorted(
     {*TRIGGERS, *(t.upper() for t in TRIGGERS), *(text for text, _ in SAMPLES.values())}
     | {"İ", "ß", "ﬁ", "Σ", "日本語", "😀", " = ", ": ", "=", "\n", "x" * 25, '"', "\\", "\u200b"}
+    # The Kelvin sign lowercases to an ASCII `k`; invisible characters of two to four
+    # bytes of UTF-8.
+    | {"\u212a", "\u212aey-", "to\u212aen", "\u00ad", "\u2060", "\ufeff", "\U000e0041"}
 )
 _MIXED = st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=6)), max_size=12).map(
     "".join
@@ -355,6 +360,28 @@ def test_the_automaton_finds_what_plain_search_finds(text: str) -> None:
     redactor = Redactor()
     expected = secrets.look_through(text, find_spans)
     assert redactor(text) == secrets.replace(text, expected)
+    # The one pass over the bytes (redact._look) finds what the two searches find.
+    assert redact._look(text) == (find_triggers(lowered), secrets.has_invisible(text))
+    assert may_hold_secret(text) == bool(find_triggers(lowered) or secrets.has_invisible(text))
+
+
+def test_the_byte_patterns_are_the_invisible_characters() -> None:
+    """redact._look finds secrets.look_through's invisible characters by their UTF-8
+    forms, in the lowercased text: lowercasing neither makes nor removes one."""
+    invisible = set()
+    for code in range(0x80, sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        character = chr(code)
+        if secrets.has_invisible(character):
+            invisible.add(character.encode()[:2] if code >> 12 == 0xE0 else character.encode())
+            assert character.lower() == character
+        else:
+            assert not secrets.has_invisible(character.lower()), hex(code)
+    assert set(redact._INVISIBLE_UTF8) == invisible
+    # F3 A0 begins the four bytes of U+E0000-U+E0FFF and of nothing else.
+    assert "\U000e0000".encode()[:2] == "\U000e0fff".encode()[:2] == b"\xf3\xa0"
+    assert "\U000df000".encode()[:2] != b"\xf3\xa0" != "\U000e1000".encode()[:2]
 
 
 @pytest.mark.parametrize("name", sorted(CRAFTED))

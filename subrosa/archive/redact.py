@@ -33,6 +33,36 @@ __all__ = ["KIND_NAMES", "Redactor", "redact", "scan", "spans"]
 _AUTOMATON = ahocorasick_rs.AhoCorasick(
     list(TRIGGERS), implementation=ahocorasick_rs.Implementation.DFA
 )
+
+
+# The same triggers over UTF-8 bytes, and after them the UTF-8 forms of the invisible
+# characters secrets.look_through looks through (U+E0000-U+E0FFF: every sequence that
+# starts F3 A0), so one pass over a text's bytes tells both whether a trigger occurs
+# and whether it holds an invisible character (_look). Bytes, because the automaton
+# reads a str as UTF-8 and maps each offset back to characters: a third of its time on
+# ASCII text, three times as much on the rest.
+def _utf8_forms(character_class: str) -> list[bytes]:
+    """The UTF-8 forms of the characters of a class `[...]` of single characters and
+    ranges (secrets' invisible characters), U+E0000-U+E0FFF as their prefix F3 A0."""
+    inside = character_class[1:-1]
+    codes: set[int] = set()
+    at = 0
+    while at < len(inside):
+        if at + 2 < len(inside) and inside[at + 1] == "-":
+            codes.update(range(ord(inside[at]), ord(inside[at + 2]) + 1))
+            at += 3
+        else:
+            codes.add(ord(inside[at]))
+            at += 1
+    return sorted({b"\xf3\xa0" if code >> 12 == 0xE0 else chr(code).encode() for code in codes})
+
+
+_INVISIBLE_UTF8 = _utf8_forms(secrets.INVISIBLE_CLASS)
+_BYTES_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(
+    [trigger.encode() for trigger in TRIGGERS] + _INVISIBLE_UTF8,
+    implementation=ahocorasick_rs.Implementation.DFA,
+)
+_TRIGGER_COUNT = len(TRIGGERS)
 # A value nested deeper than this is encoded and redacted as text.
 MAX_DEPTH = 32
 
@@ -43,12 +73,18 @@ def _same(text: str) -> str:
 
 def scan(lowered: str) -> dict[str, list[int]]:
     """Where each trigger occurs in `lowered`: what secrets.find_triggers finds, in one pass."""
-    matches = _AUTOMATON.find_matches_as_indexes(lowered, overlapping=True)
+    return _found(_AUTOMATON.find_matches_as_indexes(lowered, overlapping=True))
+
+
+def _found(matches: list[tuple[int, int, int]]) -> dict[str, list[int]]:
+    """The triggers' matches as scan returns them (an invisible character's left out)."""
     if not matches:
         return {}
     # Built from the few matches, not from a list per trigger (forty of them).
     found: dict[str, list[int]] = {}
     for pattern, start, _ in matches:
+        if pattern >= _TRIGGER_COUNT:
+            continue
         trigger = TRIGGERS[pattern]
         starts = found.get(trigger)
         if starts is None:
@@ -56,6 +92,25 @@ def scan(lowered: str) -> dict[str, list[int]]:
         else:
             starts.append(start)
     return found
+
+
+def _look(text: str) -> tuple[dict[str, list[int]], bool]:
+    """scan(lower(text)) and secrets.has_invisible(text), from one pass over the bytes.
+
+    An ASCII text's bytes, lowercased, are lower(text) with the same offsets. Any other
+    text is lowercased as lower() does (a non-ASCII letter may lowercase to an ASCII
+    one: the Kelvin sign to `k`), and when its bytes hold a trigger its offsets in
+    characters come from scan, as before; lowercasing neither makes nor removes an
+    invisible character (tests/test_redact.py)."""
+    if text.isascii():
+        return _found(_BYTES_AUTOMATON.find_matches_as_indexes(text.encode().lower(), True)), False
+    lowered = lower(text)
+    matches = _BYTES_AUTOMATON.find_matches_as_indexes(lowered.encode(), True)
+    if not matches:
+        return {}, False
+    invisible = any(pattern >= _TRIGGER_COUNT for pattern, _, _ in matches)
+    trigger = any(pattern < _TRIGGER_COUNT for pattern, _, _ in matches)
+    return (scan(lowered) if trigger else {}), invisible
 
 
 def spans(text: str) -> list[Span]:
@@ -66,7 +121,8 @@ def spans(text: str) -> list[Span]:
 
 def may_hold_secret(text: str) -> bool:
     """False when `text` surely holds no secret: no trigger, no invisible character."""
-    return bool(scan(lower(text))) or secrets.has_invisible(text)
+    hits, invisible = _look(text)
+    return bool(hits) or invisible
 
 
 @dataclass
@@ -76,7 +132,13 @@ class Redactor:
     counts: Counter[str] = field(default_factory=Counter)
 
     def __call__(self, text: str) -> str:
-        found = secrets.look_through(text, spans)
+        # secrets.look_through(text, spans), with one pass for the triggers and the
+        # invisible characters (_look).
+        hits, invisible = _look(text)
+        if invisible:
+            found = secrets.look_through(text, spans)
+        else:
+            found = secrets.find_spans(text, hits) if hits else []
         if not found:
             return text
         self.counts.update(span.kind for span in found)
