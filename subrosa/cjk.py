@@ -35,4 +35,4 @@ def cjk_index_text(text: str) -> str | None:
     runs = _CJK.findall(text)
     if not runs:
         return None
-    return RUN_BREAK.join(" ".join(run) for run in runs)
+    return RUN_BREAK.join(map(" ".join, runs))

