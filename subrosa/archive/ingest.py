@@ -592,20 +592,11 @@ class Ingester:
 
     def _insert_messages(self, pk: int, messages: list[Message]) -> None:
         first_id = self._next_id + 1
-        rows = []
-        for message in messages:
-            self._next_id += 1
-            rows.append(
-                (
-                    self._next_id,
-                    pk,
-                    message.uuid,
-                    message.role,
-                    message.timestamp,
-                    message.text,
-                    message.terms,
-                )
-            )
+        rows = [
+            (message_id, pk, uuid, role, timestamp, text, terms)
+            for message_id, (uuid, _, role, timestamp, text, terms) in enumerate(messages, first_id)
+        ]
+        self._next_id += len(rows)
         # A message already stored (resumed and forked sessions repeat history) or
         # repeated within the batch is left out by the uuid's unique index itself: a
         # lookup of every uuid first would search the same index twice.
@@ -749,10 +740,14 @@ def _batches(
             else:
                 rest = data
             continue
-        rest = data[cut + 1 :]
         offset += cut + 1
-        # `data` began at the old offset (the unfinished line before it included).
-        yield data[: cut + 1].split(b"\n"), offset
+        # `data` began at the old offset (the unfinished line before it included). Split
+        # whole (no copy of the complete lines first): the last piece is `rest`, and the
+        # batch ends with the empty piece after its last newline, as it would.
+        lines = data.split(b"\n")
+        rest = lines[-1]
+        lines[-1] = b""
+        yield lines, offset
     if skipped < 0 and rest.strip() and _is_whole_object(rest):
         yield [rest], offset + len(rest)
 
