@@ -97,20 +97,32 @@ def _found(matches: list[tuple[int, int, int]]) -> dict[str, list[int]]:
 def _look(text: str) -> tuple[dict[str, list[int]], bool]:
     """scan(lower(text)) and secrets.has_invisible(text), from one pass over the bytes.
 
-    An ASCII text's bytes, lowercased, are lower(text) with the same offsets. Any other
-    text is lowercased as lower() does (a non-ASCII letter may lowercase to an ASCII
-    one: the Kelvin sign to `k`), and when its bytes hold a trigger its offsets in
-    characters come from scan, as before; lowercasing neither makes nor removes an
-    invisible character (tests/test_redact.py)."""
+    The triggers are ASCII, and lower() maps ASCII letters as bytes.lower() does and
+    every other character to one that is not ASCII, but for the Kelvin sign (to `k`;
+    `İ` lowercases to two characters, and then lower() lowers ASCII only): so outside
+    that one case the text's UTF-8 bytes, lowercased, hold the triggers where lower(text)
+    holds them, a byte's offset turned into a character's by decoding what comes before
+    it. The invisible characters are found in the same pass by their UTF-8 forms."""
     if text.isascii():
         return _found(_BYTES_AUTOMATON.find_matches_as_indexes(text.encode().lower(), True)), False
-    lowered = lower(text)
-    matches = _BYTES_AUTOMATON.find_matches_as_indexes(lowered.encode(), True)
+    if "\u212a" in text:
+        return scan(lower(text)), secrets.has_invisible(text)
+    data = text.encode()
+    matches = _BYTES_AUTOMATON.find_matches_as_indexes(data.lower(), True)
     if not matches:
         return {}, False
     invisible = any(pattern >= _TRIGGER_COUNT for pattern, _, _ in matches)
-    trigger = any(pattern < _TRIGGER_COUNT for pattern, _, _ in matches)
-    return (scan(lowered) if trigger else {}), invisible
+    starts = sorted({start for pattern, start, _ in matches if pattern < _TRIGGER_COUNT})
+    if not starts:
+        return {}, invisible
+    # Each start is an ASCII byte, so each piece decoded is whole characters.
+    chars: dict[int, int] = {}
+    byte = char = 0
+    for start in starts:
+        char += len(data[byte:start].decode())
+        byte, chars[start] = start, char
+    kept = [(p, chars[start], end) for p, start, end in matches if p < _TRIGGER_COUNT]
+    return _found(kept), invisible
 
 
 def spans(text: str) -> list[Span]:
