@@ -750,6 +750,39 @@ def test_a_busy_project_lock_skips_the_hit_not_the_search(
     assert _hits(tmp_path) == [2]
 
 
+@pytest.mark.engines("sqlite")  # two database files, one per process
+def test_a_file_of_many_sessions_is_stored_alike_whatever_the_hash_seed(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    # The sessions of a batch were stored in a set's order: which session's messages got
+    # the lower ids changed with PYTHONHASHSEED, so two ingests of one file differed.
+    sessions = [f"s-{n}" for n in range(12)]
+    _transcript(
+        "many.jsonl",
+        *(
+            _record(f"m-{n}-{s}", f"message {n} of {s}", session=s)
+            for n in range(3)
+            for s in sessions
+        ),
+    )
+    stored = []
+    for seed in ("1", "2", "3"):
+        database = tmp_path / f"seed-{seed}.db"
+        env = os.environ | {"PYTHONHASHSEED": seed, "SUBROSA_DB": str(database)}
+        proc = subprocess.run(
+            [sys.executable, "-m", "subrosa", "ingest", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        with sqlite3.connect(database) as conn:
+            stored.append(conn.execute("SELECT id, uuid FROM messages ORDER BY id").fetchall())
+    assert len(stored[0]) == 36
+    assert stored[0] == stored[1] == stored[2]
+
+
 @pytest.mark.engines("sqlite")  # reads the file, or a path only SQLite has
 def test_a_read_only_memory_dir_is_searched_without_counting(
     memory_dir: Path, run: RunCli, tmp_path: Path

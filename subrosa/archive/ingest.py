@@ -509,7 +509,10 @@ class Ingester:
             by_session.setdefault(message.session_id, []).append(message)
         from subrosa.archive.transcripts import SessionInfo
 
-        for session_id in parsed.sessions.keys() | by_session.keys():
+        # In the order the file holds them (a set's order changes with the hash seed, and
+        # with it which session's messages get the lower ids: two ingests of one file
+        # would store it differently).
+        for session_id in dict.fromkeys([*by_session, *parsed.sessions]):
             info = parsed.sessions.get(session_id) or SessionInfo(session_id)
             pk = self._upsert_session(info, self._project_of_session(info, source.project))
             messages = by_session.get(session_id, [])
