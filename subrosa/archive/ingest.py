@@ -384,7 +384,7 @@ class Ingester:
         source = plan.source
         offset = plan.start
         # The batch before, or the read before's queue: what it kept (a prompt once).
-        parsed = resume_queue(plan.queue_state) if plan.start else None
+        parsed = resume_queue(plan.queue_state)  # None for a read from the start (_plan)
         with open(source.path, "rb") as handle:
             for lines, offset in _batches(handle, plan.start, self.progress):
                 parsed = parse_lines(

@@ -41,23 +41,13 @@ _AUTOMATON = ahocorasick_rs.AhoCorasick(
 # and whether it holds an invisible character (_look). Bytes, because the automaton
 # reads a str as UTF-8 and maps each offset back to characters: a third of its time on
 # ASCII text, three times as much on the rest.
-def _utf8_forms(character_class: str) -> list[bytes]:
-    """The UTF-8 forms of the characters of a class `[...]` of single characters and
-    ranges (secrets' invisible characters), U+E0000-U+E0FFF as their prefix F3 A0."""
-    inside = character_class[1:-1]
-    codes: set[int] = set()
-    at = 0
-    while at < len(inside):
-        if at + 2 < len(inside) and inside[at + 1] == "-":
-            codes.update(range(ord(inside[at]), ord(inside[at + 2]) + 1))
-            at += 3
-        else:
-            codes.add(ord(inside[at]))
-            at += 1
-    return sorted({b"\xf3\xa0" if code >> 12 == 0xE0 else chr(code).encode() for code in codes})
-
-
-_INVISIBLE_UTF8 = _utf8_forms(secrets.INVISIBLE_CLASS)
+_INVISIBLE_UTF8 = sorted(
+    {
+        b"\xf3\xa0" if code >> 12 == 0xE0 else chr(code).encode()
+        for lo, hi in secrets.INVISIBLE
+        for code in range(lo, hi + 1)
+    }
+)
 _BYTES_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(
     [trigger.encode() for trigger in TRIGGERS] + _INVISIBLE_UTF8,
     implementation=ahocorasick_rs.Implementation.DFA,
