@@ -10,10 +10,10 @@ docs/search.md.)
 
 from __future__ import annotations
 
-import re
+from subrosa.lazyre import compile_lazily
 
 # CJK ideographs, kana, hangul (and their compatibility/extension blocks).
-_CJK = re.compile(
+_CJK = compile_lazily(
     "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff"
     "\u3130-\u318f\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]+"
 )
@@ -23,16 +23,16 @@ RUN_BREAK = " zzcjkbreak "
 
 def cjk_runs(text: str) -> list[str]:
     """The runs of CJK characters in `text`."""
-    return _CJK.findall(text)
+    return [] if text.isascii() else _CJK.findall(text)
 
 
 def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None
+    return not text.isascii() and _CJK.search(text) is not None
 
 
 def cjk_index_text(text: str) -> str | None:
     """The CJK characters of `text` one per token, or None when there are none."""
-    runs = _CJK.findall(text)
+    runs = cjk_runs(text)
     if not runs:
         return None
     return RUN_BREAK.join(map(" ".join, runs))

@@ -6,13 +6,14 @@ Exit codes follow PRODUCT.md: 1 means the check or operation found a problem,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
+
+from subrosa.lazyre import compile_lazily
 
 # `scheme://user:password@host` anywhere in a text. SQLAlchemy writes a password's `@`
 # and `/` as %40 and %2F but leaves spaces, so the password runs to the next `@` on its
 # line unless a `/` comes first (then the colon was a port's).
-_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][\w+]*://[^:/@\s]*):(?P<password>[^@/\n]*)@")
+_URL_PASSWORD = compile_lazily(r"(?P<head>\b[A-Za-z][\w+]*://[^:/@\s]*):(?P<password>[^@/\n]*)@")
 
 
 def hide_passwords(text: str) -> str:

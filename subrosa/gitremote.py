@@ -24,6 +24,8 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
+from subrosa.lazyre import compile_lazily
+
 # Hosts that serve the same repositories under another name (SSH over port 443).
 HOST_ALIASES = {
     "ssh.github.com": "github.com",
@@ -35,12 +37,14 @@ HOST_ALIASES = {
 }
 PREFERRED_REMOTES = ("upstream", "origin")
 
-_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)", re.DOTALL)
+_SCHEME = compile_lazily(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)", re.DOTALL)
 # scp-like syntax: `[user@]host:path`, recognised by git only when no slash comes
 # before the first colon.
-_SCP = re.compile(r"(?:[^@/]*@)?(?P<host>[^:/]+):(?P<path>.*)", re.DOTALL)
-_SECTION = re.compile(r'\s*\[\s*(?P<name>[A-Za-z0-9.-]+)\s*(?:"(?P<sub>(?:[^"\\]|\\.)*)")?\s*\]')
-_KEY = re.compile(r"\s*(?P<key>[A-Za-z][A-Za-z0-9-]*)\s*(?P<eq>=)?")
+_SCP = compile_lazily(r"(?:[^@/]*@)?(?P<host>[^:/]+):(?P<path>.*)", re.DOTALL)
+_SECTION = compile_lazily(
+    r'\s*\[\s*(?P<name>[A-Za-z0-9.-]+)\s*(?:"(?P<sub>(?:[^"\\]|\\.)*)")?\s*\]'
+)
+_KEY = compile_lazily(r"\s*(?P<key>[A-Za-z][A-Za-z0-9-]*)\s*(?P<eq>=)?")
 
 
 # --- reading git's config files --------------------------------------------------

@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+from subrosa.lazyre import compile_lazily
+
+_NOT_ALNUM = compile_lazily(r"[^A-Za-z0-9]")
 
 
 def claude_root(env: dict[str, str] | None = None) -> Path:
@@ -166,7 +168,7 @@ def sqlite_url(path: Path) -> str:
     return "sqlite:///" + quote(str(path), safe=" +/")
 
 
-_SQLITE_URL = re.compile(r"sqlite(\+pysqlite)?:///(?P<rest>.*)", re.DOTALL)
+_SQLITE_URL = compile_lazily(r"sqlite(\+pysqlite)?:///(?P<rest>.*)", re.DOTALL)
 
 
 def sqlite_path(url: str) -> Path | None:

@@ -16,19 +16,19 @@ the search).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
 from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.lazyre import compile_lazily
 
 SCHEMES = ("postgresql://", "postgresql+psycopg://", "postgres://")
 CONNECT_TIMEOUT_S = 10
 # psycopg's count of runs after which it prepares a statement itself: never (None would
 # forbid preparing even the statements Connection.execute() asks it to).
 NEVER = 2**62
-_DRIVER = re.compile(r"^postgres(?:ql)?(?:\+psycopg)?://")
+_DRIVER = compile_lazily(r"^postgres(?:ql)?(?:\+psycopg)?://")
 # psycopg goes into the environment subrosa runs in (the extra
 # `subrosa-memory[postgres]` once a release is published). subrosa.db says it too.
 INSTALL_DRIVER = (
@@ -61,7 +61,7 @@ def _native(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
-_IN_LIST = re.compile(r"\bIN \((\?(?:, ?\?)*)\)")
+_IN_LIST = compile_lazily(r"\bIN \((\?(?:, ?\?)*)\)")
 
 
 @lru_cache(maxsize=512)

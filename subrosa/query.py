@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from subrosa.cjk import cjk_runs, has_cjk
+from subrosa.lazyre import compile_lazily
 from subrosa.terms import (
     MAX_IDENTIFIER,
     MAX_JOINED,
@@ -28,8 +29,8 @@ from subrosa.terms import (
 
 MARK = ("**", "**")  # around a match in a snippet
 MAX_UNITS = 32  # words of a query looked for (see query_units)
-_TERM = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TERM = compile_lazily(r'"([^"]*)"(\*?)|([^\s"]+)')
+_CONTROL = compile_lazily(r"[\x00-\x1f\x7f]")
 _WORD = WORD  # words as unicode61 cuts them (subrosa.terms)
 
 

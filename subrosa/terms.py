@@ -27,15 +27,15 @@ Why this split between index and query, and how a PostgreSQL tsvector reproduces
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Iterable
 
 from subrosa.cjk import RUN_BREAK, cjk_index_text
+from subrosa.lazyre import compile_lazily
 from subrosa.stem import stem, stem_german
 
 # Words as unicode61 cuts them, near enough (underscore separates; FTS5 keeps
 # letters, digits and private-use characters).
-WORD = re.compile(r"[^\W_]+")
+WORD = compile_lazily(r"[^\W_]+")
 # A camelCase identifier: a run of ASCII letters and digits with a lowercase letter or
 # a digit followed by a capital somewhere inside (`useState`, `XMLHttpRequest`,
 # `v2Config`). They are found in a text's UTF-8 bytes mapped to classes (a: lowercase
@@ -43,20 +43,20 @@ WORD = re.compile(r"[^\W_]+")
 # scanning at C speed: a regular expression over every message was a tenth of
 # ingest's time.
 _CLASSES = bytearray(b" " * 256)
-for _byte in (string.ascii_lowercase + string.digits).encode():
+for _byte in b"abcdefghijklmnopqrstuvwxyz0123456789":
     _CLASSES[_byte] = ord("a")
-for _byte in string.ascii_uppercase.encode():
+for _byte in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
     _CLASSES[_byte] = ord("A")
 _BYTE_CLASSES = bytes(_CLASSES)
 # The UTF-8 lead bytes of subrosa.cjk's blocks: a text without one holds no CJK. Every
 # other byte, deleted by bytes.translate, leaves those (three times faster than
 # searching with a regular expression's class).
-_CJK_LEAD = re.compile(b"[\xe1\xe3-\xed\xef\xf0]")
-_NOT_CJK_LEAD = bytes(byte for byte in range(256) if not _CJK_LEAD.match(bytes([byte])))
+_CJK_LEAD = frozenset([0xE1, *range(0xE3, 0xEE), 0xEF, 0xF0])
+_NOT_CJK_LEAD = bytes(byte for byte in range(256) if byte not in _CJK_LEAD)
 _PARTS: dict[str, list[str]] = {}  # camel_parts, remembered (names repeat a lot)
 # The parts of one: `XMLHttpRequest` is XML, Http, Request; digits stay with the part
 # before them (`v2`, `utf8`).
-_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*")
+_PART = compile_lazily(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*")
 # Keeps CJK runs (and CJK from identifier parts) apart in the terms column, so that a
 # phrase never matches across them.
 BREAK = RUN_BREAK.strip()

@@ -44,15 +44,17 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from subrosa.lazyre import compile_lazily
+
 # Default-ignorable characters that str.isprintable() accepts (combining marks and
 # letters that render as nothing).
-_IGNORABLE = re.compile(
+_IGNORABLE = compile_lazily(
     "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164\ufe00-\ufe0f\uffa0"
     "\U000e0100-\U000e01ef]"
 )
 # Terminal escape sequences, removed whole: CSI (colours, cursor moves), OSC (titles,
 # OSC 8 links, OSC 52 clipboard writes) and the other string sequences, each bounded.
-_ANSI = re.compile(
+_ANSI = compile_lazily(
     r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]"
     r"|\x1b[\]P^_X][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)"
     r"|\x1b[ -/]{0,8}[0-~]"
@@ -63,11 +65,11 @@ _ANSI = re.compile(
 # _escape_tag then checks in its NFKC form (`＜ｓｙｓ＞`, `<ⓢys>` open tags too).
 _LT = "<\ufe64\uff1c"
 _GT = ">\ufe65\uff1e"
-_OPEN = re.compile(rf"(?:[{_LT}]|&(?i:lt|#0*60|#x0*3c);?)(?=[A-Za-z_/!?|]|[^\x00-\x7f])")
+_OPEN = compile_lazily(rf"(?:[{_LT}]|&(?i:lt|#0*60|#x0*3c);?)(?=[A-Za-z_/!?|]|[^\x00-\x7f])")
 # The opener, and when a `>` closes it within 256 characters of the line, the body
 # and the closer too. The body holds no `<`, `>`, `&` or line break, so a failed
 # closer costs at most 256 steps and never overlaps the next opener's.
-_TAG = re.compile(
+_TAG = compile_lazily(
     _OPEN.pattern + rf"(?:(?P<body>[^{_LT}{_GT}&\n]{{0,256}})(?:[{_GT}]|&(?i:gt|#0*62|#x0*3e);?))?"
 )
 # Zero-width non-joiner and joiner: format characters, but part of the spelling of
@@ -77,14 +79,14 @@ _JOINERS = "\u200c\u200d"
 # presentation forms), Syriac, Thaana, N'Ko, the Indic scripts from Devanagari to
 # Sinhala, Tibetan, Myanmar, Khmer, Mongolian, the Brahmic scripts of U+A800-ABFF and
 # of the supplementary plane (Brahmi, Kaithi, Sharada, ...).
-_JOINING_SCRIPT = re.compile(
+_JOINING_SCRIPT = compile_lazily(
     "[\u0600-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1000-\u109f\u1780-\u18af"
     "\ua800-\uabff\ufb50-\ufdff\ufe70-\ufefe\U00011000-\U00011fff]"
 )
 # Emoji and their modifiers (skin tones), and the symbols emoji sequences join
 # (U+2640 female sign, U+2764 heart, U+2695 staff of Aesculapius, ...).
-_EMOJI = re.compile("[\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff]")
-_VARIATION_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_EMOJI = compile_lazily("[\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff]")
+_VARIATION_SELECTOR = compile_lazily("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 # Text and emoji presentation (VS15, VS16): kept once after a character that has both
 # forms (strip_invisible); the other variation selectors go (a run of them after any
 # character is how text is hidden in an emoji).
@@ -102,15 +104,15 @@ _GONE = "\x00"
 OPEN_MARK = "‹"
 CLOSE_MARK = "›"
 
-_FENCE = re.compile(r"`{3,}|~{3,}")
-_ROLE_PREFIX = re.compile(r"^\s*(?:system|assistant|human|user)\s*:\s*", re.IGNORECASE)
-_SPACES = re.compile(r"\s+")
+_FENCE = compile_lazily(r"`{3,}|~{3,}")
+_ROLE_PREFIX = compile_lazily(r"^\s*(?:system|assistant|human|user)\s*:\s*", re.IGNORECASE)
+_SPACES = compile_lazily(r"\s+")
 # Where two brackets would join into a link: `](` (inline) or `[[` (wikilink). The
 # second character gets a backslash. (`a[i][j]` stays: a reference link `[x][y]` needs
 # a definition line `[y]: url`, which no line subrosa writes can be, and which
 # sanitize_index_line breaks in a hand-written index.)
-_LINK_JOIN = re.compile(r"(?<=\])\(|(?<=\[)\[")
-_SUSPECT = re.compile(rf"\]\(|\[\[|[{_LT}]|&(?i:lt|#)|```|~~~")
+_LINK_JOIN = compile_lazily(r"(?<=\])\(|(?<=\[)\[")
+_SUSPECT = compile_lazily(rf"\]\(|\[\[|[{_LT}]|&(?i:lt|#)|```|~~~")
 
 
 def escape_tags(text: str) -> str:
@@ -304,8 +306,8 @@ def sanitize_field(text: str) -> str:
 
 # A link in an index line: `[text](target)`, the target a plain relative path; the
 # text may hold backslash escapes (`[players\\[pid\\]](x.md)`, as the generator writes).
-_INDEX_LINK = re.compile(r"\[((?:\\[^\n]|[^\[\]\\\n]){0,512})\]\(([^\s()<>\[\]]{1,512})\)")
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_INDEX_LINK = compile_lazily(r"\[((?:\\[^\n]|[^\[\]\\\n]){0,512})\]\(([^\s()<>\[\]]{1,512})\)")
+_SCHEME = compile_lazily(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def _leaf_target(target: str) -> bool:
@@ -335,7 +337,7 @@ def sanitize_index_line(line: str) -> str:
 
 
 # A link reference definition (`[label]: url`), which would make `[x][label]` a link.
-_DEFINITION = re.compile(r"^(\[(?:\\.|[^\[\]\\]){0,999}\]):")
+_DEFINITION = compile_lazily(r"^(\[(?:\\.|[^\[\]\\]){0,999}\]):")
 
 
 def _sanitize_index_once(body: str) -> str:

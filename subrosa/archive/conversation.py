@@ -12,9 +12,9 @@ cannot drive the terminal (colours, OSC 52 clipboard writes, hidden links) eithe
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from subrosa.lazyre import compile_lazily
 from subrosa.text import terminal_line
 
 # How subrosa.archive.transcripts labels a tool's output when it stores a message.
@@ -25,12 +25,12 @@ TOOL_GUTTER = "  ┊ "
 # message: a slash command, its output, the caveat before them, a `!` shell command.
 # A fork (`/fork`) is named after its first line, which can be one of these; that is
 # no title, so a session shows its summary instead (the messages keep their text).
-_COMMAND_WRAPPER = re.compile(
+_COMMAND_WRAPPER = compile_lazily(
     r"\s*<(?:local-command-caveat|local-command-stdout|local-command-stderr|command-name"
     r"|command-message|command-args|bash-input|bash-stdout|bash-stderr)>"
 )
 # Every way a terminal or an editor may start a new line.
-_LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+_LINE_BREAKS = compile_lazily(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 
 
 def message_kind(role: str, text: str) -> str:

@@ -41,12 +41,12 @@ read. Where a range has no index yet, the walks above are taken.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
 from subrosa.archive.search import RERANK, SELECTIVE, SPAN_SHARE, inside_runs
+from subrosa.lazyre import compile_lazily
 from subrosa.libpq import parse_array
 from subrosa.query import Alt, Filters, Unit
 
@@ -69,7 +69,7 @@ WALK_SHARE = 0.25
 # ... else among the newest ids, this many times as many as its share says hold SELECTIVE
 # matches (a word comes in bursts; when they hold fewer, the older ones are read too).
 SPAN = 1.25
-_TOKEN = re.compile(r"'((?:[^']|'')*)'")
+_TOKEN = compile_lazily(r"'((?:[^']|'')*)'")
 # _probe_ahead() sends a query's matches along when it has at most this many (a rare
 # word's ~250 at 1 GB).
 PREFETCH = 300

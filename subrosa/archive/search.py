@@ -20,6 +20,7 @@ from operator import ge
 from typing import Any, NamedTuple
 
 from subrosa.archive.conversation import session_label
+from subrosa.lazyre import compile_lazily
 from subrosa.query import (
     MAX_UNITS,
     Alt,
@@ -105,7 +106,7 @@ _PLACES = 100  # the places of one unit looked at in a text
 # for the conversation (what was explained, decided, reported); tool output is most of
 # an archive, long and repetitive, and still found, only after the words around it.
 TOOL_IO = 0.5
-_TOOL_CALL = re.compile(r"\[(?!image\])[A-Za-z][\w.:-]*\] ")
+_TOOL_CALL = compile_lazily(r"\[(?!image\])[A-Za-z][\w.:-]*\] ")
 _TOOL_OUTPUT = ("[tool result]", "[tool error]")
 
 

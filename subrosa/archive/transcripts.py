@@ -22,7 +22,6 @@ JSON, so an escaped quote cannot hide a secret.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ import msgspec
 
 from subrosa.archive.conversation import session_label
 from subrosa.archive.redact import Redactor, may_hold_secret
+from subrosa.lazyre import compile_lazily
 from subrosa.secrets import key_kind
 from subrosa.terms import index_terms
 
@@ -212,7 +212,7 @@ _ANSWERS = (
     "Permission for this tool use was denied.",
 )
 # The words that, in a refusal, come before the person's reason (2.1.332's wording).
-_REASON = re.compile(r"(?:To tell you how to proceed, the user said|The user said):")
+_REASON = compile_lazily(r"(?:To tell you how to proceed, the user said|The user said):")
 
 
 def _is_persons(result: str) -> bool:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import time
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from subrosa.fsutil import (
     read_capped,
     refuse_link,
 )
+from subrosa.lazyre import compile_lazily
 from subrosa.paths import claude_root, extract_dir, project_transcript_dir
 
 # typing, dataclasses and hashlib are kept off the import path: each costs the Stop
@@ -63,7 +63,7 @@ ONCE_STALE_AFTER_SECONDS = 24 * 3600
 TAIL_LIMIT_BYTES = 4 * 1024 * 1024
 
 MAX_ID_LENGTH = 100
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_UNSAFE = compile_lazily(r"[^A-Za-z0-9_-]")
 
 
 def safe_session_id(session_id: object) -> str | None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
 from subrosa.claude import checkpoint
 from subrosa.fsutil import read_capped
+from subrosa.lazyre import compile_lazily
 from subrosa.memory.marker import INDEX, read_ranking
 from subrosa.paths import (
     auto_memory_dir,
@@ -457,7 +457,7 @@ def render_index(lines: list[str], index: Path, why: str, budget: int, more: int
 
 
 # The link target of an index line (`- [Title](target) — hook`): what the ranking names.
-_FACT_LINE = re.compile(r"\s*[-*+] \[.*?\]\(([^()\s]+)\)")
+_FACT_LINE = compile_lazily(r"\s*[-*+] \[.*?\]\(([^()\s]+)\)")
 
 
 def render_ranked(

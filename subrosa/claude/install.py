@@ -33,6 +33,7 @@ from subrosa.fsutil import (
     make_private_dir,
     read_capped,
 )
+from subrosa.lazyre import compile_lazily
 from subrosa.paths import checkout_root as git_checkout_root
 from subrosa.paths import claude_root, data_dir
 from subrosa.resources import skills_dir, source_checkout
@@ -41,7 +42,7 @@ SCOPES = ("project", "local", "user")
 # The name on PyPI (`subrosa` there is an unrelated project). Until a release is
 # published, every hint installs from the repository, a path or a git URL.
 DISTRIBUTION = "subrosa-memory"
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_STRING = compile_lazily(r'"(?:[^"\\]|\\.)*"')
 
 
 @dataclass(frozen=True)

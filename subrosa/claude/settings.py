@@ -8,11 +8,11 @@ when `subrosa install` registered the same hooks too; `install` and `doctor` ask
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import loads_json, read_capped
+from subrosa.lazyre import compile_lazily
 from subrosa.paths import checkout_root, claude_root
 
 # typing stays off the hook's import path (see subrosa.claude.checkpoint).
@@ -26,7 +26,7 @@ PLUGIN_NAME = "subrosa"
 # Claude Code's settings files are small; a larger one is not read for these checks.
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 # `subrosa hook NAME`, also by a quoted absolute path (`'/venv/bin/subrosa' hook NAME`).
-_OURS = re.compile(r"\bsubrosa['\"]?\s+hook\s+(session-start|stop|session-end)\b")
+_OURS = compile_lazily(r"\bsubrosa['\"]?\s+hook\s+(session-start|stop|session-end)\b")
 
 
 def is_ours(handler: object) -> bool:

@@ -11,7 +11,6 @@ what was written) are rewritten only where their bytes change.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from subrosa.fsutil import (
     sweep_temp_files,
     write_if_changed,
 )
+from subrosa.lazyre import compile_lazily
 from subrosa.memory import generator, quick, rows
 from subrosa.memory.indexfile import (
     IndexLine,
@@ -115,7 +115,7 @@ def _cold_additions(
 
 # A line of the MEMORY.md Claude Code (2.1) writes at session start when its auto-memory
 # dir holds leaves and no index: `- [stem](stem.md) — description`, or no description.
-_CLAUDE_CODE_LINE = re.compile(
+_CLAUDE_CODE_LINE = compile_lazily(
     r"- \[(?P<stem>[^\[\]\n]+)\]\((?P<target>[^()\s]+)\)(?: — (?P<said>.*))?"
 )
 

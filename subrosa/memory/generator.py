@@ -14,6 +14,7 @@ from datetime import datetime
 from urllib.parse import quote
 
 from subrosa.errors import InvalidInput
+from subrosa.lazyre import compile_lazily
 from subrosa.memory.leaf import humanize
 from subrosa.memory.marker import ARCHIVE, HEADER_TAG, INDEX
 from subrosa.text import escape_link_text, sanitize_field
@@ -35,8 +36,8 @@ ARCHIVE_HEADER = (
 # scheme, a backtick open a code span; other characters that are not printable
 # (U+2028, \x85, bidi overrides) are encoded as UTF-8 bytes.
 _ENCODE = {c: f"%{ord(c):02X}" for c in " %()<>[]\\\t\n\r#?:`"}
-_CLOSING_HASHES = re.compile(r"(?:^|\s+)#+$")
-_NEEDS_ENCODING = re.compile("[" + re.escape("".join(_ENCODE)) + "]")
+_CLOSING_HASHES = compile_lazily(r"(?:^|\s+)#+$")
+_NEEDS_ENCODING = compile_lazily("[" + re.escape("".join(_ENCODE)) + "]")
 
 
 @dataclass(frozen=True)

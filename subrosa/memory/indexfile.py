@@ -27,20 +27,21 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from subrosa.lazyre import compile_lazily
 from subrosa.memory.generator import ARCHIVE_HEADER, INDEX_HEADER
 from subrosa.memory.marker import INDEX_FILES
 from subrosa.memory.witness import load as load_witness
 from subrosa.text import sanitize_field
 
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
+_BULLET = compile_lazily(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 # A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
-_BREAK = re.compile(r"^\s{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_SEPARATOR = re.compile(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
-_EMPHASIS = re.compile(r"(?:\*\*|__|\*|_)?")
-_TITLE_ESCAPE = re.compile(r"\\([\[\]`])")
+_HEADING = compile_lazily(r"^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
+_BREAK = compile_lazily(r"^\s{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_SEPARATOR = compile_lazily(r"^\s*(?:—|–|--|-|:|;|,|\||=>|->)\s*")
+_EMPHASIS = compile_lazily(r"(?:\*\*|__|\*|_)?")
+_TITLE_ESCAPE = compile_lazily(r"\\([\[\]`])")
 # What generator.render_archive appends to an archived fact's line.
-_ARCHIVED_SUFFIX = re.compile(r"\s*\(archived (?:\d{4}-\d{2}-\d{2}|undated): (.*)\)\s*$")
+_ARCHIVED_SUFFIX = compile_lazily(r"\s*\(archived (?:\d{4}-\d{2}-\d{2}|undated): (.*)\)\s*$")
 # The lines of subrosa's own headers: never someone else's prose.
 _HEADER_LINES = frozenset((INDEX_HEADER + ARCHIVE_HEADER).splitlines())
 

@@ -23,17 +23,18 @@ from typing import Any
 from subrosa.config import FACT_TYPES
 from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
+from subrosa.lazyre import compile_lazily
 from subrosa.memory.marker import INDEX_FILES, new_file_mode
 from subrosa.text import sanitize_field, strip_invisible
 
 MAX_LEAF_BYTES = 1024 * 1024
-_HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
+_HEADING = compile_lazily(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_FRONTMATTER_START = compile_lazily(r"\A---[ \t]*\r?\n")
 # python-frontmatter's YAML boundary, which subrosa used until it split leaves itself.
-_BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
+_BOUNDARY = compile_lazily(r"^-{3,}\s*$", re.MULTILINE)
 # The line that closes a frontmatter block, searched for after the opening `---`.
-_CLOSING = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
-_TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
+_CLOSING = compile_lazily(r"^---[ \t]*\r?$", re.MULTILINE)
+_TYPE_PREFIX = compile_lazily(r"^(user|feedback|project|reference)[_-]")
 # A file changed this recently may change again within its file system's timestamp
 # granularity (1 s on ext3 and HFS+, 2 s on FAT) without its stat changing: its stat is
 # not trusted to say "unchanged" (see stat_key).
@@ -131,7 +132,7 @@ def _yaml_problem(exc: Exception) -> str:
 
 
 # `key: text`, a key YAML reads as a string (and the text after one or more spaces).
-_PLAIN_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,127}):(?: +(.*))?")
+_PLAIN_LINE = compile_lazily(r"([A-Za-z][A-Za-z0-9_-]{0,127}):(?: +(.*))?")
 # Plain words YAML 1.1 (PyYAML's resolver) reads as booleans or null, not as text.
 _YAML_WORDS = frozenset(
     ("yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False")
@@ -208,7 +209,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
 
 
 # A line that gives a key: `key:`, `"key":`, indented under its parent (`  type: x`).
-_KEY_LINE = re.compile(r"( *)(['\"]?)([^\s'\"#:\-?][^'\":]*?)\2[ \t]*:(?:[ \t]|$)")
+_KEY_LINE = compile_lazily(r"( *)(['\"]?)([^\s'\"#:\-?][^'\":]*?)\2[ \t]*:(?:[ \t]|$)")
 
 
 def duplicate_keys(fm: str) -> list[str]:

@@ -17,12 +17,12 @@ may have curated it). Then the index is generated as `subrosa generate` does.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from subrosa.config import FACT_TYPES, Settings
 from subrosa.errors import InvalidInput, NotFound, SubrosaError
+from subrosa.lazyre import compile_lazily
 from subrosa.memory import facts
 from subrosa.memory.generate import run_generate
 from subrosa.memory.leaf import MAX_LEAF_BYTES, render_leaf, restore_leaf, write_leaf
@@ -33,7 +33,7 @@ from subrosa.secrets import find_secret
 
 # A slug is a file name in the memory dir and a link target in MEMORY.md: plain ASCII
 # letters, digits, `_` and `-`, so no path, dot file, or markup can be spelled in it.
-SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+SLUG = compile_lazily(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 
 
 @dataclass

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
+from subrosa.lazyre import compile_lazily
 from subrosa.text import sanitize_line, truncate_bytes
 
 OLD_DATE_DAYS = 30
@@ -73,8 +74,8 @@ def _words(words: tuple[str, ...]) -> str:
     return "|".join(sorted(words, key=len, reverse=True))
 
 
-_TERMINAL = re.compile(rf"{_BEFORE}(?:{_words(TERMINAL_WORDS)}){_AFTER}", re.IGNORECASE)
-_COMPLETION = re.compile(rf"{_BEFORE}(?:{_words(STATUS_WORDS)}){_AFTER}", re.IGNORECASE)
+_TERMINAL = compile_lazily(rf"{_BEFORE}(?:{_words(TERMINAL_WORDS)}){_AFTER}", re.IGNORECASE)
+_COMPLETION = compile_lazily(rf"{_BEFORE}(?:{_words(STATUS_WORDS)}){_AFTER}", re.IGNORECASE)
 
 # A word in the same clause, just before a terminal word, that makes it not (yet) true:
 # "not done", "never closed", "once complete", "to be resolved", "almost finished".
@@ -85,8 +86,8 @@ _GUARDS = frozenset(
         *("mostly", "soon"),
     }
 )
-_CLAUSE_BREAK = re.compile(r"[;:,.!?()\[\]{}|—–]|\s-\s")
-_WORD = re.compile(r"[\w'’]+")
+_CLAUSE_BREAK = compile_lazily(r"[;:,.!?()\[\]{}|—–]|\s-\s")
+_WORD = compile_lazily(r"[\w'’]+")
 
 _MONTHS = {
     name: number
@@ -110,28 +111,28 @@ _MONTHS = {
     for name in names
 }
 _MONTH = _words(tuple(_MONTHS))
-_ISO_DATE = re.compile(r"(?<![\d/\-.])(\d{4})([-/])(\d{2})\2(\d{2})(?![\d/])")
-_MONTH_FIRST = re.compile(
+_ISO_DATE = compile_lazily(r"(?<![\d/\-.])(\d{4})([-/])(\d{2})\2(\d{2})(?![\d/])")
+_MONTH_FIRST = compile_lazily(
     rf"{_BEFORE}({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})(?!\d)", re.IGNORECASE
 )
-_DAY_FIRST = re.compile(
+_DAY_FIRST = compile_lazily(
     rf"(?<![\d\w])(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})(?!\d)", re.IGNORECASE
 )
 
-_FRONTMATTER = re.compile(
+_FRONTMATTER = compile_lazily(
     r"\A\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*$\r?\n?", re.DOTALL | re.MULTILINE
 )
-_STATUS_VALUE = re.compile(rf"(?:{_words(STATUS_WORDS)}){_AFTER}", re.IGNORECASE)
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
-_RULE = re.compile(r"[-*_\s]{3,}")
-_POINTER_START = re.compile(
+_STATUS_VALUE = compile_lazily(rf"(?:{_words(STATUS_WORDS)}){_AFTER}", re.IGNORECASE)
+_BLANK_LINE = compile_lazily(r"\n[ \t]*\n")
+_RULE = compile_lazily(r"[-*_\s]{3,}")
+_POINTER_START = compile_lazily(
     r"^[\W_]*(?:see(?:\s+also)?|related|links?|refs?|references?|sources?)\b", re.IGNORECASE
 )
-_LINKS = re.compile(r"\[\[[^\]\n]*\]\]|\[[^\]\n]*\]\([^)\n]*\)|https?://\S+")
-_YEAR = re.compile(r"\d{4}")
-_MONTH_HINT = re.compile(r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)", re.IGNORECASE)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
-_OUTCOME_HEADING = re.compile(rf"^(?:{_words(OUTCOME_HEADINGS)})\b", re.IGNORECASE)
+_LINKS = compile_lazily(r"\[\[[^\]\n]*\]\]|\[[^\]\n]*\]\([^)\n]*\)|https?://\S+")
+_YEAR = compile_lazily(r"\d{4}")
+_MONTH_HINT = compile_lazily(r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)", re.IGNORECASE)
+_HEADING = compile_lazily(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
+_OUTCOME_HEADING = compile_lazily(rf"^(?:{_words(OUTCOME_HEADINGS)})\b", re.IGNORECASE)
 _FINISHED_PHRASES = (
     # "the spike is done", "this work was completed on 2026-09-01", "is now superseded"
     re.compile(

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from subrosa.errors import LeafError
 from subrosa.fsutil import atomic_write_text, holds_text
+from subrosa.lazyre import compile_lazily
 from subrosa.memory import store
 from subrosa.memory.generator import ARCHIVED_SECTION
 from subrosa.memory.indexfile import (
@@ -54,14 +55,14 @@ from subrosa.memory.state import load_state, sidecar_matches
 from subrosa.models import Fact
 from subrosa.text import sanitize_field
 
-_TYPE_PREFIX = re.compile(r"^(user|feedback|project|reference)[_-]")
+_TYPE_PREFIX = compile_lazily(r"^(user|feedback|project|reference)[_-]")
 
 
 # --- materializing lines that have no leaf --------------------------------------
 
 # A bullet's own words give its type only with a clear marker: `Project: …`,
 # `**feedback**: …` (a bullet that starts "User prefers…" is not thereby a user fact).
-_TYPE_MARKER = re.compile(
+_TYPE_MARKER = compile_lazily(
     r"^(?:\*\*|__)?(user|feedback|project|reference)(?:\*\*|__)?\s*:", re.IGNORECASE
 )
 _TITLE_WORDS = 6
