@@ -67,3 +67,10 @@ def test_a_search_compiles_no_pattern_at_import_and_no_cjk_one_for_ascii(
     eager, cjk = json.loads(report.read_text())
     assert eager == [], f"compiled at import (use subrosa.lazyre.compile_lazily): {eager}"
     assert cjk is False
+
+
+def test_after_its_first_use_no_lookup_goes_through_getattr() -> None:
+    lazy = compile_lazily(r"\s+")
+    assert lazy.split("a b") == ["a", "b"]
+    assert not hasattr(type(lazy), "__getattr__")  # every later call a plain lookup
+    assert repr(lazy) == r"compile_lazily('\\s+')"
