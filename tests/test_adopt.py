@@ -231,6 +231,25 @@ def test_fix_frontmatter_rewrites_broken_leaves(
     run("--memory-dir", str(directory), "fact", "upsert", "--leaf", "broken_front.md")
 
 
+def test_fix_frontmatter_sweeps_what_a_killed_adopt_left_in_its_backups(
+    tmp_path: Path, memory_dir: Path, run: RunCli
+) -> None:
+    """A kill while an original was being kept leaves a temp file in the backup folder
+    (tests/test_crash.py): the next `--fix-frontmatter` removes it once it is older than
+    a running writer's could be, and leaves a fresh one alone."""
+    directory = tmp_path / "messy"
+    _messy(directory)
+    keep = directory / ".subrosa" / "frontmatter-backup"
+    keep.mkdir(parents=True)
+    stale, fresh = keep / ".broken_front.md.0123456789ab.tmp", keep / ".x.md.ba9876543210.tmp"
+    stale.write_bytes(b"half an orig")
+    fresh.write_bytes(b"being written")
+    os.utime(stale, (stale.stat().st_atime - 3600, stale.stat().st_mtime - 3600))
+    _adopt(run, directory, "--materialize", "--fix-frontmatter")
+    assert not stale.exists() and fresh.exists()
+    assert (keep / "broken_front.md").is_file()
+
+
 def test_rebuild_recovers_everything_but_hits(memory_dir: Path, db: Db, run: RunCli) -> None:
     for name, kind in (
         ("alpha", "user"),

@@ -301,6 +301,73 @@ def test_kill_during_adopt(
     print(tally.line())
 
 
+BROKEN_LEAVES = {
+    "broken_front.md": b"# Just a heading\n\nNo frontmatter.\n",
+    "feedback_unquoted.md": b"---\nname: x\ndescription: a: b\n---\n\nbody: kept\n",
+    "project_crlf.md": b"# CRLF note\r\n\r\n  indented first line\r\nsecond\r\n",
+}
+
+
+@SPAWNS
+def test_kill_during_adopt_fixing_frontmatter(
+    workspace: crash.Workspace,
+    run: RunCli,
+    spawn: crash.Spawn,
+    kills: int,
+    window: tuple[float, float],
+) -> None:
+    """`--fix-frontmatter` rewrites several leaves one after the other: killed between
+    them, each leaf is its original or its fixed form (never a part), its original is
+    kept beside before it is rewritten, and running adopt again fixes the rest."""
+    memory_dir = workspace.memory_dir
+    write_leaf(memory_dir, "feedback_pnpm.md", "pnpm only.", fact_type="feedback")
+    for name, data in BROKEN_LEAVES.items():
+        (memory_dir / name).write_bytes(data)
+    (memory_dir / "MEMORY.md").write_text(FOREIGN_INDEX, encoding="utf-8")
+    workspace.save()
+    args = ["adopt", "--materialize", "--fix-frontmatter"]
+    run(*args)
+    clean_index = _index_files(memory_dir)
+    clean_leaves = _leaves(memory_dir)
+    clean_facts = _facts(run)
+    backups = memory_dir / ".subrosa" / "frontmatter-backup"
+
+    def kept() -> dict[str, bytes]:
+        """The originals kept (a temp file a kill left goes at a later adopt's sweep,
+        once it is older than a running writer's could be)."""
+        return {p.name: p.read_bytes() for p in backups.iterdir() if p.suffix != ".tmp"}
+
+    assert kept() == BROKEN_LEAVES
+    assert all(clean_leaves[name] != data for name, data in BROKEN_LEAVES.items())
+    workspace.restore()
+
+    def after_kill(outcome: crash.Outcome) -> None:
+        assert crash.integrity(workspace.db) == "ok"
+        for name, data in BROKEN_LEAVES.items():
+            now = (memory_dir / name).read_bytes()
+            assert now in (data, clean_leaves[name]), f"{name} is neither old nor fixed"
+            if now != data:  # rewritten: its original was kept first
+                assert (backups / name).read_bytes() == data
+        run(*args)
+        assert _index_files(memory_dir) == clean_index
+        assert _leaves(memory_dir) == clean_leaves, "a leaf was not fixed, or fixed twice"
+        assert kept() == BROKEN_LEAVES
+        assert _facts(run) == clean_facts
+        run("check", "--dir", str(memory_dir))
+
+    tally = crash.trials(
+        "adopt --fix-frontmatter",
+        args,
+        workspace,
+        kills=kills,
+        seed=12,
+        after_kill=after_kill,
+        spawn=spawn,
+        window=window,
+    )
+    print(tally.line())
+
+
 # --- ingest -----------------------------------------------------------------------
 
 

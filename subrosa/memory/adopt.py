@@ -17,7 +17,7 @@ from typing import Any
 
 from subrosa.db import open_database
 from subrosa.errors import LeafError, ProblemFound
-from subrosa.fsutil import backup_beside
+from subrosa.fsutil import backup_beside, sweep_temp_files
 from subrosa.memory import store, takeover
 from subrosa.memory.generate import Outcome, read_index_text, run_generate
 from subrosa.memory.indexfile import parse_index
@@ -55,6 +55,8 @@ def fix_frontmatter(memory_dir: Path, *, write: bool = True) -> list[str]:
     (with `write` False, the names it would rewrite)."""
     fixed = []
     keep = state_dir(memory_dir) / FRONTMATTER_BACKUP
+    if write:  # an adopt killed while keeping an original left its temp file (generate
+        sweep_temp_files(keep)  # sweeps the memory dir and .subrosa, not this folder)
     for path in list_leaf_files(memory_dir):
         try:
             parse_leaf(path)
