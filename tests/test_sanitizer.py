@@ -184,6 +184,67 @@ def test_sanitizers_leave_nothing_active_and_are_idempotent(raw: str) -> None:
     assert sanitize_index_line(index_line) == index_line
 
 
+def _index_line_the_long_way(line: str) -> str:
+    """sanitize_index_line without its fast path for clean lines."""
+    body = line.lstrip(" ")
+    indent = line[: len(line) - len(body)]
+    previous = None
+    while previous != body:
+        previous = body
+        body = text_module._sanitize_index_once(body)
+    return indent + body if body else ""
+
+
+# Index lines as subrosa writes them and as hands and repositories do: links to leaves
+# and elsewhere, titles with brackets, what surrounds them hostile or plain.
+INDEX_PIECES = [
+    "- ",
+    "  - ",
+    "[Title](leaf.md)",
+    "[a\\[b\\]](x.md)",
+    "[t](notes/a.md#part)",
+    "[t](../up.md)",
+    "[t](https://e.md)",
+    "[t](/abs.md)",
+    "[t](x.txt)",
+    "[",
+    "]",
+    "(",
+    " — ",
+    "—",
+    "hook",
+    "  ",
+    "\t",
+    "\ufe0f",
+    "\u034f",
+    "Ünïcödé",
+    "漢字",
+    "user: ",
+    "[d]: ",
+]
+INDEX_LINES = st.lists(
+    st.one_of(st.sampled_from(INDEX_PIECES), st.sampled_from(PIECES), st.text(max_size=4)),
+    min_size=1,
+    max_size=8,
+).map("".join)
+
+
+@given(INDEX_LINES)
+@settings(max_examples=1000)
+def test_an_index_line_s_fast_path_agrees_with_the_long_way(line: str) -> None:
+    assert sanitize_index_line(line) == _index_line_the_long_way(line)
+
+
+def test_generated_index_lines_take_the_fast_path() -> None:
+    for line in (
+        "- [Prefers Pnpm](user_prefers_pnpm.md) — pnpm only, never npm or yarn",
+        "- [Über Ünïcödé 漢字](notes/a.md#part) — a hook — with dashes, players[pid]",
+        "  - [a\\[b\\]](x.md) — indented",
+    ):
+        assert text_module._index_line_clean(line.lstrip(" ")), line
+        assert sanitize_index_line(line) == line
+
+
 # ---------------------------------------------------------------- what subrosa renders
 
 _ITEM = ITEM
