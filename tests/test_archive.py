@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +194,21 @@ def test_resumed_sessions_store_repeated_history_once(memory_dir: Path, run: Run
     report = _ingest(run)
     assert (report["new_messages"], report["duplicate_messages"]) == (3, 1)
     assert len(_search(run, "shared history")) == 1
+
+
+def test_a_pending_entry_s_leftover_temp_file_is_swept(memory_dir: Path) -> None:
+    """A SessionEnd hook killed between writing its entry and renaming it leaves a temp
+    file in the pending folder: listing the entries removes it once it is older than a
+    running hook's could be, and leaves a fresh one alone."""
+    entry = pending.record(str(memory_dir.parent / "s.jsonl"), "s-1", "")
+    stale = entry.parent / ".a.json.0123456789ab.tmp"
+    fresh = entry.parent / ".b.json.ba9876543210.tmp"
+    for path in (stale, fresh):
+        path.write_text('{"transcript_path": ')
+    long_ago = time.time() - 3600
+    os.utime(stale, (long_ago, long_ago))
+    assert [data["session_id"] for _, data in pending.list_pending()] == ["s-1"]
+    assert not stale.exists() and fresh.exists()
 
 
 def test_pending_sessions_are_ingested_before_a_search(memory_dir: Path, run: RunCli) -> None:

@@ -425,8 +425,14 @@ def test_session_end_cleans_up_old_counters_but_keeps_the_queue(
     counter = memory_dir / ".extract" / "old.json"
     long_ago = time.time() - checkpoint.STALE_AFTER_SECONDS - 60
     os.utime(counter, (long_ago, long_ago))
+    # What a hook killed between write and rename left in the queue: it goes; the
+    # queue's entries stay however old.
+    left = memory_dir / ".extract" / "queue" / ".old.json.0123456789ab.tmp"
+    left.write_text("{")
+    os.utime(left, (long_ago, long_ago))
+    os.utime(memory_dir / ".extract" / "queue" / "old.json", (long_ago, long_ago))
     hook("session-end", event("new", transcript(tmp_path, "new"), tmp_path))
-    assert not counter.exists()
+    assert not counter.exists() and not left.exists()
     assert {e["session_id"] for e in checkpoint.queued(memory_dir)} == {"old", "new"}
 
 

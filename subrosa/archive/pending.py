@@ -79,6 +79,9 @@ def list_pending(env: dict[str, str] | None = None) -> list[tuple[Path, dict[str
         return []
     entries: list[tuple[Path, dict[str, Any]]] = []
     for name in names:
+        if name.startswith(".") and name.endswith(".tmp"):
+            _sweep(directory / name)  # a SessionEnd hook killed while writing its entry
+            continue
         if not name.endswith(".json") or name.startswith("."):
             continue
         path = directory / name
@@ -92,6 +95,14 @@ def list_pending(env: dict[str, str] | None = None) -> list[tuple[Path, dict[str
         else:
             remove(path)
     return entries
+
+
+def _sweep(path: Path) -> None:
+    """Remove a temp file a killed writer left, once older than any running writer's
+    could be (ten minutes: a SessionEnd hook has 1.5 s)."""
+    with contextlib.suppress(OSError):
+        if time.time() - path.stat().st_mtime > 600:
+            path.unlink()
 
 
 def remove(path: Path) -> None:

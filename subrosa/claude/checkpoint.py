@@ -542,16 +542,18 @@ def clean_stale(memory_dir: Path, now: float | None = None) -> int:
     now = time.time() if now is None else now
     removed = _clean_claims(extract_dir(memory_dir) / ONCE, now)
     base = extract_dir(memory_dir)
-    for directory in (base, base / MARKS):
+    for directory in (base, base / MARKS, base / QUEUE):
         if is_link(directory):
             continue  # a link to elsewhere: nothing there is ours to delete
         try:
             names = os.listdir(directory)
         except OSError:
             continue
+        # .tmp: the leftovers of a writer that crashed between write and rename (in the
+        # queue only those: its entries wait for the user however old).
+        kept = (".tmp",) if directory.name == QUEUE else (".json", ".tmp")
         for name in names:
-            # .tmp: the leftovers of a writer that crashed between write and rename.
-            if not name.endswith((".json", ".tmp")) or name == LIVE:
+            if not name.endswith(kept) or name == LIVE:
                 continue
             path = directory / name
             with contextlib.suppress(OSError):
