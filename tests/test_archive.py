@@ -907,6 +907,25 @@ def test_repeats_are_left_out_of_table_and_index_alike(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
 
 
+def test_ingest_raises_the_index_buffer_of_an_older_archive(tmp_path: Path) -> None:
+    """FTS5's hashsize is stored in the index: an archive tuned by an older ingest (8 MB)
+    gets FTS_HASH_BYTES at its next ingest, and its index stays whole."""
+    from subrosa.archive.ingest import FTS_HASH_BYTES, Ingester, Source
+    from subrosa.db import open_database
+
+    path = tmp_path / "older.db"
+    open_database(f"sqlite:///{path}")
+    conn = connect(path)
+    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', ?)", (8 << 20,))
+    conn.commit()
+    source = tmp_path / "a.jsonl"
+    source.write_text(_record("m1", "alpha one") + "\n")
+    Ingester(conn).ingest([Source(str(source), "p")])
+    stored = conn.execute("SELECT v FROM messages_fts_config WHERE k = 'hashsize'").fetchone()
+    assert stored[0] == FTS_HASH_BYTES == 32 << 20
+    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
 def test_a_limit_past_the_rerank_window_is_honoured(
     memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,8 +52,12 @@ CHUNK_BYTES = 4 << 20
 # a few large ones; the offsets are saved in the same transaction as the messages.
 COMMIT_BYTES = 32 << 20
 HEAD_BYTES = 4096
-# FTS5's in-memory buffer of pending index entries (see Ingester._tune_index).
-FTS_HASH_BYTES = 8 << 20
+# FTS5's in-memory buffer of pending index entries (see Ingester._tune_index): room for
+# what one transaction (COMMIT_BYTES of transcript, ~14 MB of text in the bench corpus)
+# leaves pending, so FTS5 writes one segment per transaction. At 8 MB it wrote two,
+# and merging the extra ones was a tenth of an ingest's instructions (docs/search.md).
+# A bound, not an allocation: the buffer holds what is pending, up to this.
+FTS_HASH_BYTES = 32 << 20
 # A transcript line longer than this is skipped (and counted), not stored: no real
 # message comes near it (a pasted screenshot is a few MB), and a 100 MB line held in
 # memory, redacted and indexed costs seconds and most of a GB for nothing.
@@ -434,8 +438,9 @@ class Ingester:
     def _tune_index(self) -> None:
         """Give FTS5 a bigger in-memory buffer (SQLite's default is 1 MB): each time it
         fills, FTS5 writes a segment and later merges it, so a bigger buffer means fewer
-        and larger segments and a third less time in the index (docs/search.md). The
-        setting is stored in the index; it is written once, by the first ingest."""
+        and larger segments and less time in the index (docs/search.md). The setting
+        is stored in the index; it is written by the first ingest (and by the first
+        after FTS_HASH_BYTES changed)."""
         if self._hash_size_checked:
             return
         self._hash_size_checked = True

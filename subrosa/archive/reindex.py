@@ -27,7 +27,7 @@ from subrosa.terms import index_terms
 # FTS5 writes a segment per transaction and merges them later).
 BATCH_MESSAGES = 2000
 COMMIT_CHARS = 32 << 20
-FTS_HASH_BYTES = 8 << 20  # as ingest sets it (subrosa.archive.ingest)
+FTS_HASH_BYTES = 32 << 20  # as ingest sets it (subrosa.archive.ingest)
 
 Progress = Callable[[int, int], None]  # (messages just indexed, messages in all)
 
