@@ -5,8 +5,10 @@ The full-text index holds each message's words as FTS5's unicode61 tokenizer cut
 them (lowercase, diacritics removed, split at anything that is not a letter or a
 digit, so `auth_token`, `pre-commit` and `src/app.py` are indexed as their parts),
 plus one column of terms computed here (index_terms): each CJK character on its own
-(subrosa.cjk), and the parts of camelCase identifiers (`RealTimeProtection` is also
-`real`, `time`, `protection`). Everything else happens to the query (subrosa.query):
+(subrosa.cjk), the parts of camelCase identifiers (`RealTimeProtection` is also
+`real`, `time`, `protection`), and a token for what unicode61 takes for separators:
+a short word with `++` or `#` (`C++` is `zzsymcpp`, `C#` `zzsymcsharp`) and each
+emoji (`🚀` is `zzemoji1f680`). Everything else happens to the query (subrosa.query):
 
 - English forms (word_forms): a query word also matches its inflected and derived
   forms, those that share its Porter stem (subrosa.stem): "costs" finds "cost" and
@@ -60,8 +62,61 @@ _PART = compile_lazily(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*")
 # Keeps CJK runs (and CJK from identifier parts) apart in the terms column, so that a
 # phrase never matches across them.
 BREAK = RUN_BREAK.strip()
+_APART = f" {BREAK} "
 # An identifier longer than this is no name a person types (a hash, base64).
 MAX_IDENTIFIER = 64
+
+# Symbol words: a run of one to three ASCII letters or digits, not preceded by a letter
+# or digit, followed by `++` (C++, g++, c++17: digits may follow, a letter or a third +
+# may not) or `#` (C#, F#: nothing alphanumeric may follow, so `pr#12` and `a#b` are
+# no symbol words). unicode61 indexes `C++` as `c`; the terms column also holds
+# SYMBOL + the word lowercased + `pp` or `sharp` (`zzsymcpp`, `zzsymcsharp`), a token
+# unicode61 keeps whole and no text spells. Found with bytes.find: most texts hold
+# neither mark.
+SYMBOL = "zzsym"
+_MARKS = ((b"++", "pp"), (b"#", "sharp"))
+_SHOWN_MARKS = {"pp": "++", "sharp": "#"}
+# Emoji: each Extended_Pictographic character (Unicode's emoji-data.txt, the property
+# grapheme clusters are cut by; ranges generated from it, ℹ U+2139 left out: it is a
+# letter to unicode61 already) gets EMOJI + its code point in hex (`zzemoji1f680`).
+# What only modifies or joins one is left out: skin tones (U+1F3FB-1F3FF), variation
+# selectors (VS15, VS16), the zero width joiner, keycaps, tags. Regional indicators
+# (flags) are no pictographs and get no token. A ZWJ sequence (👨‍👩‍👧, ❤️‍🔥) is its
+# pictographs in a row, a phrase, so a query of the sequence finds it and one of its
+# pictographs finds it too; a sequence of more than MAX_JOINED_EMOJI is cut into such
+# phrases.
+EMOJI = "zzemoji"
+_PICTOGRAPHS = (
+    "\u00a9\u00ae\u203c\u2049\u2122\u2194-\u2199\u21a9\u21aa\u231a\u231b\u2328\u2388"
+    "\u23cf\u23e9-\u23f3\u23f8-\u23fa\u24c2\u25aa\u25ab\u25b6\u25c0\u25fb-\u25fe"
+    "\u2600-\u2605\u2607-\u2612\u2614-\u2685\u2690-\u2705\u2708-\u2712\u2714\u2716"
+    "\u271d\u2721\u2728\u2733\u2734\u2744\u2747\u274c\u274e\u2753-\u2755\u2757"
+    "\u2763-\u2767\u2795-\u2797\u27a1\u27b0\u27bf\u2934\u2935\u2b05-\u2b07\u2b1b"
+    "\u2b1c\u2b50\u2b55\u3030\u303d\u3297\u3299\U0001f000-\U0001f0ff"
+    "\U0001f10d-\U0001f10f\U0001f12f\U0001f16c-\U0001f171\U0001f17e\U0001f17f"
+    "\U0001f18e\U0001f191-\U0001f19a\U0001f1ad-\U0001f1e5\U0001f201-\U0001f20f"
+    "\U0001f21a\U0001f22f\U0001f232-\U0001f23a\U0001f23c-\U0001f23f"
+    "\U0001f249-\U0001f3fa\U0001f400-\U0001f53d\U0001f546-\U0001f64f"
+    "\U0001f680-\U0001f6ff\U0001f774-\U0001f77f\U0001f7d5-\U0001f7ff"
+    "\U0001f80c-\U0001f80f\U0001f848-\U0001f84f\U0001f85a-\U0001f85f"
+    "\U0001f888-\U0001f88f\U0001f8ae-\U0001f8ff\U0001f90c-\U0001f93a"
+    "\U0001f93c-\U0001f945\U0001f947-\U0001faff\U0001fc00-\U0001fffd"
+)
+# What may stand between the pictographs of one sequence, or after one: presentation
+# selectors, skin tones, keycap, tags.
+_EMOJI_MARKS = "\ufe0e\ufe0f\U0001f3fb-\U0001f3ff\u20e3\U000e0020-\U000e007f"
+MAX_JOINED_EMOJI = 8
+_PICTOGRAPH = compile_lazily(f"[{_PICTOGRAPHS}]")
+_EMOJI_SEQUENCE = compile_lazily(
+    f"[{_PICTOGRAPHS}][{_EMOJI_MARKS}]*"
+    f"(?:\u200d[{_EMOJI_MARKS}]*[{_PICTOGRAPHS}][{_EMOJI_MARKS}]*){{0,{MAX_JOINED_EMOJI - 1}}}"
+)
+# The UTF-8 lead bytes of every pictograph: a text without one holds none.
+_EMOJI_LEAD = frozenset([0xC2, 0xE2, 0xE3, 0xF0])
+_NOT_EMOJI_LEAD = bytes(byte for byte in range(256) if byte not in _EMOJI_LEAD)
+# A text's symbol words and emoji sequences get a token each once, at most this many
+# of each (a pasted wall of emoji or of `x++` is no list of things a person looks for).
+MAX_SYMBOLS = 256
 
 _STOPWORDS = """
     a about above after again against all am an and any are as at be because been before
@@ -162,26 +217,103 @@ def identifier_terms(found: Iterable[str]) -> list[str]:
     return list(parts)
 
 
+def symbol_words(data: bytes, classes: bytes | None = None) -> list[tuple[int, int, str]]:
+    """The symbol words (see SYMBOL) in UTF-8 `data`, in order: where each starts and
+    ends (byte offsets, ASCII boundaries) and its token. `classes`: `data` mapped by
+    _BYTE_CLASSES, when the caller has it."""
+    if b"++" not in data and b"#" not in data:
+        return []
+    classes = data.translate(_BYTE_CLASSES) if classes is None else classes
+    found = []
+    for mark, name in _MARKS:
+        at = data.find(mark)
+        while at >= 0:
+            end = at + len(mark)
+            if at and classes[at - 1] != 32 and _ends_symbol(data, classes, end, name):
+                space = classes.rfind(b" ", max(0, at - 4), at)
+                start = space + 1
+                # Four letters or digits before the mark, or a non-ASCII character that
+                # may be a letter (`libc++`, `éc++`): no symbol word.
+                if (space >= 0 or at < 4) and (space < 0 or data[space] < 0x80):
+                    word = data[start:at].decode().lower()
+                    found.append((start, end, f"{SYMBOL}{word}{name}"))
+            at = data.find(mark, end)
+    found.sort()
+    return found
+
+
+def _ends_symbol(data: bytes, classes: bytes, end: int, name: str) -> bool:
+    """Whether what follows a mark at `end` lets it end a symbol word: `++` no letter
+    and no third `+` (digits may follow: C++17), `#` no letter or digit."""
+    if end >= len(data):
+        return True
+    after = data[end]
+    if name == "pp":
+        return after != 0x2B and not (classes[end] != 32 and not 0x30 <= after <= 0x39)
+    return classes[end] == 32
+
+
+def emoji_sequences(text: str) -> list[str]:
+    """The emoji sequences of `text` as written (a pictograph, or several joined by
+    ZWJ, with their selectors and skin tones), in order."""
+    return [] if text.isascii() else _EMOJI_SEQUENCE.findall(text)
+
+
+def emoji_tokens(sequence: str) -> tuple[str, ...]:
+    """The tokens of one emoji sequence: its pictographs' (see EMOJI)."""
+    return tuple(f"{EMOJI}{ord(char):x}" for char in _PICTOGRAPH.findall(sequence))
+
+
+def shown(token: str) -> str | None:
+    """What a symbol word's or a pictograph's token stands for in a text (lowercase:
+    `c++`, `🚀`); None for any other token."""
+    if token.startswith(SYMBOL):
+        for name, mark in _SHOWN_MARKS.items():
+            word = token[len(SYMBOL) : -len(name)]
+            if token.endswith(name) and 1 <= len(word) <= 3 and word.isalnum():
+                return word + mark
+        return None
+    if token.startswith(EMOJI) and len(token) <= len(EMOJI) + 6:
+        try:
+            char = chr(int(token[len(EMOJI) :], 16))
+        except ValueError:
+            return None
+        return char if _PICTOGRAPH.match(char) else None
+    return None
+
+
+def _symbol_terms(data: bytes, classes: bytes, text: str, ascii_only: bool) -> str:
+    """The tokens of a text's symbol words, then of its emoji sequences, each once
+    (MAX_SYMBOLS of each at most); the sequences apart, so that a phrase of
+    pictographs (a ZWJ sequence) is found only where they are joined."""
+    words = dict.fromkeys(token for _, _, token in symbol_words(data, classes))
+    out = " ".join(list(words)[:MAX_SYMBOLS])
+    if not ascii_only and data.translate(None, _NOT_EMOJI_LEAD):
+        sequences = list(dict.fromkeys(map(emoji_tokens, emoji_sequences(text))))
+        if sequences:
+            emoji = _APART.join(map(" ".join, sequences[:MAX_SYMBOLS]))
+            out = f"{out} {emoji}" if out else emoji
+    return out
+
+
 def index_terms(text: str, found: list[str] | None = None) -> str | None:
     """The terms column of a message: its CJK characters one per token (subrosa.cjk),
-    then the parts of its camelCase identifiers, each once; None when there are none
+    then the parts of its camelCase identifiers, each once, then the tokens of its
+    symbol words and emoji (see SYMBOL, EMOJI), each once; None when there are none
     (most messages). `found`: the identifiers (what identifiers() returns), when the
-    caller found them already (ingest finds them faster)."""
+    caller found them already."""
+    data = text.encode()
+    classes = data.translate(_BYTE_CLASSES)
     if found is None:
-        data = text.encode()
-        found = _identifiers(data, data.translate(_BYTE_CLASSES))
-        ascii_only = len(data) == len(text)
-        cjk = (
-            None if ascii_only or not data.translate(None, _NOT_CJK_LEAD) else cjk_index_text(text)
-        )
-    else:
-        cjk = None if text.isascii() else cjk_index_text(text)
-    if not found:
+        found = _identifiers(data, classes)
+    ascii_only = len(data) == len(text)
+    cjk = None if ascii_only or not data.translate(None, _NOT_CJK_LEAD) else cjk_index_text(text)
+    parts = " ".join(identifier_terms(found)) if found else ""
+    symbols = _symbol_terms(data, classes, text, ascii_only)
+    joined = f"{parts} {symbols}" if parts and symbols else parts or symbols
+    if not joined:
         return cjk
-    parts = " ".join(identifier_terms(found))
-    if not parts:
-        return cjk
-    return f"{cjk}{RUN_BREAK}{parts}" if cjk else parts
+    return f"{cjk}{RUN_BREAK}{joined}" if cjk else joined
 
 
 # ---------------------------------------------------------------- the query side

@@ -27,6 +27,7 @@ from subrosa.query import (
     Filters,
     Runs,
     Unit,
+    alt_shown,
     one_line,
     pieces,
     significant,
@@ -491,16 +492,20 @@ def _frequencies(stats: Stats, lowered: list[str], texts: list[str]) -> list[flo
     a Python tokenizer over a thousand messages would cost more than the whole query):
     the form typed counts 1, other forms VARIANT (a form that contains the one typed,
     "costs" for "cost", is counted inside it too, and taken back out)."""
-    if len(stats.alts) == 1 and len(stats.alts[0].tokens) == 1 and not stats.alts[0].cjk:
-        word = stats.alts[0].tokens[0]
+    only = stats.alts[0] if len(stats.alts) == 1 else None
+    if only and len(only.tokens) == 1 and not only.cjk and alt_shown(only) is None:
+        word = only.tokens[0]
         weight = 1.0 if stats.alts[0].exact else VARIANT
         return [weight * low.count(word) for low in lowered]
     typed = next((alt.tokens[0] for alt in stats.alts if alt.exact and not alt.cjk), None)
     total = [0.0] * len(lowered)
     for alt in stats.alts:
+        written = alt_shown(alt)
         if alt.cjk:
             run = "".join(alt.tokens)
             counts = [text.count(run) for text in texts]
+        elif written is not None:  # a symbol word or emoji: as the text writes it
+            counts = [min(low.count(w) for w in written) for low in lowered]
         elif len(alt.tokens) == 1:
             word = alt.tokens[0]
             counts = [low.count(word) for low in lowered]
@@ -817,7 +822,13 @@ def _places(stats: Stats, lowered: str, text: str) -> list[int]:
     substring counts of _frequencies see them."""
     found: list[int] = []
     for alt in stats.alts:
-        needle, hay = ("".join(alt.tokens), text) if alt.cjk else (" ".join(alt.tokens), lowered)
+        written = alt_shown(alt)
+        if written is not None:  # a symbol word or emoji: where its first part is written
+            needle, hay = written[0], lowered
+        elif alt.cjk:
+            needle, hay = "".join(alt.tokens), text
+        else:
+            needle, hay = " ".join(alt.tokens), lowered
         at = hay.find(needle)
         while at >= 0 and len(found) < _PLACES:
             found.append(at)
