@@ -34,6 +34,7 @@ from subrosa.query import (
     snippet_pattern,
     text_snippet,
 )
+from subrosa.terms import EMOJI, SYMBOL
 
 Spans = tuple[tuple[int, int], ...]
 # A project (Filters.runs) holding less than this share of the messages is searched
@@ -463,6 +464,17 @@ def _texts(conn: sqlite3.Connection, rowids: list[int]) -> list[Row]:
 # ---------------------------------------------------------------- ranking
 
 
+def terms_length(terms: str | None) -> int:
+    """How much a message's terms column adds to its length for bm25: its CJK
+    characters and camelCase parts, not the tokens of its symbol words and emoji, which
+    stand for a character or two the text's length counts already (they are last in the
+    column: subrosa.terms.index_terms)."""
+    if not terms:
+        return 0
+    cut = [at for at in (terms.find(SYMBOL), terms.find(EMOJI)) if at >= 0]
+    return min(cut) if cut else len(terms)
+
+
 def is_tool_io(role: str, text: str) -> bool:
     """Whether a message is a tool call (an assistant message that starts with one) or
     a tool's output (subrosa.archive.transcripts writes them `[Name] …`, `[tool result]
@@ -539,7 +551,7 @@ def _rank(
     lowered = [text.lower() for text in texts]
     # Lengths in characters (a CJK character counts about as much as a word: its terms
     # count it again, twice): bm25 only compares them, and counting words costs more.
-    lengths = [len(row[1]) + len(row[2] or "") for row in candidates]
+    lengths = [len(row[1]) + terms_length(row[2]) for row in candidates]
     if average is None:
         average = sum(lengths) / len(lengths) or 1.0
     norms = [BM25_K1 * (1 - BM25_B + BM25_B * length / average) for length in lengths]
@@ -916,7 +928,7 @@ def _with_replies(
     rows.update({r: texts[r] for said in replies.values() for r in said if r in texts})
     if not rows:
         return first
-    lengths = [len(row[1]) + len(row[2] or "") for row in texts.values()]
+    lengths = [len(row[1]) + terms_length(row[2]) for row in texts.values()]
     average = sum(lengths) / len(lengths) or 1.0
     own = {
         h.rowid: h.score
