@@ -386,6 +386,14 @@ def alt_shown(alt: Alt) -> tuple[str, ...] | None:
     return None if None in written else written  # type: ignore[return-value]
 
 
+def unit_written(unit: Unit) -> tuple[str, ...] | None:
+    """What a symbol word's or an emoji's unit looks for in a lowercased text (`c++`;
+    a sequence's pictographs, each), where no index holds its tokens (the facts' index
+    has no terms column: subrosa.memory.recall tests their text, as for CJK); None for
+    any other unit."""
+    return alt_shown(unit.alts[0]) if len(unit.alts) == 1 and not unit.cjk else None
+
+
 def _shown_pattern(written: tuple[str, ...]) -> str:
     if written[0][-1] in "+#":  # a symbol word, where no letter or digit comes before
         return r"(?<![^\W_])" + re.escape(written[0])

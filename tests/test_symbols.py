@@ -20,7 +20,7 @@ from subrosa.terms import (
     shown,
     symbol_words,
 )
-from tests.conftest import Db, RunCli
+from tests.conftest import Db, RunCli, write_leaf
 from tests.test_archive import _ingest, _record, _search, _transcript
 
 pytestmark = pytest.mark.engines
@@ -186,3 +186,20 @@ def test_the_migration_indexes_an_archive_from_before(
     # Every row's terms are what a fresh ingest computes.
     for text, stored in db.rows("SELECT text, terms FROM messages"):
         assert stored == index_terms(text)
+
+
+def test_facts_by_their_symbol_words_and_emoji(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(memory_dir, "cpp_style.md", "The engine is C++ with no exceptions.", body="B.")
+    write_leaf(memory_dir, "release.md", "Release notes start with \U0001f680.", body="B.")
+    write_leaf(memory_dir, "shell.md", "Pin cores with taskset -c 0.", body="B.")
+    for slug in ("cpp_style", "release", "shell"):
+        run("fact", "upsert", "--leaf", f"{slug}.md", "--hook", slug.replace("_", " "))
+    _transcript("s-1.jsonl", _record("m1", "nothing here"))
+    _ingest(run)
+    found = _search(run, "c++", "--facts")
+    assert [r["slug"] for r in found][:1] == ["cpp_style"] and found[0]["match"] == "all"
+    assert "**C++**" in found[0]["snippet"]
+    assert [r["match"] for r in found[1:]] == ["some"] * (len(found) - 1)
+    rocket = _search(run, "\U0001f680", "--facts")
+    assert [r["slug"] for r in rocket] == ["release"] and "**\U0001f680**" in rocket[0]["snippet"]
+    assert _search(run, "\u2705", "--facts") == []
