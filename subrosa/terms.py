@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from subrosa.cjk import RUN_BREAK, cjk_index_text
+from subrosa.cjk import RUN_BREAK, cjk_index_text, has_cjk
 from subrosa.lazyre import compile_lazily
 from subrosa.stem import stem, stem_german
 
@@ -67,12 +67,12 @@ _APART = f" {BREAK} "
 MAX_IDENTIFIER = 64
 
 # Symbol words: a run of one to three ASCII letters or digits, not preceded by a letter
-# or digit, followed by `++` (C++, g++, c++17: digits may follow, a letter or a third +
-# may not) or `#` (C#, F#: nothing alphanumeric may follow, so `pr#12` and `a#b` are
-# no symbol words). unicode61 indexes `C++` as `c`; the terms column also holds
-# SYMBOL + the word lowercased + `pp` or `sharp` (`zzsymcpp`, `zzsymcsharp`), a token
-# unicode61 keeps whole and no text spells. Found with bytes.find: most texts hold
-# neither mark.
+# or digit (CJK excepted: `用C++写`), followed by `++` (C++, g++, c++17: digits may
+# follow, a letter or a third + may not) or `#` (C#, F#: nothing alphanumeric may
+# follow, so `pr#12` and `a#b` are no symbol words). unicode61 indexes `C++` as `c`;
+# the terms column also holds SYMBOL + the word lowercased + `pp` or `sharp`
+# (`zzsymcpp`, `zzsymcsharp`), a token unicode61 keeps whole and no text spells. Found
+# with bytes.find: most texts hold neither mark.
 SYMBOL = "zzsym"
 _MARKS = ((b"++", "pp"), (b"#", "sharp"))
 _SHOWN_MARKS = {"pp": "++", "sharp": "#"}
@@ -232,14 +232,27 @@ def symbol_words(data: bytes, classes: bytes | None = None) -> list[tuple[int, i
             if at and classes[at - 1] != 32 and _ends_symbol(data, classes, end, name):
                 space = classes.rfind(b" ", max(0, at - 4), at)
                 start = space + 1
-                # Four letters or digits before the mark, or a non-ASCII character that
-                # may be a letter (`libc++`, `éc++`): no symbol word.
-                if (space >= 0 or at < 4) and (space < 0 or data[space] < 0x80):
+                # Four letters or digits before the mark (`libc++`), or a letter of a
+                # script written with spaces (`éc++`): no symbol word. After CJK it is
+                # one (`用C++写`: Chinese and Japanese put no space between).
+                if (space >= 0 or at < 4) and (space < 0 or not _letter_before(data, start)):
                     word = data[start:at].decode().lower()
                     found.append((start, end, f"{SYMBOL}{word}{name}"))
             at = data.find(mark, end)
     found.sort()
     return found
+
+
+def _letter_before(data: bytes, at: int) -> bool:
+    """Whether the character before byte `at` of UTF-8 `data` is a letter or digit
+    other than CJK (the caller saw that it is no ASCII letter or digit)."""
+    if data[at - 1] < 0x80:
+        return False
+    start = at - 1
+    while start > max(0, at - 4) and 0x80 <= data[start] < 0xC0:
+        start -= 1
+    char = data[start:at].decode(errors="replace")
+    return char.isalnum() and not has_cjk(char)
 
 
 def _ends_symbol(data: bytes, classes: bytes, end: int, name: str) -> bool:

@@ -113,7 +113,11 @@ def test_symbol_tokens_and_bounds() -> None:
     # Not symbol words: a longer word, a letter or third + after, a digit after #.
     assert index_terms("libc++ clang++ a++b c+++ pr#12 a#b issue#4 ## #### +++++") is None
     assert index_terms("x++; (C++) _c++") == "zzsymxpp zzsymcpp"
-    assert index_terms("éc++") is None  # a letter before, to unicode61 too
+    assert index_terms("éc++ дc#") is None  # a letter before, to unicode61 too
+    # After CJK and CJK punctuation (no spaces in Chinese and Japanese): symbol words.
+    assert index_terms("用C++写，JavaScript、C#、Swift") == (
+        "用 zzcjkbreak 写 zzcjkbreak java script zzsymcpp zzsymcsharp"
+    )
     assert shown("zzsymcpp") == "c++" and shown("zzsymcsharp") == "c#"
     assert shown("zzemoji1f680") == "\U0001f680" and shown("zzsymbol") is None
     assert shown("zzemojiface") is None
