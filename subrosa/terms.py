@@ -86,14 +86,16 @@ _SHOWN_MARKS = {"pp": "++", "sharp": "#"}
 # pictographs finds it too; a sequence of more than MAX_JOINED_EMOJI is cut into such
 # phrases.
 EMOJI = "zzemoji"
-_PICTOGRAPHS = (
+_BMP_PICTOGRAPHS = (
     "\u00a9\u00ae\u203c\u2049\u2122\u2194-\u2199\u21a9\u21aa\u231a\u231b\u2328\u2388"
     "\u23cf\u23e9-\u23f3\u23f8-\u23fa\u24c2\u25aa\u25ab\u25b6\u25c0\u25fb-\u25fe"
     "\u2600-\u2605\u2607-\u2612\u2614-\u2685\u2690-\u2705\u2708-\u2712\u2714\u2716"
     "\u271d\u2721\u2728\u2733\u2734\u2744\u2747\u274c\u274e\u2753-\u2755\u2757"
     "\u2763-\u2767\u2795-\u2797\u27a1\u27b0\u27bf\u2934\u2935\u2b05-\u2b07\u2b1b"
-    "\u2b1c\u2b50\u2b55\u3030\u303d\u3297\u3299\U0001f000-\U0001f0ff"
-    "\U0001f10d-\U0001f10f\U0001f12f\U0001f16c-\U0001f171\U0001f17e\U0001f17f"
+    "\u2b1c\u2b50\u2b55\u3030\u303d\u3297\u3299"
+)
+_ASTRAL_PICTOGRAPHS = (
+    "\U0001f000-\U0001f0ff\U0001f10d-\U0001f10f\U0001f12f\U0001f16c-\U0001f171\U0001f17e\U0001f17f"
     "\U0001f18e\U0001f191-\U0001f19a\U0001f1ad-\U0001f1e5\U0001f201-\U0001f20f"
     "\U0001f21a\U0001f22f\U0001f232-\U0001f23a\U0001f23c-\U0001f23f"
     "\U0001f249-\U0001f3fa\U0001f400-\U0001f53d\U0001f546-\U0001f64f"
@@ -106,14 +108,28 @@ _PICTOGRAPHS = (
 # selectors, skin tones, keycap, tags.
 _EMOJI_MARKS = "\ufe0e\ufe0f\U0001f3fb-\U0001f3ff\u20e3\U000e0020-\U000e007f"
 MAX_JOINED_EMOJI = 8
-_PICTOGRAPH = compile_lazily(f"[{_PICTOGRAPHS}]")
+_PICTOGRAPH = compile_lazily(f"[{_BMP_PICTOGRAPHS}{_ASTRAL_PICTOGRAPHS}]")
+# Sequences are found with the astral pictographs' ranges taken as one (U+1F000-1FFFD):
+# Python's `re` tests a class's ranges above U+FFFF one by one at every character (its
+# BMP part is one table lookup); the pictographs of each sequence found are then told
+# by _PICTOGRAPH (emoji_sequences).
+_ANY_PICTOGRAPH = f"[{_BMP_PICTOGRAPHS}\U0001f000-\U0001fffd]"
 _EMOJI_SEQUENCE = compile_lazily(
-    f"[{_PICTOGRAPHS}][{_EMOJI_MARKS}]*"
-    f"(?:\u200d[{_EMOJI_MARKS}]*[{_PICTOGRAPHS}][{_EMOJI_MARKS}]*){{0,{MAX_JOINED_EMOJI - 1}}}"
+    f"{_ANY_PICTOGRAPH}[{_EMOJI_MARKS}]*"
+    f"(?:\u200d[{_EMOJI_MARKS}]*{_ANY_PICTOGRAPH}[{_EMOJI_MARKS}]*){{0,{MAX_JOINED_EMOJI - 1}}}"
 )
-# The UTF-8 lead bytes of every pictograph: a text without one holds none.
-_EMOJI_LEAD = frozenset([0xC2, 0xE2, 0xE3, 0xF0])
-_NOT_EMOJI_LEAD = bytes(byte for byte in range(256) if byte not in _EMOJI_LEAD)
+# The UTF-8 forms of every pictograph, near enough (a superset: U+1F000-1FFFF whole, a
+# few neighbours elsewhere), searched in a text's bytes before the expression above
+# searches its characters: a class of 78 ranges costs Python's `re` a test of each
+# range at every character (0.55 s for the non-ASCII tenth of 100 MB of text, against
+# 0.05 s for this), and most non-ASCII texts hold no emoji but — … ’ → or box drawing.
+# tests/test_symbols.py holds it to the class, code point by code point.
+_EMOJI_BYTES = compile_lazily(
+    b"\xf0\x9f|\xc2[\xa9\xae]|\xe3(?:\x80[\xb0\xbd]|\x8a[\x97\x99])|\xe2(?:[\x98-\x9e]"
+    b"|\x80\xbc|\x81\x89|\x84[\xa2\xb9]|\x86[\x94-\xaa]|\x8c[\x9a\x9b\xa8]|\x8e\x88"
+    b"|\x8f[\x8f\xa9-\xba]|\x93\x82|\x96[\xaa\xab\xb6]|\x97[\x80\xbb-\xbe]|\xa4[\xb4\xb5]"
+    b"|\xac[\x85-\x87\x9b\x9c]|\xad[\x90\x95])"
+)
 # A text's symbol words and emoji sequences get a token each once, at most this many
 # of each (a pasted wall of emoji or of `x++` is no list of things a person looks for).
 MAX_SYMBOLS = 256
@@ -221,7 +237,7 @@ def symbol_words(data: bytes, classes: bytes | None = None) -> list[tuple[int, i
     """The symbol words (see SYMBOL) in UTF-8 `data`, in order: where each starts and
     ends (byte offsets, ASCII boundaries) and its token. `classes`: `data` mapped by
     _BYTE_CLASSES, when the caller has it."""
-    if b"++" not in data and b"#" not in data:
+    if b"#" not in data and (b"+" not in data or b"++" not in data):  # memchr first
         return []
     classes = data.translate(_BYTE_CLASSES) if classes is None else classes
     found = []
@@ -269,7 +285,9 @@ def _ends_symbol(data: bytes, classes: bytes, end: int, name: str) -> bool:
 def emoji_sequences(text: str) -> list[str]:
     """The emoji sequences of `text` as written (a pictograph, or several joined by
     ZWJ, with their selectors and skin tones), in order."""
-    return [] if text.isascii() else _EMOJI_SEQUENCE.findall(text)
+    if text.isascii():
+        return []
+    return [found for found in _EMOJI_SEQUENCE.findall(text) if _PICTOGRAPH.search(found)]
 
 
 def emoji_tokens(sequence: str) -> tuple[str, ...]:
@@ -295,18 +313,12 @@ def shown(token: str) -> str | None:
     return None
 
 
-def _symbol_terms(data: bytes, classes: bytes, text: str, ascii_only: bool) -> str:
-    """The tokens of a text's symbol words, then of its emoji sequences, each once
-    (MAX_SYMBOLS of each at most); the sequences apart, so that a phrase of
-    pictographs (a ZWJ sequence) is found only where they are joined."""
-    words = dict.fromkeys(token for _, _, token in symbol_words(data, classes))
-    out = " ".join(list(words)[:MAX_SYMBOLS])
-    if not ascii_only and data.translate(None, _NOT_EMOJI_LEAD):
-        sequences = list(dict.fromkeys(map(emoji_tokens, emoji_sequences(text))))
-        if sequences:
-            emoji = _APART.join(map(" ".join, sequences[:MAX_SYMBOLS]))
-            out = f"{out} {emoji}" if out else emoji
-    return out
+def _emoji_terms(text: str) -> str:
+    """The tokens of a text's emoji sequences, each once (MAX_SYMBOLS at most), the
+    sequences apart, so that a phrase of pictographs (a ZWJ sequence) is found only
+    where they are joined."""
+    sequences = list(dict.fromkeys(map(emoji_tokens, emoji_sequences(text))))
+    return _APART.join(map(" ".join, sequences[:MAX_SYMBOLS]))
 
 
 def index_terms(text: str, found: list[str] | None = None) -> str | None:
@@ -319,11 +331,16 @@ def index_terms(text: str, found: list[str] | None = None) -> str | None:
     classes = data.translate(_BYTE_CLASSES)
     if found is None:
         found = _identifiers(data, classes)
-    ascii_only = len(data) == len(text)
-    cjk = None if ascii_only or not data.translate(None, _NOT_CJK_LEAD) else cjk_index_text(text)
-    parts = " ".join(identifier_terms(found)) if found else ""
-    symbols = _symbol_terms(data, classes, text, ascii_only)
-    joined = f"{parts} {symbols}" if parts and symbols else parts or symbols
+    joined = " ".join(identifier_terms(found)) if found else ""
+    # Most texts hold neither `#` nor `++` (memchr first), and most are ASCII.
+    if b"#" in data or (b"+" in data and b"++" in data):
+        words = dict.fromkeys(token for _, _, token in symbol_words(data, classes))
+        joined = " ".join([joined, *list(words)[:MAX_SYMBOLS]]).strip()
+    if len(data) == len(text):
+        return joined or None
+    if _EMOJI_BYTES.search(data) is not None:
+        joined = f"{joined} {_emoji_terms(text)}".strip()
+    cjk = cjk_index_text(text) if data.translate(None, _NOT_CJK_LEAD) else None
     if not joined:
         return cjk
     return f"{cjk}{RUN_BREAK}{joined}" if cjk else joined

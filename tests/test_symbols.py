@@ -207,3 +207,15 @@ def test_facts_by_their_symbol_words_and_emoji(memory_dir: Path, run: RunCli) ->
     rocket = _search(run, "\U0001f680", "--facts")
     assert [r["slug"] for r in rocket] == ["release"] and "**\U0001f680**" in rocket[0]["snippet"]
     assert _search(run, "\u2705", "--facts") == []
+
+
+@pytest.mark.engines("sqlite")
+def test_the_byte_test_for_emoji_finds_every_pictograph() -> None:
+    from subrosa.terms import _EMOJI_BYTES, _PICTOGRAPH
+
+    pictographs = [c for c in range(0x110000) if _PICTOGRAPH.match(chr(c))]
+    assert len(pictographs) == 3537 - 1  # Extended_Pictographic, ℹ left out
+    for code in pictographs:
+        assert _EMOJI_BYTES.search(chr(code).encode()) is not None, hex(code)
+    # The common non-ASCII punctuation of English text is no candidate.
+    assert _EMOJI_BYTES.search("— … ’ “ ” → • ─ │ ├ └ é ü 中".encode()) is None
