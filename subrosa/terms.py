@@ -55,6 +55,10 @@ _BYTE_CLASSES = bytes(_CLASSES)
 # searching with a regular expression's class).
 _CJK_LEAD = frozenset([0xE1, *range(0xE3, 0xEE), 0xEF, 0xF0])
 _NOT_CJK_LEAD = bytes(byte for byte in range(256) if byte not in _CJK_LEAD)
+# ... and of the pictographs (see _EMOJI_BYTES): both kept by one bytes.translate, which
+# deletes every other byte (most non-ASCII texts keep none: German, French, Spanish).
+_NOT_LEADS = bytes(b for b in range(256) if b not in _CJK_LEAD | {0xC2, 0xE2, 0xE3, 0xF0})
+_E3_PICTOGRAPHS = ("〰".encode(), "〽".encode(), "㊗".encode(), "㊙".encode())
 _PARTS: dict[str, list[str]] = {}  # camel_parts, remembered (names repeat a lot)
 # The parts of one: `XMLHttpRequest` is XML, Http, Request; digits stay with the part
 # before them (`v2`, `utf8`).
@@ -237,7 +241,7 @@ def symbol_words(data: bytes, classes: bytes | None = None) -> list[tuple[int, i
     """The symbol words (see SYMBOL) in UTF-8 `data`, in order: where each starts and
     ends (byte offsets, ASCII boundaries) and its token. `classes`: `data` mapped by
     _BYTE_CLASSES, when the caller has it."""
-    if b"#" not in data and (b"+" not in data or b"++" not in data):  # memchr first
+    if not _marks(data):
         return []
     classes = data.translate(_BYTE_CLASSES) if classes is None else classes
     found = []
@@ -269,6 +273,12 @@ def _letter_before(data: bytes, at: int) -> bool:
         start -= 1
     char = data[start:at].decode(errors="replace")
     return char.isalnum() and not has_cjk(char)
+
+
+def _marks(data: bytes) -> bool:
+    """Whether `data` holds `#` or `++`: memchr for a byte first, and bytes.find, not
+    `in` (which tries the operand as an integer first: twice the time on short texts)."""
+    return data.find(b"#") >= 0 or (data.find(b"+") >= 0 and data.find(b"++") >= 0)
 
 
 def _ends_symbol(data: bytes, classes: bytes, end: int, name: str) -> bool:
@@ -313,6 +323,15 @@ def shown(token: str) -> str | None:
     return None
 
 
+def _may_hold_emoji(data: bytes, leads: bytes) -> bool:
+    """Whether UTF-8 `data`, whose CJK and pictograph lead bytes are `leads`, may hold
+    a pictograph: a byte that leads one (E3 leads CJK punctuation and kana too, and
+    only four pictographs: looked for whole)."""
+    if leads.find(b"\xe2") >= 0 or leads.find(b"\xf0") >= 0 or leads.find(b"\xc2") >= 0:
+        return True
+    return leads.find(b"\xe3") >= 0 and any(data.find(form) >= 0 for form in _E3_PICTOGRAPHS)
+
+
 def _emoji_terms(text: str) -> str:
     """The tokens of a text's emoji sequences, each once (MAX_SYMBOLS at most), the
     sequences apart, so that a phrase of pictographs (a ZWJ sequence) is found only
@@ -332,15 +351,16 @@ def index_terms(text: str, found: list[str] | None = None) -> str | None:
     if found is None:
         found = _identifiers(data, classes)
     joined = " ".join(identifier_terms(found)) if found else ""
-    # Most texts hold neither `#` nor `++` (memchr first), and most are ASCII.
-    if b"#" in data or (b"+" in data and b"++" in data):
+    # Most texts hold neither `#` nor `++`, and most are ASCII.
+    if _marks(data):
         words = dict.fromkeys(token for _, _, token in symbol_words(data, classes))
         joined = " ".join([joined, *list(words)[:MAX_SYMBOLS]]).strip()
     if len(data) == len(text):
         return joined or None
-    if _EMOJI_BYTES.search(data) is not None:
+    leads = data.translate(None, _NOT_LEADS)  # what can lead a CJK character or an emoji
+    if _may_hold_emoji(data, leads) and _EMOJI_BYTES.search(data) is not None:
         joined = f"{joined} {_emoji_terms(text)}".strip()
-    cjk = cjk_index_text(text) if data.translate(None, _NOT_CJK_LEAD) else None
+    cjk = cjk_index_text(text) if leads.translate(None, _NOT_CJK_LEAD) else None
     if not joined:
         return cjk
     return f"{cjk}{RUN_BREAK}{joined}" if cjk else joined
