@@ -58,7 +58,8 @@ _NOT_CJK_LEAD = bytes(byte for byte in range(256) if byte not in _CJK_LEAD)
 # ... and of the pictographs (see _EMOJI_BYTES): both kept by one bytes.translate, which
 # deletes every other byte (most non-ASCII texts keep none: German, French, Spanish).
 _NOT_LEADS = bytes(b for b in range(256) if b not in _CJK_LEAD | {0xC2, 0xE2, 0xE3, 0xF0})
-_E3_PICTOGRAPHS = ("〰".encode(), "〽".encode(), "㊗".encode(), "㊙".encode())
+_NOT_EMOJI_LEAD = bytes(b for b in range(256) if b not in (0xC2, 0xE2, 0xE3, 0xF0))
+_E3_PICTOGRAPHS = compile_lazily(b"\xe3(?:\x80[\xb0\xbd]|\x8a[\x97\x99])")  # 〰 〽 ㊗ ㊙
 _PARTS: dict[str, list[str]] = {}  # camel_parts, remembered (names repeat a lot)
 # The parts of one: `XMLHttpRequest` is XML, Http, Request; digits stay with the part
 # before them (`v2`, `utf8`).
@@ -327,9 +328,12 @@ def _may_hold_emoji(data: bytes, leads: bytes) -> bool:
     """Whether UTF-8 `data`, whose CJK and pictograph lead bytes are `leads`, may hold
     a pictograph: a byte that leads one (E3 leads CJK punctuation and kana too, and
     only four pictographs: looked for whole)."""
-    if leads.find(b"\xe2") >= 0 or leads.find(b"\xf0") >= 0 or leads.find(b"\xc2") >= 0:
+    kept = leads.translate(None, _NOT_EMOJI_LEAD)
+    if not kept:
+        return False
+    if kept.count(b"\xe3") != len(kept):  # C2, E2 or F0
         return True
-    return leads.find(b"\xe3") >= 0 and any(data.find(form) >= 0 for form in _E3_PICTOGRAPHS)
+    return _E3_PICTOGRAPHS.search(data) is not None
 
 
 def _emoji_terms(text: str) -> str:
