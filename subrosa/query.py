@@ -201,11 +201,13 @@ def query_units(terms: list[Term]) -> list[Unit]:
         sequences, rest = split_emoji(rest)
         for sequence in sequences:
             units.append(Unit(sequence, (Alt(emoji_tokens(sequence), True),)))
-        if not (term.quoted or term.prefix):
-            # A symbol word is its token; its bare word (`c`) only counts in the second
-            # tier: as an alternative it would find every `-c` flag, and its frequency
-            # would drown the rare symbol's weight (docs/search.md).
-            symbols, rest = split_symbols(rest)
+        # A symbol word is its token; its bare word (`c`) only counts in the second
+        # tier: as an alternative it would find every `-c` flag, and its frequency would
+        # drown the rare symbol's weight (docs/search.md). In a quoted phrase of other
+        # words too it stays a word of the phrase (`"C++ templates"`: c templates).
+        symbols, left = split_symbols(rest)
+        if symbols and (not (term.quoted or term.prefix) or not _WORD.search(left)):
+            rest = left
             for token, word in symbols:
                 units.append(Unit(shown(token) or token, (Alt((token,), True),), bare=word))
         tokens = _WORD.findall(rest.lower())

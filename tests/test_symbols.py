@@ -78,6 +78,9 @@ def test_csharp_and_fsharp(archive: RunCli) -> None:
     assert "**C#**" in found[0]["snippet"]
     assert all(r["match"] == "some" for r in found[1:])
     assert _uuids(_search(archive, "F#"))[0] == "csharp"
+    # Quoted alone, as written: the symbol word still.
+    quoted = _search(archive, '"C#"')
+    assert _uuids(quoted)[0] == "csharp" and quoted[0]["match"] == "all"
 
 
 def test_an_emoji_alone_finds_the_messages_holding_it(archive: RunCli) -> None:
