@@ -20,13 +20,14 @@ from subrosa.terms import (
     MAX_JOINED,
     WORD,
     camel_parts,
-    emoji_sequences,
     emoji_tokens,
     german_forms,
+    has_emoji,
     is_german,
     is_stopword,
     joined_splits,
     shown,
+    split_emoji,
     symbol_words,
     word_forms,
 )
@@ -70,21 +71,13 @@ def parse_query(query: str) -> list[Term]:
             text, prefix, quoted = word.rstrip("*"), word.endswith("*"), False
         else:
             text, prefix, quoted = phrase, bool(phrase_star), True
-        if any(ch.isalnum() for ch in text) or emoji_sequences(text):
+        if any(ch.isalnum() for ch in text) or has_emoji(text):
             terms.append(Term(text, prefix, quoted))
     return terms
 
 
 def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
-
-
-def split_emoji(text: str) -> tuple[list[str], str]:
-    """The emoji sequences of a term's text, and what is left with them taken out."""
-    sequences = emoji_sequences(text)
-    for sequence in sequences:
-        text = text.replace(sequence, " ")
-    return sequences, text
 
 
 def split_symbols(text: str) -> tuple[list[tuple[str, str]], str]:
@@ -199,7 +192,7 @@ def query_units(terms: list[Term]) -> list[Unit]:
         for run in runs:
             units.append(Unit(run, (Alt(tuple(run), True, cjk=True),), cjk=True))
         sequences, rest = split_emoji(rest)
-        for sequence in sequences:
+        for sequence in sequences[:MAX_UNITS]:
             units.append(Unit(sequence, (Alt(emoji_tokens(sequence), True),)))
         # A symbol word is its token; its bare word (`c`) only counts in the second
         # tier: as an alternative it would find every `-c` flag, and its frequency would
@@ -208,7 +201,7 @@ def query_units(terms: list[Term]) -> list[Unit]:
         symbols, left = split_symbols(rest)
         if symbols and (not (term.quoted or term.prefix) or not _WORD.search(left)):
             rest = left
-            for token, word in symbols:
+            for token, word in list(dict.fromkeys(symbols))[:MAX_UNITS]:
                 units.append(Unit(shown(token) or token, (Alt((token,), True),), bare=word))
         tokens = _WORD.findall(rest.lower())
         if not tokens:

@@ -295,10 +295,34 @@ def _ends_symbol(data: bytes, classes: bytes, end: int, name: str) -> bool:
 
 def emoji_sequences(text: str) -> list[str]:
     """The emoji sequences of `text` as written (a pictograph, or several joined by
-    ZWJ, with their selectors and skin tones), in order."""
+    ZWJ, with their selectors and skin tones), each once, in order."""
     if text.isascii():
         return []
-    return [found for found in _EMOJI_SEQUENCE.findall(text) if _PICTOGRAPH.search(found)]
+    found = dict.fromkeys(_EMOJI_SEQUENCE.findall(text))
+    return [sequence for sequence in found if _PICTOGRAPH.search(sequence)]
+
+
+def has_emoji(text: str) -> bool:
+    """Whether `text` holds a pictograph."""
+    return not text.isascii() and _PICTOGRAPH.search(text) is not None
+
+
+def split_emoji(text: str) -> tuple[list[str], str]:
+    """The emoji sequences of `text` (each once, in order), and what is left of it with
+    them taken out; linear in the text, however many it holds."""
+    if text.isascii():
+        return [], text
+    found: dict[str, None] = {}
+
+    def cut(match: re.Match[str]) -> str:
+        sequence = match.group()
+        if _PICTOGRAPH.search(sequence) is None:  # a skin tone or a flag alone
+            return sequence
+        found[sequence] = None
+        return " "
+
+    rest = _EMOJI_SEQUENCE.sub(cut, text)
+    return list(found), rest
 
 
 def emoji_tokens(sequence: str) -> tuple[str, ...]:

@@ -140,7 +140,8 @@ def test_symbol_tokens_and_bounds() -> None:
     assert len(symbol_words(("c++" + " " * 3).encode() * 1000)) == 1000
     # Queries of symbols only are no terms; a query of 100,000 emoji is cut to MAX_UNITS.
     assert query_units(parse_query("+++++ ####")) == []
-    assert len(query_units(parse_query(wall))) <= 32
+    assert len(query_units(parse_query(wall))) == 32
+    assert [u.label for u in query_units(parse_query("\U0001f680" * 100_000))] == ["\U0001f680"]
 
 
 @pytest.mark.engines
