@@ -379,8 +379,9 @@ def index_terms(text: str, found: list[str] | None = None) -> str | None:
     if found is None:
         found = _identifiers(data, classes)
     joined = " ".join(identifier_terms(found)) if found else ""
-    # Most texts hold neither `#` nor `++`, and most are ASCII.
-    if _marks(data):
+    # Most texts hold neither `#` nor `++` (_marks, inlined: this runs for every
+    # message), and most are ASCII.
+    if data.find(b"#") >= 0 or (data.find(b"+") >= 0 and data.find(b"++") >= 0):
         words = dict.fromkeys(token for _, _, token in symbol_words(data, classes))
         joined = " ".join([joined, *list(words)[:MAX_SYMBOLS]]).strip()
     if len(data) == len(text):
