@@ -55,11 +55,10 @@ _BYTE_CLASSES = bytes(_CLASSES)
 # searching with a regular expression's class).
 _CJK_LEAD = frozenset([0xE1, *range(0xE3, 0xEE), 0xEF, 0xF0])
 _NOT_CJK_LEAD = bytes(byte for byte in range(256) if byte not in _CJK_LEAD)
-# ... and of the pictographs (see _EMOJI_BYTES): both kept by one bytes.translate, which
+# ... and of the pictographs (see _E2_PICTOGRAPHS): both kept by one bytes.translate, which
 # deletes every other byte (most non-ASCII texts keep none: German, French, Spanish).
 _NOT_LEADS = bytes(b for b in range(256) if b not in _CJK_LEAD | {0xC2, 0xE2, 0xE3, 0xF0})
 _NOT_EMOJI_LEAD = bytes(b for b in range(256) if b not in (0xC2, 0xE2, 0xE3, 0xF0))
-_E3_PICTOGRAPHS = compile_lazily(b"\xe3(?:\x80[\xb0\xbd]|\x8a[\x97\x99])")  # 〰 〽 ㊗ ㊙
 _PARTS: dict[str, list[str]] = {}  # camel_parts, remembered (names repeat a lot)
 # The parts of one: `XMLHttpRequest` is XML, Http, Request; digits stay with the part
 # before them (`v2`, `utf8`).
@@ -124,17 +123,19 @@ _EMOJI_SEQUENCE = compile_lazily(
     f"(?:\u200d[{_EMOJI_MARKS}]*{_ANY_PICTOGRAPH}[{_EMOJI_MARKS}]*){{0,{MAX_JOINED_EMOJI - 1}}}"
 )
 # The UTF-8 forms of every pictograph, near enough (a superset: U+1F000-1FFFF whole, a
-# few neighbours elsewhere), searched in a text's bytes before the expression above
-# searches its characters: a class of 78 ranges costs Python's `re` a test of each
-# range at every character (0.55 s for the non-ASCII tenth of 100 MB of text, against
-# 0.05 s for this), and most non-ASCII texts hold no emoji but — … ’ → or box drawing.
-# tests/test_symbols.py holds it to the class, code point by code point.
-_EMOJI_BYTES = compile_lazily(
-    b"\xf0\x9f|\xc2[\xa9\xae]|\xe3(?:\x80[\xb0\xbd]|\x8a[\x97\x99])|\xe2(?:[\x98-\x9e]"
-    b"|\x80\xbc|\x81\x89|\x84[\xa2\xb9]|\x86[\x94-\xaa]|\x8c[\x9a\x9b\xa8]|\x8e\x88"
-    b"|\x8f[\x8f\xa9-\xba]|\x93\x82|\x96[\xaa\xab\xb6]|\x97[\x80\xbb-\xbe]|\xa4[\xb4\xb5]"
-    b"|\xac[\x85-\x87\x9b\x9c]|\xad[\x90\x95])"
+# few neighbours elsewhere), looked for in a text's bytes (_may_hold_emoji) before an
+# expression searches its characters: a class of 78 ranges costs Python's `re` a test
+# of each range at every character (0.55 s for the non-ASCII tenth of 100 MB of text),
+# and most non-ASCII texts hold no emoji but — … ’ → or box drawing. Each expression
+# starts with one literal byte, which `re` scans for in a tight loop (an alternation
+# of several first bytes costs it a class test at every byte: 1.5 % of an ingest's
+# instructions). tests/test_symbols.py holds them to the class, code point by code point.
+_E2_PICTOGRAPHS = compile_lazily(
+    b"\xe2(?:[\x98-\x9e]|\x80\xbc|\x81\x89|\x84[\xa2\xb9]|\x86[\x94-\xaa]|\x8c[\x9a\x9b\xa8]"
+    b"|\x8e\x88|\x8f[\x8f\xa9-\xba]|\x93\x82|\x96[\xaa\xab\xb6]|\x97[\x80\xbb-\xbe]"
+    b"|\xa4[\xb4\xb5]|\xac[\x85-\x87\x9b\x9c]|\xad[\x90\x95])"
 )
+_E3_PICTOGRAPHS = compile_lazily(b"\xe3(?:\x80[\xb0\xbd]|\x8a[\x97\x99])")  # 〰 〽 ㊗ ㊙
 # A text's symbol words and emoji sequences get a token each once, at most this many
 # of each (a pasted wall of emoji or of `x++` is no list of things a person looks for).
 MAX_SYMBOLS = 256
@@ -348,16 +349,17 @@ def shown(token: str) -> str | None:
     return None
 
 
-def _may_hold_emoji(data: bytes, leads: bytes) -> bool:
-    """Whether UTF-8 `data`, whose CJK and pictograph lead bytes are `leads`, may hold
-    a pictograph: a byte that leads one (E3 leads CJK punctuation and kana too, and
-    only four pictographs: looked for whole)."""
-    kept = leads.translate(None, _NOT_EMOJI_LEAD)
-    if not kept:
-        return False
-    if kept.count(b"\xe3") != len(kept):  # C2, E2 or F0
+def _may_hold_emoji(data: bytes, kept: bytes) -> bool:
+    """Whether UTF-8 `data`, whose bytes that may lead a pictograph are `kept` (C2, E2,
+    E3, F0), may hold one (see _E2_PICTOGRAPHS): F0 9F (U+1F000-1FFFF), © or ®, or an
+    E2 or E3 form of one (E2 leads — … ’ → too, E3 CJK punctuation and kana)."""
+    if kept.find(b"\xf0") >= 0 and data.find(b"\xf0\x9f") >= 0:
         return True
-    return _E3_PICTOGRAPHS.search(data) is not None
+    if kept.find(b"\xc2") >= 0 and (data.find(b"\xc2\xa9") >= 0 or data.find(b"\xc2\xae") >= 0):
+        return True
+    if kept.find(b"\xe2") >= 0 and _E2_PICTOGRAPHS.search(data) is not None:
+        return True
+    return kept.find(b"\xe3") >= 0 and _E3_PICTOGRAPHS.search(data) is not None
 
 
 def _emoji_terms(text: str) -> str:
@@ -387,9 +389,13 @@ def index_terms(text: str, found: list[str] | None = None) -> str | None:
     if len(data) == len(text):
         return joined or None
     leads = data.translate(None, _NOT_LEADS)  # what can lead a CJK character or an emoji
-    if _may_hold_emoji(data, leads) and _EMOJI_BYTES.search(data) is not None:
+    emoji = leads.translate(None, _NOT_EMOJI_LEAD)  # C2 E2 E3 F0 (E3 and F0 lead CJK too)
+    if emoji and _may_hold_emoji(data, emoji):
         joined = f"{joined} {_emoji_terms(text)}".strip()
-    cjk = cjk_index_text(text) if leads.translate(None, _NOT_CJK_LEAD) else None
+    if len(emoji) < len(leads) or emoji.find(b"\xe3") >= 0 or emoji.find(b"\xf0") >= 0:
+        cjk = cjk_index_text(text)
+    else:
+        cjk = None
     if not joined:
         return cjk
     return f"{cjk}{RUN_BREAK}{joined}" if cjk else joined
