@@ -20,15 +20,27 @@ from subrosa.terms import (
     MAX_JOINED,
     WORD,
     camel_parts,
+    emoji_tokens,
     german_forms,
+    has_emoji,
     is_german,
     is_stopword,
     joined_splits,
+    shown,
+    split_emoji,
+    symbol_words,
     word_forms,
 )
 
 MARK = ("**", "**")  # around a match in a snippet
 MAX_UNITS = 32  # words of a query looked for (see query_units)
+# In the second tier, a symbol word's bare word (`c` of C++) counts this much of a unit:
+# as another form would (VARIANT in subrosa.archive.search).
+BARE = 0.6
+# What may stand between an emoji sequence's pictographs in a text (ZWJ, selectors, skin
+# tones), and after its last, for snippets.
+_BETWEEN_EMOJI = "[\u200d\ufe0e\ufe0f\U0001f3fb-\U0001f3ff]*"
+_AFTER_EMOJI = "[\ufe0e\ufe0f\U0001f3fb-\U0001f3ff]*"
 _TERM = compile_lazily(r'"([^"]*)"(\*?)|([^\s"]+)')
 _CONTROL = compile_lazily(r"[\x00-\x1f\x7f]")
 _WORD = WORD  # words as unicode61 cuts them (subrosa.terms)
@@ -59,13 +71,29 @@ def parse_query(query: str) -> list[Term]:
             text, prefix, quoted = word.rstrip("*"), word.endswith("*"), False
         else:
             text, prefix, quoted = phrase, bool(phrase_star), True
-        if any(ch.isalnum() for ch in text):
+        if any(ch.isalnum() for ch in text) or has_emoji(text):
             terms.append(Term(text, prefix, quoted))
     return terms
 
 
 def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
+
+
+def split_symbols(text: str) -> tuple[list[tuple[str, str]], str]:
+    """The symbol words of a term's text (`C++`: its token and its bare word, `c`),
+    and what is left with them taken out (`C++17`: ` 17`)."""
+    data = text.encode()
+    found = symbol_words(data)
+    if not found:
+        return [], text
+    words, rest, at = [], [], 0
+    for start, end, token in found:
+        words.append((token, data[start:end].decode().lower().rstrip("+#")))
+        rest.append(data[at:start])
+        at = end
+    rest.append(data[at:])
+    return words, b" ".join(rest).decode()
 
 
 def split_cjk(term: Term) -> tuple[list[str], str]:
@@ -114,6 +142,8 @@ class Unit(NamedTuple):
     weight: float = 1.0
     # A quoted phrase or a prefix: matches as typed, never joined with its neighbour.
     as_typed: bool = False
+    # A symbol word's bare word (`c` of C++): a piece of the second tier (pieces()).
+    bare: str = ""
 
     def expr(self, cjk_column: str | None, alts: tuple[Alt, ...] | None = None) -> str:
         """The FTS5 expression matching any of `alts` (default: this unit's own);
@@ -161,6 +191,18 @@ def query_units(terms: list[Term]) -> list[Unit]:
         runs, rest = split_cjk(term)
         for run in runs:
             units.append(Unit(run, (Alt(tuple(run), True, cjk=True),), cjk=True))
+        sequences, rest = split_emoji(rest)
+        for sequence in sequences[:MAX_UNITS]:
+            units.append(Unit(sequence, (Alt(emoji_tokens(sequence), True),)))
+        # A symbol word is its token; its bare word (`c`) only counts in the second
+        # tier: as an alternative it would find every `-c` flag, and its frequency would
+        # drown the rare symbol's weight (docs/search.md). In a quoted phrase of other
+        # words too it stays a word of the phrase (`"C++ templates"`: c templates).
+        symbols, left = split_symbols(rest)
+        if symbols and (not (term.quoted or term.prefix) or not _WORD.search(left)):
+            rest = left
+            for token, word in list(dict.fromkeys(symbols))[:MAX_UNITS]:
+                units.append(Unit(shown(token) or token, (Alt((token,), True),), bare=word))
         tokens = _WORD.findall(rest.lower())
         if not tokens:
             continue
@@ -237,6 +279,8 @@ def pieces(unit: Unit) -> list[Unit]:
         grams = dict.fromkeys([run[i : i + 2] for i in range(len(run) - 1)] + list(run))
         return [Unit(gram, (Alt(tuple(gram), True, cjk=True),), cjk=True) for gram in grams]
     out = [unit]
+    if unit.bare:
+        return [*out, Unit(unit.bare, (Alt((unit.bare,), False),), weight=BARE)]
     words = [w for w in unit.words if len(w) >= 2 and not is_stopword(w) and not w.isdigit()]
     for word in words:
         alts = tuple(Alt((form,), form == word) for form in word_forms(word))
@@ -319,9 +363,36 @@ def snippet_pattern(alts: list[Alt]) -> re.Pattern[str] | None:
         if alt.cjk:
             parts.append(re.escape("".join(alt.tokens)))
             continue
+        written = alt_shown(alt)
+        if written is not None:
+            parts.append(_shown_pattern(written))
+            continue
         body = r"[\W_]*".join(re.escape(token) for token in alt.tokens)
         parts.append(r"(?<![^\W_])" + body + (r"\w*" if alt.prefix else r"(?![^\W_])"))
     return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
+def alt_shown(alt: Alt) -> tuple[str, ...] | None:
+    """What an alternative of symbol-word or pictograph tokens stands for in a text
+    (`c++`; an emoji sequence's pictographs), or None for words."""
+    if alt.cjk or alt.prefix:
+        return None
+    written = tuple(shown(token) for token in alt.tokens)
+    return None if None in written else written  # type: ignore[return-value]
+
+
+def unit_written(unit: Unit) -> tuple[str, ...] | None:
+    """What a symbol word's or an emoji's unit looks for in a lowercased text (`c++`;
+    a sequence's pictographs, each), where no index holds its tokens (the facts' index
+    has no terms column: subrosa.memory.recall tests their text, as for CJK); None for
+    any other unit."""
+    return alt_shown(unit.alts[0]) if len(unit.alts) == 1 and not unit.cjk else None
+
+
+def _shown_pattern(written: tuple[str, ...]) -> str:
+    if written[0][-1] in "+#":  # a symbol word, where no letter or digit comes before
+        return r"(?<![^\W_])" + re.escape(written[0])
+    return _BETWEEN_EMOJI.join(map(re.escape, written)) + _AFTER_EMOJI
 
 
 def text_snippet(text: str, pattern: re.Pattern[str] | None, width: int = 110) -> str:

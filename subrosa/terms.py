@@ -5,8 +5,10 @@ The full-text index holds each message's words as FTS5's unicode61 tokenizer cut
 them (lowercase, diacritics removed, split at anything that is not a letter or a
 digit, so `auth_token`, `pre-commit` and `src/app.py` are indexed as their parts),
 plus one column of terms computed here (index_terms): each CJK character on its own
-(subrosa.cjk), and the parts of camelCase identifiers (`RealTimeProtection` is also
-`real`, `time`, `protection`). Everything else happens to the query (subrosa.query):
+(subrosa.cjk), the parts of camelCase identifiers (`RealTimeProtection` is also
+`real`, `time`, `protection`), and a token for what unicode61 takes for separators:
+a short word with `++` or `#` (`C++` is `zzsymcpp`, `C#` `zzsymcsharp`) and each
+emoji (`🚀` is `zzemoji1f680`). Everything else happens to the query (subrosa.query):
 
 - English forms (word_forms): a query word also matches its inflected and derived
   forms, those that share its Porter stem (subrosa.stem): "costs" finds "cost" and
@@ -29,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from subrosa.cjk import RUN_BREAK, cjk_index_text
+from subrosa.cjk import RUN_BREAK, cjk_index_text, has_cjk
 from subrosa.lazyre import compile_lazily
 from subrosa.stem import stem, stem_german
 
@@ -53,6 +55,10 @@ _BYTE_CLASSES = bytes(_CLASSES)
 # searching with a regular expression's class).
 _CJK_LEAD = frozenset([0xE1, *range(0xE3, 0xEE), 0xEF, 0xF0])
 _NOT_CJK_LEAD = bytes(byte for byte in range(256) if byte not in _CJK_LEAD)
+# ... and of the pictographs (see _E2_PICTOGRAPHS): both kept by one bytes.translate, which
+# deletes every other byte (most non-ASCII texts keep none: German, French, Spanish).
+_NOT_LEADS = bytes(b for b in range(256) if b not in _CJK_LEAD | {0xC2, 0xE2, 0xE3, 0xF0})
+_NOT_EMOJI_LEAD = bytes(b for b in range(256) if b not in (0xC2, 0xE2, 0xE3, 0xF0))
 _PARTS: dict[str, list[str]] = {}  # camel_parts, remembered (names repeat a lot)
 # The parts of one: `XMLHttpRequest` is XML, Http, Request; digits stay with the part
 # before them (`v2`, `utf8`).
@@ -60,8 +66,79 @@ _PART = compile_lazily(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*")
 # Keeps CJK runs (and CJK from identifier parts) apart in the terms column, so that a
 # phrase never matches across them.
 BREAK = RUN_BREAK.strip()
+_APART = f" {BREAK} "
 # An identifier longer than this is no name a person types (a hash, base64).
 MAX_IDENTIFIER = 64
+
+# Symbol words: a run of one to three ASCII letters or digits, not preceded by a letter
+# or digit (CJK excepted: `用C++写`), followed by `++` (C++, g++, c++17: digits may
+# follow, a letter or a third + may not) or `#` (C#, F#: nothing alphanumeric may
+# follow, so `pr#12` and `a#b` are no symbol words). unicode61 indexes `C++` as `c`;
+# the terms column also holds SYMBOL + the word lowercased + `pp` or `sharp`
+# (`zzsymcpp`, `zzsymcsharp`), a token unicode61 keeps whole and no text spells. Found
+# with bytes.find: most texts hold neither mark.
+SYMBOL = "zzsym"
+_MARKS = ((b"++", "pp"), (b"#", "sharp"))
+_SHOWN_MARKS = {"pp": "++", "sharp": "#"}
+# Emoji: each Extended_Pictographic character (Unicode's emoji-data.txt, the property
+# grapheme clusters are cut by; ranges generated from it, ℹ U+2139 left out: it is a
+# letter to unicode61 already) gets EMOJI + its code point in hex (`zzemoji1f680`).
+# What only modifies or joins one is left out: skin tones (U+1F3FB-1F3FF), variation
+# selectors (VS15, VS16), the zero width joiner, keycaps, tags. Regional indicators
+# (flags) are no pictographs and get no token. A ZWJ sequence (👨‍👩‍👧, ❤️‍🔥) is its
+# pictographs in a row, a phrase, so a query of the sequence finds it and one of its
+# pictographs finds it too; a sequence of more than MAX_JOINED_EMOJI is cut into such
+# phrases.
+EMOJI = "zzemoji"
+_BMP_PICTOGRAPHS = (
+    "\u00a9\u00ae\u203c\u2049\u2122\u2194-\u2199\u21a9\u21aa\u231a\u231b\u2328\u2388"
+    "\u23cf\u23e9-\u23f3\u23f8-\u23fa\u24c2\u25aa\u25ab\u25b6\u25c0\u25fb-\u25fe"
+    "\u2600-\u2605\u2607-\u2612\u2614-\u2685\u2690-\u2705\u2708-\u2712\u2714\u2716"
+    "\u271d\u2721\u2728\u2733\u2734\u2744\u2747\u274c\u274e\u2753-\u2755\u2757"
+    "\u2763-\u2767\u2795-\u2797\u27a1\u27b0\u27bf\u2934\u2935\u2b05-\u2b07\u2b1b"
+    "\u2b1c\u2b50\u2b55\u3030\u303d\u3297\u3299"
+)
+_ASTRAL_PICTOGRAPHS = (
+    "\U0001f000-\U0001f0ff\U0001f10d-\U0001f10f\U0001f12f\U0001f16c-\U0001f171\U0001f17e\U0001f17f"
+    "\U0001f18e\U0001f191-\U0001f19a\U0001f1ad-\U0001f1e5\U0001f201-\U0001f20f"
+    "\U0001f21a\U0001f22f\U0001f232-\U0001f23a\U0001f23c-\U0001f23f"
+    "\U0001f249-\U0001f3fa\U0001f400-\U0001f53d\U0001f546-\U0001f64f"
+    "\U0001f680-\U0001f6ff\U0001f774-\U0001f77f\U0001f7d5-\U0001f7ff"
+    "\U0001f80c-\U0001f80f\U0001f848-\U0001f84f\U0001f85a-\U0001f85f"
+    "\U0001f888-\U0001f88f\U0001f8ae-\U0001f8ff\U0001f90c-\U0001f93a"
+    "\U0001f93c-\U0001f945\U0001f947-\U0001faff\U0001fc00-\U0001fffd"
+)
+# What may stand between the pictographs of one sequence, or after one: presentation
+# selectors, skin tones, keycap, tags.
+_EMOJI_MARKS = "\ufe0e\ufe0f\U0001f3fb-\U0001f3ff\u20e3\U000e0020-\U000e007f"
+MAX_JOINED_EMOJI = 8
+_PICTOGRAPH = compile_lazily(f"[{_BMP_PICTOGRAPHS}{_ASTRAL_PICTOGRAPHS}]")
+# Sequences are found with the astral pictographs' ranges taken as one (U+1F000-1FFFD):
+# Python's `re` tests a class's ranges above U+FFFF one by one at every character (its
+# BMP part is one table lookup); the pictographs of each sequence found are then told
+# by _PICTOGRAPH (emoji_sequences).
+_ANY_PICTOGRAPH = f"[{_BMP_PICTOGRAPHS}\U0001f000-\U0001fffd]"
+_EMOJI_SEQUENCE = compile_lazily(
+    f"{_ANY_PICTOGRAPH}[{_EMOJI_MARKS}]*"
+    f"(?:\u200d[{_EMOJI_MARKS}]*{_ANY_PICTOGRAPH}[{_EMOJI_MARKS}]*){{0,{MAX_JOINED_EMOJI - 1}}}"
+)
+# The UTF-8 forms of every pictograph, near enough (a superset: U+1F000-1FFFF whole, a
+# few neighbours elsewhere), looked for in a text's bytes (_may_hold_emoji) before an
+# expression searches its characters: a class of 78 ranges costs Python's `re` a test
+# of each range at every character (0.55 s for the non-ASCII tenth of 100 MB of text),
+# and most non-ASCII texts hold no emoji but — … ’ → or box drawing. Each expression
+# starts with one literal byte, which `re` scans for in a tight loop (an alternation
+# of several first bytes costs it a class test at every byte: 1.5 % of an ingest's
+# instructions). tests/test_symbols.py holds them to the class, code point by code point.
+_E2_PICTOGRAPHS = compile_lazily(
+    b"\xe2(?:[\x98-\x9e]|\x80\xbc|\x81\x89|\x84[\xa2\xb9]|\x86[\x94-\xaa]|\x8c[\x9a\x9b\xa8]"
+    b"|\x8e\x88|\x8f[\x8f\xa9-\xba]|\x93\x82|\x96[\xaa\xab\xb6]|\x97[\x80\xbb-\xbe]"
+    b"|\xa4[\xb4\xb5]|\xac[\x85-\x87\x9b\x9c]|\xad[\x90\x95])"
+)
+_E3_PICTOGRAPHS = compile_lazily(b"\xe3(?:\x80[\xb0\xbd]|\x8a[\x97\x99])")  # 〰 〽 ㊗ ㊙
+# A text's symbol words and emoji sequences get a token each once, at most this many
+# of each (a pasted wall of emoji or of `x++` is no list of things a person looks for).
+MAX_SYMBOLS = 256
 
 _STOPWORDS = """
     a about above after again against all am an and any are as at be because been before
@@ -162,26 +239,166 @@ def identifier_terms(found: Iterable[str]) -> list[str]:
     return list(parts)
 
 
+def symbol_words(data: bytes, classes: bytes | None = None) -> list[tuple[int, int, str]]:
+    """The symbol words (see SYMBOL) in UTF-8 `data`, in order: where each starts and
+    ends (byte offsets, ASCII boundaries) and its token. `classes`: `data` mapped by
+    _BYTE_CLASSES, when the caller has it."""
+    if not _marks(data):
+        return []
+    classes = data.translate(_BYTE_CLASSES) if classes is None else classes
+    found = []
+    for mark, name in _MARKS:
+        at = data.find(mark)
+        while at >= 0:
+            end = at + len(mark)
+            if at and classes[at - 1] != 32 and _ends_symbol(data, classes, end, name):
+                space = classes.rfind(b" ", max(0, at - 4), at)
+                start = space + 1
+                # Four letters or digits before the mark (`libc++`), or a letter of a
+                # script written with spaces (`éc++`): no symbol word. After CJK it is
+                # one (`用C++写`: Chinese and Japanese put no space between).
+                if (space >= 0 or at < 4) and (space < 0 or not _letter_before(data, start)):
+                    word = data[start:at].decode().lower()
+                    found.append((start, end, f"{SYMBOL}{word}{name}"))
+            at = data.find(mark, end)
+    found.sort()
+    return found
+
+
+def _letter_before(data: bytes, at: int) -> bool:
+    """Whether the character before byte `at` of UTF-8 `data` is a letter or digit
+    other than CJK (the caller saw that it is no ASCII letter or digit)."""
+    if data[at - 1] < 0x80:
+        return False
+    start = at - 1
+    while start > max(0, at - 4) and 0x80 <= data[start] < 0xC0:
+        start -= 1
+    char = data[start:at].decode(errors="replace")
+    return char.isalnum() and not has_cjk(char)
+
+
+def _marks(data: bytes) -> bool:
+    """Whether `data` holds `#` or `++`: memchr for a byte first, and bytes.find, not
+    `in` (which tries the operand as an integer first: twice the time on short texts)."""
+    return data.find(b"#") >= 0 or (data.find(b"+") >= 0 and data.find(b"++") >= 0)
+
+
+def _ends_symbol(data: bytes, classes: bytes, end: int, name: str) -> bool:
+    """Whether what follows a mark at `end` lets it end a symbol word: `++` no letter
+    and no third `+` (digits may follow: C++17), `#` no letter or digit."""
+    if end >= len(data):
+        return True
+    after = data[end]
+    if name == "pp":
+        return after != 0x2B and not (classes[end] != 32 and not 0x30 <= after <= 0x39)
+    return classes[end] == 32
+
+
+def emoji_sequences(text: str) -> list[str]:
+    """The emoji sequences of `text` as written (a pictograph, or several joined by
+    ZWJ, with their selectors and skin tones), each once, in order."""
+    if text.isascii():
+        return []
+    found = dict.fromkeys(_EMOJI_SEQUENCE.findall(text))
+    return [sequence for sequence in found if _PICTOGRAPH.search(sequence)]
+
+
+def has_emoji(text: str) -> bool:
+    """Whether `text` holds a pictograph."""
+    return not text.isascii() and _PICTOGRAPH.search(text) is not None
+
+
+def split_emoji(text: str) -> tuple[list[str], str]:
+    """The emoji sequences of `text` (each once, in order), and what is left of it with
+    them taken out; linear in the text, however many it holds."""
+    if text.isascii():
+        return [], text
+    found: dict[str, None] = {}
+
+    def cut(match: re.Match[str]) -> str:
+        sequence = match.group()
+        if _PICTOGRAPH.search(sequence) is None:  # a skin tone or a flag alone
+            return sequence
+        found[sequence] = None
+        return " "
+
+    rest = _EMOJI_SEQUENCE.sub(cut, text)
+    return list(found), rest
+
+
+def emoji_tokens(sequence: str) -> tuple[str, ...]:
+    """The tokens of one emoji sequence: its pictographs' (see EMOJI)."""
+    return tuple(f"{EMOJI}{ord(char):x}" for char in _PICTOGRAPH.findall(sequence))
+
+
+def shown(token: str) -> str | None:
+    """What a symbol word's or a pictograph's token stands for in a text (lowercase:
+    `c++`, `🚀`); None for any other token."""
+    if token.startswith(SYMBOL):
+        for name, mark in _SHOWN_MARKS.items():
+            word = token[len(SYMBOL) : -len(name)]
+            if token.endswith(name) and 1 <= len(word) <= 3 and word.isalnum():
+                return word + mark
+        return None
+    if token.startswith(EMOJI) and len(token) <= len(EMOJI) + 6:
+        try:
+            char = chr(int(token[len(EMOJI) :], 16))
+        except ValueError:
+            return None
+        return char if _PICTOGRAPH.match(char) else None
+    return None
+
+
+def _may_hold_emoji(data: bytes, kept: bytes) -> bool:
+    """Whether UTF-8 `data`, whose bytes that may lead a pictograph are `kept` (C2, E2,
+    E3, F0), may hold one (see _E2_PICTOGRAPHS): F0 9F (U+1F000-1FFFF), © or ®, or an
+    E2 or E3 form of one (E2 leads — … ’ → too, E3 CJK punctuation and kana)."""
+    if kept.find(b"\xf0") >= 0 and data.find(b"\xf0\x9f") >= 0:
+        return True
+    if kept.find(b"\xc2") >= 0 and (data.find(b"\xc2\xa9") >= 0 or data.find(b"\xc2\xae") >= 0):
+        return True
+    if kept.find(b"\xe2") >= 0 and _E2_PICTOGRAPHS.search(data) is not None:
+        return True
+    return kept.find(b"\xe3") >= 0 and _E3_PICTOGRAPHS.search(data) is not None
+
+
+def _emoji_terms(text: str) -> str:
+    """The tokens of a text's emoji sequences, each once (MAX_SYMBOLS at most), the
+    sequences apart, so that a phrase of pictographs (a ZWJ sequence) is found only
+    where they are joined."""
+    sequences = list(dict.fromkeys(map(emoji_tokens, emoji_sequences(text))))
+    return _APART.join(map(" ".join, sequences[:MAX_SYMBOLS]))
+
+
 def index_terms(text: str, found: list[str] | None = None) -> str | None:
     """The terms column of a message: its CJK characters one per token (subrosa.cjk),
-    then the parts of its camelCase identifiers, each once; None when there are none
+    then the parts of its camelCase identifiers, each once, then the tokens of its
+    symbol words and emoji (see SYMBOL, EMOJI), each once; None when there are none
     (most messages). `found`: the identifiers (what identifiers() returns), when the
-    caller found them already (ingest finds them faster)."""
+    caller found them already."""
+    data = text.encode()
+    classes = data.translate(_BYTE_CLASSES)
     if found is None:
-        data = text.encode()
-        found = _identifiers(data, data.translate(_BYTE_CLASSES))
-        ascii_only = len(data) == len(text)
-        cjk = (
-            None if ascii_only or not data.translate(None, _NOT_CJK_LEAD) else cjk_index_text(text)
-        )
+        found = _identifiers(data, classes)
+    joined = " ".join(identifier_terms(found)) if found else ""
+    # Most texts hold neither `#` nor `++` (_marks, inlined: this runs for every
+    # message), and most are ASCII.
+    if data.find(b"#") >= 0 or (data.find(b"+") >= 0 and data.find(b"++") >= 0):
+        words = dict.fromkeys(token for _, _, token in symbol_words(data, classes))
+        joined = " ".join([joined, *list(words)[:MAX_SYMBOLS]]).strip()
+    if len(data) == len(text):
+        return joined or None
+    leads = data.translate(None, _NOT_LEADS)  # what can lead a CJK character or an emoji
+    emoji = leads.translate(None, _NOT_EMOJI_LEAD)  # C2 E2 E3 F0 (E3 and F0 lead CJK too)
+    if emoji and _may_hold_emoji(data, emoji):
+        joined = f"{joined} {_emoji_terms(text)}".strip()
+    if len(emoji) < len(leads) or emoji.find(b"\xe3") >= 0 or emoji.find(b"\xf0") >= 0:
+        cjk = cjk_index_text(text)
     else:
-        cjk = None if text.isascii() else cjk_index_text(text)
-    if not found:
+        cjk = None
+    if not joined:
         return cjk
-    parts = " ".join(identifier_terms(found))
-    if not parts:
-        return cjk
-    return f"{cjk}{RUN_BREAK}{parts}" if cjk else parts
+    return f"{cjk}{RUN_BREAK}{joined}" if cjk else joined
 
 
 # ---------------------------------------------------------------- the query side

@@ -27,12 +27,14 @@ from subrosa.query import (
     Filters,
     Runs,
     Unit,
+    alt_shown,
     one_line,
     pieces,
     significant,
     snippet_pattern,
     text_snippet,
 )
+from subrosa.terms import EMOJI, SYMBOL
 
 Spans = tuple[tuple[int, int], ...]
 # A project (Filters.runs) holding less than this share of the messages is searched
@@ -462,6 +464,17 @@ def _texts(conn: sqlite3.Connection, rowids: list[int]) -> list[Row]:
 # ---------------------------------------------------------------- ranking
 
 
+def terms_length(terms: str | None) -> int:
+    """How much a message's terms column adds to its length for bm25: its CJK
+    characters and camelCase parts, not the tokens of its symbol words and emoji, which
+    stand for a character or two the text's length counts already (they are last in the
+    column: subrosa.terms.index_terms)."""
+    if not terms:
+        return 0
+    cut = [at for at in (terms.find(SYMBOL), terms.find(EMOJI)) if at >= 0]
+    return min(cut) if cut else len(terms)
+
+
 def is_tool_io(role: str, text: str) -> bool:
     """Whether a message is a tool call (an assistant message that starts with one) or
     a tool's output (subrosa.archive.transcripts writes them `[Name] …`, `[tool result]
@@ -491,16 +504,20 @@ def _frequencies(stats: Stats, lowered: list[str], texts: list[str]) -> list[flo
     a Python tokenizer over a thousand messages would cost more than the whole query):
     the form typed counts 1, other forms VARIANT (a form that contains the one typed,
     "costs" for "cost", is counted inside it too, and taken back out)."""
-    if len(stats.alts) == 1 and len(stats.alts[0].tokens) == 1 and not stats.alts[0].cjk:
-        word = stats.alts[0].tokens[0]
+    only = stats.alts[0] if len(stats.alts) == 1 else None
+    if only and len(only.tokens) == 1 and not only.cjk and alt_shown(only) is None:
+        word = only.tokens[0]
         weight = 1.0 if stats.alts[0].exact else VARIANT
         return [weight * low.count(word) for low in lowered]
     typed = next((alt.tokens[0] for alt in stats.alts if alt.exact and not alt.cjk), None)
     total = [0.0] * len(lowered)
     for alt in stats.alts:
+        written = alt_shown(alt)
         if alt.cjk:
             run = "".join(alt.tokens)
             counts = [text.count(run) for text in texts]
+        elif written is not None:  # a symbol word or emoji: as the text writes it
+            counts = [min(low.count(w) for w in written) for low in lowered]
         elif len(alt.tokens) == 1:
             word = alt.tokens[0]
             counts = [low.count(word) for low in lowered]
@@ -534,7 +551,7 @@ def _rank(
     lowered = [text.lower() for text in texts]
     # Lengths in characters (a CJK character counts about as much as a word: its terms
     # count it again, twice): bm25 only compares them, and counting words costs more.
-    lengths = [len(row[1]) + len(row[2] or "") for row in candidates]
+    lengths = [len(row[1]) + terms_length(row[2]) for row in candidates]
     if average is None:
         average = sum(lengths) / len(lengths) or 1.0
     norms = [BM25_K1 * (1 - BM25_B + BM25_B * length / average) for length in lengths]
@@ -817,7 +834,13 @@ def _places(stats: Stats, lowered: str, text: str) -> list[int]:
     substring counts of _frequencies see them."""
     found: list[int] = []
     for alt in stats.alts:
-        needle, hay = ("".join(alt.tokens), text) if alt.cjk else (" ".join(alt.tokens), lowered)
+        written = alt_shown(alt)
+        if written is not None:  # a symbol word or emoji: where its first part is written
+            needle, hay = written[0], lowered
+        elif alt.cjk:
+            needle, hay = "".join(alt.tokens), text
+        else:
+            needle, hay = " ".join(alt.tokens), lowered
         at = hay.find(needle)
         while at >= 0 and len(found) < _PLACES:
             found.append(at)
@@ -905,7 +928,7 @@ def _with_replies(
     rows.update({r: texts[r] for said in replies.values() for r in said if r in texts})
     if not rows:
         return first
-    lengths = [len(row[1]) + len(row[2] or "") for row in texts.values()]
+    lengths = [len(row[1]) + terms_length(row[2]) for row in texts.values()]
     average = sum(lengths) / len(lengths) or 1.0
     own = {
         h.rowid: h.score

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from subrosa.query import Alt, Unit
+from subrosa.query import Alt, Unit, unit_written
 
 
 def _field(name: str, weight: str) -> str:
@@ -59,7 +59,10 @@ def candidates(
     """The facts holding any of the units, the `limit` best by ts_rank first, and those
     holding a CJK run (as recall._candidates asks of FTS5)."""
     found: list[Any] = []
-    queries = [q for q in (unit_query(u) for u in units if not u.cjk) if q]
+    written = [w[0] for w in map(unit_written, units) if w is not None]
+    queries = [
+        q for q in (unit_query(u) for u in units if not u.cjk and unit_written(u) is None) if q
+    ]
     if queries:
         query = " | ".join(queries)
         found += conn.execute(
@@ -68,13 +71,14 @@ def candidates(
             [query, *params, query, limit],
         ).fetchall()
     runs = [unit.label for unit in units if unit.cjk]
-    if runs:
+    if runs or written:
         whole = "(x.title || ' ' || x.description || ' ' || x.hook || ' ' || x.body)"
-        test = " OR ".join(f"strpos({whole}, ?) > 0" for _ in runs)
+        tests = [f"strpos({whole}, ?) > 0" for _ in runs]
+        tests += [f"strpos(lower({whole}), ?) > 0" for _ in written]
         found += conn.execute(
-            f"SELECT {columns} FROM facts x WHERE ({test}){where}"
+            f"SELECT {columns} FROM facts x WHERE ({' OR '.join(tests)}){where}"
             " ORDER BY x.updated_at DESC LIMIT ?",
-            [*runs, *params, limit],
+            [*runs, *written, *params, limit],
         ).fetchall()
     return found
 

@@ -41,6 +41,7 @@ from subrosa.query import (
     significant,
     snippet_pattern,
     text_snippet,
+    unit_written,
 )
 
 # The lock file of subrosa.memory.project.Project.lock, in the memory dir's state dir.
@@ -66,11 +67,27 @@ def _fact_filters(filters: Filters) -> tuple[str, list[Any]]:
     return where, params
 
 
-def _cjk_test(runs: list[str]) -> tuple[str, list[str]]:
-    """SQL true when a fact holds any of the CJK runs: unicode61 keeps a run of CJK as
-    one token, and facts are few, so a substring test is exact and cheap."""
+def _cjk_test(runs: list[str], written: list[str]) -> tuple[str, list[str]]:
+    """SQL true when a fact holds any of the CJK runs, or any of the symbol words or
+    pictographs `written` (lowercase): unicode61 keeps a run of CJK as one token and
+    drops the rest, and facts are few, so a substring test is exact and cheap."""
     whole = "(x.title || ' ' || x.description || ' ' || x.hook || ' ' || x.body)"
-    return " OR ".join(f"instr({whole}, ?)" for _ in runs), runs
+    tests = [f"instr({whole}, ?)" for _ in runs] + [f"instr(lower({whole}), ?)" for _ in written]
+    return " OR ".join(tests), runs + written
+
+
+def _by_text(unit: Unit) -> bool:
+    """Whether a unit is tested on the facts' text, not their index: a CJK run, a
+    symbol word, an emoji (see unit_written)."""
+    return unit.cjk or unit_written(unit) is not None
+
+
+def _text_tests(units: list[Unit]) -> tuple[list[str], list[str]]:
+    """The CJK runs and the written forms (first pictograph of a sequence) of the
+    units tested on the facts' text."""
+    runs = [unit.label for unit in units if unit.cjk]
+    written = [w[0] for w in map(unit_written, units) if w is not None]
+    return runs, written
 
 
 def _candidates(
@@ -87,7 +104,7 @@ def _candidates(
         for row in pgfacts.candidates(conn, units, columns, where, params, CANDIDATES):
             found[row[0]] = tuple(row)
         return found
-    exprs = [unit.expr(None, unit.alts + unit.splits) for unit in units if not unit.cjk]
+    exprs = [unit.expr(None, unit.alts + unit.splits) for unit in units if not _by_text(unit)]
     match = " OR ".join(e for e in exprs if e)
     if match:
         for row in conn.execute(
@@ -97,9 +114,9 @@ def _candidates(
             [match, *params, CANDIDATES],
         ):
             found[row[0]] = row
-    runs = [unit.label for unit in units if unit.cjk]
-    if runs:
-        test, args = _cjk_test(runs)
+    runs, written = _text_tests(units)
+    if runs or written:
+        test, args = _cjk_test(runs, written)
         for row in conn.execute(
             f"SELECT {columns} FROM facts x WHERE ({test}){where}"
             " ORDER BY x.updated_at DESC LIMIT ?",
@@ -111,8 +128,8 @@ def _candidates(
 
 def _holders(conn: sqlite3.Connection, unit: Unit, ids: list[int]) -> set[int] | None:
     """Which of the facts `ids` hold `unit` by the full-text index; None for a CJK
-    unit (tested on the text instead)."""
-    if unit.cjk:
+    unit, a symbol word or an emoji (tested on the text instead)."""
+    if _by_text(unit):
         return None
     if not isinstance(conn, sqlite3.Connection):  # a PostgreSQL server
         from subrosa.memory import pgfacts
@@ -133,6 +150,9 @@ def _tf(unit: Unit, lowered: str, text: str) -> float:
     """A unit's frequency in one field (substring counts, as for messages)."""
     if unit.cjk:
         return float(text.count(unit.label))
+    written = unit_written(unit)
+    if written is not None:
+        return float(min(lowered.count(w) for w in written))
     total = 0.0
     for alt in unit.alts + unit.splits:
         count = lowered.count(" ".join(alt.tokens))
@@ -212,7 +232,7 @@ def _score(
             df = (
                 len(held)
                 if held is not None
-                else sum(1 for i in ids if any(unit.label in f for f in rows[i][5:]))
+                else sum(1 for i in ids if _holds(None, unit, i, rows[i][5:]))
             )
             archive_idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
         weights[unit] = archive_idf * unit.weight
@@ -238,10 +258,14 @@ def _score(
 
 
 def _holds(held: set[int] | None, unit: Unit, fact_id: int, fields: tuple[str, ...]) -> bool:
-    """Whether a fact holds a unit: by the full-text index, or for CJK by its text."""
+    """Whether a fact holds a unit: by the full-text index, or by its text (CJK, a
+    symbol word, an emoji)."""
     if held is not None:
         return fact_id in held
-    return any(unit.label in field for field in fields)
+    written = unit_written(unit)
+    if written is None:
+        return any(unit.label in field for field in fields)
+    return any(all(w in field.lower() for w in written) for field in fields)
 
 
 # ---------------------------------------------------------------- hits
