@@ -16,7 +16,14 @@ import time
 from pathlib import Path
 
 from subrosa.errors import InvalidInput
-from subrosa.fsutil import JSON_CAP, atomic_write_text, loads_json, make_private_dir, read_capped
+from subrosa.fsutil import (
+    JSON_CAP,
+    atomic_write_text,
+    loads_json,
+    make_private_dir,
+    read_capped,
+    sweep_temp_files,
+)
 from subrosa.paths import data_dir
 
 # typing stays off the SessionEnd hook's import path (mypy reads this like typing's).
@@ -77,11 +84,10 @@ def list_pending(env: dict[str, str] | None = None) -> list[tuple[Path, dict[str
         names = sorted(os.listdir(directory))
     except OSError:
         return []
+    if any(name.startswith(".") and name.endswith(".tmp") for name in names):
+        sweep_temp_files(directory)  # a SessionEnd hook killed while writing its entry
     entries: list[tuple[Path, dict[str, Any]]] = []
     for name in names:
-        if name.startswith(".") and name.endswith(".tmp"):
-            _sweep(directory / name)  # a SessionEnd hook killed while writing its entry
-            continue
         if not name.endswith(".json") or name.startswith("."):
             continue
         path = directory / name
@@ -95,14 +101,6 @@ def list_pending(env: dict[str, str] | None = None) -> list[tuple[Path, dict[str
         else:
             remove(path)
     return entries
-
-
-def _sweep(path: Path) -> None:
-    """Remove a temp file a killed writer left, once older than any running writer's
-    could be (ten minutes: a SessionEnd hook has 1.5 s)."""
-    with contextlib.suppress(OSError):
-        if time.time() - path.stat().st_mtime > 600:
-            path.unlink()
 
 
 def remove(path: Path) -> None:
