@@ -13,7 +13,6 @@ file is opened O_NOFOLLOW (`file_lock`).
 from __future__ import annotations
 
 import _thread  # threading's own lock, without threading's import (the hooks load this)
-import contextlib
 import os
 import stat
 import time
@@ -22,11 +21,10 @@ from subrosa.errors import InvalidInput, LockTimeout
 from subrosa.paths import is_dir, is_file, join, parent, spelled
 
 # Not typing.TYPE_CHECKING: the hooks load this module, and typing costs them more than
-# the hook's own work (mypy treats this name like typing's). Nor pathlib: paths are
-# str or os.PathLike here (subrosa.paths says why).
+# the hook's own work (mypy treats this name like typing's). Nor pathlib (paths are str
+# or os.PathLike here: subrosa.paths says why), nor contextlib.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import TypeVar
 
     from subrosa.paths import StrPath
@@ -160,8 +158,10 @@ def make_private_dir(directory: P) -> P:
     if is_dir(directory):
         return directory
     make_dirs(parent(directory))
-    with contextlib.suppress(FileExistsError):
+    try:
         os.mkdir(directory, 0o700)
+    except FileExistsError:  # made meanwhile by another process: left as it is
+        return directory
     return directory
 
 
@@ -227,8 +227,7 @@ def atomic_write_bytes(
             os.chmod(tmp, existing)  # exactly the replaced file's mode, whatever the umask
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        remove_file(tmp)
         raise
     if durable:
         fsync_dir(parent(path))
@@ -306,6 +305,17 @@ def backup_beside(path: StrPath, suffix: str, limit: int = 1000, *, write: bool 
     raise InvalidInput(f"{path}: too many backups beside it already.")
 
 
+def remove_file(path: StrPath, ignore: type[OSError] = OSError) -> bool:
+    """Delete the file at `path`; False when that failed with an error of kind `ignore`
+    (any OSError by default; FileNotFoundError: only a file already gone). Stands for
+    `contextlib.suppress`, whose import the hooks would pay."""
+    try:
+        os.unlink(path)
+    except ignore:
+        return False
+    return True
+
+
 def fsync_dir(directory: StrPath) -> None:
     """Make a rename in `directory` durable (a no-op where directories cannot be opened)."""
     try:
@@ -367,8 +377,7 @@ _held_guard = _thread.RLock()
 _POLL_FIRST_S, _POLL_MAX_S = 0.001, 0.05
 
 
-@contextlib.contextmanager
-def file_lock(path: StrPath, timeout: float, busy: str) -> Iterator[None]:
+def file_lock(path: StrPath, timeout: float, busy: str) -> _Lock:
     """Hold an exclusive lock on the file at `path` (created when missing) across
     processes; raise LockTimeout(`busy`) when another process held it for `timeout`
     seconds, OSError when it cannot be taken at all. Re-entrant within the process.
@@ -383,23 +392,36 @@ def file_lock(path: StrPath, timeout: float, busy: str) -> Iterator[None]:
     its own (CVE-2025-68146: a lock path planted as a link had its target truncated):
     a link there fails with ELOOP (an OSError naming the file), its target untouched.
     """
-    key = os.path.abspath(path)
-    with _held_guard:
-        held = _held.get(key)
-        if held is not None:
-            held.depth += 1
-    if held is None:
-        held = _Held(_acquire(key, timeout, busy))
+    return _Lock(path, timeout, busy)
+
+
+class _Lock:
+    """file_lock's context manager: taken on entering, let go on leaving (a class, not
+    contextlib.contextmanager: the hooks load this module, and contextlib's import cost
+    them more than they use of it)."""
+
+    def __init__(self, path: StrPath, timeout: float, busy: str) -> None:
+        self.path, self.timeout, self.busy = path, timeout, busy
+
+    def __enter__(self) -> None:
+        self.key = key = os.path.abspath(self.path)
         with _held_guard:
-            _held[key] = held
-    try:
-        yield
-    finally:
+            held = _held.get(key)
+            if held is not None:
+                held.depth += 1
+        if held is None:
+            held = _Held(_acquire(key, self.timeout, self.busy))
+            with _held_guard:
+                _held[key] = held
+        self.held = held
+
+    def __exit__(self, *exc: object) -> None:
+        held = self.held
         with _held_guard:
             held.depth -= 1
             last = held.depth == 0
             if last:
-                del _held[key]
+                del _held[self.key]
         if last:
             _release(held.handle)
 

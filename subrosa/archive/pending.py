@@ -9,7 +9,6 @@ file per transcript path, so a session that ends twice leaves one entry.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -21,12 +20,13 @@ from subrosa.fsutil import (
     loads_json,
     make_private_dir,
     read_capped,
+    remove_file,
     sweep_temp_files,
 )
 from subrosa.paths import data_dir, join, parent
 
-# typing and pathlib stay off the SessionEnd hook's import path (mypy reads this like
-# typing's): a path here is a str (subrosa.paths says why).
+# typing, pathlib and contextlib stay off the SessionEnd hook's import path (mypy reads
+# this like typing's): a path here is a str (subrosa.paths says why).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -105,5 +105,4 @@ def list_pending(env: dict[str, str] | None = None) -> list[tuple[str, dict[str,
 
 def remove(path: str) -> None:
     """Forget a pending entry (after its transcript was ingested)."""
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    remove_file(path)

@@ -23,7 +23,6 @@ byte count alone would queue every session that ran the extraction.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -37,6 +36,7 @@ from subrosa.fsutil import (
     make_dirs,
     read_capped,
     refuse_link,
+    remove_file,
 )
 from subrosa.lazyre import compile_lazily
 from subrosa.paths import (
@@ -48,8 +48,10 @@ from subrosa.paths import (
     project_transcript_dir,
 )
 
-# typing, dataclasses, hashlib and pathlib are kept off the import path: each costs the
-# Stop hook more than its own work (mypy treats this name like typing.TYPE_CHECKING).
+# typing, dataclasses, hashlib, pathlib and contextlib are kept off the import path: each
+# costs the Stop hook more than its own work (mypy treats this name like
+# typing.TYPE_CHECKING); fsutil.remove_file and `try … except` stand for
+# contextlib.suppress.
 # Paths are str or os.PathLike (subrosa.paths).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -122,8 +124,7 @@ def _write_json(path: str, data: dict[str, Any], *, durable: bool = True) -> Non
 def _remove(path: str) -> None:
     """Delete one of our records, never one in a folder a link points to."""
     refuse_link(parent(path))
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+    remove_file(path, FileNotFoundError)
 
 
 def transcript_size(transcript_path: str | None) -> int | None:
@@ -167,16 +168,14 @@ def claim_event(
                 continue
             if age < DUPLICATE_WINDOW_SECONDS:
                 return False
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            remove_file(path, FileNotFoundError)
             continue
         break
     else:
         return False
     for other in os.listdir(directory):
         if other.startswith(prefix) and other != name:
-            with contextlib.suppress(OSError):
-                os.unlink(join(directory, other))
+            remove_file(join(directory, other))
     return True
 
 
@@ -540,9 +539,7 @@ def clear_queue(memory_dir: StrPath) -> int:
     """Remove every queued session present now; return how many went."""
     removed = 0
     for entry in queued(memory_dir):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(entry["_file"])
-            removed += 1
+        removed += remove_file(entry["_file"], FileNotFoundError)
     return removed
 
 
@@ -569,10 +566,12 @@ def clean_stale(memory_dir: StrPath, now: float | None = None) -> int:
             if not name.endswith(kept) or name == LIVE:
                 continue
             path = join(directory, name)
-            with contextlib.suppress(OSError):
+            try:
                 if is_file(path) and now - os.stat(path).st_mtime > STALE_AFTER_SECONDS:
                     os.unlink(path)
                     removed += 1
+            except OSError:
+                pass
     return removed
 
 
@@ -585,11 +584,13 @@ def _clean_claims(directory: str, now: float) -> int:
         return 0
     for session in sessions:
         folder = join(directory, session)
-        with contextlib.suppress(OSError):
+        try:
             if now - os.stat(folder).st_mtime <= ONCE_STALE_AFTER_SECONDS:
                 continue
             for name in os.listdir(folder):
                 os.unlink(join(folder, name))
                 removed += 1
             os.rmdir(folder)
+        except OSError:
+            pass
     return removed
