@@ -45,6 +45,16 @@ def spelled(path: StrPath) -> str:
         from pathlib import Path
 
         return str(Path(text))
+    if (  # already so spelled (most are: every join below starts from one)
+        text
+        and text[-1] != "/"
+        and "//" not in text
+        and "/./" not in text
+        and text[:2] != "./"
+        and text[-2:] != "/."
+        and text != "."
+    ):
+        return text
     root = "/" if text[:1] == "/" else ""
     if text[:2] == "//" and text[2:3] != "/":
         root = "//"

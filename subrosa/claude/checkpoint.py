@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 
 from subrosa.errors import InvalidInput
@@ -567,7 +568,8 @@ def clean_stale(memory_dir: StrPath, now: float | None = None) -> int:
                 continue
             path = join(directory, name)
             try:
-                if is_file(path) and now - os.stat(path).st_mtime > STALE_AFTER_SECONDS:
+                info = os.stat(path)  # one stat a file: SessionEnd runs this over them all
+                if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_AFTER_SECONDS:
                     os.unlink(path)
                     removed += 1
             except OSError:
