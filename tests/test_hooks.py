@@ -352,6 +352,9 @@ def test_no_hook_branch_loads_pathlib_urllib_ipaddress_or_contextlib(
     by_file = {**base, "SUBROSA_CONFIG": str(config)}
     ingest = {**base, "SUBROSA_BACKGROUND_INGEST": "1"}
     missing = {**base, "SUBROSA_MEMORY_DIR": str(tmp_path / "nowhere" / "memory")}
+    (tmp_path / "blocked" / ".extract").mkdir(parents=True)
+    (tmp_path / "blocked" / ".extract" / "queue").write_text("in the way")
+    blocked = {**base, "SUBROSA_MEMORY_DIR": str(tmp_path / "blocked")}
 
     def payload(session: str, **extra: Any) -> bytes:
         path = transcript(tmp_path, session, json.dumps(prompt("hello")) + "\n")
@@ -368,6 +371,7 @@ def test_no_hook_branch_loads_pathlib_urllib_ipaddress_or_contextlib(
         ("stop", b"not json", base, "bad stdin"),
         ("session-end", payload("s4"), missing, "no memory dir"),
         ("session-start", payload("s5"), missing, "no memory dir"),
+        ("session-end", payload("s6"), blocked, "a step failed"),
         ("pre-tool-use", b"{}", base, "unknown hook"),
     ]
     for name, stdin, env, what in runs:
@@ -379,6 +383,8 @@ def test_no_hook_branch_loads_pathlib_urllib_ipaddress_or_contextlib(
         assert not loaded & banned, (name, what, loaded & banned)
         if what == "queued, ingest started":
             assert spawned and spawned[0][-2:] == ["ingest", "--pending"], spawned
+        if what == "a step failed":
+            assert b"queueing the session failed" in result.stderr, result.stderr
         if what.startswith("nudge"):
             assert b'"decision": "block"' in result.stdout, (what, result.stderr)
         if what == "index, queue, plugin":
