@@ -1,6 +1,7 @@
 """User settings: an optional TOML file, overridden by environment variables.
 
-Standard library only (tomllib): the Stop hook reads `nudge_every` from here.
+Standard library only (tomllib), and no pathlib (subrosa.paths says why): the Stop
+hook reads `nudge_every` from here.
 The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
 `~/.config/subrosa/config.toml`. Every key is optional:
 
@@ -25,12 +26,20 @@ The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import NamedTuple
 
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import JSON_CAP, read_capped
-from subrosa.paths import config_file, data_dir, sqlite_url
+from subrosa.paths import (
+    absolute,
+    config_file,
+    data_dir,
+    expand_user,
+    is_file,
+    join,
+    parent,
+    sqlite_url,
+)
 
 FACT_TYPES = ("user", "feedback", "project", "reference")
 # Claude Code loads the first 200 lines of MEMORY.md, and the witness (document 003)
@@ -52,7 +61,7 @@ class Settings(NamedTuple):
     type_weights: dict[str, int] = DEFAULT_TYPE_WEIGHTS
 
 
-def config_path(env: dict[str, str] | None = None) -> Path:
+def config_path(env: dict[str, str] | None = None) -> str:
     """Where the settings file is looked for (see subrosa.paths.config_file)."""
     return config_file(env)
 
@@ -70,7 +79,7 @@ def _positive_int(raw: object, key: str, where: object) -> int:
 def read_file(env: dict[str, str] | None = None) -> dict[str, object]:
     """The settings file's table, or an empty one when there is no file."""
     path = config_path(env)
-    if not path.is_file():
+    if not is_file(path):
         return {}
     import tomllib  # here: most runs have no settings file (~5 ms)
 
@@ -149,11 +158,11 @@ def resolve_db_url(explicit: str | None = None, env: dict[str, str] | None = Non
     """
     env = dict(os.environ) if env is None else env
     value = explicit or env.get("SUBROSA_DB")
-    base = Path.cwd()
+    base = os.getcwd()
     if not value:
         value = text_setting("db", env)
-        base = config_file(env).parent
+        base = parent(config_file(env))
     if value and "://" in value:
         return value
-    path = base / Path(value).expanduser() if value else data_dir(env) / "subrosa.db"
-    return sqlite_url(path.absolute())
+    path = join(base, expand_user(value)) if value else join(data_dir(env), "subrosa.db")
+    return sqlite_url(absolute(path))

@@ -6,9 +6,12 @@ Exit codes follow PRODUCT.md: 1 means the check or operation found a problem,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from subrosa.lazyre import compile_lazily
+
+# The hooks load this module: collections.abc only for the type checker.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 # `scheme://user:password@host` anywhere in a text. SQLAlchemy writes a password's `@`
 # and `/` as %40 and %2F but leaves spaces, so the password runs to the next `@` on its

@@ -13,19 +13,23 @@ file is opened O_NOFOLLOW (`file_lock`).
 from __future__ import annotations
 
 import _thread  # threading's own lock, without threading's import (the hooks load this)
-import contextlib
 import os
 import stat
 import time
-from pathlib import Path
 
 from subrosa.errors import InvalidInput, LockTimeout
+from subrosa.paths import is_dir, is_file, join, parent, spelled
 
 # Not typing.TYPE_CHECKING: the hooks load this module, and typing costs them more than
-# the hook's own work (mypy treats this name like typing's).
+# the hook's own work (mypy treats this name like typing's). Nor pathlib (paths are str
+# or os.PathLike here: subrosa.paths says why), nor contextlib.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from typing import TypeVar
+
+    from subrosa.paths import StrPath
+
+    P = TypeVar("P", bound=StrPath)
 
 # A file subrosa reads to decide what to write is its own and small (MEMORY.md is
 # ~23 KB, the sidecar a line per fact); anything bigger is refused rather than read.
@@ -36,7 +40,7 @@ JSON_CAP = 4 * 1024 * 1024
 _REPARSE_POINT = 0x400
 
 
-def _create_temp(path: Path, perms: int) -> tuple[int, str]:
+def _create_temp(path: StrPath, perms: int) -> tuple[int, str]:
     """A new, unique temp file beside `path` (O_EXCL), open for writing, created with
     `perms` (which the umask narrows, as for any new file).
 
@@ -44,16 +48,17 @@ def _create_temp(path: Path, perms: int) -> tuple[int, str]:
     shutil, random, bz2 and lzma, a cost the hooks pay on every turn.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    directory, name = parent(path), os.path.basename(spelled(path))
     for _ in range(100):
-        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
+        tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
         try:
             return os.open(tmp, flags, perms), tmp
         except FileExistsError:
             continue
-    raise FileExistsError(f"{path.parent}: no free temp file name for {path.name}")
+    raise FileExistsError(f"{directory}: no free temp file name for {name}")
 
 
-def _regular_mode(path: Path) -> int | None:
+def _regular_mode(path: StrPath) -> int | None:
     """The permission bits of the regular file at `path` (not following a link), or None."""
     try:
         info = os.lstat(path)
@@ -62,7 +67,7 @@ def _regular_mode(path: Path) -> int | None:
     return stat.S_IMODE(info.st_mode) & 0o777 if stat.S_ISREG(info.st_mode) else None
 
 
-def is_link(path: Path) -> bool:
+def is_link(path: StrPath) -> bool:
     """True when `path` is a symbolic link (or, on Windows, a junction)."""
     try:
         info = os.lstat(path)
@@ -73,7 +78,7 @@ def is_link(path: Path) -> bool:
     )
 
 
-def refuse_link(path: Path) -> Path:
+def refuse_link(path: P) -> P:
     """`path`, unless it is a symbolic link: then InvalidInput, in one sentence.
 
     subrosa never reads or writes its own files through a link, which a repository
@@ -88,7 +93,7 @@ def refuse_link(path: Path) -> Path:
 
 
 def read_capped(
-    path: Path, cap: int = READ_CAP, *, follow_links: bool = False, head: bool = False
+    path: StrPath, cap: int = READ_CAP, *, follow_links: bool = False, head: bool = False
 ) -> bytes | None:
     """The bytes of the regular file at `path`, or None when there is no such file.
 
@@ -147,19 +152,41 @@ def loads_json(text: str | bytes) -> object:
         raise ValueError("nested too deeply") from None
 
 
-def make_private_dir(directory: Path) -> Path:
+def make_private_dir(directory: P) -> P:
     """Create `directory` readable by its owner only (0700), its parents as usual;
     one that exists is left as it is (doctor reports a wide one)."""
-    if directory.is_dir():
+    if is_dir(directory):
         return directory
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        directory.mkdir(mode=0o700)
+    make_dirs(parent(directory))
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:  # made meanwhile by another process: left as it is
+        return directory
     return directory
 
 
+def make_dirs(directory: StrPath) -> None:
+    """`Path(directory).mkdir(parents=True, exist_ok=True)`: the folder and any missing
+    folder above it; FileExistsError only when something not a folder is in the way."""
+    try:
+        os.mkdir(directory)
+    except FileNotFoundError:
+        above = parent(directory)
+        if above == spelled(directory):
+            raise
+        make_dirs(above)
+        try:
+            os.mkdir(directory)
+        except OSError:
+            if not is_dir(directory):
+                raise
+    except OSError:
+        if not is_dir(directory):
+            raise
+
+
 def atomic_write_bytes(
-    path: Path,
+    path: StrPath,
     data: bytes | list[bytes | memoryview],
     mode: int | None = None,
     *,
@@ -200,15 +227,14 @@ def atomic_write_bytes(
             os.chmod(tmp, existing)  # exactly the replaced file's mode, whatever the umask
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        remove_file(tmp)
         raise
     if durable:
-        fsync_dir(path.parent)
+        fsync_dir(parent(path))
 
 
 def atomic_write_text(
-    path: Path,
+    path: StrPath,
     text: str,
     mode: int | None = None,
     *,
@@ -219,27 +245,30 @@ def atomic_write_text(
     atomic_write_bytes(path, text.encode("utf-8"), mode, durable=durable, new_mode=new_mode)
 
 
-def read_bytes_if_exists(path: Path) -> bytes | None:
+def read_bytes_if_exists(path: StrPath) -> bytes | None:
     """One of subrosa's own files, or None when it does not exist (see `read_capped`:
     never through a link, a regular file of at most READ_CAP bytes)."""
     return read_capped(path)
 
 
-def read_text_if_exists(path: Path) -> str | None:
+def read_text_if_exists(path: StrPath) -> str | None:
     """The file as UTF-8 text (bad bytes replaced), or None when it does not exist."""
     data = read_bytes_if_exists(path)
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def holds_text(path: Path, text: str) -> bool:
+def holds_text(path: StrPath, text: str) -> bool:
     """True when `path` is a regular file holding exactly `text` (False when unreadable)."""
     try:
-        return path.is_file() and path.read_bytes() == text.encode("utf-8")
+        if not is_file(path):
+            return False
+        with open(path, "rb") as handle:
+            return handle.read() == text.encode("utf-8")
     except OSError:
         return False
 
 
-def write_if_changed(path: Path, text: str, new_mode: int | None = None) -> bool:
+def write_if_changed(path: StrPath, text: str, new_mode: int | None = None) -> bool:
     """Write `text` atomically unless the file already holds exactly it; True when written
     (a new file with `new_mode`, see atomic_write_bytes).
 
@@ -252,7 +281,7 @@ def write_if_changed(path: Path, text: str, new_mode: int | None = None) -> bool
     return True
 
 
-def backup_beside(path: Path, suffix: str, limit: int = 1000, *, write: bool = True) -> Path:
+def backup_beside(path: StrPath, suffix: str, limit: int = 1000, *, write: bool = True) -> str:
     """Keep a copy of `path` beside it as `<name><suffix>`. An earlier copy is never
     overwritten: the next free `<name><suffix>.N` is used, unless a copy already holds
     the same bytes (so running twice makes one copy). Returns the copy's path (with
@@ -265,7 +294,8 @@ def backup_beside(path: Path, suffix: str, limit: int = 1000, *, write: bool = T
         raise InvalidInput(f"{path}: no such file to back up.")
     mode = _regular_mode(path)
     for n in range(1, limit):
-        target = path.with_name(path.name + suffix + ("" if n == 1 else f".{n}"))
+        name = os.path.basename(spelled(path)) + suffix + ("" if n == 1 else f".{n}")
+        target = join(parent(path), name)
         if not os.path.lexists(target):
             if write:
                 atomic_write_bytes(target, data, mode=mode if mode is not None else 0o600)
@@ -275,7 +305,18 @@ def backup_beside(path: Path, suffix: str, limit: int = 1000, *, write: bool = T
     raise InvalidInput(f"{path}: too many backups beside it already.")
 
 
-def fsync_dir(directory: Path) -> None:
+def remove_file(path: StrPath, ignore: type[OSError] = OSError) -> bool:
+    """Delete the file at `path`; False when that failed with an error of kind `ignore`
+    (any OSError by default; FileNotFoundError: only a file already gone). Stands for
+    `contextlib.suppress`, whose import the hooks would pay."""
+    try:
+        os.unlink(path)
+    except ignore:
+        return False
+    return True
+
+
+def fsync_dir(directory: StrPath) -> None:
     """Make a rename in `directory` durable (a no-op where directories cannot be opened)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
@@ -289,7 +330,7 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def sweep_temp_files(directory: Path, older_than_s: float = 600.0) -> list[Path]:
+def sweep_temp_files(directory: StrPath, older_than_s: float = 600.0) -> list[str]:
     """Remove this module's temp files (`.NAME.<hex>.tmp`) that a killed writer left.
 
     Only files older than `older_than_s` go, so a writer still busy with its temp file
@@ -300,7 +341,7 @@ def sweep_temp_files(directory: Path, older_than_s: float = 600.0) -> list[Path]
 
     pattern = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
     cutoff = time.time() - older_than_s
-    removed: list[Path] = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(directory))
     except OSError:
@@ -311,7 +352,7 @@ def sweep_temp_files(directory: Path, older_than_s: float = 600.0) -> list[Path]
         try:
             if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
                 os.unlink(entry.path)
-                removed.append(Path(entry.path))
+                removed.append(entry.path)
         except OSError:
             continue
     return removed
@@ -336,8 +377,7 @@ _held_guard = _thread.RLock()
 _POLL_FIRST_S, _POLL_MAX_S = 0.001, 0.05
 
 
-@contextlib.contextmanager
-def file_lock(path: Path | str, timeout: float, busy: str) -> Iterator[None]:
+def file_lock(path: StrPath, timeout: float, busy: str) -> _Lock:
     """Hold an exclusive lock on the file at `path` (created when missing) across
     processes; raise LockTimeout(`busy`) when another process held it for `timeout`
     seconds, OSError when it cannot be taken at all. Re-entrant within the process.
@@ -352,28 +392,41 @@ def file_lock(path: Path | str, timeout: float, busy: str) -> Iterator[None]:
     its own (CVE-2025-68146: a lock path planted as a link had its target truncated):
     a link there fails with ELOOP (an OSError naming the file), its target untouched.
     """
-    key = os.path.abspath(path)
-    with _held_guard:
-        held = _held.get(key)
-        if held is not None:
-            held.depth += 1
-    if held is None:
-        held = _Held(_acquire(key, timeout, busy))
+    return _Lock(path, timeout, busy)
+
+
+class _Lock:
+    """file_lock's context manager: taken on entering, let go on leaving (a class, not
+    contextlib.contextmanager: the hooks load this module, and contextlib's import cost
+    them more than they use of it)."""
+
+    def __init__(self, path: StrPath, timeout: float, busy: str) -> None:
+        self.path, self.timeout, self.busy = path, timeout, busy
+
+    def __enter__(self) -> None:
+        self.key = key = os.path.abspath(self.path)
         with _held_guard:
-            _held[key] = held
-    try:
-        yield
-    finally:
+            held = _held.get(key)
+            if held is not None:
+                held.depth += 1
+        if held is None:
+            held = _Held(_acquire(key, self.timeout, self.busy))
+            with _held_guard:
+                _held[key] = held
+        self.held = held
+
+    def __exit__(self, *exc: object) -> None:
+        held = self.held
         with _held_guard:
             held.depth -= 1
             last = held.depth == 0
             if last:
-                del _held[key]
+                del _held[self.key]
         if last:
             _release(held.handle)
 
 
-def held_here(path: Path | str) -> bool:
+def held_here(path: StrPath) -> bool:
     """Whether this process holds the file_lock of `path` now."""
     with _held_guard:
         return os.path.abspath(path) in _held

@@ -58,7 +58,7 @@ def configured_folders(env: dict[str, str] | None = None) -> dict[Path, str]:
             raise InvalidInput(f"{where}: projects.{folder!r} must name the project, not {name!r}.")
         path = Path(os.path.expanduser(folder))
         if not path.is_absolute():
-            path = where.parent / path
+            path = Path(where).parent / path
         # Both spellings: a folder reached through a symbolic link (macOS's /var is
         # /private/var) matches whether the path asked about was resolved or not.
         folders[Path(os.path.abspath(path))] = name.strip()
@@ -100,7 +100,7 @@ def facts_key(memory_dir: str | os.PathLike[str], env: dict[str, str] | None = N
     remote = remote_identity(resolved, env)
     if remote is not None:
         top = checkout_root(resolved)
-        return _placed(remote, resolved, top if top is not None else resolved)
+        return _placed(remote, resolved, Path(top) if top is not None else resolved)
     configured = _configured(resolved, env)
     if configured is not None:
         return _placed(configured[0], resolved, configured[1])

@@ -1,98 +1,239 @@
 """Where things live: the memory dir, Claude Code's directories, the database.
 
-Standard library only: the hooks import this on every turn of the agent.
+Standard library only, and without pathlib: the hooks import this on every turn of the
+agent, and pathlib (with the fnmatch, urllib.parse and ipaddress it loads) was ~8 % of
+a hook's whole process. So every path here is a `str`, spelled as pathlib spells it
+(`spelled`), and the few pathlib answers the hooks need (`absolute`, `expand_user`,
+`parent`, `lineage`, `resolved`, `is_dir`, `is_file`, `exists`) are given here the way
+Python 3.11's pathlib gives them, errors included. Functions take a `str` or any
+os.PathLike; the rest of subrosa wraps what they return in a Path where it wants one.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
-from pathlib import Path
-from urllib.parse import quote, unquote
+from errno import EBADF, ELOOP, ENOENT, ENOTDIR
 
 from subrosa.lazyre import compile_lazily
 
+# pathlib stays off the hooks' path: only the type checker sees it here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    StrPath = str | os.PathLike[str]
+
 _NOT_ALNUM = compile_lazily(r"[^A-Za-z0-9]")
+# What pathlib's is_dir, is_file and exists read as "no" rather than raise.
+_ABSENT = (ENOENT, ENOTDIR, EBADF, ELOOP)
+_WINDOWS = os.name == "nt"
 
 
-def claude_root(env: dict[str, str] | None = None) -> Path:
+# --- pathlib's answers, on str ---------------------------------------------------------
+
+
+def spelled(path: StrPath) -> str:
+    """`path` as `str(Path(path))` spells it: no empty or `.` parts and no trailing
+    separator, `..` kept (os.path.normpath would drop it, and with it a link's parent),
+    exactly two leading slashes kept (POSIX leaves their meaning to the system)."""
+    text = os.fspath(path)
+    if _WINDOWS:  # drives and UNC shares: pathlib's own rules
+        from pathlib import Path
+
+        return str(Path(text))
+    if (  # already so spelled (most are: every join below starts from one)
+        text
+        and text[-1] != "/"
+        and "//" not in text
+        and "/./" not in text
+        and text[:2] != "./"
+        and text[-2:] != "/."
+        and text != "."
+    ):
+        return text
+    root = "/" if text[:1] == "/" else ""
+    if text[:2] == "//" and text[2:3] != "/":
+        root = "//"
+    parts = [part for part in text.split("/") if part and part != "."]
+    return root + "/".join(parts) if root or parts else "."
+
+
+def join(*parts: StrPath) -> str:
+    """`Path(first) / second / …`, as a str."""
+    return spelled(os.path.join(*parts))
+
+
+def absolute(path: StrPath) -> str:
+    """`Path(path).absolute()`: the current folder put in front, nothing resolved."""
+    text = spelled(path)
+    if _WINDOWS:
+        from pathlib import Path
+
+        return str(Path(text).absolute())
+    return text if text[:1] == "/" else spelled(os.path.join(os.getcwd(), text))
+
+
+def home_dir() -> str:
+    """`Path.home()`."""
+    return expand_user("~")
+
+
+def expand_user(path: StrPath) -> str:
+    """`Path(path).expanduser()`: RuntimeError when there is no home to put for `~`."""
+    text = spelled(path)
+    if _WINDOWS:
+        from pathlib import Path
+
+        return str(Path(text).expanduser())
+    if text[:1] != "~":
+        return text
+    head, _, rest = text.partition("/")
+    home = os.path.expanduser(head)
+    if home[:1] == "~":
+        raise RuntimeError("Could not determine home directory.")
+    return join(home, rest)
+
+
+def parent(path: StrPath) -> str:
+    """`Path(path).parent` (the root's parent is the root; a bare name's is `.`)."""
+    return os.path.dirname(spelled(path)) or "."
+
+
+def lineage(path: StrPath) -> list[str]:
+    """`[path, *Path(path).parents]`: it and every folder above it, up to the root."""
+    chain = [spelled(path)]
+    while (up := parent(chain[-1])) != chain[-1]:
+        chain.append(up)
+    return chain
+
+
+def resolved(path: StrPath) -> str:
+    """`Path(path).resolve()`: links followed, absolute; RuntimeError on a link loop."""
+    if _WINDOWS:
+        from pathlib import Path
+
+        return str(Path(path).resolve())
+    real = spelled(os.path.realpath(path))
+    try:
+        os.stat(real)
+    except OSError as exc:
+        if exc.errno == ELOOP:
+            raise RuntimeError(f"Symlink loop from {exc.filename!r}") from None
+    return real
+
+
+def _mode_is(path: StrPath, test: Callable[[int], bool] | None) -> bool:
+    """pathlib's is_dir / is_file / exists: missing reads as False, other errors raise."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno in _ABSENT or getattr(exc, "winerror", None) in (21, 123, 1921):
+            return False
+        raise
+    except ValueError:  # a NUL in the name
+        return False
+    return test is None or test(mode)
+
+
+def is_dir(path: StrPath) -> bool:
+    """`Path(path).is_dir()`."""
+    return _mode_is(path, stat.S_ISDIR)
+
+
+def is_file(path: StrPath) -> bool:
+    """`Path(path).is_file()`."""
+    return _mode_is(path, stat.S_ISREG)
+
+
+def exists(path: StrPath) -> bool:
+    """`Path(path).exists()`."""
+    return _mode_is(path, None)
+
+
+# --- where things live ----------------------------------------------------------------
+
+
+def claude_root(env: dict[str, str] | None = None) -> str:
     """Claude Code's configuration root: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
     env = os.environ if env is None else env  # type: ignore[assignment]
     assert env is not None
     configured = env.get("CLAUDE_CONFIG_DIR")
     if configured:
-        return Path(configured).expanduser()
-    return Path(env.get("HOME") or Path.home()).expanduser() / ".claude"
+        return expand_user(configured)
+    return join(expand_user(env.get("HOME") or home_dir()), ".claude")
 
 
-def encode_project_path(path: str | os.PathLike[str]) -> str:
+def encode_project_path(path: StrPath) -> str:
     """Claude Code's encoding of a project path: every non-alphanumeric becomes `-`."""
     return _NOT_ALNUM.sub("-", str(path))
 
 
-def _main_repo_root_from_gitfile(gitfile: Path) -> Path | None:
+def _read_text(path: str, errors: str = "strict") -> str:
+    with open(path, encoding="utf-8", errors=errors) as handle:
+        return handle.read()
+
+
+def _main_repo_root_from_gitfile(gitfile: str) -> str | None:
     """For a worktree (`.git` is a file), follow gitdir and commondir to the main repository."""
     try:
-        text = gitfile.read_text(encoding="utf-8", errors="replace").strip()
+        text = _read_text(gitfile, errors="replace").strip()
     except OSError:
         return None
     if not text.startswith("gitdir:"):
         return None
-    gitdir = Path(text[len("gitdir:") :].strip())
-    if not gitdir.is_absolute():
-        gitdir = (gitfile.parent / gitdir).resolve()
-    commondir_file = gitdir / "commondir"
+    gitdir = spelled(text[len("gitdir:") :].strip())
+    if not os.path.isabs(gitdir):
+        gitdir = resolved(join(parent(gitfile), gitdir))
     try:
-        common = Path(commondir_file.read_text(encoding="utf-8").strip())
+        common = spelled(_read_text(join(gitdir, "commondir")).strip())
     except OSError:
-        return gitfile.parent
-    if not common.is_absolute():
-        common = (gitdir / common).resolve()
-    return common.parent
+        return parent(gitfile)
+    if not os.path.isabs(common):
+        common = resolved(join(gitdir, common))
+    return parent(common)
 
 
-def checkout_root(cwd: str | os.PathLike[str] | None = None) -> Path | None:
+def checkout_root(cwd: StrPath | None = None) -> str | None:
     """The top of the git checkout around `cwd` (a worktree's own top, unlike
     `project_root`), or None outside any checkout. Where Claude Code reads `.claude/`."""
-    start = Path(cwd if cwd is not None else os.getcwd()).absolute()
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
+    start = absolute(cwd if cwd is not None else os.getcwd())
+    for candidate in lineage(start):
+        if exists(join(candidate, ".git")):
             return candidate
     return None
 
 
-def project_root(cwd: str | os.PathLike[str] | None = None) -> Path:
+def project_root(cwd: StrPath | None = None) -> str:
     """The git repository root containing `cwd` (worktrees share the main root), else `cwd`.
 
     Found by walking up for `.git` rather than running git: the hooks cannot afford a
     subprocess on every turn.
     """
-    start = Path(cwd if cwd is not None else os.getcwd()).absolute()
-    for candidate in (start, *start.parents):
-        dotgit = candidate / ".git"
-        if dotgit.is_dir():
+    start = absolute(cwd if cwd is not None else os.getcwd())
+    for candidate in lineage(start):
+        dotgit = join(candidate, ".git")
+        if is_dir(dotgit):
             return candidate
-        if dotgit.is_file():
+        if is_file(dotgit):
             return _main_repo_root_from_gitfile(dotgit) or candidate
     return start
 
 
-def project_transcript_dir(
-    cwd: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
-) -> Path:
+def project_transcript_dir(cwd: StrPath | None = None, env: dict[str, str] | None = None) -> str:
     """`<claude root>/projects/<encoded project path>`: where Claude Code keeps transcripts."""
-    return claude_root(env) / "projects" / encode_project_path(project_root(cwd))
+    return join(claude_root(env), "projects", encode_project_path(project_root(cwd)))
 
 
-def auto_memory_dir(
-    cwd: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
-) -> Path:
+def auto_memory_dir(cwd: StrPath | None = None, env: dict[str, str] | None = None) -> str:
     """Claude Code's auto-memory directory for the project at `cwd`."""
-    return project_transcript_dir(cwd, env) / "memory"
+    return join(project_transcript_dir(cwd, env), "memory")
 
 
-def project_memory_dir(start: str | os.PathLike[str] | None = None) -> Path | None:
+def project_memory_dir(start: StrPath | None = None) -> str | None:
     """The `.claude/memory` a project keeps in its tree, seen from `start` (default: the
     current folder): the nearest one from `start` up to the top of its git checkout;
     in a worktree without one, the main repository's (worktrees share one memory, as
@@ -101,70 +242,71 @@ def project_memory_dir(start: str | os.PathLike[str] | None = None) -> Path | No
     So a command run anywhere inside a project (its root, a subfolder, a worktree)
     finds the memory the hooks found from the folder Claude Code was started in.
     """
-    here = Path(start if start is not None else os.getcwd()).expanduser().absolute()
+    here = absolute(expand_user(start if start is not None else os.getcwd()))
     top = checkout_root(here)
-    folders = (
-        [here] if top is None else [here, *here.parents[: len(here.parents) - len(top.parents)]]
-    )
+    chain = lineage(here)
+    folders = [here] if top is None else chain[: chain.index(top) + 1]
     for folder in folders:
-        candidate = folder / ".claude" / "memory"
-        if candidate.is_dir():
+        candidate = join(folder, ".claude", "memory")
+        if is_dir(candidate):
             return candidate
-    if top is not None and (top / ".git").is_file():
-        main = _main_repo_root_from_gitfile(top / ".git")
-        if main is not None and main != top and (main / ".claude" / "memory").is_dir():
-            return main / ".claude" / "memory"
+    if top is not None and is_file(join(top, ".git")):
+        main = _main_repo_root_from_gitfile(join(top, ".git"))
+        if main is not None and main != top and is_dir(join(main, ".claude", "memory")):
+            return join(main, ".claude", "memory")
     return None
 
 
 def resolve_memory_dir(
-    explicit: str | os.PathLike[str] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
+    explicit: StrPath | None = None,
+    cwd: StrPath | None = None,
     env: dict[str, str] | None = None,
-) -> Path:
+) -> str:
     """The memory dir, by PRODUCT.md's order: flag, `SUBROSA_MEMORY_DIR`, the project's
     own `.claude/memory` seen from `$CLAUDE_PROJECT_DIR` (else `cwd`) when there is one
     (`project_memory_dir`), else Claude Code's auto-memory dir for the project."""
     env = dict(os.environ) if env is None else env
     if explicit:
-        return Path(explicit).expanduser().absolute()
+        return absolute(expand_user(explicit))
     if env.get("SUBROSA_MEMORY_DIR"):
-        return Path(env["SUBROSA_MEMORY_DIR"]).expanduser().absolute()
+        return absolute(expand_user(env["SUBROSA_MEMORY_DIR"]))
     given = env.get("CLAUDE_PROJECT_DIR") or cwd
-    start = Path(given).expanduser().absolute() if given else None
+    start = absolute(expand_user(given)) if given else None
     found = project_memory_dir(start)
     if found is not None:
         return found
     return auto_memory_dir(start, env)
 
 
-def data_dir(env: dict[str, str] | None = None) -> Path:
+def data_dir(env: dict[str, str] | None = None) -> str:
     """The per-user data directory: `$XDG_DATA_HOME/subrosa` or the platform's equivalent."""
     env = dict(os.environ) if env is None else env
-    home = Path(env.get("HOME") or Path.home()).expanduser()
+    home = expand_user(env.get("HOME") or home_dir())
     if env.get("XDG_DATA_HOME"):
-        return Path(env["XDG_DATA_HOME"]).expanduser() / "subrosa"
+        return join(expand_user(env["XDG_DATA_HOME"]), "subrosa")
     if sys.platform == "darwin":
-        return home / "Library" / "Application Support" / "subrosa"
+        return join(home, "Library", "Application Support", "subrosa")
     if sys.platform == "win32":
-        base = env.get("LOCALAPPDATA") or str(home / "AppData" / "Local")
-        return Path(base) / "subrosa"
-    return home / ".local" / "share" / "subrosa"
+        base = env.get("LOCALAPPDATA") or join(home, "AppData", "Local")
+        return join(base, "subrosa")
+    return join(home, ".local", "share", "subrosa")
 
 
-def config_file(env: dict[str, str] | None = None) -> Path:
+def config_file(env: dict[str, str] | None = None) -> str:
     """The settings file: `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`,
     else `~/.config/subrosa/config.toml`. Here rather than in subrosa.config so the Stop
     hook can see there is no file without importing the settings machinery."""
     env = dict(os.environ) if env is None else env
     if env.get("SUBROSA_CONFIG"):
-        return Path(env["SUBROSA_CONFIG"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    return Path(base).expanduser() / "subrosa" / "config.toml"
+        return expand_user(env["SUBROSA_CONFIG"])
+    base = env.get("XDG_CONFIG_HOME") or join(env.get("HOME") or home_dir(), ".config")
+    return join(expand_user(base), "subrosa", "config.toml")
 
 
-def sqlite_url(path: Path) -> str:
+def sqlite_url(path: StrPath) -> str:
     """The `sqlite:///` URL of a file, as SQLAlchemy renders it (it quotes the same way)."""
+    from urllib.parse import quote  # here: it loads ipaddress, and no hook needs a URL
+
     return "sqlite:///" + quote(str(path), safe=" +/")
 
 
@@ -173,6 +315,9 @@ _SQLITE_URL = compile_lazily(r"sqlite(\+pysqlite)?:///(?P<rest>.*)", re.DOTALL)
 
 def sqlite_path(url: str) -> Path | None:
     """The file behind an `sqlite:///` URL, or None for other databases and memory."""
+    from pathlib import Path
+    from urllib.parse import unquote
+
     match = _SQLITE_URL.fullmatch(url)
     if match is None:
         return None
@@ -182,19 +327,19 @@ def sqlite_path(url: str) -> Path | None:
     return Path(rest)
 
 
-def state_dir(memory_dir: Path) -> Path:
+def state_dir(memory_dir: StrPath) -> str:
     """`<memory dir>/.subrosa`: subrosa's own state beside the leaves (sidecar, lock).
 
     Refused (InvalidInput) when it is a symbolic link: a repository could point it
     anywhere, and subrosa never reads or writes its state through a link."""
     from subrosa.fsutil import refuse_link
 
-    return refuse_link(memory_dir / ".subrosa")
+    return refuse_link(join(memory_dir, ".subrosa"))
 
 
-def extract_dir(memory_dir: Path) -> Path:
+def extract_dir(memory_dir: StrPath) -> str:
     """`<memory dir>/.extract`: the hooks' per-session state (document 000 reserves it).
     Refused (InvalidInput) when it is a symbolic link, as `state_dir`."""
     from subrosa.fsutil import refuse_link
 
-    return refuse_link(memory_dir / ".extract")
+    return refuse_link(join(memory_dir, ".extract"))

@@ -29,7 +29,7 @@ def filters_for(
     since: str | None,
     role: str | None,
     all_projects: bool,
-    memory_dir: Path,
+    memory_dir: str | Path,
     project: str | None = None,
 ) -> Filters:
     """The filters of a search run for the project of `memory_dir` (and of the current
@@ -44,7 +44,7 @@ def filters_for(
         role=role,
         transcript_project=None if all_projects else sessions,
         fact_project=None if all_projects else facts,
-        home=(key, str(memory_dir.resolve())),
+        home=(key, str(Path(memory_dir).resolve())),
     )
 
 

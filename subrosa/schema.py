@@ -293,7 +293,7 @@ def folder_problem(path: Path) -> str | None:
     from subrosa.paths import data_dir
 
     folder = path.parent
-    if folder.is_dir() or folder.absolute() == data_dir().absolute():
+    if folder.is_dir() or folder.absolute() == Path(data_dir()).absolute():
         return None
     return (
         f"{path}: cannot create the database, its folder {folder} does not exist "

@@ -57,7 +57,7 @@ def _record(uuid: str, text: str, role: str = "user", session: str = "s-1", **ex
 
 def _transcript(name: str, *records: str) -> Path:
     """A transcript in this project's Claude Code folder."""
-    directory = project_transcript_dir()
+    directory = Path(project_transcript_dir())
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
     path.write_text("".join(r + "\n" for r in records), encoding="utf-8")
@@ -77,7 +77,7 @@ def _uuid_of(result: dict[str, Any]) -> str:
 
 
 def test_real_transcripts_ingest_search_show(memory_dir: Path, run: RunCli) -> None:
-    directory = project_transcript_dir()
+    directory = Path(project_transcript_dir())
     directory.mkdir(parents=True)
     for path in FIXTURES.glob("*.jsonl"):
         shutil.copy(path, directory / path.name)
@@ -174,7 +174,7 @@ def test_a_truncated_or_replaced_file_is_read_again(memory_dir: Path, run: RunCl
 
 
 def test_a_last_line_without_newline_is_taken_when_whole(memory_dir: Path, run: RunCli) -> None:
-    directory = project_transcript_dir()
+    directory = Path(project_transcript_dir())
     directory.mkdir(parents=True)
     path = directory / "s-1.jsonl"
     path.write_text(_record("m1", "one") + "\n" + _record("m2", "two"), encoding="utf-8")
@@ -200,7 +200,7 @@ def test_a_pending_entry_s_leftover_temp_file_is_swept(memory_dir: Path) -> None
     """A SessionEnd hook killed between writing its entry and renaming it leaves a temp
     file in the pending folder: listing the entries removes it once it is older than a
     running hook's could be, and leaves a fresh one alone."""
-    entry = pending.record(str(memory_dir.parent / "s.jsonl"), "s-1", "")
+    entry = Path(pending.record(str(memory_dir.parent / "s.jsonl"), "s-1", ""))
     stale = entry.parent / ".a.json.0123456789ab.tmp"
     fresh = entry.parent / ".b.json.ba9876543210.tmp"
     for path in (stale, fresh):
@@ -344,7 +344,7 @@ def test_facts_are_searched_and_counted(memory_dir: Path, run: RunCli) -> None:
 
 
 def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) -> None:
-    other = project_transcript_dir().parent / "-some-other-project"
+    other = Path(project_transcript_dir()).parent / "-some-other-project"
     other.mkdir(parents=True)
     (other / "s-9.jsonl").write_text(_record("m9", "the thundersnout", session="s-9") + "\n")
     assert _ingest(run, "--all-projects")["new_messages"] == 1
@@ -394,7 +394,7 @@ def test_a_project_among_newer_and_older_ones_finds_its_own_messages(
 ) -> None:
     # This project's messages lie between other projects' ids (ingested before and
     # after them): the search skips to their id range and returns what it always did.
-    here = project_transcript_dir()
+    here = Path(project_transcript_dir())
     here.mkdir(parents=True, exist_ok=True)
     other = here.parent / "-some-other-project"
     other.mkdir(parents=True)
@@ -433,7 +433,7 @@ def _interleaved(run: RunCli) -> None:
     sessions end (and one of each appended to later), so this project's messages are
     runs of ids between the other's: every message says "quokka", every third also
     "wombat"."""
-    here = project_transcript_dir()
+    here = Path(project_transcript_dir())
     here.mkdir(parents=True, exist_ok=True)
     other = here.parent / "-some-busy-project"
     other.mkdir(parents=True, exist_ok=True)
@@ -598,7 +598,7 @@ def test_a_project_searched_among_the_newest_matches_a_probe_sent(
     from subrosa.archive import search as archive_search
 
     _interleaved(run)
-    here = project_transcript_dir()
+    here = Path(project_transcript_dir())
     (here / "late.jsonl").write_text(
         "\n".join(
             _record(

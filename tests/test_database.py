@@ -238,11 +238,11 @@ def test_the_hooks_fail_open_on_a_database_folder_that_is_not_there(
     for name in ("session-start", "stop", "session-end"):
         done = subrosa_process("hook", name, input=json.dumps(payload))
         assert done.returncode == 0, done.stderr
-    pending = list((pending_dir()).iterdir())
+    pending = list(Path(pending_dir()).iterdir())
     assert len(pending) == 1
     done = subrosa_process("ingest", "--pending")  # what the hook starts in the background
     assert done.returncode == 2 and str(wanted) in done.stderr.decode()
-    assert list((pending_dir()).iterdir()) == pending
+    assert list(Path(pending_dir()).iterdir()) == pending
     assert not wanted.parent.exists()
 
 

@@ -351,7 +351,7 @@ def test_json_nested_too_deeply_is_bad_input_everywhere(
     record["message"]["content"] = "zephyrine lamp"
     transcript.write_text(NESTED + "\n" + json.dumps(record) + "\n")
     pending.record(str(transcript), "s1")
-    (pending.pending_dir() / "nested.json").write_text(NESTED)
+    (Path(pending.pending_dir()) / "nested.json").write_text(NESTED)
     found = json.loads(run("search", "--json", "zephyrine").stdout)
     assert [r["session_id"] for r in found] == ["s1"]
     assert pending.list_pending() == []
@@ -392,8 +392,8 @@ def umask() -> Iterator[Callable[[int], None]]:
         os.umask(previous)
 
 
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
+def _mode(path: str | Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 def test_a_backup_keeps_the_mode_of_its_source(
@@ -446,10 +446,10 @@ def test_the_data_dir_is_created_private(
     _hook("session-end", {"session_id": "s1", "transcript_path": str(transcript)})
     assert _mode(data_dir()) == 0o700
     assert _mode(pending.pending_dir()) == 0o700
-    data_dir().rename(tmp_path / "data-before")
+    Path(data_dir()).rename(tmp_path / "data-before")
     run("install", "--scope", "user")
-    assert _mode(data_dir()) == 0o700 and _mode(data_dir() / "installs") == 0o700
-    for record in (data_dir() / "installs").iterdir():
+    assert _mode(data_dir()) == 0o700 and _mode(Path(data_dir()) / "installs") == 0o700
+    for record in (Path(data_dir()) / "installs").iterdir():
         assert _mode(record) == 0o600
 
 

@@ -75,7 +75,7 @@ def project_with_auto_memory(tmp_path: Path) -> tuple[Path, Path]:
     """A project folder and its Claude Code auto-memory dir, both made."""
     project = tmp_path / "project"
     project.mkdir()
-    memory = auto_memory_dir(project)
+    memory = Path(auto_memory_dir(project))
     memory.mkdir(parents=True)
     return project, memory
 
@@ -197,7 +197,7 @@ def test_session_end_hands_the_transcript_to_the_archive(memory_dir: Path, tmp_p
     assert [(e["transcript_path"], e["session_id"]) for _, e in entries] == [(str(path), "s1")]
     # One file per transcript path, named by its SHA-1 (the drop box's contract).
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:20]
-    assert entries[0][0].name == f"{digest}.json"
+    assert os.path.basename(entries[0][0]) == f"{digest}.json"
 
 
 def test_a_session_without_a_transcript_is_not_queued(memory_dir: Path, tmp_path: Path) -> None:
@@ -216,7 +216,7 @@ def test_checkpoint_mark_finds_the_transcript_where_claude_code_keeps_it(
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)
-    transcripts = auto_memory_dir(project).parent
+    transcripts = Path(auto_memory_dir(project)).parent
     transcripts.mkdir(parents=True)
     (transcripts / "abc.jsonl").write_text("{}\n")
     data = json.loads(run("checkpoint-mark", "--session", "abc", "--json").stdout)
@@ -296,6 +296,103 @@ def test_hook_path_imports_the_standard_library_only(memory_dir: Path, tmp_path:
         if name != "session-end":
             assert result.stdout.strip(), name
         assert not loaded & heavy, (name, loaded & heavy)
+
+
+# pathlib brings fnmatch, ntpath and urllib.parse, which brings ipaddress: ~4 ms of a
+# ~30 ms hook process (subrosa.paths works on str instead); contextlib ~0.5 ms more.
+NOT_ON_THE_HOOK_PATH = {"pathlib", "urllib", "ipaddress", "contextlib"}
+
+
+def _hook_loading(
+    name: str, stdin: bytes, env: dict[str, str], report: Path
+) -> tuple[subprocess.CompletedProcess[bytes], set[str], list[list[str]]]:
+    """Run `subrosa hook NAME` as a real process: what it did, every module it loaded
+    (top-level names), and the processes it spawned (recorded, not started: a background
+    ingest would outlive the test)."""
+    script = (
+        "import json, os, sys\n"
+        "spawned = []\n"
+        "os.posix_spawn = lambda path, argv, *rest, **named: spawned.append(argv)\n"
+        "from subrosa.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"json.dump([sorted(sys.modules), spawned], open({str(report)!r}, 'w'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, "hook", name],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    modules, spawned = json.loads(report.read_text())
+    return result, {module.split(".")[0] for module in modules}, spawned
+
+
+def test_no_hook_branch_loads_pathlib_urllib_ipaddress_or_contextlib(
+    memory_dir: Path, tmp_path: Path, isolated_env: Path
+) -> None:
+    """Every hook, down every branch it takes (a big ranked index with queued sessions,
+    a resumed session, the plugin registered twice, the Stop nudge by environment and by
+    settings file, SessionEnd with and without its background ingest, the fail-open
+    paths), loads none of pathlib, urllib, ipaddress or contextlib."""
+    (memory_dir / "MEMORY.md").write_text(_index(165) + "- [<b>Odd</b>](odd.md) — &amp;\n")
+    ranked = [f"fact_{i}.md" for i in reversed(range(165))]
+    (memory_dir / ".subrosa").mkdir()
+    (memory_dir / ".subrosa" / "index-rank.json").write_text(json.dumps({"ranked": ranked}))
+    (isolated_env / ".claude").mkdir()
+    ours = {"hooks": [{"type": "command", "command": "subrosa hook session-start"}]}
+    settings = {"hooks": {"SessionStart": [ours]}, "autoMemoryDirectory": "~/elsewhere"}
+    (isolated_env / ".claude" / "settings.json").write_text(json.dumps(settings))
+    config = tmp_path / "config.toml"
+    config.write_text("nudge_every = 1\n")
+    report = tmp_path / "modules.json"
+    base = {**os.environ, "CLAUDE_ENV_FILE": str(tmp_path / "env.sh")}
+    plugin = {**base, "CLAUDE_PLUGIN_ROOT": str(tmp_path / "plugin")}
+    nudge = {**base, "SUBROSA_NUDGE_EVERY": "1"}
+    by_file = {**base, "SUBROSA_CONFIG": str(config)}
+    ingest = {**base, "SUBROSA_BACKGROUND_INGEST": "1"}
+    missing = {**base, "SUBROSA_MEMORY_DIR": str(tmp_path / "nowhere" / "memory")}
+    (tmp_path / "blocked" / ".extract").mkdir(parents=True)
+    (tmp_path / "blocked" / ".extract" / "queue").write_text("in the way")
+    blocked = {**base, "SUBROSA_MEMORY_DIR": str(tmp_path / "blocked")}
+
+    def payload(session: str, **extra: Any) -> bytes:
+        path = transcript(tmp_path, session, json.dumps(prompt("hello")) + "\n")
+        return json.dumps(event(session, path, tmp_path, reason="other", **extra)).encode()
+
+    runs = [
+        ("session-end", payload("q1"), base, "queued"),
+        ("session-end", payload("q2"), ingest, "queued, ingest started"),
+        ("session-start", payload("s1", source="startup"), plugin, "index, queue, plugin"),
+        ("session-start", payload("s1", source="resume"), base, "resumed"),
+        ("stop", payload("s1"), nudge, "nudge by environment"),
+        ("stop", payload("s2"), by_file, "nudge by settings file"),
+        ("stop", payload("s3"), base, "a turn counted"),
+        ("stop", b"not json", base, "bad stdin"),
+        ("session-end", payload("s4"), missing, "no memory dir"),
+        ("session-start", payload("s5"), missing, "no memory dir"),
+        ("session-end", payload("s6"), blocked, "a step failed"),
+        ("pre-tool-use", b"{}", base, "unknown hook"),
+    ]
+    for name, stdin, env, what in runs:
+        result, loaded, spawned = _hook_loading(name, stdin, env, report)
+        assert result.returncode == 0, (name, what, result.stderr)
+        banned = set(NOT_ON_THE_HOOK_PATH)
+        if what == "nudge by settings file":
+            banned.discard("contextlib")  # reading one loads tomllib and typing, and so it
+        assert not loaded & banned, (name, what, loaded & banned)
+        if what == "queued, ingest started":
+            assert spawned and spawned[0][-2:] == ["ingest", "--pending"], spawned
+        if what == "a step failed":
+            assert b"queueing the session failed" in result.stderr, result.stderr
+        if what.startswith("nudge"):
+            assert b'"decision": "block"' in result.stdout, (what, result.stderr)
+        if what == "index, queue, plugin":
+            output = json.loads(result.stdout)
+            context = output["hookSpecificOutput"]["additionalContext"]
+            assert "registered twice" in output["systemMessage"]
+            assert "2 earlier sessions" in context and "- [Fact number 164]" in context
+            assert "its auto-memory dir is" in context
 
 
 def _index(lines: int) -> str:

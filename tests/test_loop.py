@@ -66,7 +66,7 @@ def test_every_folder_of_a_project_resolves_the_same_memory_dir(
     witness = load_witness()
 
     def resolved(place: Path, **extra: str) -> Path:
-        here = resolve_memory_dir(cwd=place, env={**env, **extra})
+        here = Path(resolve_memory_dir(cwd=place, env={**env, **extra}))
         assert witness.default_dir({**env, **extra}, cwd=str(place)) == here, place
         return here
 
@@ -97,8 +97,8 @@ def test_outside_a_checkout_only_the_folder_itself_counts(
     below = tmp_path / "notes"
     below.mkdir()
     env = {"HOME": str(isolated_env)}
-    assert resolve_memory_dir(cwd=tmp_path, env=env) == tmp_path / ".claude" / "memory"
-    assert resolve_memory_dir(cwd=below, env=env) == auto_memory_dir(below, env)
+    assert Path(resolve_memory_dir(cwd=tmp_path, env=env)) == tmp_path / ".claude" / "memory"
+    assert Path(resolve_memory_dir(cwd=below, env=env)) == Path(auto_memory_dir(below, env))
 
 
 def test_fact_list_in_a_subfolder_lists_the_projects_facts(
@@ -160,7 +160,7 @@ def test_the_auto_memory_dir_is_created_for_the_hooks_state(
     project = tmp_path / "project"
     project.mkdir()
     (isolated_env / ".claude").mkdir()
-    memory = auto_memory_dir(project)
+    memory = Path(auto_memory_dir(project))
     assert not memory.parent.exists()
     path = transcript(tmp_path, "s1")
     result = hook("session-start", event("s1", path, project))
@@ -210,7 +210,7 @@ def extraction_tail() -> list[dict[str, Any]]:
 
 def claude_transcript(cwd: Path, sid: str) -> Path:
     """A transcript where Claude Code keeps those of sessions started in `cwd`."""
-    path = auto_memory_dir(cwd).parent / f"{sid}.jsonl"
+    path = Path(auto_memory_dir(cwd)).parent / f"{sid}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("")
     return path

@@ -99,7 +99,7 @@ CONVERSATION = [
 @pytest.fixture
 def archived(memory_dir: Path, run: RunCli) -> str:
     """One session of five messages, archived; its id."""
-    directory = project_transcript_dir()
+    directory = Path(project_transcript_dir())
     directory.mkdir(parents=True)
     lines = [_record(uuid, text, role, i) for i, (uuid, role, text) in enumerate(CONVERSATION)]
     (directory / f"{SESSION}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")

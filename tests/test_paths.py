@@ -6,7 +6,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from subrosa import paths
 from subrosa.config import load_settings, resolve_db_url
 from subrosa.errors import InvalidInput
 from subrosa.paths import (
@@ -30,19 +33,19 @@ def test_memory_dir_order(tmp_path: Path, isolated_env: Path) -> None:
     claude_root = isolated_env / ".claude"
     env = {"HOME": str(isolated_env), "CLAUDE_CONFIG_DIR": str(claude_root)}
     expected_auto = claude_root / "projects" / encode_project_path(project) / "memory"
-    assert resolve_memory_dir(cwd=project, env=env) == expected_auto
+    assert Path(resolve_memory_dir(cwd=project, env=env)) == expected_auto
     env["CLAUDE_PROJECT_DIR"] = str(project)
-    assert resolve_memory_dir(env=env) == expected_auto  # .claude/memory does not exist yet
+    assert Path(resolve_memory_dir(env=env)) == expected_auto  # .claude/memory does not exist yet
     (project / ".claude" / "memory").mkdir(parents=True)
-    assert resolve_memory_dir(env=env) == project / ".claude" / "memory"
+    assert Path(resolve_memory_dir(env=env)) == project / ".claude" / "memory"
     env["SUBROSA_MEMORY_DIR"] = str(tmp_path / "env")
-    assert resolve_memory_dir(env=env) == tmp_path / "env"
-    assert resolve_memory_dir(str(tmp_path / "flag"), env=env) == tmp_path / "flag"
+    assert Path(resolve_memory_dir(env=env)) == tmp_path / "env"
+    assert Path(resolve_memory_dir(str(tmp_path / "flag"), env=env)) == tmp_path / "flag"
 
 
 def test_claude_root_defaults_to_home(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path)}
-    assert auto_memory_dir(cwd=tmp_path / "p", env=env) == (
+    assert Path(auto_memory_dir(cwd=tmp_path / "p", env=env)) == (
         tmp_path / ".claude" / "projects" / encode_project_path(tmp_path / "p") / "memory"
     )
 
@@ -59,9 +62,9 @@ def test_git_root_and_worktrees_share_one_project(tmp_path: Path) -> None:
         [*git, "-C", str(repo), "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "b"],
         check=True,
     )
-    assert project_root(repo / "src" / "deep") == repo
-    assert project_root(tmp_path / "wt") == repo
-    assert project_root(tmp_path / "elsewhere") == tmp_path / "elsewhere"
+    assert Path(project_root(repo / "src" / "deep")) == repo
+    assert Path(project_root(tmp_path / "wt")) == repo
+    assert Path(project_root(tmp_path / "elsewhere")) == tmp_path / "elsewhere"
 
 
 def test_database_location(tmp_path: Path) -> None:
@@ -93,3 +96,41 @@ def test_default_database_is_created_owner_only(
     db = isolated_env / ".local" / "share" / "subrosa" / "subrosa.db"
     assert db.exists() and (db.stat().st_mode & 0o777) == 0o600
     assert (db.parent.stat().st_mode & 0o777) == 0o700
+
+
+# Paths made of the pieces pathlib spells specially: separators in runs, `.`, `..`, `~`.
+_SPELLINGS = st.text(alphabet="/.~ab", max_size=14) | st.text(max_size=14)
+
+
+@given(_SPELLINGS, _SPELLINGS)
+def test_the_hooks_paths_are_spelled_as_pathlib_spells_them(first: str, second: str) -> None:
+    """subrosa.paths answers on str what pathlib answers (the hooks load no pathlib)."""
+    path = Path(first)
+    assert paths.spelled(first) == str(path)
+    assert paths.join(first, second) == str(path / second)
+    assert paths.parent(first) == str(path.parent)
+    assert paths.lineage(first) == [str(p) for p in (path, *path.parents)]
+    assert paths.absolute(first) == str(path.absolute())
+    try:
+        expected: str | type[RuntimeError] = str(path.expanduser())
+    except RuntimeError:  # `~nosuchuser`: no home to put there
+        expected = RuntimeError
+    try:
+        assert paths.expand_user(first) == expected
+    except RuntimeError:
+        assert expected is RuntimeError
+
+
+def test_the_hooks_file_tests_answer_as_pathlib(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "up").symlink_to(tmp_path)
+    for name in ("file", "loop", "up", "missing", "file/below", "up/../file", "\0"):
+        path = tmp_path / name
+        answers = (paths.is_dir(path), paths.is_file(path), paths.exists(path))
+        assert answers == (path.is_dir(), path.is_file(), path.exists()), name
+    assert paths.resolved(tmp_path / "up" / "file") == str((tmp_path / "up" / "file").resolve())
+    with pytest.raises(RuntimeError, match="Symlink loop"):
+        (tmp_path / "loop").resolve()
+    with pytest.raises(RuntimeError, match="Symlink loop"):
+        paths.resolved(tmp_path / "loop")

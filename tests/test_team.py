@@ -61,7 +61,7 @@ def _record(uuid: str, text: str, session: str, cwd: Path) -> str:
 
 def _session(clone: Path, session: str, *texts: str) -> Path:
     """A transcript where Claude Code files the sessions run in `clone`."""
-    folder = claude_root() / "projects" / encode_project_path(clone)
+    folder = Path(claude_root()) / "projects" / encode_project_path(clone)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{session}.jsonl"
     lines = [_record(f"{session}-{i}", t, session, clone) for i, t in enumerate(texts)]
@@ -86,7 +86,7 @@ def test_every_spelling_of_one_remote_is_one_project(tmp_path: Path) -> None:
     (a / "docs" / "memory").mkdir(parents=True)
     assert facts_key(a / "docs" / "memory") == f"{NAME}:docs/memory"
     # Claude Code's auto-memory dir is private to a machine: it keeps its path.
-    auto = claude_root() / "projects" / encode_project_path(a) / "memory"
+    auto = Path(claude_root()) / "projects" / encode_project_path(a) / "memory"
     auto.mkdir(parents=True)
     assert facts_key(auto) == str(auto.resolve())
     assert legacy_sessions_key(a) == encode_project_path(a)

@@ -166,7 +166,7 @@ def test_a_reader_searches_lists_and_shows_but_writes_nothing(team: Team) -> Non
     team.run("alice", "generate")
     before = team.sql("SELECT hits FROM facts")
     # The reader's hooks queued an ended session: its commands leave it queued.
-    entry = pending.record(str(team.transcript), "s1", str(team.clone))
+    entry = Path(pending.record(str(team.transcript), "s1", str(team.clone)))
     found = team.run("rita", "search", "zanzibar", password=True).stdout
     assert "fact zanzibar_cache" in found and "message s1" in found
     assert team.sql("SELECT hits FROM facts") == before  # a reader counts no hits

@@ -25,7 +25,7 @@ def _json(run: RunCli, *args: str) -> Any:
 
 def _archive(memory_dir: Path, run: RunCli) -> None:
     """Real transcripts ingested, and facts carrying what only subrosa knows."""
-    folder = project_transcript_dir()
+    folder = Path(project_transcript_dir())
     folder.mkdir(parents=True)
     for path in LOG.glob("*.jsonl"):
         shutil.copy(path, folder / path.name)
@@ -136,7 +136,7 @@ def test_export_takes_this_project_unless_told(
     memory_dir: Path, db: Db, run: RunCli, tmp_path: Path
 ) -> None:
     _archive(memory_dir, run)
-    elsewhere = project_transcript_dir().parent / "-other-project"
+    elsewhere = Path(project_transcript_dir()).parent / "-other-project"
     elsewhere.mkdir()
     (elsewhere / "s.jsonl").write_text(
         json.dumps(

@@ -80,7 +80,7 @@ def test_every_command_works_under_a_weird_home(
     project = tmp_path / WEIRD / "project"
     (project / ".git").mkdir(parents=True)
     monkeypatch.chdir(project)
-    memory = auto_memory_dir(project)  # ~/.claude/projects/<project>/memory
+    memory = Path(auto_memory_dir(project))  # ~/.claude/projects/<project>/memory
     memory.mkdir(parents=True)
     assert WEIRD in str(memory)
     write_leaf(memory, "alpha.md", description="The alpha fact.")
@@ -111,7 +111,7 @@ def test_every_command_works_under_a_weird_home(
     _cli("db", "upgrade")
 
     # The Claude Code half: hooks as Claude Code runs them, the background ingest too.
-    transcripts = project_transcript_dir(project)
+    transcripts = Path(project_transcript_dir(project))
     session = "5f0c6a2e-0000-4000-8000-00000000abcd"
     transcript = transcripts / f"{session}.jsonl"
     transcript.write_text(_message("u1", "the quillwort migration plan", session) + "\n")

@@ -207,7 +207,7 @@ def discover(paths: Iterable[Path], default_project: str) -> list[Source]:
 
 def all_project_dirs(env: dict[str, str] | None = None) -> list[Path]:
     """Every project folder under `<claude root>/projects/`."""
-    root = claude_root(env) / "projects"
+    root = Path(claude_root(env), "projects")
     if not root.is_dir():
         return []
     return sorted(path for path in root.iterdir() if path.is_dir())
@@ -861,7 +861,7 @@ def ingest_transcripts(
         elif all_projects:
             roots = all_project_dirs()
         else:
-            roots = project_dirs_around(project_transcript_dir())
+            roots = project_dirs_around(Path(project_transcript_dir()))
         sources = discover(roots, current_project())
         ingester = new_ingester(conn, tool_result_chars, report=drained)
         if progress is not None:

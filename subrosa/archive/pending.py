@@ -9,11 +9,9 @@ file per transcript path, so a session that ends twice leaves one entry.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
-from pathlib import Path
 
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import (
@@ -22,18 +20,20 @@ from subrosa.fsutil import (
     loads_json,
     make_private_dir,
     read_capped,
+    remove_file,
     sweep_temp_files,
 )
-from subrosa.paths import data_dir
+from subrosa.paths import data_dir, join, parent
 
-# typing stays off the SessionEnd hook's import path (mypy reads this like typing's).
+# typing, pathlib and contextlib stay off the SessionEnd hook's import path (mypy reads
+# this like typing's): a path here is a str (subrosa.paths says why).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-def pending_dir(env: dict[str, str] | None = None) -> Path:
-    return data_dir(env) / "pending-ingest"
+def pending_dir(env: dict[str, str] | None = None) -> str:
+    return join(data_dir(env), "pending-ingest")
 
 
 def _sha1_hex(data: bytes) -> str:
@@ -57,12 +57,12 @@ def record(
     session_id: str = "",
     cwd: str = "",
     env: dict[str, str] | None = None,
-) -> Path:
+) -> str:
     """Note that `transcript_path` should reach the archive."""
     directory = pending_dir(env)
-    make_private_dir(directory.parent)  # the data dir: 0700, like the database in it
+    make_private_dir(parent(directory))  # the data dir: 0700, like the database in it
     make_private_dir(directory)
-    path = directory / _entry_name(transcript_path)
+    path = join(directory, _entry_name(transcript_path))
     entry = {
         "transcript_path": transcript_path,
         "session_id": session_id,
@@ -76,7 +76,7 @@ def record(
     return path
 
 
-def list_pending(env: dict[str, str] | None = None) -> list[tuple[Path, dict[str, Any]]]:
+def list_pending(env: dict[str, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """Every pending entry (unreadable ones are dropped: they can only name a transcript
     that a full `subrosa ingest` would find anyway)."""
     directory = pending_dir(env)
@@ -86,11 +86,11 @@ def list_pending(env: dict[str, str] | None = None) -> list[tuple[Path, dict[str
         return []
     if any(name.startswith(".") and name.endswith(".tmp") for name in names):
         sweep_temp_files(directory)  # a SessionEnd hook killed while writing its entry
-    entries: list[tuple[Path, dict[str, Any]]] = []
+    entries: list[tuple[str, dict[str, Any]]] = []
     for name in names:
         if not name.endswith(".json") or name.startswith("."):
             continue
-        path = directory / name
+        path = join(directory, name)
         try:
             data = loads_json(read_capped(path, JSON_CAP) or b"")
         except (OSError, ValueError, InvalidInput):
@@ -103,7 +103,6 @@ def list_pending(env: dict[str, str] | None = None) -> list[tuple[Path, dict[str
     return entries
 
 
-def remove(path: Path) -> None:
+def remove(path: str) -> None:
     """Forget a pending entry (after its transcript was ingested)."""
-    with contextlib.suppress(OSError):
-        path.unlink()
+    remove_file(path)

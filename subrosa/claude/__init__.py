@@ -9,7 +9,8 @@ Modules:
                 whether its plugin is enabled (the plugin's SessionStart asks)
 
 Rules: `hooks`, `checkpoint` and `settings` import the standard library and the standard-library
-modules of subrosa only (a test checks it in a subprocess); they may use the memory
-and archive halves' stdlib-only modules, never click or SQLAlchemy. This file
-imports nothing.
+modules of subrosa only (a test checks it in a subprocess), and of the standard library
+neither typing, pathlib nor contextlib (paths are str, through subrosa.paths); they may
+use the memory and archive halves' stdlib-only modules, never click or SQLAlchemy. This
+file imports nothing.
 """

@@ -23,11 +23,10 @@ byte count alone would queue every session that ran the extraction.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import stat
 import time
-from pathlib import Path
 
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import (
@@ -35,17 +34,31 @@ from subrosa.fsutil import (
     atomic_write_text,
     is_link,
     loads_json,
+    make_dirs,
     read_capped,
     refuse_link,
+    remove_file,
 )
 from subrosa.lazyre import compile_lazily
-from subrosa.paths import claude_root, extract_dir, project_transcript_dir
+from subrosa.paths import (
+    claude_root,
+    extract_dir,
+    is_file,
+    join,
+    parent,
+    project_transcript_dir,
+)
 
-# typing, dataclasses and hashlib are kept off the import path: each costs the Stop
-# hook more than its own work (mypy treats this name like typing.TYPE_CHECKING).
+# typing, dataclasses, hashlib, pathlib and contextlib are kept off the import path: each
+# costs the Stop hook more than its own work (mypy treats this name like
+# typing.TYPE_CHECKING); fsutil.remove_file and `try … except` stand for
+# contextlib.suppress.
+# Paths are str or os.PathLike (subrosa.paths).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from subrosa.paths import StrPath
 
 LIVE = "live.json"
 MARKS = "marks"
@@ -85,7 +98,7 @@ def safe_session_id(session_id: object) -> str | None:
     return f"{cleaned}-{digest}"
 
 
-def read_json(path: Path, *, follow_links: bool = False) -> dict[str, Any] | None:
+def read_json(path: StrPath, *, follow_links: bool = False) -> dict[str, Any] | None:
     """A JSON object from `path`, or None when it is missing, unreadable or not an object.
 
     Bounded (fsutil.read_capped): not a regular file or over JSON_CAP bytes reads as
@@ -93,7 +106,7 @@ def read_json(path: Path, *, follow_links: bool = False) -> dict[str, Any] | Non
     settings.json may be one; a record in `.extract/` never is)."""
     try:
         if not follow_links:
-            refuse_link(path.parent)
+            refuse_link(parent(path))
         raw = read_capped(path, JSON_CAP, follow_links=follow_links)
         data = loads_json(raw) if raw is not None else None
     except (OSError, ValueError, InvalidInput):
@@ -101,18 +114,18 @@ def read_json(path: Path, *, follow_links: bool = False) -> dict[str, Any] | Non
     return data if isinstance(data, dict) else None
 
 
-def _write_json(path: Path, data: dict[str, Any], *, durable: bool = True) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    refuse_link(path.parent)  # `.extract/marks` -> elsewhere: never written through
+def _write_json(path: str, data: dict[str, Any], *, durable: bool = True) -> None:
+    folder = parent(path)
+    make_dirs(folder)
+    refuse_link(folder)  # `.extract/marks` -> elsewhere: never written through
     text = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
     atomic_write_text(path, text, durable=durable)
 
 
-def _remove(path: Path) -> None:
+def _remove(path: str) -> None:
     """Delete one of our records, never one in a folder a link points to."""
-    refuse_link(path.parent)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    refuse_link(parent(path))
+    remove_file(path, FileNotFoundError)
 
 
 def transcript_size(transcript_path: str | None) -> int | None:
@@ -129,7 +142,7 @@ def transcript_size(transcript_path: str | None) -> int | None:
 
 
 def claim_event(
-    memory_dir: Path, session_id: str, event: str, transcript_path: str | None, source: str = ""
+    memory_dir: StrPath, session_id: str, event: str, transcript_path: str | None, source: str = ""
 ) -> bool:
     """True for the first hook to handle this event of this session; False for a second
     registration of the same hook (the plugin and `subrosa install` both active).
@@ -143,38 +156,36 @@ def claim_event(
     size = transcript_size(transcript_path)
     prefix = f"{event}-"
     name = f"{prefix}{'none' if size is None else size}-{_UNSAFE.sub('_', source)[:32]}"
-    directory = extract_dir(memory_dir) / ONCE / session_id
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
+    directory = join(extract_dir(memory_dir), ONCE, session_id)
+    make_dirs(directory)
+    path = join(directory, name)
     for _ in range(2):
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         except FileExistsError:
             try:
-                age = time.time() - path.stat().st_mtime
+                age = time.time() - os.stat(path).st_mtime
             except FileNotFoundError:
                 continue
             if age < DUPLICATE_WINDOW_SECONDS:
                 return False
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            remove_file(path, FileNotFoundError)
             continue
         break
     else:
         return False
     for other in os.listdir(directory):
         if other.startswith(prefix) and other != name:
-            with contextlib.suppress(OSError):
-                (directory / other).unlink()
+            remove_file(join(directory, other))
     return True
 
 
 # --- Stop: the per-session turn counter -------------------------------------------------
 
 
-def count_turn(memory_dir: Path, session_id: str, transcript_path: str | None) -> int:
+def count_turn(memory_dir: StrPath, session_id: str, transcript_path: str | None) -> int:
     """Add one turn to the session's counter and return the new count."""
-    path = extract_dir(memory_dir) / f"{session_id}.json"
+    path = join(extract_dir(memory_dir), f"{session_id}.json")
     state = read_json(path) or {}
     turns = state.get("turns")
     turns = turns + 1 if isinstance(turns, int) and turns >= 0 else 1
@@ -187,20 +198,20 @@ def count_turn(memory_dir: Path, session_id: str, transcript_path: str | None) -
     return turns
 
 
-def counter(memory_dir: Path, session_id: str) -> dict[str, Any] | None:
+def counter(memory_dir: StrPath, session_id: str) -> dict[str, Any] | None:
     """The session's counter record, if Stop has counted any turn."""
-    return read_json(extract_dir(memory_dir) / f"{session_id}.json")
+    return read_json(join(extract_dir(memory_dir), f"{session_id}.json"))
 
 
 # --- SessionStart: the live session ----------------------------------------------------
 
 
 def remember_live(
-    memory_dir: Path, session_id: str, transcript_path: str | None, cwd: str | None
+    memory_dir: StrPath, session_id: str, transcript_path: str | None, cwd: str | None
 ) -> None:
     """Note the session that just started, so `checkpoint-mark` needs no argument."""
     _write_json(
-        extract_dir(memory_dir) / LIVE,
+        join(extract_dir(memory_dir), LIVE),
         {
             "session_id": session_id,
             "transcript_path": transcript_path or "",
@@ -211,9 +222,9 @@ def remember_live(
     )
 
 
-def live_session(memory_dir: Path) -> dict[str, Any] | None:
+def live_session(memory_dir: StrPath) -> dict[str, Any] | None:
     """The newest session SessionStart saw in this memory dir, if any."""
-    data = read_json(extract_dir(memory_dir) / LIVE)
+    data = read_json(join(extract_dir(memory_dir), LIVE))
     if data is None or safe_session_id(data.get("session_id")) is None:
         return None
     return data
@@ -222,13 +233,13 @@ def live_session(memory_dir: Path) -> dict[str, Any] | None:
 # --- checkpoint-mark -------------------------------------------------------------------
 
 
-def set_mark(memory_dir: Path, session_id: str, transcript_path: str, size: int) -> float:
+def set_mark(memory_dir: StrPath, session_id: str, transcript_path: str, size: int) -> float:
     """Record that extraction covered the transcript up to `size` bytes; the session's
     queue entry, if it ended before, is covered too and goes. `session_id` is a
     `safe_session_id`, as everywhere in this module. Returns the time of the mark."""
     marked_at = time.time()
     _write_json(
-        extract_dir(memory_dir) / MARKS / f"{session_id}.json",
+        join(extract_dir(memory_dir), MARKS, f"{session_id}.json"),
         {
             "session_id": session_id,
             "transcript_path": transcript_path,
@@ -236,12 +247,12 @@ def set_mark(memory_dir: Path, session_id: str, transcript_path: str, size: int)
             "marked_at": marked_at,
         },
     )
-    _remove(extract_dir(memory_dir) / QUEUE / f"{session_id}.json")
+    _remove(join(extract_dir(memory_dir), QUEUE, f"{session_id}.json"))
     restart_count(memory_dir, session_id)
     return marked_at
 
 
-def find_transcript(memory_dir: Path, session_id: str, known: str | None = None) -> str | None:
+def find_transcript(memory_dir: StrPath, session_id: str, known: str | None = None) -> str | None:
     """Where the session's transcript is: `known`, else as recorded by a hook, else where
     Claude Code keeps it for this project, else in any project."""
     recorded = counter(memory_dir, session_id) or {}
@@ -251,15 +262,17 @@ def find_transcript(memory_dir: Path, session_id: str, known: str | None = None)
         for entry in queued(memory_dir)
         if entry.get("session_id") == session_id
     )
-    candidates.append(str(project_transcript_dir() / f"{session_id}.jsonl"))
+    candidates.append(join(project_transcript_dir(), f"{session_id}.jsonl"))
     for candidate in candidates:
-        if isinstance(candidate, str) and candidate and Path(candidate).is_file():
+        if isinstance(candidate, str) and candidate and is_file(candidate):
             return candidate
-    matches = sorted((claude_root() / "projects").glob(f"*/{session_id}.jsonl"))
+    from pathlib import Path  # checkpoint-mark only, never a hook
+
+    matches = sorted(Path(claude_root(), "projects").glob(f"*/{session_id}.jsonl"))
     return str(matches[0]) if matches else None
 
 
-def mark_session(memory_dir: Path, session_id: str | None = None) -> dict[str, Any]:
+def mark_session(memory_dir: StrPath, session_id: str | None = None) -> dict[str, Any]:
     """`checkpoint-mark`: stamp the session's transcript size now (set_mark); by default
     the session this runs in (Claude Code gives its Bash commands
     `CLAUDE_CODE_SESSION_ID`), else the live session. Returns session_id,
@@ -300,21 +313,21 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 
 
-def restart_count(memory_dir: Path, session_id: str) -> None:
+def restart_count(memory_dir: StrPath, session_id: str) -> None:
     """Count turns from zero again: the next nudge comes N turns after this extraction,
     not at the next multiple of N (which may be the very next turn)."""
     state = counter(memory_dir, session_id)
     if state is not None and state.get("turns"):
         _write_json(
-            extract_dir(memory_dir) / f"{session_id}.json",
+            join(extract_dir(memory_dir), f"{session_id}.json"),
             {**state, "turns": 0, "updated_at": time.time()},
             durable=False,
         )
 
 
-def mark_size(memory_dir: Path, session_id: str) -> int | None:
+def mark_size(memory_dir: StrPath, session_id: str) -> int | None:
     """The transcript size the session's checkpoint mark covers, or None."""
-    data = read_json(extract_dir(memory_dir) / MARKS / f"{session_id}.json")
+    data = read_json(join(extract_dir(memory_dir), MARKS, f"{session_id}.json"))
     size = data.get("size") if data else None
     return size if isinstance(size, int) and size >= 0 else None
 
@@ -323,7 +336,7 @@ def mark_size(memory_dir: Path, session_id: str) -> int | None:
 
 
 def enqueue_if_uncovered(
-    memory_dir: Path,
+    memory_dir: StrPath,
     session_id: str,
     transcript_path: str | None,
     reason: str,
@@ -336,7 +349,7 @@ def enqueue_if_uncovered(
     A transcript that does not exist (a session closed before its first prompt) has
     nothing to extract and is not queued. Returns whether the session is queued.
     """
-    queue_file = extract_dir(memory_dir) / QUEUE / f"{session_id}.json"
+    queue_file = join(extract_dir(memory_dir), QUEUE, f"{session_id}.json")
     size = transcript_size(transcript_path)
     covered = mark_size(memory_dir, session_id)
     if (
@@ -466,9 +479,9 @@ def talked_after(transcript_path: str, offset: int) -> bool:
     return False
 
 
-def queued(memory_dir: Path) -> list[dict[str, Any]]:
+def queued(memory_dir: StrPath) -> list[dict[str, Any]]:
     """Every queued session, oldest first. Unreadable entries are skipped."""
-    directory = extract_dir(memory_dir) / QUEUE
+    directory = join(extract_dir(memory_dir), QUEUE)
     try:
         names = os.listdir(directory)
     except OSError:
@@ -477,18 +490,18 @@ def queued(memory_dir: Path) -> list[dict[str, Any]]:
     for name in names:
         if name.startswith(".") or not name.endswith(".json"):
             continue
-        data = read_json(directory / name)
+        data = read_json(join(directory, name))
         if data is None or not isinstance(data.get("session_id"), str):
             continue
         ended = data.get("ended_at")
         data["ended_at"] = ended if isinstance(ended, int | float) else 0.0
-        data["_file"] = directory / name
+        data["_file"] = join(directory, name)
         entries.append(data)
     entries.sort(key=lambda entry: (entry["ended_at"], entry["session_id"]))
     return entries
 
 
-def queue_listing(memory_dir: Path) -> list[dict[str, Any]]:
+def queue_listing(memory_dir: StrPath) -> list[dict[str, Any]]:
     """The queue as `checkpoint-list` shows it: session_id, transcript_path, reason,
     ended_at (ISO 8601, UTC), size (or None) and cwd, every text a string."""
 
@@ -510,11 +523,11 @@ def queue_listing(memory_dir: Path) -> list[dict[str, Any]]:
     return [listed(entry) for entry in queued(memory_dir)]
 
 
-def queue_count(memory_dir: Path, besides: str | None = None) -> int:
+def queue_count(memory_dir: StrPath, besides: str | None = None) -> int:
     """How many sessions are queued (by file count: SessionStart needs no more), the
     session `besides` (a `safe_session_id`: the one starting, when resumed) not counted."""
     try:
-        names = os.listdir(extract_dir(memory_dir) / QUEUE)
+        names = os.listdir(join(extract_dir(memory_dir), QUEUE))
     except OSError:
         return 0
     mine = f"{besides}.json" if besides else None
@@ -523,26 +536,24 @@ def queue_count(memory_dir: Path, besides: str | None = None) -> int:
     )
 
 
-def clear_queue(memory_dir: Path) -> int:
+def clear_queue(memory_dir: StrPath) -> int:
     """Remove every queued session present now; return how many went."""
     removed = 0
     for entry in queued(memory_dir):
-        with contextlib.suppress(FileNotFoundError):
-            entry["_file"].unlink()
-            removed += 1
+        removed += remove_file(entry["_file"], FileNotFoundError)
     return removed
 
 
 # --- housekeeping ----------------------------------------------------------------------
 
 
-def clean_stale(memory_dir: Path, now: float | None = None) -> int:
+def clean_stale(memory_dir: StrPath, now: float | None = None) -> int:
     """Delete counters and marks untouched for STALE_AFTER_SECONDS (never queue entries:
     those wait for the user). Returns how many files went."""
     now = time.time() if now is None else now
-    removed = _clean_claims(extract_dir(memory_dir) / ONCE, now)
+    removed = _clean_claims(join(extract_dir(memory_dir), ONCE), now)
     base = extract_dir(memory_dir)
-    for directory in (base, base / MARKS, base / QUEUE):
+    for directory in (base, join(base, MARKS), join(base, QUEUE)):
         if is_link(directory):
             continue  # a link to elsewhere: nothing there is ours to delete
         try:
@@ -551,19 +562,22 @@ def clean_stale(memory_dir: Path, now: float | None = None) -> int:
             continue
         # .tmp: the leftovers of a writer that crashed between write and rename (in the
         # queue only those: its entries wait for the user however old).
-        kept = (".tmp",) if directory.name == QUEUE else (".json", ".tmp")
+        kept = (".tmp",) if os.path.basename(directory) == QUEUE else (".json", ".tmp")
         for name in names:
             if not name.endswith(kept) or name == LIVE:
                 continue
-            path = directory / name
-            with contextlib.suppress(OSError):
-                if path.is_file() and now - path.stat().st_mtime > STALE_AFTER_SECONDS:
-                    path.unlink()
+            path = join(directory, name)
+            try:
+                info = os.stat(path)  # one stat a file: SessionEnd runs this over them all
+                if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_AFTER_SECONDS:
+                    os.unlink(path)
                     removed += 1
+            except OSError:
+                pass
     return removed
 
 
-def _clean_claims(directory: Path, now: float) -> int:
+def _clean_claims(directory: str, now: float) -> int:
     """Delete the event claims (`claim_event`) of sessions quiet for a day."""
     removed = 0
     try:
@@ -571,12 +585,14 @@ def _clean_claims(directory: Path, now: float) -> int:
     except OSError:
         return 0
     for session in sessions:
-        folder = directory / session
-        with contextlib.suppress(OSError):
-            if now - folder.stat().st_mtime <= ONCE_STALE_AFTER_SECONDS:
+        folder = join(directory, session)
+        try:
+            if now - os.stat(folder).st_mtime <= ONCE_STALE_AFTER_SECONDS:
                 continue
             for name in os.listdir(folder):
-                (folder / name).unlink()
+                os.unlink(join(folder, name))
                 removed += 1
-            folder.rmdir()
+            os.rmdir(folder)
+        except OSError:
+            pass
     return removed

@@ -18,25 +18,34 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 from subrosa.claude import checkpoint
 from subrosa.fsutil import read_capped
 from subrosa.lazyre import compile_lazily
 from subrosa.memory.marker import INDEX, read_ranking
 from subrosa.paths import (
+    absolute,
     auto_memory_dir,
     claude_root,
     config_file,
+    expand_user,
+    is_dir,
+    is_file,
+    join,
+    parent,
     project_root,
     resolve_memory_dir,
+    resolved,
 )
 
-# typing is kept off the import path (see subrosa.claude.checkpoint).
+# typing and pathlib are kept off the import path (see subrosa.claude.checkpoint and
+# subrosa.paths): a path here is a str.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+    from subrosa.paths import StrPath
 
     Payload = dict[str, Any]
 
@@ -119,12 +128,12 @@ def _text(payload: Payload, key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _memory_dir(payload: Payload) -> Path:
+def _memory_dir(payload: Payload) -> str:
     """The memory dir of the session's project: the stdin `cwd` is where Claude works."""
     return resolve_memory_dir(cwd=_text(payload, "cwd"))
 
 
-def _state_ready(memory_dir: Path, notes: Notes) -> bool:
+def _state_ready(memory_dir: str, notes: Notes) -> bool:
     """True when `.extract/` may be written: the memory dir, or at least its parent,
     exists, or it is Claude Code's auto-memory dir (`<claude root>/projects/<project>/
     memory`), which Claude Code itself creates only later (2.1: the project folder
@@ -132,16 +141,16 @@ def _state_ready(memory_dir: Path, notes: Notes) -> bool:
     session started in a subfolder). Any other memory dir whose parent is missing is a
     misconfiguration the hook must not paper over.
     """
-    if memory_dir.is_dir() or memory_dir.parent.is_dir():
+    if is_dir(memory_dir) or is_dir(parent(memory_dir)):
         return True
-    projects = claude_root() / "projects"
-    if memory_dir.parent.parent == projects and claude_root().is_dir():
+    projects = join(claude_root(), "projects")
+    if parent(parent(memory_dir)) == projects and is_dir(claude_root()):
         return True
     notes.add(f"the memory dir {memory_dir} does not exist (nor its parent); nothing recorded")
     return False
 
 
-def _session_state(payload: Payload, notes: Notes, skipped: str) -> tuple[str, Path] | None:
+def _session_state(payload: Payload, notes: Notes, skipped: str) -> tuple[str, str] | None:
     """The session's file-safe id and its project's memory dir, when `.extract/` can
     record it; else None, with the reason noted (`skipped` says what did not happen)."""
     session_id = checkpoint.safe_session_id(payload.get("session_id"))
@@ -154,7 +163,7 @@ def _session_state(payload: Payload, notes: Notes, skipped: str) -> tuple[str, P
     return session_id, memory_dir
 
 
-def _first_to_handle(payload: Payload, notes: Notes, event: str, state: tuple[str, Path]) -> bool:
+def _first_to_handle(payload: Payload, notes: Notes, event: str, state: tuple[str, str]) -> bool:
     """False when another registration of this hook (the plugin and `subrosa install`
     both active) already handles this event: then this one does nothing."""
     session_id, memory_dir = state
@@ -181,7 +190,7 @@ def _nudge_every(notes: Notes) -> int:
     raw = os.environ.get("SUBROSA_NUDGE_EVERY", "").strip()
     if raw.isdecimal() and int(raw) > 0:
         return int(raw)
-    if not raw and not config_file().is_file():
+    if not raw and not is_file(config_file()):
         return DEFAULT_NUDGE_EVERY  # nothing to read: skip importing the settings machinery
     try:
         from subrosa.config import load_settings
@@ -203,7 +212,7 @@ def _one_line(value: object) -> str:
     return terminal_line(text)
 
 
-def nudge_reason(session_id: str, turns: int, memory_dir: Path) -> str:
+def nudge_reason(session_id: str, turns: int, memory_dir: StrPath) -> str:
     """What the Stop hook tells the agent when it blocks (the skill's steps, in brief)."""
     where = _one_line(memory_dir)
     return (
@@ -242,7 +251,7 @@ def _neutral_dir() -> str:
     there), else the filesystem root."""
     from subrosa.paths import data_dir
 
-    directory = str(data_dir())
+    directory = data_dir()
     return directory if os.path.isdir(directory) else os.path.abspath(os.sep)
 
 
@@ -346,26 +355,26 @@ def session_end(payload: Payload, notes: Notes) -> str | None:
 # --- SessionStart ----------------------------------------------------------------------
 
 
-def _claude_settings(project_dir: Path) -> list[dict[str, Any]]:
+def _claude_settings(project_dir: str) -> list[dict[str, Any]]:
     """User, project and local settings.json, lowest precedence first."""
     paths = (
-        claude_root() / "settings.json",
-        project_dir / ".claude" / "settings.json",
-        project_dir / ".claude" / "settings.local.json",
+        join(claude_root(), "settings.json"),
+        join(project_dir, ".claude", "settings.json"),
+        join(project_dir, ".claude", "settings.local.json"),
     )
     # Bounded (a settings.local.json linked to /dev/zero reads as nothing); links are
     # followed, as Claude Code follows them (dotfiles repositories).
     return [checkpoint.read_json(path, follow_links=True) or {} for path in paths]
 
 
-def _same_dir(a: Path, b: Path) -> bool:
+def _same_dir(a: str, b: str) -> bool:
     try:
-        return a.resolve() == b.resolve()
+        return resolved(a) == resolved(b)
     except OSError:
-        return a.absolute() == b.absolute()
+        return absolute(a) == absolute(b)
 
 
-def index_not_loaded_because(memory_dir: Path, cwd: str | None) -> str | None:
+def index_not_loaded_because(memory_dir: str, cwd: str | None) -> str | None:
     """Why Claude Code will not load this MEMORY.md by itself, or None when it will."""
     project_dir = os.environ.get("CLAUDE_PROJECT_DIR") or cwd
     if os.environ.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "").strip().lower() in (
@@ -379,14 +388,14 @@ def index_not_loaded_because(memory_dir: Path, cwd: str | None) -> str | None:
     configured_dir: object = None
     # Claude Code reads project settings where it was started: CLAUDE_PROJECT_DIR, else
     # (the hook run by hand) the repository around cwd.
-    settings_root = Path(os.environ.get("CLAUDE_PROJECT_DIR") or project_root(cwd))
+    settings_root = os.environ.get("CLAUDE_PROJECT_DIR") or project_root(cwd)
     for settings in _claude_settings(settings_root):
         enabled = settings.get("autoMemoryEnabled", enabled)
         configured_dir = settings.get("autoMemoryDirectory", configured_dir)
     if enabled is False:
         return "auto memory is off: autoMemoryEnabled is false in settings.json"
     if isinstance(configured_dir, str) and configured_dir:
-        auto_dir = Path(configured_dir).expanduser()
+        auto_dir = expand_user(configured_dir)
     else:
         auto_dir = auto_memory_dir(project_dir)
     if not _same_dir(memory_dir, auto_dir):
@@ -394,7 +403,7 @@ def index_not_loaded_because(memory_dir: Path, cwd: str | None) -> str | None:
         # the agent, so it is sanitized like any text subrosa did not write.
         from subrosa.text import sanitize_line
 
-        return f"its auto-memory dir is {sanitize_line(str(auto_dir))}"
+        return f"its auto-memory dir is {sanitize_line(auto_dir)}"
     return None
 
 
@@ -415,15 +424,17 @@ def _clean_index_line(line: str) -> str:
     return sanitize_index_line(line)
 
 
-def _index_header(index: Path, why: str) -> str:
+def _index_header(index: StrPath, why: str) -> str:
     return (
         f"The memory index of this project follows, from {_one_line(index)} (Claude Code "
         f"does not load it by itself here: {_one_line(why)}). Its links name leaf files in "
-        f"{_one_line(index.parent)}."
+        f"{_one_line(parent(index))}."
     )
 
 
-def render_index(lines: list[str], index: Path, why: str, budget: int, more: int = 0) -> str | None:
+def render_index(
+    lines: list[str], index: StrPath, why: str, budget: int, more: int = 0
+) -> str | None:
     """The index's lines under a header, cut at a whole line so the result is at most
     `budget` characters (and INDEX_MAX_LINES lines), with a pointer to the rest (`more`
     lines after `lines` are only counted). None when not even one line fits. (An index
@@ -461,7 +472,7 @@ _FACT_LINE = compile_lazily(r"\s*[-*+] \[.*?\]\(([^()\s]+)\)")
 
 
 def render_ranked(
-    lines: list[str], ranking: list[str], index: Path, why: str, budget: int
+    lines: list[str], ranking: list[str], index: StrPath, why: str, budget: int
 ) -> str | None:
     """The index cut to `budget` characters by rank, not by place: the facts `generate`
     ranked first (pinned first) are kept, the rest left to MEMORY.md itself and `subrosa
@@ -546,10 +557,10 @@ def render_ranked(
     return "\n".join(render(chosen))
 
 
-def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
+def index_context(memory_dir: str, why: str, budget: int) -> str | None:
     """MEMORY.md within `budget` characters, with a pointer to the rest: by the ranking
     `generate` left beside it when there is one, else cut at a whole line."""
-    index = memory_dir / INDEX
+    index = join(memory_dir, INDEX)
     # Never through a link (`MEMORY.md -> ~/.ssh/id_rsa` in a repository), never more
     # than MAX_INDEX_BYTES: a 512 MB file is refused at its stat, not read.
     data = read_capped(index, MAX_INDEX_BYTES)
@@ -577,7 +588,7 @@ def index_context(memory_dir: Path, why: str, budget: int) -> str | None:
     return render_ranked(lines, ranking, index, why, budget)
 
 
-def queue_nudge(memory_dir: Path, count: int) -> str:
+def queue_nudge(memory_dir: str, count: int) -> str:
     """The SessionStart line about sessions that ended without extraction."""
     sessions = "session" if count == 1 else "sessions"
     return (
@@ -593,7 +604,7 @@ def _shell_quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def export_memory_dir(memory_dir: Path) -> bool:
+def export_memory_dir(memory_dir: str) -> bool:
     """Tell the session's Bash commands which memory dir the hooks use: an `export
     SUBROSA_MEMORY_DIR=…` line in `$CLAUDE_ENV_FILE`, which Claude Code (2.1) sources
     before each of them. They get no CLAUDE_PROJECT_DIR, and may run in a subfolder or
@@ -602,7 +613,7 @@ def export_memory_dir(memory_dir: Path) -> bool:
     env_file = os.environ.get("CLAUDE_ENV_FILE")
     if not env_file:
         return False
-    line = f"export SUBROSA_MEMORY_DIR={_shell_quote(str(memory_dir))}\n"
+    line = f"export SUBROSA_MEMORY_DIR={_shell_quote(memory_dir)}\n"
     try:
         with open(env_file, encoding="utf-8", errors="replace") as handle:
             if line in handle.read(1024 * 1024):
@@ -621,7 +632,7 @@ def installed_twice(project_dir: str | None) -> str | None:
         return None
     from subrosa.claude.settings import registrations
 
-    found = registrations(Path(project_dir) if project_dir else None)
+    found = registrations(project_dir or None)
     if not found.hooks:
         return None
     scope, path = found.hooks[0].scope, found.hooks[0].path
@@ -692,7 +703,7 @@ def session_start(payload: Payload, notes: Notes) -> str | None:
     count = checkpoint.queue_count(memory_dir, besides=session_id)
     if count:
         parts.append(queue_nudge(memory_dir, count))
-    if (memory_dir / INDEX).is_file():
+    if is_file(join(memory_dir, INDEX)):
         why = notes.attempt(
             "checking Claude Code's auto memory", lambda: index_not_loaded_because(memory_dir, cwd)
         )

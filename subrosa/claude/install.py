@@ -175,7 +175,10 @@ def checkout_root(cwd: str | os.PathLike[str] | None = None) -> Path:
     """The top of the git checkout around `cwd` (a worktree's own top, unlike
     subrosa.paths.project_root, which maps worktrees to the main repository the way
     Claude Code keys its memory), else `cwd`: where Claude Code reads `.claude/`."""
-    return git_checkout_root(cwd) or Path(cwd if cwd is not None else os.getcwd()).absolute()
+    top = git_checkout_root(cwd)
+    if top is not None:
+        return Path(top)
+    return Path(cwd if cwd is not None else os.getcwd()).absolute()
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ def target_for(scope: str, cwd: str | os.PathLike[str] | None = None) -> Target:
     for every project.
     """
     if scope == "user":
-        root = claude_root()
+        root = Path(claude_root())
         return Target(scope, root / "settings.json", root / "skills")
     if scope not in SCOPES:
         raise InvalidInput(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}.")
@@ -343,7 +346,7 @@ def remove_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 def _record_path(settings_path: Path) -> Path:
     digest = hashlib.sha256(str(settings_path.absolute()).encode("utf-8")).hexdigest()[:24]
-    return data_dir() / "installs" / f"{digest}.json"
+    return Path(data_dir(), "installs", f"{digest}.json")
 
 
 def _read_record(settings_path: Path) -> dict[str, Any] | None:

@@ -8,17 +8,19 @@ when `subrosa install` registered the same hooks too; `install` and `doctor` ask
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import loads_json, read_capped
 from subrosa.lazyre import compile_lazily
-from subrosa.paths import checkout_root, claude_root
+from subrosa.paths import absolute, checkout_root, claude_root, join
 
-# typing stays off the hook's import path (see subrosa.claude.checkpoint).
+# typing and pathlib stay off the hook's import path (see subrosa.claude.checkpoint and
+# subrosa.paths): a path here is a str.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from subrosa.paths import StrPath
 
 # Claude Code's event name -> our hook name.
 EVENTS = {"SessionStart": "session-start", "Stop": "stop", "SessionEnd": "session-end"}
@@ -38,7 +40,7 @@ class Found:
     """A settings file (its scope and path) that registers subrosa: `what` is its hook
     events ("SessionStart, Stop, SessionEnd") or the plugin's name (`subrosa@MARKET`)."""
 
-    def __init__(self, scope: str, path: Path, what: str) -> None:
+    def __init__(self, scope: str, path: str, what: str) -> None:
         self.scope, self.path, self.what = scope, path, what
 
     def __repr__(self) -> str:
@@ -57,7 +59,7 @@ class Registrations:
         return {event for found in self.hooks for event in found.what.split(", ")}
 
 
-def settings_files(project_dir: Path | None = None) -> list[tuple[str, Path]]:
+def settings_files(project_dir: StrPath | None = None) -> list[tuple[str, str]]:
     """The settings files Claude Code reads for a session started in `project_dir`
     (default `$CLAUDE_PROJECT_DIR`), lowest precedence first: user, then project and
     local in that folder and, when it is a subfolder, at the top of its git checkout
@@ -65,19 +67,19 @@ def settings_files(project_dir: Path | None = None) -> list[tuple[str, Path]]:
     (neither given), the top of the checkout around the current folder: where
     `subrosa install` writes."""
     given = project_dir or os.environ.get("CLAUDE_PROJECT_DIR")
-    here = Path(given or os.getcwd()).absolute()
+    here = absolute(given or os.getcwd())
     top = checkout_root(here)
     folders = [here] if top is None or top == here else [here, top]
     if not given:
         folders = [top or here]
-    found = [("user", claude_root() / "settings.json")]
+    found = [("user", join(claude_root(), "settings.json"))]
     for folder in folders:
-        found.append(("project", folder / ".claude" / "settings.json"))
-        found.append(("local", folder / ".claude" / "settings.local.json"))
+        found.append(("project", join(folder, ".claude", "settings.json")))
+        found.append(("local", join(folder, ".claude", "settings.local.json")))
     return found
 
 
-def read_object(path: Path) -> dict[str, Any]:
+def read_object(path: StrPath) -> dict[str, Any]:
     """A settings file's object, or {} when it is missing, too big or not JSON."""
     try:  # bounded, regular files only (a settings file linked to /dev/zero or a FIFO)
         raw = read_capped(path, MAX_SETTINGS_BYTES, follow_links=True)
@@ -105,7 +107,7 @@ def our_events(data: dict[str, Any]) -> list[str]:
     ]
 
 
-def registrations(project_dir: Path | None = None) -> Registrations:
+def registrations(project_dir: StrPath | None = None) -> Registrations:
     """Which settings files put subrosa's hooks in, and which enable the subrosa plugin
     (`enabledPlugins`; a later scope overrides an earlier one). A plugin loaded with
     `claude --plugin-dir` is in no settings file and is not seen here."""

@@ -69,7 +69,7 @@ class AppContext:
 
     @cached_property
     def memory_dir(self) -> Path:
-        return resolve_memory_dir(self.memory_dir_option)
+        return Path(resolve_memory_dir(self.memory_dir_option))
 
     @cached_property
     def project(self) -> Project:

@@ -299,7 +299,7 @@ def show_ingested(done: Ingested, named_paths: bool, pending_only: bool, as_json
 def _memory_dir(root: dict[str, Any]) -> Path:
     from subrosa.paths import resolve_memory_dir
 
-    return resolve_memory_dir(root["memory_dir"] or None)
+    return Path(resolve_memory_dir(root["memory_dir"] or None))
 
 
 def _db_url(root: dict[str, Any]) -> str:

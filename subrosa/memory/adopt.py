@@ -54,7 +54,7 @@ def fix_frontmatter(memory_dir: Path, *, write: bool = True) -> list[str]:
     each original is kept under `.subrosa/frontmatter-backup/`. Returns their names
     (with `write` False, the names it would rewrite)."""
     fixed = []
-    keep = state_dir(memory_dir) / FRONTMATTER_BACKUP
+    keep = Path(state_dir(memory_dir), FRONTMATTER_BACKUP)
     if write:  # an adopt killed while keeping an original left its temp file (generate
         sweep_temp_files(keep)  # sweeps the memory dir and .subrosa, not this folder)
     for path in list_leaf_files(memory_dir):

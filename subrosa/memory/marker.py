@@ -16,12 +16,17 @@ the SessionStart hook use the same test.
 from __future__ import annotations
 
 import json
+import os
 import stat
-from pathlib import Path
 
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import loads_json, read_capped
-from subrosa.paths import state_dir
+from subrosa.paths import exists, join, state_dir
+
+# Paths are str or os.PathLike, without importing pathlib (subrosa.paths says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from subrosa.paths import StrPath
 
 INDEX = "MEMORY.md"
 ARCHIVE = "MEMORY_archive.md"
@@ -34,14 +39,14 @@ RANKING = "index-rank.json"
 MAX_RANKING_BYTES = 4 * 1024 * 1024
 
 
-def new_file_mode(memory_dir: Path) -> int | None:
+def new_file_mode(memory_dir: StrPath) -> int | None:
     """The permissions of a file subrosa creates in or beside a memory dir (a leaf, the
     archive, the sidecar, its records under `.subrosa/`): those of the dir's MEMORY.md
     (read and write bits), so text a user keeps private (`chmod 600 MEMORY.md`) is not
     copied into files others may read; None (the default, narrowed by the umask) when
     there is no MEMORY.md. A file replaced keeps its own mode."""
     try:
-        info = (memory_dir / INDEX).stat()
+        info = os.stat(join(memory_dir, INDEX))
     except OSError:
         return None
     return info.st_mode & 0o666 if stat.S_ISREG(info.st_mode) else None
@@ -53,7 +58,7 @@ def is_subrosa_text(text: str) -> bool:
     return any(HEADER_TAG in line for line in head)
 
 
-def is_subrosa_index(path: Path) -> bool:
+def is_subrosa_index(path: StrPath) -> bool:
     """True when the file at `path` exists and subrosa wrote it (a symbolic link, a FIFO
     or a device never is; only the head of a file is read)."""
     try:
@@ -63,16 +68,16 @@ def is_subrosa_index(path: Path) -> bool:
     return head is not None and is_subrosa_text(head.decode("utf-8", errors="replace"))
 
 
-def foreign_index(memory_dir: Path) -> Path | None:
+def foreign_index(memory_dir: StrPath) -> str | None:
     """MEMORY.md when it exists and subrosa did not write it (adopt it first), else None."""
-    index = memory_dir / INDEX
-    if index.exists() and not is_subrosa_index(index):
+    index = join(memory_dir, INDEX)
+    if exists(index) and not is_subrosa_index(index):
         return index
     return None
 
 
-def ranking_path(memory_dir: Path) -> Path:
-    return state_dir(memory_dir) / RANKING
+def ranking_path(memory_dir: StrPath) -> str:
+    return join(state_dir(memory_dir), RANKING)
 
 
 def render_ranking(targets: list[str]) -> str:
@@ -80,7 +85,7 @@ def render_ranking(targets: list[str]) -> str:
     return json.dumps({"index": INDEX, "ranked": targets}, ensure_ascii=False, indent=0) + "\n"
 
 
-def read_ranking(memory_dir: Path) -> list[str] | None:
+def read_ranking(memory_dir: StrPath) -> list[str] | None:
     """The ranking `generate` last wrote, or None when there is none (or it is unreadable:
     the caller then keeps MEMORY.md's own order)."""
     try:

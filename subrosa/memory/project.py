@@ -77,7 +77,7 @@ class Project:
         Every writer comes here first, so here subrosa refuses to go on when one of its
         own files is a symbolic link (`.subrosa` or anything in it, the lock, the sidecar,
         MEMORY.md, MEMORY_archive.md): nothing is then read or written through one."""
-        directory = state_dir(self.memory_dir)
+        directory = Path(state_dir(self.memory_dir))
         for name in INDEX_FILES:
             refuse_link(self.memory_dir / name)
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):

@@ -305,7 +305,7 @@ def _under_project_lock(project: str, write: Callable[[], None]) -> bool:
     for HIT_LOCK_TIMEOUT_S or cannot be taken."""
     memory_dir = Path(project)
     try:
-        directory = state_dir(memory_dir)
+        directory = Path(state_dir(memory_dir))
     except InvalidInput:
         return False  # `.subrosa` is a link: no lock is taken through it, no hit counted
     if not memory_dir.is_absolute() or not directory.is_dir():

@@ -65,7 +65,7 @@ STATE_KEYS = (
 
 
 def state_path(memory_dir: Path) -> Path:
-    return state_dir(memory_dir) / STATE_FILE
+    return Path(state_dir(memory_dir), STATE_FILE)
 
 
 def render_row(row: dict[str, Any]) -> str:
@@ -261,7 +261,7 @@ def _parse(text: str, path: Path) -> dict[str, dict[str, Any]]:
 
 def last_index_path(memory_dir: Path, name: str = INDEX) -> Path:
     """Where subrosa keeps the text it last wrote to index file `name`."""
-    return state_dir(memory_dir) / (LAST_INDEX if name == INDEX else LAST_ARCHIVE)
+    return Path(state_dir(memory_dir), LAST_INDEX if name == INDEX else LAST_ARCHIVE)
 
 
 def read_last_index(memory_dir: Path, name: str = INDEX) -> str | None:
