@@ -1,7 +1,7 @@
 """User settings: an optional TOML file, overridden by environment variables.
 
 Standard library only (tomllib), and no pathlib (subrosa.paths says why): the Stop
-hook reads `nudge_every` from here.
+hook reads `nudge_every` from here (only when the file names it: subrosa.claude.hooks).
 The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
 `~/.config/subrosa/config.toml`. Every key is optional:
 

@@ -20,7 +20,7 @@ import os
 import sys
 
 from subrosa.claude import checkpoint
-from subrosa.fsutil import read_capped
+from subrosa.fsutil import JSON_CAP, read_capped
 from subrosa.lazyre import compile_lazily
 from subrosa.memory.marker import INDEX, read_ranking
 from subrosa.paths import (
@@ -190,7 +190,7 @@ def _nudge_every(notes: Notes) -> int:
     raw = os.environ.get("SUBROSA_NUDGE_EVERY", "").strip()
     if raw.isdecimal() and int(raw) > 0:
         return int(raw)
-    if not raw and not is_file(config_file()):
+    if not raw and not _may_set_nudge_every(config_file()):
         return DEFAULT_NUDGE_EVERY  # nothing to read: skip importing the settings machinery
     try:
         from subrosa.config import load_settings
@@ -199,6 +199,22 @@ def _nudge_every(notes: Notes) -> int:
     except Exception as exc:  # a broken config file must not break the agent
         notes.add(f"settings unreadable, nudging every {DEFAULT_NUDGE_EVERY} turns ({exc})")
         return DEFAULT_NUDGE_EVERY
+
+
+def _may_set_nudge_every(path: str) -> bool:
+    """Whether the settings file at `path` may set `nudge_every`: it exists and its bytes
+    name the key (or hold a `\\u` escape, which a quoted TOML key may spell it with).
+    Every other file leaves the default in effect, so the Stop hook, which reads
+    nothing else from it, need not parse it: parsing loads tomllib and typing, a third
+    more time on every turn of a user who keeps a settings file (a team's `db` URL).
+    A file that cannot be read here is parsed, so its problem is reported as before."""
+    try:
+        data = read_capped(path, JSON_CAP, follow_links=True)  # as load_settings reads it
+    except Exception:  # a FIFO, too large, unreadable: load_settings says what is wrong
+        return True
+    if data is None:
+        return False
+    return b"nudge_every" in data or b"\\u" in data or b"\\U" in data
 
 
 def _one_line(value: object) -> str:
