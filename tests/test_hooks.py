@@ -407,7 +407,7 @@ def test_stop_reads_a_settings_file_only_when_it_may_set_nudge_every(
     env.pop("SUBROSA_NUDGE_EVERY", None)
     cases = [
         ('db = "postgresql+psycopg://me@db.example.com/team"\nbudget = 20000\n', False),
-        ('budget = 99999999\n', False),  # invalid, but says nothing of nudging
+        ("budget = 99999999\n", False),  # invalid, but says nothing of nudging
         ("nudge_every = 1\n", True),
         ('"nudge_every" = 1\n', True),
         ('"nudge\\u005fevery" = 1\n', True),  # a quoted key, its _ escaped
