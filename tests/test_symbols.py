@@ -196,6 +196,25 @@ def test_the_migration_indexes_an_archive_from_before(
         assert stored == index_terms(text)
 
 
+@pytest.mark.engines
+def test_the_migration_tells_how_far_it_is(memory_dir: Path, db: Db, run: RunCli) -> None:
+    """0014 reports to the caller's re-index bar (`subrosa db upgrade` and every command
+    that opens the archive pass theirs): in message ids, from the first to the last."""
+    from subrosa.config import resolve_db_url
+    from subrosa.db import dispose_all, migrate
+
+    _archive(run)
+    db.migrate("0013", down=True)
+    told: list[tuple[int, int]] = []
+    migrate(resolve_db_url(db.url), lambda done, total: told.append((done, total)))
+    dispose_all()
+    ((first, last),) = db.rows("SELECT min(id), max(id) FROM messages")
+    assert told and {total for _, total in told} == {last - first + 1}
+    assert sum(done for done, _ in told) == last - first + 1
+    assert all(done > 0 for done, _ in told)
+    assert db.rows("SELECT version_num FROM alembic_version") == [("0014",)]
+
+
 def test_facts_by_their_symbol_words_and_emoji(memory_dir: Path, run: RunCli) -> None:
     write_leaf(memory_dir, "cpp_style.md", "The engine is C++ with no exceptions.", body="B.")
     write_leaf(memory_dir, "release.md", "Release notes start with \U0001f680.", body="B.")
