@@ -11,6 +11,7 @@ import pytest
 
 from subrosa.cjk import RUN_BREAK, cjk_index_text
 from subrosa.query import parse_query, query_units
+from subrosa.schema import SCHEMA_HEAD
 from subrosa.terms import (
     MAX_JOINED_EMOJI,
     MAX_SYMBOLS,
@@ -212,7 +213,7 @@ def test_the_migration_tells_how_far_it_is(memory_dir: Path, db: Db, run: RunCli
     assert told and {total for _, total in told} == {last - first + 1}
     assert sum(done for done, _ in told) == last - first + 1
     assert all(done > 0 for done, _ in told)
-    assert db.rows("SELECT version_num FROM alembic_version") == [("0014",)]
+    assert db.rows("SELECT version_num FROM alembic_version") == [(SCHEMA_HEAD,)]
 
 
 def test_facts_by_their_symbol_words_and_emoji(memory_dir: Path, run: RunCli) -> None:
