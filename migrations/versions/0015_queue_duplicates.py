@@ -31,9 +31,13 @@ have been), nothing stored:
   names is held by the archive in its session; else NULL stays (a prompt then may be
   kept twice again; it is never left out).
 
-A file not on this disk keeps what it has (as 0011 says why). The rules are imported,
-not copied (as 0014 imports index_terms): the copies a read keeps, and the state the
-next ingest resumes from, are the current ingest's.
+A file not on this disk, or that cannot be read, keeps what it has (as 0011 says why).
+The files are read at ~56 MB/s of CPU (the corpus's 12 such files, 8.9 MB, in 0.16 s):
+a few seconds for a 1 GB archive whose queue-holding files are a quarter of it, as the
+corpus's are; a command on a terminal shows them on its re-index bar, file by file.
+
+The rules are imported, not copied (as 0014 imports index_terms): the copies a read
+keeps, and the state the next ingest resumes from, are the current ingest's.
 
 Revision ID: 0015
 Revises: 0014
@@ -69,7 +73,10 @@ def upgrade() -> None:
     for path, offset, state in todo:
         try:
             again = read_again(str(path), int(offset))
-        except OSError:  # gone since, or unreadable: it keeps what it has
+        except Exception:
+            # Gone since, unreadable, or anything else: this file keeps its copies. A
+            # repair skipped leaves a prompt shown twice; a migration that raised would
+            # leave every command without the archive.
             again = None
         if again is not None:
             _drop_copies(bind, again)
