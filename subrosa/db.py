@@ -13,7 +13,7 @@ are serialized by a file lock beside an SQLite file, by an advisory lock on a se
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeGuard
 
@@ -252,8 +252,14 @@ def grant_to_message_writers(bind: Any, table: str, privileges: str) -> None:
         bind.execute(text(f"GRANT {privileges} ON {table} TO {quoted}"))
 
 
-def upgrade(engine: Engine) -> None:
-    """Run Alembic to the newest revision, serialized across processes."""
+# Told (units just done, units in all) by a migration that works through the archive
+# (0014); the caller's re-index bar (subrosa.cli.common.reindex_bar), or None.
+Progress = Callable[[int, int], None]
+
+
+def upgrade(engine: Engine, progress: Progress | None = None) -> None:
+    """Run Alembic to the newest revision, serialized across processes; a migration that
+    works through the archive tells `progress` how far it is."""
     path = sqlite_path(engine.url.render_as_string(hide_password=False))
     with ExitStack() as held:
         if path is not None:
@@ -264,7 +270,7 @@ def upgrade(engine: Engine) -> None:
                 return
             if is_newer(revision):
                 raise newer_schema(shown(engine.url), revision)
-            _run_alembic(engine)
+            _run_alembic(engine, progress)
         except DBAPIError as exc:
             damage = corruption(exc)
             if damage is not None:
@@ -279,11 +285,13 @@ def upgrade(engine: Engine) -> None:
             raise DatabaseError(f"{shown(engine.url)}: cannot migrate ({_reason(exc)}).") from None
 
 
-def _run_alembic(engine: Engine) -> None:
+def _run_alembic(engine: Engine, progress: Progress | None = None) -> None:
     """Upgrade to head in one transaction (PostgreSQL's DDL is transactional too)."""
     from alembic import command
 
     config = alembic_config(engine)
+    # A migration finds it as op.get_context().config.attributes["progress"].
+    config.attributes["progress"] = progress
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             # Held to the end of the transaction: a second process waits here, then
@@ -293,7 +301,7 @@ def _run_alembic(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
-def ensure_schema(engine: Engine) -> None:
+def ensure_schema(engine: Engine, progress: Progress | None = None) -> None:
     """Migrate on first use; when the schema is current this is one query. A blank
     SQLite file gets the newest schema directly, without Alembic (subrosa.schema)."""
     revision = current_revision(engine)
@@ -302,22 +310,23 @@ def ensure_schema(engine: Engine) -> None:
     path = sqlite_path(engine.url.render_as_string(hide_password=False))
     if revision is None and path is not None and ensure_current(path):
         return
-    upgrade(engine)
+    upgrade(engine, progress)
 
 
-def open_database(url: str) -> Engine:
-    """The engine for `url`, migrated to the newest schema."""
+def open_database(url: str, progress: Progress | None = None) -> Engine:
+    """The engine for `url`, migrated to the newest schema (a migration that works
+    through the archive telling `progress` how far it is)."""
     engine = get_engine(url)
-    ensure_schema(engine)
+    ensure_schema(engine, progress)
     return engine
 
 
-def migrate(url: str) -> tuple[str | None, str | None]:
+def migrate(url: str, progress: Progress | None = None) -> tuple[str | None, str | None]:
     """Migrate the database at `url` to the newest schema (`subrosa db upgrade`); the
     revisions before and after (None before: a blank database)."""
     engine = get_engine(url)
     before = current_revision(engine)
-    upgrade(engine)
+    upgrade(engine, progress)
     return before, current_revision(engine)
 
 

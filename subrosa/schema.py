@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from urllib.parse import quote
 
-SCHEMA_HEAD = "0014"
+SCHEMA_HEAD = "0015"
 
 # What migrations 0001-0012 make on SQLite, in one place. When a migration is added,
 # this follows it (tests/test_schema.py compares the two, table by table).

@@ -11,6 +11,7 @@ import pytest
 
 from subrosa.cjk import RUN_BREAK, cjk_index_text
 from subrosa.query import parse_query, query_units
+from subrosa.schema import SCHEMA_HEAD
 from subrosa.terms import (
     MAX_JOINED_EMOJI,
     MAX_SYMBOLS,
@@ -194,6 +195,25 @@ def test_the_migration_indexes_an_archive_from_before(
     # Every row's terms are what a fresh ingest computes.
     for text, stored in db.rows("SELECT text, terms FROM messages"):
         assert stored == index_terms(text)
+
+
+@pytest.mark.engines
+def test_the_migration_tells_how_far_it_is(memory_dir: Path, db: Db, run: RunCli) -> None:
+    """0014 reports to the caller's re-index bar (`subrosa db upgrade` and every command
+    that opens the archive pass theirs): in message ids, from the first to the last."""
+    from subrosa.config import resolve_db_url
+    from subrosa.db import dispose_all, migrate
+
+    _archive(run)
+    db.migrate("0013", down=True)
+    told: list[tuple[int, int]] = []
+    migrate(resolve_db_url(db.url), lambda done, total: told.append((done, total)))
+    dispose_all()
+    ((first, last),) = db.rows("SELECT min(id), max(id) FROM messages")
+    assert told and {total for _, total in told} == {last - first + 1}
+    assert sum(done for done, _ in told) == last - first + 1
+    assert all(done > 0 for done, _ in told)
+    assert db.rows("SELECT version_num FROM alembic_version") == [(SCHEMA_HEAD,)]
 
 
 def test_facts_by_their_symbol_words_and_emoji(memory_dir: Path, run: RunCli) -> None:

@@ -18,7 +18,9 @@ PostgreSQL the stored `words` column is recomputed by the server.
 
 The revision runs in the migration's transaction: a kill rolls it back whole, and the
 next `subrosa db upgrade` (or any command that opens the archive) runs it again from the
-start. Measured (docs/search.md): seconds for a gigabyte of archive.
+start. Measured (docs/search.md): seconds for a gigabyte of archive. A command on a
+terminal shows how far it is on its re-index bar (subrosa.db.upgrade's `progress`), in
+message ids: the part of the archive's ids scanned so far.
 
 The downgrade leaves the tokens: an older subrosa ignores them (its queries never ask
 for them), and a message it ingests gets its own terms.
@@ -54,6 +56,12 @@ def upgrade() -> None:
     from subrosa.terms import index_terms
 
     bind = op.get_bind()
+    config = op.get_context().config
+    progress = None if config is None else config.attributes.get("progress")
+    first, last = bind.execute(sa.text("SELECT min(id), max(id) FROM messages")).one()
+    if first is None:
+        return
+    total, scanned = int(last) - int(first) + 1, int(first) - 1
     may_hold = _candidates(bind.dialect.name)
     select = sa.text(
         f"SELECT id, text, terms FROM messages WHERE id > :after AND {may_hold}"
@@ -73,6 +81,11 @@ def upgrade() -> None:
         if changed:
             bind.execute(update, changed)
         after = int(rows[-1][0])
+        if progress is not None:
+            progress(after - scanned, total)
+            scanned = after
+    if progress is not None and scanned < int(last):
+        progress(int(last) - scanned, total)
 
 
 def downgrade() -> None:

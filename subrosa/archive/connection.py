@@ -45,15 +45,16 @@ def open_archive(
     subrosa.schema.ensure_current) or migrated when it is older (the only time SQLAlchemy
     and Alembic are loaded), and its full-text index rebuilt first when a migration
     asked for it (subrosa.archive.reindex, under the ingest lock; `progress` is told
-    the messages indexed and to index). On a PostgreSQL server, subrosa.archive.pgstore's
-    connection (no re-index: the server keeps its indexes in step)."""
+    the messages indexed and to index, and how far a migration that works through the
+    archive is: 0014). On a PostgreSQL server, subrosa.archive.pgstore's connection (no
+    re-index: the server keeps its indexes in step)."""
     from subrosa.pg import is_server
     from subrosa.schema import ensure_current, state
 
     if is_server(db_url):
         from subrosa.archive.pgstore import open_server
 
-        with open_server(db_url) as server:
+        with open_server(db_url, progress) as server:
             yield server
         return
     path = archive_path(db_url)
@@ -62,7 +63,7 @@ def open_archive(
         if not ensure_current(path):
             from subrosa.db import open_database
 
-            open_database(db_url)
+            open_database(db_url, progress)
         current, reindexing = state(path)
     conn = connect(path)
     try:

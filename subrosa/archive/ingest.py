@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from stat import S_ISREG
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, cast
 
 from subrosa.archive import pending
 from subrosa.archive.connection import archive_lock, open_archive
@@ -764,6 +764,81 @@ def _batches(
         yield lines, offset
     if skipped < 0 and rest.strip() and _is_whole_object(rest):
         yield [rest], offset + len(rest)
+
+
+class Reread(NamedTuple):
+    """What a read of a whole transcript gives, as ingest reads it, nothing stored
+    (read_again): the user messages it keeps, counted by (session, digest of the text),
+    and their uuids; the uuid of every record it holds, kept or not; its sessions; and
+    the queue's state (transcripts.queue_state) a read that ended at the offset asked
+    for would have saved."""
+
+    kept: Counter[tuple[str, str]]
+    kept_uuids: set[str]
+    seen_uuids: set[str]
+    sessions: set[str]
+    state_at: str | None
+
+
+def text_digest(text: str) -> str:
+    """The digest Reread.kept counts a text by (texts are not held: a transcript's
+    tool results may be megabytes)."""
+    import hashlib
+
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def read_again(path: str, offset: int, tool_result_chars: int = 2000) -> Reread:
+    """Read the transcript at `path` whole, as an ingest reading it from its start would
+    (default redaction), keeping what Reread says; the queue's state is the one where a
+    read ending at `offset` stopped. For migration 0015, which repairs what an ingest
+    from before 0012 stored (OSError when the file cannot be read)."""
+    import re
+
+    from subrosa.archive.redact import Redactor
+    from subrosa.archive.transcripts import parse_lines, queue_state
+
+    uuid_field = re.compile(rb'"uuid":\s*"([^"\\]+)"')
+    again = Reread(Counter(), set(), set(), set(), None)
+    redactor = Redactor(Counter())
+    session = _default_session(path)
+    parsed: Parsed | None = None
+
+    def take(lines: list[bytes]) -> None:
+        nonlocal parsed
+        parsed = parse_lines(lines, session, tool_result_chars, redactor, parsed)
+        for message in parsed.messages:
+            if message.role == "user":
+                again.kept[(message.session_id, text_digest(message.text))] += 1
+                again.kept_uuids.add(message.uuid)
+        again.sessions.update(parsed.sessions)
+        for line in lines:
+            again.seen_uuids.update(m.decode("utf-8", "replace") for m in uuid_field.findall(line))
+
+    with open(path, "rb") as handle:
+        for lines, _ in _batches(cast(BinaryIO, _Upto(handle, offset)), 0, None):
+            take(lines)
+        state = None if parsed is None else queue_state(parsed)
+        for lines, _ in _batches(handle, offset, None):
+            take(lines)
+    return again._replace(state_at=state)
+
+
+class _Upto:
+    """A file read as if it ended at `end` (read_again's first part)."""
+
+    def __init__(self, handle: BinaryIO, end: int) -> None:
+        self._handle, self._end, self._at = handle, end, 0
+
+    def seek(self, position: int) -> int:
+        self._at = position
+        return self._handle.seek(position)
+
+    def read(self, size: int = -1) -> bytes:
+        left = max(0, self._end - self._at)
+        data = self._handle.read(left if size < 0 else min(size, left))
+        self._at += len(data)
+        return data
 
 
 def drain_pending(

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -67,17 +67,19 @@ def _text(value: str | None) -> str | None:
 
 
 @contextmanager
-def open_server(db_url: str) -> Iterator[sqlite3.Connection]:
+def open_server(
+    db_url: str, progress: Callable[[int, int], None] | None = None
+) -> Iterator[sqlite3.Connection]:
     """The archive on the server at `db_url`, migrated first when due (the only time
-    SQLAlchemy and Alembic are loaded). Typed as sqlite3's connection: subrosa.pg's
-    offers the same calls, and the archive's modules ask which one they hold where
-    the SQL differs."""
+    SQLAlchemy and Alembic are loaded; `progress` as subrosa.db.upgrade's). Typed as
+    sqlite3's connection: subrosa.pg's offers the same calls, and the archive's modules
+    ask which one they hold where the SQL differs."""
     conn = connect(db_url)
     try:
         if _revision(conn) != SCHEMA_HEAD:
             from subrosa.db import open_database
 
-            open_database(db_url)
+            open_database(db_url, progress)
         yield cast(sqlite3.Connection, conn)
     finally:
         conn.close()

@@ -104,7 +104,8 @@ def progress_bar(
     work is found): items, or bytes when `in_bytes`. It starts at the first report (so
     that another bar may come first: a terminal shows one at a time) and says
     `announce` then; with `stop_when_done` it goes when the total is reached, so that
-    a bar after it can show."""
+    a bar after it can show, and a report after that starts it again (a second pass: a
+    migration's, then the re-index's)."""
     if not enabled:
         yield None
         return
@@ -126,18 +127,22 @@ def progress_bar(
     )
     task = None
     done_so_far = 0
+    announced = False
 
     def advance(done: int, total: int) -> None:
-        nonlocal task, done_so_far
+        nonlocal task, done_so_far, announced
         if task is None:
-            if announce:
+            if announce and not announced:
                 note(announce)
+                announced = True
             bar.start()
             task = bar.add_task(label, total=total)
         done_so_far += done
         bar.update(task, total=total, advance=done)
         if stop_when_done and done_so_far >= total:
             bar.stop()
+            bar.remove_task(task)
+            task, done_so_far = None, 0
 
     try:
         yield advance

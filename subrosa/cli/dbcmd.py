@@ -30,8 +30,8 @@ def upgrade_cmd(app: AppContext) -> None:
     from subrosa.archive.reindex import reindex_database
     from subrosa.archive.runs import mend_runs
 
-    before, after = migrate(app.db_url)
     with reindex_bar(enabled=is_terminal()) as progress:
+        before, after = migrate(app.db_url, progress)
         indexed = reindex_database(app.db_url, progress)
     if before == after:
         say(f"already at revision {after}")
