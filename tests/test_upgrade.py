@@ -32,7 +32,7 @@ def _restore(db: Db, run: RunCli, fixture: Path, revision: str) -> Path:
     from subrosa.config import resolve_db_url
     from subrosa.db import database_url, dispose_all
 
-    folder = project_transcript_dir()
+    folder = Path(project_transcript_dir())
     folder.mkdir(parents=True, exist_ok=True)
     for source in sorted((fixture / "transcripts").iterdir()):
         shutil.copyfile(source, folder / source.name)
