@@ -32,7 +32,7 @@ from subrosa.errors import (
 )
 from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
 from subrosa.fsutil import file_lock
-from subrosa.paths import sqlite_path
+from subrosa.paths import exists, sqlite_path
 from subrosa.pg import INSTALL_DRIVER
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
@@ -335,7 +335,7 @@ def status(url: str) -> dict[str, Any]:
     the newest (`subrosa db status`; the `--json` shape). Looking creates nothing: a
     database file that does not exist yet is reported as such (`exists` false)."""
     path = sqlite_path(url)
-    if path is not None and not path.exists():
+    if path is not None and not exists(path):
         problem = folder_problem(path)
         if problem is not None:
             raise InvalidInput(problem)

@@ -22,7 +22,7 @@ from subrosa.errors import InvalidInput, SubrosaError, hide_passwords
 from subrosa.fsutil import is_link
 from subrosa.memory.leaf import list_leaf_files, subfolder_note
 from subrosa.memory.marker import ARCHIVE, INDEX, INDEX_FILES, foreign_index
-from subrosa.paths import sqlite_path
+from subrosa.paths import exists, parent, sqlite_path
 
 
 @dataclass
@@ -79,7 +79,7 @@ def _database_ready(subject: Subject) -> bool:
     from subrosa.db import SCHEMA_HEAD, current_revision, get_engine
 
     path = sqlite_path(subject.db_url)
-    if path is not None and not path.exists():
+    if path is not None and not exists(path):
         return False
     try:
         return current_revision(get_engine(subject.db_url)) == SCHEMA_HEAD
@@ -91,12 +91,12 @@ def check_database(subject: Subject) -> Check:
     from subrosa.db import SCHEMA_HEAD, current_revision, get_engine, is_newer, newer_schema
 
     path = sqlite_path(subject.db_url)
-    if path is not None and not path.exists():
+    if path is not None and not exists(path):
         from subrosa.schema import folder_problem
 
         problem = folder_problem(path)
         if problem is not None:
-            return Check("database", False, problem, f"mkdir -p {shlex.quote(str(path.parent))}")
+            return Check("database", False, problem, f"mkdir -p {shlex.quote(parent(path))}")
         return Check(
             "database",
             True,
@@ -486,7 +486,8 @@ def _server_role(subject: Subject) -> str:
 
 def check_permissions(subject: Subject) -> Check:
     problems: list[str] = []
-    db = sqlite_path(subject.db_url)
+    found = sqlite_path(subject.db_url)
+    db = Path(found) if found is not None else None
     if db is not None and db.exists():
         # The files hold the data (SQLite gives -wal and -shm the database's mode); an
         # ordinary 755 folder only lets others see their names. A folder others may

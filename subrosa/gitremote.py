@@ -14,17 +14,29 @@ repository's config (through `commondir`), a submodule its own. Which remote:
 clones then agree), else `origin`, else the first. `url.<base>.insteadOf` rewrites are
 applied, from the repository's config and the user's (`~/.gitconfig`,
 `$XDG_CONFIG_HOME/git/config`). Not followed: `include`/`includeIf` files and host
-aliases from `~/.ssh/config`.
+aliases from `~/.ssh/config`. No pathlib either (`subrosa search` reads the identity on
+every run): paths are str, handled with subrosa.paths.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
-from urllib.parse import unquote
 
 from subrosa.lazyre import compile_lazily
+from subrosa.paths import (
+    absolute,
+    common_dir,
+    gitdir_from_file,
+    home_dir,
+    is_dir,
+    is_file,
+    join,
+    lineage,
+    read_text,
+    spelled,
+    unquote,
+)
 
 # Hosts that serve the same repositories under another name (SSH over port 443).
 HOST_ALIASES = {
@@ -50,40 +62,19 @@ _KEY = compile_lazily(r"\s*(?P<key>[A-Za-z][A-Za-z0-9-]*)\s*(?P<eq>=)?")
 # --- reading git's config files --------------------------------------------------
 
 
-def git_config_path(start: str | os.PathLike[str]) -> Path | None:
-    """The config file of the repository containing `start` (walking up), or None."""
-    here = Path(start).absolute()
-    for candidate in (here, *here.parents):
-        dotgit = candidate / ".git"
-        if dotgit.is_dir():
-            return dotgit / "config"
-        if dotgit.is_file():
-            gitdir = _gitdir_from_file(dotgit)
+def git_config_path(start: str | os.PathLike[str]) -> str | None:
+    """The config file of the repository containing `start` (walking up), or None.
+    Worktrees read their main repository's (through `commondir`)."""
+    for candidate in lineage(absolute(start)):
+        dotgit = join(candidate, ".git")
+        if is_dir(dotgit):
+            return join(dotgit, "config")
+        if is_file(dotgit):
+            gitdir = gitdir_from_file(dotgit)
             if gitdir is None:
                 return None
-            return _common_dir(gitdir) / "config"
+            return join(common_dir(gitdir) or gitdir, "config")
     return None
-
-
-def _gitdir_from_file(dotgit: Path) -> Path | None:
-    """The `gitdir:` a worktree's or a submodule's `.git` file points to."""
-    try:
-        text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    gitdir = Path(text.removeprefix("gitdir:").strip())
-    return gitdir if gitdir.is_absolute() else (dotgit.parent / gitdir).resolve()
-
-
-def _common_dir(gitdir: Path) -> Path:
-    """A worktree's git dir names the main repository's in `commondir`; others are their own."""
-    try:
-        common = Path((gitdir / "commondir").read_text(encoding="utf-8").strip())
-    except OSError:
-        return gitdir
-    return common if common.is_absolute() else (gitdir / common).resolve()
 
 
 def parse_git_config(text: str) -> list[tuple[str, str, str]]:
@@ -163,17 +154,17 @@ def _value(raw: str) -> str:
     return "".join(out)
 
 
-def _read_entries(path: Path) -> list[tuple[str, str, str]]:
+def _read_entries(path: str) -> list[tuple[str, str, str]]:
     try:
-        return parse_git_config(path.read_text(encoding="utf-8", errors="replace"))
+        return parse_git_config(read_text(path, errors="replace"))
     except OSError:
         return []
 
 
-def _user_config_paths(env: dict[str, str]) -> list[Path]:
-    home = Path(env.get("HOME") or Path.home())
-    xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
-    return [xdg / "git" / "config", home / ".gitconfig"]
+def _user_config_paths(env: dict[str, str]) -> list[str]:
+    home = spelled(env.get("HOME") or home_dir())
+    xdg = spelled(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else join(home, ".config")
+    return [join(xdg, "git", "config"), join(home, ".gitconfig")]
 
 
 # --- choosing and normalizing the remote -----------------------------------------

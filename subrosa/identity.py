@@ -25,21 +25,32 @@ to the other's `generate` like facts whose leaves were deleted. A memory dir els
 in a repository gets the repository's name and its place: `github.com/org/repo:docs/mem`.
 
 Standard library only, no subprocess: the hooks and `subrosa search`'s fast path use it.
+And no pathlib: folders are str, handled with subrosa.paths (pathlib and the urllib.parse
+and ipaddress it loads were ~5 ms of a ~100 ms search process).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from subrosa.gitremote import remote_identity
-from subrosa.paths import checkout_root, encode_project_path, project_root
+from subrosa.paths import (
+    checkout_root,
+    encode_project_path,
+    join,
+    lineage,
+    parent,
+    project_root,
+    relative_to,
+    resolved,
+    spelled,
+)
 
 # Where a memory dir sits when it is the repository's own: no suffix for these.
 _CANONICAL = (".", ".claude/memory")
 
 
-def configured_folders(env: dict[str, str] | None = None) -> dict[Path, str]:
+def configured_folders(env: dict[str, str] | None = None) -> dict[str, str]:
     """The settings file's `[projects]` table: folder (absolute, `~` expanded) -> name.
     A relative folder is relative to the settings file's own folder."""
     from subrosa.config import config_path, read_file
@@ -52,27 +63,27 @@ def configured_folders(env: dict[str, str] | None = None) -> dict[Path, str]:
     where = config_path(env)
     if not isinstance(table, dict):
         raise InvalidInput(f"{where}: projects must be a table of folder = name.")
-    folders: dict[Path, str] = {}
+    folders: dict[str, str] = {}
     for folder, name in table.items():
         if not isinstance(name, str) or not name.strip():
             raise InvalidInput(f"{where}: projects.{folder!r} must name the project, not {name!r}.")
-        path = Path(os.path.expanduser(folder))
-        if not path.is_absolute():
-            path = Path(where).parent / path
+        path = spelled(os.path.expanduser(folder))
+        if not os.path.isabs(path):
+            path = join(parent(where), path)
         # Both spellings: a folder reached through a symbolic link (macOS's /var is
         # /private/var) matches whether the path asked about was resolved or not.
-        folders[Path(os.path.abspath(path))] = name.strip()
-        folders[Path(os.path.abspath(path)).resolve()] = name.strip()
+        folders[spelled(os.path.abspath(path))] = name.strip()
+        folders[resolved(os.path.abspath(path))] = name.strip()
     return folders
 
 
-def _configured(start: Path, env: dict[str, str] | None) -> tuple[str, Path] | None:
+def _configured(start: str, env: dict[str, str] | None) -> tuple[str, str] | None:
     """The name the settings file gives `start` or the nearest folder above it, and that
     folder; None when it names none of them."""
     folders = configured_folders(env)
     if not folders:
         return None
-    for candidate in (start, *start.parents):
+    for candidate in lineage(start):
         if candidate in folders:
             return folders[candidate], candidate
     return None
@@ -84,7 +95,7 @@ def project_identity(
     """The name of the project containing `start` (default: the current folder) on every
     machine: its repository's normalized remote, else the name the settings file gives
     it, else None."""
-    here = Path(os.path.abspath(start if start is not None else os.getcwd()))
+    here = spelled(os.path.abspath(start if start is not None else os.getcwd()))
     named = remote_identity(here, env)
     if named is not None:
         return named
@@ -96,21 +107,20 @@ def facts_key(memory_dir: str | os.PathLike[str], env: dict[str, str] | None = N
     """The key a memory dir's facts are filed under: the name of the repository holding
     the memory dir (with the dir's place in it when that is not `.claude/memory` or the
     top), else the memory dir's resolved path (today's key)."""
-    resolved = Path(memory_dir).resolve()
-    remote = remote_identity(resolved, env)
+    real = resolved(memory_dir)
+    remote = remote_identity(real, env)
     if remote is not None:
-        top = checkout_root(resolved)
-        return _placed(remote, resolved, Path(top) if top is not None else resolved)
-    configured = _configured(resolved, env)
+        top = checkout_root(real)
+        return _placed(remote, real, top if top is not None else real)
+    configured = _configured(real, env)
     if configured is not None:
-        return _placed(configured[0], resolved, configured[1])
-    return str(resolved)
+        return _placed(configured[0], real, configured[1])
+    return real
 
 
-def _placed(name: str, memory_dir: Path, top: Path) -> str:
-    try:
-        place = memory_dir.relative_to(top).as_posix()
-    except ValueError:
+def _placed(name: str, memory_dir: str, top: str) -> str:
+    place = relative_to(memory_dir, top)
+    if place is None:
         return name
     return name if place in _CANONICAL else f"{name}:{place}"
 

@@ -3,10 +3,13 @@
 Standard library only, and without pathlib: the hooks import this on every turn of the
 agent, and pathlib (with the fnmatch, urllib.parse and ipaddress it loads) was ~8 % of
 a hook's whole process. So every path here is a `str`, spelled as pathlib spells it
-(`spelled`), and the few pathlib answers the hooks need (`absolute`, `expand_user`,
-`parent`, `lineage`, `resolved`, `is_dir`, `is_file`, `exists`) are given here the way
-Python 3.11's pathlib gives them, errors included. Functions take a `str` or any
-os.PathLike; the rest of subrosa wraps what they return in a Path where it wants one.
+(`spelled`), and the few pathlib answers the hooks and `subrosa search` need
+(`absolute`, `expand_user`, `parent`, `lineage`, `relative_to`, `resolved`, `is_dir`,
+`is_file`, `exists`) are given here the way Python 3.11's pathlib gives them, errors
+included. Functions take a `str` or any os.PathLike; the rest of subrosa wraps what
+they return in a Path where it wants one. Likewise `quote` and `unquote` give
+urllib.parse's answers for a str (it loads ipaddress, ~1.5 ms): the database's URL
+and its SQLite file name are read and written on `subrosa search`'s path.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from subrosa.lazyre import compile_lazily
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     StrPath = str | os.PathLike[str]
 
@@ -111,6 +113,24 @@ def lineage(path: StrPath) -> list[str]:
     return chain
 
 
+def relative_to(path: StrPath, top: StrPath) -> str | None:
+    """`Path(path).relative_to(top).as_posix()`, None where that raises ValueError
+    (`path` is not `top` nor under it, compared as written: nothing is resolved)."""
+    text, top = spelled(path), spelled(top)
+    if _WINDOWS:
+        from pathlib import Path
+
+        try:
+            return Path(text).relative_to(top).as_posix()
+        except ValueError:
+            return None
+    if top == ".":  # pathlib's `.` has no parts: every relative path is under it
+        return text if text[:1] != "/" else None
+    if top not in lineage(text):
+        return None
+    return text[len(top) :].lstrip("/") or "."
+
+
 def resolved(path: StrPath) -> str:
     """`Path(path).resolve()`: links followed, absolute; RuntimeError on a link loop."""
     if _WINDOWS:
@@ -172,29 +192,42 @@ def encode_project_path(path: StrPath) -> str:
     return _NOT_ALNUM.sub("-", str(path))
 
 
-def _read_text(path: str, errors: str = "strict") -> str:
+def read_text(path: StrPath, errors: str = "strict") -> str:
+    """`Path(path).read_text(encoding="utf-8", errors=errors)`."""
     with open(path, encoding="utf-8", errors=errors) as handle:
         return handle.read()
 
 
-def _main_repo_root_from_gitfile(gitfile: str) -> str | None:
-    """For a worktree (`.git` is a file), follow gitdir and commondir to the main repository."""
+def gitdir_from_file(dotgit: StrPath) -> str | None:
+    """The git dir a worktree's or a submodule's `.git` file names (`gitdir:`), absolute;
+    None when it cannot be read or names none."""
     try:
-        text = _read_text(gitfile, errors="replace").strip()
+        text = read_text(dotgit, errors="replace").strip()
     except OSError:
         return None
     if not text.startswith("gitdir:"):
         return None
     gitdir = spelled(text[len("gitdir:") :].strip())
-    if not os.path.isabs(gitdir):
-        gitdir = resolved(join(parent(gitfile), gitdir))
+    return gitdir if os.path.isabs(gitdir) else resolved(join(parent(dotgit), gitdir))
+
+
+def common_dir(gitdir: StrPath) -> str | None:
+    """The main repository's git dir that a worktree's git dir names in `commondir`,
+    absolute; None when it names none (a submodule's, a main repository's own)."""
     try:
-        common = spelled(_read_text(join(gitdir, "commondir")).strip())
+        common = spelled(read_text(join(gitdir, "commondir")).strip())
     except OSError:
-        return parent(gitfile)
-    if not os.path.isabs(common):
-        common = resolved(join(gitdir, common))
-    return parent(common)
+        return None
+    return common if os.path.isabs(common) else resolved(join(gitdir, common))
+
+
+def _main_repo_root_from_gitfile(gitfile: str) -> str | None:
+    """For a worktree (`.git` is a file), follow gitdir and commondir to the main repository."""
+    gitdir = gitdir_from_file(gitfile)
+    if gitdir is None:
+        return None
+    common = common_dir(gitdir)
+    return parent(gitfile) if common is None else parent(common)
 
 
 def checkout_root(cwd: StrPath | None = None) -> str | None:
@@ -303,28 +336,54 @@ def config_file(env: dict[str, str] | None = None) -> str:
     return join(expand_user(base), "subrosa", "config.toml")
 
 
+# --- urllib.parse's quote and unquote, on str -----------------------------------------
+
+# What quote never encodes (RFC 3986's unreserved characters), as bytes.
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
+_ASCII_RUN = compile_lazily(r"([\x00-\x7f]+)")
+_PERCENT_HEX = compile_lazily(rb"%([0-9A-Fa-f]{2})")
+
+
+def quote(text: str, safe: str = "/") -> str:
+    """`urllib.parse.quote(text, safe)`: UTF-8 bytes, each one neither unreserved nor in
+    `safe` written `%XX` (UnicodeEncodeError for a lone surrogate, as there)."""
+    if not text:
+        return text
+    keep = _UNRESERVED | set(safe.encode("ascii", "ignore"))
+    return "".join(chr(b) if b in keep else f"%{b:02X}" for b in text.encode("utf-8"))
+
+
+def unquote(text: str) -> str:
+    """`urllib.parse.unquote(text)`: every `%XX` read as a byte, each run of ASCII
+    decoded as UTF-8 (what is not UTF-8 becoming U+FFFD), the rest kept."""
+    if "%" not in text:
+        return text
+    bits = _ASCII_RUN.split(text)
+    out = [bits[0]]
+    for i in range(1, len(bits), 2):
+        raw = _PERCENT_HEX.sub(lambda hit: bytes([int(hit[1], 16)]), bits[i].encode("ascii"))
+        out += [raw.decode("utf-8", "replace"), bits[i + 1]]
+    return "".join(out)
+
+
 def sqlite_url(path: StrPath) -> str:
     """The `sqlite:///` URL of a file, as SQLAlchemy renders it (it quotes the same way)."""
-    from urllib.parse import quote  # here: it loads ipaddress, and no hook needs a URL
-
     return "sqlite:///" + quote(str(path), safe=" +/")
 
 
 _SQLITE_URL = compile_lazily(r"sqlite(\+pysqlite)?:///(?P<rest>.*)", re.DOTALL)
 
 
-def sqlite_path(url: str) -> Path | None:
-    """The file behind an `sqlite:///` URL, or None for other databases and memory."""
-    from pathlib import Path
-    from urllib.parse import unquote
-
+def sqlite_path(url: str) -> str | None:
+    """The file behind an `sqlite:///` URL (spelled as pathlib spells it), or None for
+    other databases and memory."""
     match = _SQLITE_URL.fullmatch(url)
     if match is None:
         return None
     rest = unquote(match.group("rest").split("?", 1)[0])
     if not rest or rest == ":memory:":
         return None
-    return Path(rest)
+    return spelled(rest)
 
 
 def state_dir(memory_dir: StrPath) -> str:

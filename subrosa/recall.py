@@ -9,14 +9,15 @@ each searching its own table with one query language (subrosa.query): the facts
 (subrosa.memory.recall, which also records their hits under their project's lock)
 and the messages (subrosa.archive.search).
 
-Standard library only: the fast path must not pay for click or SQLAlchemy.
+Standard library only: the fast path must not pay for click or SQLAlchemy; and no
+pathlib (paths are str, subrosa.paths).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from subrosa.archive.search import Cache, search_messages, search_sessions, unit_stats
@@ -29,13 +30,14 @@ def filters_for(
     since: str | None,
     role: str | None,
     all_projects: bool,
-    memory_dir: str | Path,
+    memory_dir: str | os.PathLike[str],
     project: str | None = None,
 ) -> Filters:
     """The filters of a search run for the project of `memory_dir` (and of the current
     working directory's transcripts), or for the project named `project`, or of every
     project. Raises QueryError for a --since that is not a date."""
     from subrosa.identity import facts_key, sessions_key
+    from subrosa.paths import resolved
 
     key = facts_key(memory_dir)
     facts, sessions = (project, project) if project else (key, sessions_key())
@@ -44,7 +46,7 @@ def filters_for(
         role=role,
         transcript_project=None if all_projects else sessions,
         fact_project=None if all_projects else facts,
-        home=(key, str(Path(memory_dir).resolve())),
+        home=(key, resolved(memory_dir)),
     )
 
 
@@ -146,7 +148,7 @@ def search_database(
 
 
 def search_at_once(
-    path: Path,
+    path: str | os.PathLike[str],
     query: str,
     filters: Filters,
     limit: int = 10,
@@ -159,8 +161,7 @@ def search_at_once(
     the standard library only; None when it does, or when the query fails
     (search_database then says why)."""
     from subrosa.archive import pending
-    from subrosa.archive.connection import connect
-    from subrosa.schema import is_current
+    from subrosa.schema import connect, is_current
 
     if not is_current(path) or pending.list_pending():
         return None

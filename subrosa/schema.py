@@ -9,6 +9,10 @@ does not need Alembic either: `ensure_current` creates the newest schema in it d
 the one way to move a database from one revision to the next, and PostgreSQL's only
 way. subrosa.db re-exports SCHEMA_HEAD; tests assert it equals the migration scripts'
 head and that SQLITE_SCHEMA is what the migrations make.
+
+Without pathlib (and urllib.parse, and the ipaddress it loads): `subrosa search` reads
+the revision through this module on every run, so a path here is a str or any
+os.PathLike, handled with subrosa.paths.
 """
 
 from __future__ import annotations
@@ -16,8 +20,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from pathlib import Path
-from urllib.parse import quote
+
+from subrosa.paths import absolute, data_dir, exists, is_dir, is_file, join, parent, quote, spelled
+
+# pathlib stays off `subrosa search`'s path: only the type checker sees it here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from subrosa.paths import StrPath
 
 SCHEMA_HEAD = "0015"
 
@@ -149,10 +158,10 @@ SQLITE_SCHEMA = (
 )
 
 
-def state(path: Path) -> tuple[bool, bool]:
+def state(path: StrPath) -> tuple[bool, bool]:
     """Whether the SQLite file at `path` is at SCHEMA_HEAD, and whether its archive is
     being re-indexed (migration 0003: subrosa.archive.reindex finishes it)."""
-    if not path.is_file():
+    if not is_file(path):
         return False, False
     try:
         # Percent-encoded: a raw `#` or `?` in the path would end it early, and SQLite
@@ -171,7 +180,7 @@ def state(path: Path) -> tuple[bool, bool]:
     return True, pending is not None
 
 
-def is_current(path: Path) -> bool:
+def is_current(path: StrPath) -> bool:
     """Whether the SQLite file at `path` is ready as it is: at SCHEMA_HEAD, its archive
     fully indexed (two small queries)."""
     current, reindexing = state(path)
@@ -182,7 +191,7 @@ def is_current(path: Path) -> bool:
 SQLITE_HEADER_BYTES = 100
 
 
-def file_problem(path: Path) -> str | None:
+def file_problem(path: StrPath) -> str | None:
     """Why the file at `path` cannot be a subrosa database, in a few words; None when it
     does not exist yet (it will be made) or SQLite reads it as a database (damage
     further in shows when it is read: see subrosa.errors.corruption).
@@ -209,7 +218,7 @@ def file_problem(path: Path) -> str | None:
     return _tables_problem(path)
 
 
-def _tables_problem(path: Path) -> str | None:
+def _tables_problem(path: StrPath) -> str | None:
     """Another program's database (tables, but no subrosa schema revision), which a
     migration would fill with subrosa's tables; or damage SQLite sees in its schema.
     A plain connection, no pragma: looking changes nothing in the file."""
@@ -245,12 +254,12 @@ CONNECTION_PRAGMAS = (
 )
 
 
-def migrate_lock_path(path: Path) -> str:
+def migrate_lock_path(path: StrPath) -> str:
     """The lock beside the SQLite file at `path` that serializes creating and migrating it."""
     return f"{path}.migrate.lock"
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: StrPath) -> sqlite3.Connection:
     """A DB-API connection set up like subrosa.db's engine (WAL, busy timeout, foreign
     keys); transactions are begun explicitly (BEGIN IMMEDIATE for writes)."""
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -259,7 +268,7 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def prepare_file(path: Path) -> None:
+def prepare_file(path: StrPath) -> None:
     """Create the database file readable by its owner only, before SQLite does, already
     holding SQLite's header (WAL set): it is made under a temporary name and linked into
     place, so no process ever sees it empty, and an empty file always means a lost
@@ -268,7 +277,8 @@ def prepare_file(path: Path) -> None:
     made, or a dangling link where it would be, is a DatabaseError."""
     from subrosa.errors import DatabaseError, DatabaseUnreadable, InvalidInput
 
-    if path.exists():
+    path = spelled(path)
+    if exists(path):
         problem = file_problem(path)
         if problem is not None:
             raise DatabaseUnreadable(path, problem)
@@ -285,15 +295,14 @@ def prepare_file(path: Path) -> None:
         raise DatabaseError(f"{path}: cannot create the database ({why}).") from None
 
 
-def folder_problem(path: Path) -> str | None:
+def folder_problem(path: StrPath) -> str | None:
     """Why the database file `path` cannot be made, as one sentence, when its folder is
     not there and is not subrosa's own data dir (the default place, made when missing):
     a folder the user named (--db, SUBROSA_DB, the settings file's db) must exist, so a
     typo is told, not quietly made into a new folder holding a new, empty database."""
-    from subrosa.paths import data_dir
-
-    folder = path.parent
-    if folder.is_dir() or folder.absolute() == Path(data_dir()).absolute():
+    path = spelled(path)
+    folder = parent(path)
+    if is_dir(folder) or absolute(folder) == absolute(data_dir()):
         return None
     return (
         f"{path}: cannot create the database, its folder {folder} does not exist "
@@ -301,11 +310,13 @@ def folder_problem(path: Path) -> str | None:
     )
 
 
-def _create_file(path: Path) -> None:
-    from subrosa.fsutil import make_private_dir
+def _create_file(path: StrPath) -> None:
+    from subrosa.fsutil import make_private_dir, remove_file
 
-    make_private_dir(path.parent)
-    temp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.new")
+    path = spelled(path)
+    folder, name = parent(path), os.path.basename(path)
+    make_private_dir(folder)
+    temp = join(folder, f".{name}.{os.urandom(6).hex()}.new")
     fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
     os.close(fd)
     try:
@@ -318,11 +329,11 @@ def _create_file(path: Path) -> None:
     except FileExistsError:
         pass
     finally:
-        for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
-            leftover.unlink(missing_ok=True)
+        for leftover in (temp, f"{temp}-wal", f"{temp}-shm"):
+            remove_file(leftover, FileNotFoundError)
 
 
-def ensure_current(path: Path) -> bool:
+def ensure_current(path: StrPath) -> bool:
     """Whether the SQLite file at `path` is at SCHEMA_HEAD (its archive's re-index may be
     under way: see `state`), made so here when it is blank (missing, or made by
     `prepare_file` and without a single table): the newest schema is created and

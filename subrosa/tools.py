@@ -104,7 +104,8 @@ def search(
     except QueryError:
         raise InvalidInput(not_a_date("since", str(since))) from None
     facts_only, messages_only = kind == "facts", kind == "messages"
-    path = sqlite_path(place.db_url)
+    found = sqlite_path(place.db_url)
+    path = Path(found) if found is not None else None
     hits = None
     if path is not None:  # the CLI's fast path: no migration or ingest due
         hits = _search_at_once(place, path, query, filters, limit, facts_only, messages_only)

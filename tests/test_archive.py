@@ -715,6 +715,69 @@ def test_search_path_imports_the_standard_library_only(
     assert _hits(tmp_path) == [2]
 
 
+# What `subrosa search` answered on SQLite does not load (~5 ms of a ~100 ms process).
+NOT_ON_THE_SEARCH_PATH = {"pathlib", "urllib", "ipaddress"}
+
+
+@pytest.mark.engines("sqlite")  # the fast path's own branch: a file
+def test_no_search_branch_loads_pathlib_urllib_or_ipaddress(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    """`subrosa search` on a current SQLite database, down each of its branches (a
+    fact's hit counted under its project's lock, --json, --sessions, --since and
+    --role, a project named, a memory dir filed under its repository's remote or under
+    the name the settings file gives its folder), and the fast path's decision to leave
+    a search to the click command (an ended session waiting to be ingested, a database
+    not made yet), load neither pathlib nor urllib.parse nor the ipaddress it imports."""
+    _pnpm(memory_dir, run)
+    report = tmp_path / "modules.json"
+    cases = [
+        ["search", "pnpm"],
+        ["search", "--json", "--all-projects", "--limit=5", "pnpm"],
+        ["search", "--sessions", "--json", "pnpm"],
+        ["search", "--since", "2020-01-01", "--role", "user", "--transcripts", "pnpm"],
+        ["search", "--project", "github.com/org/repo", "pnpm"],
+    ]
+    for args in cases:
+        result, loaded = subrosa_loading(*args, report=report)
+        assert result.returncode == 0, (args, result.stderr)
+        assert b"pnpm" in result.stdout or b"no results" in result.stdout, args
+        assert not loaded & NOT_ON_THE_SEARCH_PATH, (args, loaded & NOT_ON_THE_SEARCH_PATH)
+    assert _hits(tmp_path) == [2]  # both searches that found the fact counted a hit, locked
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text('[remote "origin"]\n\turl = git@h.example:o/r\n')
+    result, loaded = subrosa_loading("search", "pnpm", report=report)
+    assert result.returncode == 0 and b"h.example/o/r" in result.stderr, result.stderr
+    assert not loaded & NOT_ON_THE_SEARCH_PATH, loaded & NOT_ON_THE_SEARCH_PATH
+    shutil.rmtree(tmp_path / ".git")
+    settings_file = tmp_path / "home" / ".config" / "subrosa" / "config.toml"
+    settings_file.parent.mkdir(parents=True, exist_ok=True)
+    settings_file.write_text(f'[projects]\n"{tmp_path}" = "acme"\n')
+    result, loaded = subrosa_loading("search", "pnpm", report=report)
+    assert result.returncode == 0 and b"project acme was" in result.stderr, result.stderr
+    assert not loaded & NOT_ON_THE_SEARCH_PATH, loaded & NOT_ON_THE_SEARCH_PATH
+    settings_file.unlink()
+    # Deciding to leave it to click: fastsearch.main's None, before click loads.
+    script = (
+        "import json, sys\n"
+        "from subrosa.cli import fastsearch\n"
+        "code = fastsearch.main(sys.argv[1:])\n"
+        f"json.dump([code, sorted(sys.modules)], open({str(report)!r}, 'w'))\n"
+    )
+    pending.record(str(_transcript("s-2.jsonl", _record("m2", "pnpm again"))), "s-2", "")
+    for env in ({}, {"SUBROSA_DB": str(tmp_path / "not-made-yet.db")}):
+        done = subprocess.run(
+            [sys.executable, "-c", script, "search", "pnpm"],
+            capture_output=True,
+            env={**os.environ, **env},
+            timeout=60,
+        )
+        code, modules = json.loads(report.read_text())
+        assert code is None, (env, done.stderr)
+        loaded = {module.split(".")[0] for module in modules}
+        assert not loaded & NOT_ON_THE_SEARCH_PATH, (env, loaded & NOT_ON_THE_SEARCH_PATH)
+
+
 @pytest.mark.engines("postgresql")
 def test_search_on_a_server_loads_neither_click_nor_sqlalchemy(
     memory_dir: Path, run: RunCli, tmp_path: Path

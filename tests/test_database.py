@@ -29,7 +29,7 @@ def test_a_database_file_may_have_any_name(tmp_path: Path, name: str) -> None:
     path.parent.mkdir()  # a folder the user names must exist (only the data dir is made)
     url = resolve_db_url(str(path))
     assert url == URL.create("sqlite", database=str(path)).render_as_string()
-    assert sqlite_path(url) == path
+    assert sqlite_path(url) == str(path)
     assert database_url(url).database == str(path)
     open_database(url)
     assert path.is_file()  # and no other file beside it but its -wal, -shm and lock
@@ -45,7 +45,7 @@ def test_the_cli_opens_and_names_an_oddly_named_file(tmp_path: Path, run: RunCli
     on = ["--memory-dir", str(memory), "--db", str(path)]
     run(*on, "fact", "upsert", "--leaf", "alpha.md", "--hook", "a")
     status = json.loads(run(*on, "db", "status", "--json").stdout)
-    assert status["current"] is True and sqlite_path(status["url"]) == path
+    assert status["current"] is True and sqlite_path(status["url"]) == str(path)
     assert path.is_file()
 
 
@@ -55,12 +55,12 @@ def test_the_settings_file_may_name_the_database(
     config = isolated_env / ".config" / "subrosa" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('db = "team.db"\n', encoding="utf-8")
-    assert sqlite_path(resolve_db_url()) == config.parent / "team.db"  # beside the file
+    assert sqlite_path(resolve_db_url()) == str(config.parent / "team.db")  # beside the file
     config.write_text('db = "postgresql://me@db.example.com/team?sslmode=require"\n')
     assert resolve_db_url() == "postgresql://me@db.example.com/team?sslmode=require"
     monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "env.db"))
-    assert sqlite_path(resolve_db_url()) == tmp_path / "env.db"
-    assert sqlite_path(resolve_db_url(str(tmp_path / "flag.db"))) == tmp_path / "flag.db"
+    assert sqlite_path(resolve_db_url()) == str(tmp_path / "env.db")
+    assert sqlite_path(resolve_db_url(str(tmp_path / "flag.db"))) == str(tmp_path / "flag.db")
     monkeypatch.delenv("SUBROSA_DB")
     config.write_text("db = 3\n")
     with pytest.raises(InvalidInput, match="db must be a string"):

@@ -165,7 +165,7 @@ def test_odd_remote_urls_are_read_as_git_reads_them(tmp_path: Path) -> None:
     assert git("config", "--get", "remote.origin.url", cwd=repo) == odd
     config = git_config_path(repo)
     assert config is not None
-    assert ("remote.origin", "url", odd) in parse_git_config(config.read_text())
+    assert ("remote.origin", "url", odd) in parse_git_config(Path(config).read_text())
     assert project_identity(repo, {"HOME": str(tmp_path)}) == 'example.com/we"ird #1; x/y/re po'
 
 

@@ -121,6 +121,44 @@ def test_the_hooks_paths_are_spelled_as_pathlib_spells_them(first: str, second: 
         assert expected is RuntimeError
 
 
+@given(_SPELLINGS, _SPELLINGS)
+def test_relative_to_answers_as_pathlib(first: str, second: str) -> None:
+    """`subrosa search` files a memory dir's facts by its place in its repository."""
+    try:
+        expected: str | None = Path(first).relative_to(second).as_posix()
+    except ValueError:
+        expected = None
+    assert paths.relative_to(first, second) == expected
+    top = paths.parent(first)  # one that is above it, most often
+    assert paths.relative_to(first, top) == Path(first).relative_to(top).as_posix()
+
+
+# Text made of what quote and unquote treat specially: `%` and hex digits, runs of ASCII
+# broken by other characters, UTF-8 cut short, lone surrogates.
+_ESCAPED = st.lists(
+    st.sampled_from(["%", "a", "F", "0", "g", "/", " ", "+", "?", "#", "é", "\udc80", "\x7f"])
+    | st.sampled_from(["%C3", "%a9", "%E2%82", "%AC", "%zz", "%%", "%ff", "\x80"]),
+    max_size=12,
+).map("".join)
+
+
+@given(_ESCAPED | st.text(), st.sampled_from(["/", " +/", "", "é/", "~%"]))
+def test_quote_and_unquote_answer_as_urllib(text: str, safe: str) -> None:
+    """The database's URL and file name are spelled and read back without urllib.parse
+    (and the ipaddress it loads) on `subrosa search`'s path: byte for byte the same."""
+    from urllib.parse import quote, unquote
+
+    assert paths.unquote(text) == unquote(text)
+    try:
+        expected: str | type[UnicodeEncodeError] = quote(text, safe=safe)
+    except UnicodeEncodeError:
+        expected = UnicodeEncodeError
+    try:
+        assert paths.quote(text, safe) == expected
+    except UnicodeEncodeError:
+        assert expected is UnicodeEncodeError
+
+
 def test_the_hooks_file_tests_answer_as_pathlib(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     (tmp_path / "loop").symlink_to(tmp_path / "loop")

@@ -107,7 +107,7 @@ def test_every_command_works_under_a_weird_home(
     # The database, where the default puts it.
     status = json.loads(_cli("db", "status", "--json").stdout)
     database = weird_home / ".local" / "share" / "subrosa" / "subrosa.db"
-    assert status["current"] is True and sqlite_path(status["url"]) == database
+    assert status["current"] is True and sqlite_path(status["url"]) == str(database)
     _cli("db", "upgrade")
 
     # The Claude Code half: hooks as Claude Code runs them, the background ingest too.

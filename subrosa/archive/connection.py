@@ -17,17 +17,21 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from subrosa.errors import SUPPORTED_DATABASES, InvalidInput
 from subrosa.fsutil import file_lock
 from subrosa.schema import connect as connect  # one setup for every sqlite3 connection
 
+# pathlib stays off `subrosa search`'s path: only the type checker sees it here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from subrosa.paths import StrPath
+
 # A background `ingest --pending` and a search or a manual ingest may race.
 INGEST_LOCK_TIMEOUT_S = 120.0
 
 
-def archive_path(db_url: str) -> Path:
+def archive_path(db_url: str) -> str:
     """The SQLite file behind `db_url` (the archive needs one)."""
     from subrosa.paths import sqlite_path
 
@@ -91,7 +95,7 @@ def archive_lock(db_url: str) -> Iterator[None]:
 
 
 @contextmanager
-def ingest_lock(path: Path) -> Iterator[None]:
+def ingest_lock(path: StrPath) -> Iterator[None]:
     """One ingest at a time into the archive at `path` (a file beside it)."""
     busy = (
         f"{path}.ingest.lock: another ingest held the lock for "

@@ -37,7 +37,7 @@ def reindex_database(db_url: str, progress: Progress | None = None) -> int:
     database); on a server, build the id ranges' indexes ahead of the ids
     (subrosa.archive.pgstore.ranges_ahead()). How many messages were indexed."""
     from subrosa.archive.connection import connect, ingest_lock
-    from subrosa.paths import sqlite_path
+    from subrosa.paths import is_file, sqlite_path
     from subrosa.pg import is_server
 
     if is_server(db_url):
@@ -46,7 +46,7 @@ def reindex_database(db_url: str, progress: Progress | None = None) -> int:
         ranges_ahead(db_url)
         return 0
     path = sqlite_path(db_url)
-    if path is None or not path.is_file():
+    if path is None or not is_file(path):
         return 0
     conn = connect(path)
     try:

@@ -89,10 +89,10 @@ def count_outside(db_url: str) -> int | None:
     inside another's); None where there is no archive to ask (no database file yet).
     Reads only."""
     from subrosa.archive.connection import open_archive
-    from subrosa.paths import sqlite_path
+    from subrosa.paths import is_file, sqlite_path
 
     path = sqlite_path(db_url)
-    if path is not None and not path.is_file():
+    if path is not None and not is_file(path):
         return None
     with open_archive(db_url) as conn:
         return outside_runs(conn)
@@ -102,11 +102,11 @@ def mend_runs(db_url: str) -> int:
     """`subrosa db upgrade`: the runs derived again where a message lies outside them
     (or inside another session's); how many messages did (0: nothing written)."""
     from subrosa.archive.connection import archive_lock, open_archive
-    from subrosa.paths import sqlite_path
+    from subrosa.paths import is_file, sqlite_path
     from subrosa.pg import is_server
 
     path = sqlite_path(db_url)
-    if path is not None and not path.is_file():
+    if path is not None and not is_file(path):
         return 0
     with archive_lock(db_url), open_archive(db_url) as conn:
         return derive_runs(conn, is_server(db_url))

@@ -18,12 +18,10 @@ from pathlib import Path
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import file_lock, refuse_link
 from subrosa.identity import facts_key
-from subrosa.memory.marker import INDEX_FILES
+from subrosa.memory.marker import INDEX_FILES, LOCK_FILE
 from subrosa.paths import state_dir
 
 LOCK_TIMEOUT_S = 60.0
-# `.subrosa/lock`: every writer of a memory dir takes it (memory/recall.py with fcntl).
-LOCK_FILE = "lock"
 
 
 class Project:

@@ -21,18 +21,18 @@ is in the middle of a change of its own: its search skips the hits.
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from subrosa.errors import InvalidInput, LockTimeout, denied
 from subrosa.fsutil import file_lock, held_here
-from subrosa.memory.project import LOCK_FILE
-from subrosa.paths import state_dir
+from subrosa.memory.marker import LOCK_FILE
+from subrosa.paths import is_dir, join, state_dir
 from subrosa.query import (
     Filters,
     Unit,
@@ -303,14 +303,13 @@ def _under_project_lock(project: str, write: Callable[[], None]) -> bool:
     """Run `write` holding the lock of the memory dir `project` (a project key: the
     memory dir's resolved path); False, without running it, when the lock is busy
     for HIT_LOCK_TIMEOUT_S or cannot be taken."""
-    memory_dir = Path(project)
     try:
-        directory = Path(state_dir(memory_dir))
+        directory = state_dir(project)
     except InvalidInput:
         return False  # `.subrosa` is a link: no lock is taken through it, no hit counted
-    if not memory_dir.is_absolute() or not directory.is_dir():
+    if not os.path.isabs(project) or not is_dir(directory):
         return False  # the memory dir moved, or subrosa never wrote to it
-    lock = directory / LOCK_FILE
+    lock = join(directory, LOCK_FILE)
     if held_here(lock):
         # This process is in the middle of a change (its write transaction may be open):
         # a hit written now would wait behind it.

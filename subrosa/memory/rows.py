@@ -128,7 +128,7 @@ def database_file(db_url: str) -> Path | None:
     path = sqlite_path(db_url)
     if path is None or "?" in db_url or not ensure_current(path):
         return None
-    return path
+    return Path(path)
 
 
 @contextmanager
