@@ -27,7 +27,6 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
 
 from subrosa.errors import InvalidInput, LockTimeout, denied
 from subrosa.fsutil import file_lock, held_here
@@ -43,6 +42,11 @@ from subrosa.query import (
     text_snippet,
     unit_written,
 )
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The lock file of subrosa.memory.project.Project.lock, in the memory dir's state dir.
 HIT_LOCK_TIMEOUT_S = 0.05
