@@ -26,7 +26,6 @@ The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import JSON_CAP, read_capped
@@ -40,6 +39,13 @@ from subrosa.paths import (
     parent,
     sqlite_url,
 )
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from subrosa.tuples import NamedTuple
 
 FACT_TYPES = ("user", "feedback", "project", "reference")
 # Claude Code loads the first 200 lines of MEMORY.md, and the witness (document 003)

@@ -23,10 +23,14 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import Any
 
 from subrosa.errors import SubrosaError, hide_passwords
 from subrosa.pg import Manners, _planned_once, conninfo
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CONNECTION_OK = 0
 PGRES_COMMAND_OK = 1

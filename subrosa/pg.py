@@ -18,10 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import Any, TypeVar
 
 from subrosa.errors import SubrosaError, hide_passwords
 from subrosa.lazyre import compile_lazily
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 SCHEMES = ("postgresql://", "postgresql+psycopg://", "postgres://")
 CONNECT_TIMEOUT_S = 10
@@ -257,9 +263,6 @@ def role_access(conn: Connection) -> tuple[str, bool, bool]:
     if row is None:  # no tables yet
         return str(conn.execute("SELECT current_user").fetchone()[0]), False, False
     return str(row[0]), bool(row[1]), bool(row[2])
-
-
-T = TypeVar("T")
 
 
 def at_once(url: str, run: Callable[[Any], T]) -> T | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import NamedTuple
 
 from subrosa.cjk import cjk_runs, has_cjk
 from subrosa.lazyre import compile_lazily
@@ -31,6 +30,13 @@ from subrosa.terms import (
     symbol_words,
     word_forms,
 )
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from subrosa.tuples import NamedTuple
 
 MARK = ("**", "**")  # around a match in a snippet
 MAX_UNITS = 32  # words of a query looked for (see query_units)

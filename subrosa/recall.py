@@ -18,11 +18,15 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
-from typing import Any
 
 from subrosa.archive.search import Cache, search_messages, search_sessions, unit_stats
 from subrosa.memory.recall import record_hits, search_facts
 from subrosa.query import Filters, Unit, parse_query, parse_since, query_units
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def filters_for(

@@ -12,10 +12,13 @@ cannot drive the terminal (colours, OSC 52 clipboard writes, hidden links) eithe
 
 from __future__ import annotations
 
-from typing import Any
-
 from subrosa.lazyre import compile_lazily
 from subrosa.text import terminal_line
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # How subrosa.archive.transcripts labels a tool's output when it stores a message.
 TOOL_RESULT_LABELS = ("[tool result]", "[tool error]")

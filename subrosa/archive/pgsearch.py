@@ -43,12 +43,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any
 
 from subrosa.archive.search import RERANK, SELECTIVE, SPAN_SHARE, inside_runs
 from subrosa.lazyre import compile_lazily
 from subrosa.libpq import parse_array
 from subrosa.query import Alt, Filters, Unit
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 VECTOR = "m.words"
 # How much dearer testing a row's stored vector is than reading a row the index found.

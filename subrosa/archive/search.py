@@ -17,7 +17,6 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, repeat
 from operator import ge
-from typing import Any, NamedTuple
 
 from subrosa.archive.conversation import session_label
 from subrosa.lazyre import compile_lazily
@@ -35,6 +34,13 @@ from subrosa.query import (
     text_snippet,
 )
 from subrosa.terms import EMOJI, SYMBOL
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from subrosa.tuples import NamedTuple
 
 Spans = tuple[tuple[int, int], ...]
 # A project (Filters.runs) holding less than this share of the messages is searched

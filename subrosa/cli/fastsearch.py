@@ -21,7 +21,13 @@ no libpq loads, for a server).
 from __future__ import annotations
 
 import sys
-from typing import Any, NamedTuple, cast
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from subrosa.tuples import NamedTuple
 
 
 class Option(NamedTuple):
@@ -304,6 +310,4 @@ def _on_server(
 
     if pending.list_pending():
         return None
-    return pg.at_once(
-        db_url, lambda conn: recall.search(cast(Any, conn), query, filters, limit, **only)
-    )
+    return pg.at_once(db_url, lambda conn: recall.search(conn, query, filters, limit, **only))

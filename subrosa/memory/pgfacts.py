@@ -12,9 +12,12 @@ projects, and recall.py ranks them exactly either way.
 
 from __future__ import annotations
 
-from typing import Any
-
 from subrosa.query import Alt, Unit, unit_written
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _field(name: str, weight: str) -> str:

@@ -24,10 +24,8 @@ import math
 import os
 import sqlite3
 from collections.abc import Callable
-from contextlib import ExitStack
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
 
 from subrosa.errors import InvalidInput, LockTimeout, denied
 from subrosa.fsutil import file_lock, held_here
@@ -43,6 +41,11 @@ from subrosa.query import (
     text_snippet,
     unit_written,
 )
+
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The lock file of subrosa.memory.project.Project.lock, in the memory dir's state dir.
 HIT_LOCK_TIMEOUT_S = 0.05
@@ -314,11 +317,15 @@ def _under_project_lock(project: str, write: Callable[[], None]) -> bool:
         # This process is in the middle of a change (its write transaction may be open):
         # a hit written now would wait behind it.
         return False
-    held = ExitStack()
+    # Entered by hand, not with contextlib.ExitStack: `subrosa search` loads no
+    # contextlib (~1 ms), and a lock that cannot be had is not an error here.
+    held = file_lock(lock, HIT_LOCK_TIMEOUT_S, "busy")
     try:
-        held.enter_context(file_lock(lock, HIT_LOCK_TIMEOUT_S, "busy"))
+        held.__enter__()
     except (LockTimeout, OSError):  # busy, not writable, or no flock on this file system
         return False
-    with held:
+    try:
         write()
+    finally:
+        held.__exit__(None, None, None)
     return True
