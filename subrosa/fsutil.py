@@ -157,32 +157,12 @@ def make_private_dir(directory: P) -> P:
     one that exists is left as it is (doctor reports a wide one)."""
     if is_dir(directory):
         return directory
-    make_dirs(parent(directory))
+    os.makedirs(parent(directory), exist_ok=True)
     try:
         os.mkdir(directory, 0o700)
     except FileExistsError:  # made meanwhile by another process: left as it is
         return directory
     return directory
-
-
-def make_dirs(directory: StrPath) -> None:
-    """`Path(directory).mkdir(parents=True, exist_ok=True)`: the folder and any missing
-    folder above it; FileExistsError only when something not a folder is in the way."""
-    try:
-        os.mkdir(directory)
-    except FileNotFoundError:
-        above = parent(directory)
-        if above == spelled(directory):
-            raise
-        make_dirs(above)
-        try:
-            os.mkdir(directory)
-        except OSError:
-            if not is_dir(directory):
-                raise
-    except OSError:
-        if not is_dir(directory):
-            raise
 
 
 def atomic_write_bytes(

@@ -34,7 +34,6 @@ from subrosa.fsutil import (
     atomic_write_text,
     is_link,
     loads_json,
-    make_dirs,
     read_capped,
     refuse_link,
     remove_file,
@@ -116,7 +115,7 @@ def read_json(path: StrPath, *, follow_links: bool = False) -> dict[str, Any] | 
 
 def _write_json(path: str, data: dict[str, Any], *, durable: bool = True) -> None:
     folder = parent(path)
-    make_dirs(folder)
+    os.makedirs(folder, exist_ok=True)
     refuse_link(folder)  # `.extract/marks` -> elsewhere: never written through
     text = json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
     atomic_write_text(path, text, durable=durable)
@@ -157,7 +156,7 @@ def claim_event(
     prefix = f"{event}-"
     name = f"{prefix}{'none' if size is None else size}-{_UNSAFE.sub('_', source)[:32]}"
     directory = join(extract_dir(memory_dir), ONCE, session_id)
-    make_dirs(directory)
+    os.makedirs(directory, exist_ok=True)
     path = join(directory, name)
     for _ in range(2):
         try:
