@@ -1,7 +1,8 @@
 """User settings: an optional TOML file, overridden by environment variables.
 
-Standard library only (tomllib), and no pathlib (subrosa.paths says why): the Stop
-hook reads `nudge_every` from here (only when the file names it: subrosa.claude.hooks).
+Standard library only (tomllib, and subrosa.tomlsubset for the plain files most are),
+and no pathlib (subrosa.paths says why): the Stop hook reads `nudge_every` from here
+(only when the file names it: subrosa.claude.hooks), `subrosa search` the `db`.
 The file is `$SUBROSA_CONFIG`, else `$XDG_CONFIG_HOME/subrosa/config.toml`, else
 `~/.config/subrosa/config.toml`. Every key is optional:
 
@@ -87,11 +88,17 @@ def read_file(env: dict[str, str] | None = None) -> dict[str, object]:
     path = config_path(env)
     if not is_file(path):
         return {}
-    import tomllib  # here: most runs have no settings file (~5 ms)
+    from subrosa.tomlsubset import loads
 
     try:
         data = read_capped(path, JSON_CAP, follow_links=True)  # bounded, regular files only
-        return tomllib.loads((data or b"").decode("utf-8"))
+        text = (data or b"").decode("utf-8")
+        table = loads(text)  # the usual plain file, without tomllib's imports (~7 ms)
+        if table is not None:
+            return table
+        import tomllib  # anything else: tomllib reads it, or says what is wrong
+
+        return tomllib.loads(text)
     except RecursionError:  # `a = [[[[…`
         raise InvalidInput(f"{path}: not valid TOML (nested too deeply).") from None
     except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, a 5,000-digit number

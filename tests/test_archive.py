@@ -754,10 +754,15 @@ def test_no_search_branch_loads_pathlib_urllib_ipaddress_typing_or_contextlib(
     shutil.rmtree(tmp_path / ".git")
     settings_file = tmp_path / "home" / ".config" / "subrosa" / "config.toml"
     settings_file.parent.mkdir(parents=True, exist_ok=True)
-    settings_file.write_text(f'[projects]\n"{tmp_path}" = "acme"\n')
+    # A plain settings file is read without tomllib (subrosa.tomlsubset), so without
+    # the typing it imports; one it does not read goes to tomllib, typing and all.
+    settings_file.write_text(f'# mine\nbudget = 20000\n[projects]\n"{tmp_path}" = "acme"\n')
     result, loaded = subrosa_loading("search", "pnpm", report=report)
     assert result.returncode == 0 and b"project acme was" in result.stderr, result.stderr
-    # A settings file is read with tomllib, which imports typing (and contextlib) itself.
+    assert not loaded & (NOT_ON_THE_SEARCH_PATH | {"tomllib"}), loaded & NOT_ON_THE_SEARCH_PATH
+    settings_file.write_text(f'projects = {{ "{tmp_path}" = "acme" }}\n')  # an inline table
+    result, loaded = subrosa_loading("search", "pnpm", report=report)
+    assert result.returncode == 0 and b"project acme was" in result.stderr, result.stderr
     assert "tomllib" in loaded and "typing" in loaded
     rest = NOT_ON_THE_SEARCH_PATH - {"typing", "contextlib"}
     assert not loaded & rest, loaded & NOT_ON_THE_SEARCH_PATH

@@ -377,9 +377,8 @@ def test_no_hook_branch_loads_pathlib_urllib_ipaddress_or_contextlib(
     for name, stdin, env, what in runs:
         result, loaded, spawned = _hook_loading(name, stdin, env, report)
         assert result.returncode == 0, (name, what, result.stderr)
-        banned = set(NOT_ON_THE_HOOK_PATH)
-        if what == "nudge by settings file":
-            banned.discard("contextlib")  # reading one loads tomllib and typing, and so it
+        # (A plain settings file is read without tomllib: subrosa.tomlsubset.)
+        banned = NOT_ON_THE_HOOK_PATH | {"tomllib", "typing"}
         assert not loaded & banned, (name, what, loaded & banned)
         if what == "queued, ingest started":
             assert spawned and spawned[0][-2:] == ["ingest", "--pending"], spawned
@@ -399,29 +398,30 @@ def test_stop_reads_a_settings_file_only_when_it_may_set_nudge_every(
     memory_dir: Path, tmp_path: Path, isolated_env: Path
 ) -> None:
     """A settings file that does not name `nudge_every` (a team's `db` URL, a budget)
-    cannot change it, so the Stop hook leaves it unparsed: no tomllib, no typing. One
-    that names it, in any spelling TOML allows, is read as before."""
+    cannot change it, so the Stop hook leaves it unparsed. One that names it, in any
+    spelling TOML allows, is read as before: a plain one by subrosa.tomlsubset, one
+    in a shape only tomllib reads (an escape) by tomllib, which loads typing."""
     config = tmp_path / "config.toml"
     report = tmp_path / "modules.json"
     env = {**os.environ, "SUBROSA_CONFIG": str(config)}
     env.pop("SUBROSA_NUDGE_EVERY", None)
-    cases = [
-        ('db = "postgresql+psycopg://me@db.example.com/team"\nbudget = 20000\n', False),
-        ("budget = 99999999\n", False),  # invalid, but says nothing of nudging
-        ("nudge_every = 1\n", True),
-        ('"nudge_every" = 1\n', True),
-        ('"nudge\\u005fevery" = 1\n', True),  # a quoted key, its _ escaped
+    cases = [  # the file, whether it nudges, whether tomllib reads it
+        ('db = "postgresql+psycopg://me@db.example.com/team"\nbudget = 20000\n', False, False),
+        ("budget = 99999999\n", False, False),  # invalid, but says nothing of nudging
+        ("nudge_every = 1\n", True, False),
+        ('"nudge_every" = 1\n', True, False),
+        ("nudge_every = 1_0\nbudget = 1\n", False, True),  # 10: the Stop hook's 1st turn
+        ('"nudge\\u005fevery" = 1\n', True, True),  # a quoted key, its _ escaped
     ]
-    for n, (text, nudges) in enumerate(cases):
+    for n, (text, nudges, by_tomllib) in enumerate(cases):
         config.write_text(text)
         path = transcript(tmp_path, f"c{n}", json.dumps(prompt("hello")) + "\n")
         stdin = json.dumps(event(f"c{n}", path, tmp_path)).encode()
         result, loaded, _ = _hook_loading("stop", stdin, env, report)
         assert result.returncode == 0, (text, result.stderr)
         assert (b'"decision": "block"' in result.stdout) is nudges, (text, result.stdout)
-        assert ("tomllib" in loaded) is nudges, (text, sorted(loaded))
-        if not nudges:
-            assert not loaded & {"tomllib", "typing"}, (text, loaded & {"tomllib", "typing"})
+        assert ("tomllib" in loaded) is by_tomllib, (text, sorted(loaded))
+        assert ("typing" in loaded) is by_tomllib, (text, sorted(loaded))
 
 
 def _index(lines: int) -> str:
