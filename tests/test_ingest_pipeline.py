@@ -97,32 +97,53 @@ def _corpus(root: Path, files: int = 24, lines: int = 60) -> Path:
     return folder
 
 
+class Writers:
+    """How the ingest's commits went: `handed`, those handed to a writer thread. With
+    `sequential` each commit is made in place instead, as before the thread; with
+    `held` each thread waits until the ingest waits for it (so the backlog fills as
+    far as it may: every call staged while a thread runs is in it)."""
+
+    def __init__(self) -> None:
+        self.handed = 0
+        self.sequential = False
+        self.held = False
+
+
 @pytest.fixture
-def small_transactions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Transactions of 16 KB, batches of 2 KB, a backlog of 24 KB; the list counts the
-    commits handed to a writer thread."""
+def writers(monkeypatch: pytest.MonkeyPatch) -> Writers:
+    """Transactions of 16 KB, batches of 2 KB, a backlog of 24 KB."""
     monkeypatch.setattr(ingest, "COMMIT_BYTES", 16 << 10)
     monkeypatch.setattr(ingest, "BACKLOG_BYTES", 24 << 10)
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 2 << 10)
-    handed: list[int] = []
+    state = Writers()
+    gates: dict[int, threading.Event] = {}
+    commit_behind = Ingester._commit_behind
     write_behind = Ingester._write_behind
+    wait_writer = Ingester._wait_writer
+
+    def commit_or_hand(self: Ingester) -> None:
+        if state.sequential:
+            self.commit()
+            return
+        gates[id(self)] = threading.Event()
+        commit_behind(self)
 
     def counted(self: Ingester) -> None:
         assert threading.current_thread() is not threading.main_thread()
-        handed.append(1)
+        state.handed += 1
+        if state.held:
+            gates[id(self)].wait()
         write_behind(self)
 
+    def wait(self: Ingester) -> None:
+        if id(self) in gates:
+            gates[id(self)].set()
+        wait_writer(self)
+
+    monkeypatch.setattr(Ingester, "_commit_behind", commit_or_hand)
     monkeypatch.setattr(Ingester, "_write_behind", counted)
-    return handed
-
-
-def _sequential(monkeypatch: pytest.MonkeyPatch, sequential: bool = True) -> None:
-    """Ingest as before the writer thread (each commit made in place), or with it."""
-    commit = Ingester.commit if sequential else _COMMIT_BEHIND
-    monkeypatch.setattr(Ingester, "_commit_behind", commit)
-
-
-_COMMIT_BEHIND = Ingester._commit_behind
+    monkeypatch.setattr(Ingester, "_wait_writer", wait)
+    return state
 
 
 def _archive(db: Path) -> dict[str, Any]:
@@ -153,16 +174,20 @@ def _ingest_into(
 
 
 def test_the_pipelined_ingest_stores_what_the_sequential_one_does(
-    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, small_transactions: list[int]
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
     folder = _corpus(tmp_path)
     (tmp_path / "memory").mkdir()
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
-    # A file named twice (the folder holds it too): read once, its state then known.
-    first = [str(folder), str(folder / "s7.jsonl")]
+    writers.held = True
+    # A file named twice (the folder holds it too, last): read once, its state then
+    # known, while the first read of it still waits in the backlog (a backlog without
+    # bound, here: all that is read after the first commit waits in it).
+    monkeypatch.setattr(ingest, "BACKLOG_BYTES", 1 << 30)
+    first = [str(folder), str(folder / "s23.jsonl")]
     piped = _ingest_into(tmp_path / "piped.db", run, monkeypatch, *first)
-    assert len(small_transactions) >= 8
-    _sequential(monkeypatch)
+    assert writers.handed >= 8
+    writers.sequential = True
     # The same files (the same paths, inodes and times) into an archive of their own.
     plain = _ingest_into(tmp_path / "plain.db", run, monkeypatch, *first)
     assert json.loads(piped.stdout) == json.loads(plain.stdout)
@@ -173,12 +198,13 @@ def test_the_pipelined_ingest_stores_what_the_sequential_one_does(
         handle.write(_record("s2-late", "a later line " * 50, "s2") + "\n")
     _corpus(tmp_path / "more", files=6)
     later = [str(folder), str(tmp_path / "more" / "transcripts")]
-    handed = len(small_transactions)
+    monkeypatch.setattr(ingest, "BACKLOG_BYTES", 24 << 10)
+    handed = writers.handed
     plain_again = _ingest_into(tmp_path / "plain.db", run, monkeypatch, *later)
-    assert len(small_transactions) == handed
-    _sequential(monkeypatch, False)
+    assert writers.handed == handed
+    writers.sequential = False
     piped_again = _ingest_into(tmp_path / "piped.db", run, monkeypatch, *later)
-    assert len(small_transactions) > handed
+    assert writers.handed > handed
     assert json.loads(piped_again.stdout) == json.loads(plain_again.stdout)
     piped_archive, plain_archive = _archive(tmp_path / "piped.db"), _archive(tmp_path / "plain.db")
     for part, rows in plain_archive.items():
@@ -191,7 +217,7 @@ def test_an_error_in_the_writer_thread_ends_the_ingest_as_it_would_in_place(
     tmp_path: Path,
     run: RunCli,
     monkeypatch: pytest.MonkeyPatch,
-    small_transactions: list[int],
+    writers: Writers,
     failing: int,
 ) -> None:
     # The index of the `failing`-th transaction fails (a damaged database, as SQLite
@@ -210,10 +236,11 @@ def test_an_error_in_the_writer_thread_ends_the_ingest_as_it_would_in_place(
         index_new(self)
 
     monkeypatch.setattr(Ingester, "_index_new", failing_index)
+    writers.held = failing > 1  # and the backlog full when it fails
     piped = _ingest_into(tmp_path / "piped.db", run, monkeypatch, str(folder), expect=2)
-    assert small_transactions  # the failing commit was the thread's
+    assert writers.handed  # the failing commit was the thread's
     assert "ingest writer" not in [thread.name for thread in threading.enumerate()]
-    _sequential(monkeypatch)
+    writers.sequential = True
     calls.clear()
     plain = _ingest_into(tmp_path / "plain.db", run, monkeypatch, str(folder), expect=2)
     assert "not a readable subrosa database (database disk image is malformed)" in plain.output
@@ -281,7 +308,7 @@ def _wait_for(pid: int, seconds: float) -> int | None:
 
 @pytest.mark.slow
 def test_ctrl_c_during_a_pipelined_ingest_ends_it_and_leaves_a_whole_archive(
-    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, small_transactions: list[int]
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
     folder = _corpus(tmp_path, files=60, lines=120)
     space = crash.Workspace(tmp_path / "work")
@@ -320,7 +347,7 @@ def test_ctrl_c_during_a_pipelined_ingest_ends_it_and_leaves_a_whole_archive(
 
 @pytest.mark.slow
 def test_kill_during_a_pipelined_ingest(
-    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, small_transactions: list[int]
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
     # As tests/test_crash.py's test_kill_during_ingest, with a writer thread per 16 KB.
     folder = _corpus(tmp_path, files=40, lines=100)
