@@ -14,7 +14,10 @@ state, does not keep it again when it finds it taken up.
 
 Writes go through the DB-API connection (subrosa.archive.connection): executemany into
 SQLite is what keeps ingest near the speed of a bare FTS5 insert; the ORM would
-spend more time building objects than SQLite spends indexing them.
+spend more time building objects than SQLite spends indexing them. On SQLite, each
+transaction's index is built by one statement at its commit, and for each transaction
+of a large ingest but its last, that statement and the commit run in a writer thread
+while this one parses the next files (Ingester._commit_behind).
 """
 
 from __future__ import annotations
