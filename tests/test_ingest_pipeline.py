@@ -400,3 +400,30 @@ def test_kill_during_a_pipelined_ingest(
         "ingest", ["ingest", str(folder)], space, kills=20, seed=11, after_kill=after_kill
     )
     print(tally.line())
+
+
+def test_a_connection_held_to_its_thread_commits_in_place(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
+) -> None:
+    # An Ingester on a connection opened by subrosa.schema.connect (held to the thread
+    # that opened it): the writer thread refuses it before any SQL, the commit is made
+    # in place, and the ingest goes on without the thread.
+    from subrosa.schema import connect
+
+    folder = _corpus(tmp_path)
+    (tmp_path / "memory").mkdir()
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
+    (tmp_path / "empty").mkdir()
+    _ingest_into(tmp_path / "held.db", run, monkeypatch, str(tmp_path / "empty"))
+    conn = connect(tmp_path / "held.db")
+    try:
+        sources = ingest.discover([folder], "-work-app")
+        report = Ingester(conn).ingest(sources)
+    finally:
+        conn.close()
+    assert writers.handed == 1 and report.files_read == 24
+    writers.sequential = True
+    _ingest_into(tmp_path / "plain.db", run, monkeypatch, str(folder))
+    held, plain = _archive(tmp_path / "held.db"), _archive(tmp_path / "plain.db")
+    for part in ("messages", "runs", "shared", "index"):
+        assert held[part] == plain[part], part
