@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import random
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -167,7 +168,10 @@ def worker(db: str, files: list[str], out: str, turn: int = 0, rtt: float = 0.0)
         if not turn:
             with archive_lock(db):
                 ingester = new_ingester(conn)
-                store = ingester._store_batch
+                # A batch's store: _store_read on SQLite (its ingest stages the calls for
+                # its writer thread), _store_batch on PostgreSQL (a transaction each).
+                name = "_store_read" if isinstance(conn, sqlite3.Connection) else "_store_batch"
+                store = getattr(ingester, name)
 
                 def timed(*args: Any) -> None:
                     start = time.perf_counter()
@@ -175,7 +179,7 @@ def worker(db: str, files: list[str], out: str, turn: int = 0, rtt: float = 0.0)
                     ingester.commit()  # SQLite commits every 32 MB: a batch ends with it
                     times.append(time.perf_counter() - start)
 
-                ingester._store_batch = timed  # type: ignore[method-assign,assignment]
+                setattr(ingester, name, timed)
                 new = ingester.ingest([Source(f, "-work-app") for f in files]).new_messages
         for target, lines in steps:
             with open(target, "ab") as handle:

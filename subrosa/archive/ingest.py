@@ -14,7 +14,10 @@ state, does not keep it again when it finds it taken up.
 
 Writes go through the DB-API connection (subrosa.archive.connection): executemany into
 SQLite is what keeps ingest near the speed of a bare FTS5 insert; the ORM would
-spend more time building objects than SQLite spends indexing them.
+spend more time building objects than SQLite spends indexing them. On SQLite, each
+transaction's index is built by one statement at its commit, and for each transaction
+of a large ingest but its last, that statement and the commit run in a writer thread
+while this one parses the next files (Ingester._commit_behind).
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from stat import S_ISREG
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, cast
@@ -43,6 +46,8 @@ from subrosa.paths import (
 # The parser and the redactor (msgspec, ahocorasick, the secret rules: ~30 ms of CPU to
 # import) load when a file has something new to read: a no-op ingest is a stat per file.
 if TYPE_CHECKING:
+    from threading import Thread
+
     from subrosa.archive.redact import Redactor
     from subrosa.archive.transcripts import Message, Parsed, SessionInfo
 
@@ -51,6 +56,10 @@ CHUNK_BYTES = 4 << 20
 # transaction and merges them later, so many small transactions cost far more than
 # a few large ones; the offsets are saved in the same transaction as the messages.
 COMMIT_BYTES = 32 << 20
+# While a writer thread indexes and commits one transaction (Ingester._commit_behind),
+# ingest reads and parses on, holding up to this much transcript parsed and not yet
+# stored (its memory: the texts of a transaction, about).
+BACKLOG_BYTES = COMMIT_BYTES
 HEAD_BYTES = 4096
 # FTS5's in-memory buffer of pending index entries (see Ingester._tune_index): room for
 # what one transaction (COMMIT_BYTES of transcript, ~14 MB of text in the bench corpus)
@@ -300,6 +309,19 @@ class Ingester:
         # The runs of ids this transaction stored, by session (message_runs: _write_runs()).
         self._runs: dict[int, list[tuple[int, int]]] = {}
         self._hash_size_checked = False
+        # The first id this transaction hands out: the index takes the transaction's
+        # rows from `messages` in one statement when it commits (_index_new).
+        self._fts_from = 1
+        # SQLite only: a transaction of COMMIT_BYTES is indexed and committed by a writer
+        # thread while this one reads on (_commit_behind); what it parses meanwhile waits
+        # in the backlog, in order, as the calls that store it.
+        self._pipeline = isinstance(conn, sqlite3.Connection)
+        self._writer: Thread | None = None
+        self._writer_error: BaseException | None = None
+        self._writer_refused = False
+        self._backlog: deque[tuple[Callable[..., None], tuple[object, ...], int]] = deque()
+        self._backlog_bytes = 0
+        self._backlog_keys: set[str] = set()
         # Which machine and member ingest (a session keeps the first ones to archive it).
         self.ingested_by: tuple[str | None, str | None] = ingested_by()
 
@@ -352,7 +374,10 @@ class Ingester:
                 plan = self._plan(source, key, stat)
                 if plan is not None:
                     self._ingest_inline(plan)
-        except BaseException:
+            self._settle()
+        except BaseException as error:
+            if isinstance(error, KeyboardInterrupt) and self._writer is not None:
+                self.conn.interrupt()  # its transaction rolls back, as the one here does
             self.abort()
             raise
         self.commit()
@@ -365,6 +390,11 @@ class Ingester:
             self.report.skipped["not a regular file"] += 1
             return None
         known = self._stats.get(key)
+        if self._writer is not None and (known is not None or key in self._backlog_keys):
+            # The connection is the writer's until it is done, and the file's state may
+            # wait in the backlog (a file named twice): both first.
+            self._settle()
+            known = self._stats.get(key)
         if known is None:
             return _Plan(source, stat, 0)
         if known == (stat.st_ino, stat.st_size, stat.st_mtime_ns):
@@ -383,10 +413,10 @@ class Ingester:
 
     def _ingest_inline(self, plan: _Plan) -> None:
         """Read, parse and store one file here, batch by batch (any size, little memory)."""
-        from subrosa.archive.transcripts import parse_lines, resume_queue
+        from subrosa.archive.transcripts import parse_lines, queue_state, resume_queue
 
         source = plan.source
-        offset = plan.start
+        offset = stored = plan.start
         # The batch before, or the read before's queue: what it kept (a prompt once).
         parsed = resume_queue(plan.queue_state)  # None for a read from the start (_plan)
         with open(source.path, "rb") as handle:
@@ -398,15 +428,62 @@ class Ingester:
                     self.redactor,
                     parsed,
                 )
-                self._store_batch(plan, parsed, offset)
-        self._finish_file(plan, offset)
+                if not self._pipeline:
+                    self._store_batch(plan, parsed, offset)
+                    continue
+                # The queue's state now: the next batch's parse changes what it is
+                # built from (parse_lines' carry), and this one's store may wait.
+                state = queue_state(parsed)
+                self._stage(self._store_read, (plan, parsed, offset, state), offset - stored)
+                stored = offset
+        if self._pipeline:
+            self._stage(self._finish_file, (plan, offset), 0)
+        else:
+            self._finish_file(plan, offset)
+
+    def _stage(self, call: Callable[..., None], args: tuple[object, ...], size: int) -> None:
+        """`call(*args)` now, or after the writer thread's commit when one runs: in the
+        backlog, while it holds less than BACKLOG_BYTES (`size`: the bytes of transcript
+        the call stores). Calls run in the order they were staged."""
+        while self._writer is not None and (
+            self._backlog_bytes >= BACKLOG_BYTES or not self._writer.is_alive()
+        ):
+            self._drain()
+        if self._writer is None:  # the backlog is empty then (_drain)
+            call(*args)
+            return
+        self._backlog.append((call, args, size))
+        self._backlog_bytes += size
+        self._backlog_keys.add(cast("_Plan", args[0]).source.key)
+
+    def _drain(self) -> None:
+        """Wait for the writer thread, then run the backlog, until a call in it hands a
+        commit to a new writer thread (what is left then waits for that one)."""
+        self._wait_writer()
+        backlog = self._backlog
+        while backlog and self._writer is None:
+            call, args, size = backlog.popleft()
+            self._backlog_bytes -= size
+            call(*args)
+        if not backlog:
+            self._backlog_keys.clear()
+
+    def _settle(self) -> None:
+        """The writer thread done and the backlog stored: the connection is this
+        thread's, and what was read is in the open transaction or committed."""
+        while self._writer is not None or self._backlog:
+            self._drain()
 
     def _store_batch(self, plan: _Plan, parsed: Parsed, offset: int) -> None:
         from subrosa.archive.transcripts import queue_state
 
+        self._store_read(plan, parsed, offset, queue_state(parsed))
+
+    def _store_read(self, plan: _Plan, parsed: Parsed, offset: int, state: str | None) -> None:
+        """Store a batch, the file's offset after it and the queue's `state` there."""
         self._begin()
         self._store(plan.source, parsed)
-        self._save_state(plan, offset, queue_state(parsed))
+        self._save_state(plan, offset, state)
 
     def _finish_file(self, plan: _Plan, offset: int) -> None:
         self.report.files_read += 1
@@ -416,9 +493,14 @@ class Ingester:
         self.report.bytes_read += offset - plan.start
         self._uncommitted += offset - plan.start
         if self._uncommitted >= COMMIT_BYTES:
-            self.commit()
+            if self._pipeline:
+                self._commit_behind()
+            else:
+                self.commit()
 
     def _begin(self) -> None:
+        if self._writer is not None:
+            self._wait_writer()
         if not self._in_transaction:
             # Each message's session_pk comes from the sessions row upserted in the same
             # transaction, so the per-row foreign key lookup proves nothing and costs a
@@ -434,6 +516,7 @@ class Ingester:
             # We hold the write lock from here on: ids can be handed out in advance.
             row = self.conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
             self._next_id = int(row[0])
+            self._fts_from = self._next_id + 1
 
     def _tune_index(self) -> None:
         """Give FTS5 a bigger in-memory buffer (SQLite's default is 1 MB): each time it
@@ -453,19 +536,87 @@ class Ingester:
 
     def commit(self) -> None:
         """Make what was read durable (messages and offsets together)."""
+        self._settle()
         if self._in_transaction:
             self._write_runs()
+            self._index_new()
             self.conn.execute("COMMIT")
             self._in_transaction = False
             self.conn.execute("PRAGMA foreign_keys = ON")
         self._uncommitted = 0
 
+    def _index_new(self) -> None:
+        """Index the messages this transaction stored, in one statement: its ids are
+        those from `_fts_from` on (handed out in order under the write lock), and FTS5
+        takes them in that order into its in-memory buffer, which it writes out as one
+        segment at the commit. One statement, not a row each: it runs in SQLite from
+        start to end, without the interpreter's lock (what lets a writer thread do it
+        while this one parses, _commit_behind). It comes last before the commit: a
+        statement after it that opens a statement savepoint (an INSERT … SELECT, an
+        upsert's) would make FTS5 write its buffer out early, as a second segment."""
+        if self._next_id >= self._fts_from:
+            self.conn.execute(
+                "INSERT INTO messages_fts(rowid, text, terms)"
+                " SELECT id, text, terms FROM messages WHERE id >= ? ORDER BY id",
+                (self._fts_from,),
+            )
+
+    def _commit_behind(self) -> None:
+        """commit(), its index and commit done by a writer thread while this one reads on
+        (SQLite's own work, about as long as our parse: docs/search.md, "Ingest").
+        The connection is the writer's until _wait_writer; what this thread parses
+        meanwhile waits in the backlog (_stage). A read shorter than COMMIT_BYTES never
+        gets here: a hook's ingest of a few lines starts no thread."""
+        if not self._in_transaction:
+            self._uncommitted = 0
+            return
+        import threading
+
+        self._write_runs()  # before the index: see _index_new
+        self._writer_error, self._writer_refused = None, False
+        self._writer = threading.Thread(target=self._write_behind, name="ingest writer")
+        self._writer.daemon = True
+        self._writer.start()
+        self._uncommitted = 0
+
+    def _write_behind(self) -> None:
+        """The writer thread: the transaction's index, and its commit."""
+        try:
+            self.conn.cursor()  # a connection held to its thread refuses before any SQL
+        except sqlite3.ProgrammingError:
+            self._writer_refused = True
+            return
+        try:
+            self._index_new()
+            self.conn.execute("COMMIT")
+        except BaseException as error:  # raised in the ingest's thread (_wait_writer)
+            self._writer_error = error
+
+    def _wait_writer(self) -> None:
+        """Wait for the writer thread; raise what it raised (the transaction is then
+        rolled back by abort(), as one that failed in this thread)."""
+        writer = self._writer
+        if writer is None:
+            return
+        writer.join()
+        self._writer = None
+        error, self._writer_error = self._writer_error, None
+        if self._writer_refused:  # a connection opened for one thread: commit here
+            self._writer_refused = self._pipeline = False
+            self._index_new()
+            self.conn.execute("COMMIT")
+        elif error is not None:
+            raise error
+        self._in_transaction = False
+        self.conn.execute("PRAGMA foreign_keys = ON")
+
     def _write_runs(self) -> None:
         """The transaction's runs of ids (message_runs), written in one statement at its
-        end: a statement written after FTS5's inserts in a transaction makes FTS5 write
-        out the index it holds in memory (a quarter more time in ingest when each
-        session's run was written as it came). A run whose session's last run ends
-        right before it grows that run."""
+        end, before the index (_index_new): an upsert written after FTS5's inserts in a
+        transaction makes FTS5 write out the index it holds in memory (a quarter more
+        time in ingest when each session's run was written as it came, between the
+        batches' inserts). A run whose session's last run ends right before it grows
+        that run."""
         if self._runs:
             self.conn.executemany(
                 "INSERT INTO message_runs (session_pk, lo, hi) SELECT ?, coalesce((SELECT lo"
@@ -481,9 +632,18 @@ class Ingester:
 
     def abort(self) -> None:
         """Forget the uncommitted part (the offsets go back with it)."""
+        self._backlog.clear()
+        self._backlog_bytes = 0
+        self._backlog_keys.clear()
+        if self._writer is not None:
+            # Its commit stands, as one made here would have; its error, if any, is not
+            # the one that brought us here, which is raised.
+            with suppress(Exception):
+                self._wait_writer()
         self._runs.clear()
         if self._in_transaction:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:  # SQLite rolls back some failures itself
+                self.conn.execute("ROLLBACK")
             self._in_transaction = False
             self.conn.execute("PRAGMA foreign_keys = ON")
             self._stats = _load_stats(self.conn)
@@ -623,14 +783,10 @@ class Ingester:
             }
             shared = self._share(pk, [(r[0], r[2]) for r in rows if r[0] not in stored])
             rows = [row for row in rows if row[0] in stored]
-        # The index is written here, not by an insert trigger: FTS5 flushes its
-        # in-memory index at every statement savepoint, and a trigger runs inside
-        # one, so trigger-fed bulk inserts are four times slower (docs/search.md).
-        # Deletes and updates are kept in step by triggers.
-        self.conn.executemany(
-            "INSERT INTO messages_fts(rowid, text, terms) VALUES (?, ?, ?)",
-            [(row[0], row[5], row[6]) for row in rows],
-        )
+        # The index takes these rows when the transaction commits (_index_new), not
+        # from an insert trigger: FTS5 flushes its in-memory index at every statement
+        # savepoint, and a trigger runs inside one, so trigger-fed bulk inserts are four
+        # times slower (docs/search.md). Deletes and updates are kept in step by triggers.
         if rows:
             # One session's ids, handed out in a row (those left out were taken by no
             # message): one run, the session's last one when it ends right before.
