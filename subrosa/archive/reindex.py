@@ -3,10 +3,11 @@ it holds (0003: the terms column, subrosa.terms). Standard library only.
 
 The migration itself only marks the work (`archive_reindex.next_id`: the first message
 the new index does not hold yet), so that it stays one short transaction; this module
-does the work, in message id order: each batch's terms are computed again, the rows
-whose terms changed are updated, the batch is added to the index, and next_id moves
-past it, all in the same transaction. Transactions commit every COMMIT_CHARS of text,
-so a kill loses at most the last one and the next run picks up from next_id. The
+does the work, in message id order: each batch's terms are computed again and the rows
+whose terms changed are updated; every COMMIT_CHARS of text, the transaction's
+messages are added to the index in one statement, next_id moves past them, and the
+transaction commits, so a kill loses at most the last one and the next run picks up
+from next_id. The
 update and delete triggers skip the messages at or past next_id (migration 0003), so
 the index matches the table at every commit.
 
@@ -82,23 +83,25 @@ def reindex(conn: sqlite3.Connection, progress: Progress | None = None) -> int:
             "INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', ?)",
             (FTS_HASH_BYTES,),
         )
-        chars, next_id = 0, start
+        chars, first, next_id = 0, start, start
         while True:
             batch = conn.execute(
                 "SELECT id, text, terms FROM messages WHERE id >= ? ORDER BY id LIMIT ?",
                 (next_id, BATCH_MESSAGES),
             ).fetchall()
-            if not batch:
-                break
-            next_id = _index_batch(conn, batch)
-            chars += sum(len(text) for _, text, _ in batch)
-            done += len(batch)
-            if progress is not None:
-                progress(len(batch), total)
-            if chars >= COMMIT_CHARS:
+            if batch:
+                next_id = _fresh_terms(conn, batch)
+                chars += sum(len(text) for _, text, _ in batch)
+                done += len(batch)
+                if progress is not None:
+                    progress(len(batch), total)
+            if chars >= COMMIT_CHARS or not batch:
+                _index(conn, first, next_id)
+                if not batch:
+                    break
                 conn.execute("COMMIT")
                 conn.execute("BEGIN IMMEDIATE")
-                chars = 0
+                chars, first = 0, next_id
         conn.execute("DELETE FROM archive_reindex")
         conn.execute("COMMIT")
     except BaseException:
@@ -107,19 +110,31 @@ def reindex(conn: sqlite3.Connection, progress: Progress | None = None) -> int:
     return done
 
 
-def _index_batch(conn: sqlite3.Connection, batch: list[tuple[int, str, str | None]]) -> int:
-    """One batch into the index (inside the caller's transaction); the next id."""
-    rows = []
+def _fresh_terms(conn: sqlite3.Connection, batch: list[tuple[int, str, str | None]]) -> int:
+    """One batch's terms computed again, the changed ones stored (inside the caller's
+    transaction, before its index statement: _index); the id after the batch."""
     changed = []
     for rowid, text, terms in batch:
         fresh = index_terms(text)
         if fresh != terms:
             changed.append((fresh, rowid))
-        rows.append((rowid, text, fresh))
     if changed:
         # The update trigger skips these rows: they are at or past next_id.
         conn.executemany("UPDATE messages SET terms = ? WHERE id = ?", changed)
-    conn.executemany("INSERT INTO messages_fts(rowid, text, terms) VALUES (?, ?, ?)", rows)
-    next_id = batch[-1][0] + 1
-    conn.execute("UPDATE archive_reindex SET next_id = ?", (next_id,))
-    return next_id
+    return int(batch[-1][0]) + 1
+
+
+def _index(conn: sqlite3.Connection, first: int, end: int) -> None:
+    """The messages from `first` up to `end` into the index, in one statement (as
+    ingest's commit does: subrosa.archive.ingest, `Ingester._index_new`), and next_id
+    past them. One statement, last but next_id's before the commit: a statement after
+    FTS5's inserts opens a savepoint, at which FTS5 writes out what it holds in memory,
+    so a row's insert per batch followed by next_id's update wrote a segment per
+    batch of BATCH_MESSAGES."""
+    if end > first:
+        conn.execute(
+            "INSERT INTO messages_fts(rowid, text, terms)"
+            " SELECT id, text, terms FROM messages WHERE id >= ? AND id < ? ORDER BY id",
+            (first, end),
+        )
+    conn.execute("UPDATE archive_reindex SET next_id = ?", (end,))
