@@ -259,10 +259,18 @@ def migrate_lock_path(path: StrPath) -> str:
     return f"{path}.migrate.lock"
 
 
-def connect(path: StrPath) -> sqlite3.Connection:
+def connect(path: StrPath, any_thread: bool = False) -> sqlite3.Connection:
     """A DB-API connection set up like subrosa.db's engine (WAL, busy timeout, foreign
-    keys); transactions are begun explicitly (BEGIN IMMEDIATE for writes)."""
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    keys); transactions are begun explicitly (BEGIN IMMEDIATE for writes). `any_thread`:
+    usable from a thread other than the one that opened it, one thread at a time (ingest
+    hands each transaction's index and commit to a writer thread: subrosa.archive.ingest,
+    `Ingester._commit_behind`)."""
+    conn = sqlite3.connect(
+        str(path),
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,
+        check_same_thread=not any_thread,
+    )
     for pragma in CONNECTION_PRAGMAS:
         conn.execute(pragma)
     return conn

@@ -20,7 +20,6 @@ from contextlib import contextmanager
 
 from subrosa.errors import SUPPORTED_DATABASES, InvalidInput
 from subrosa.fsutil import file_lock
-from subrosa.schema import BUSY_TIMEOUT_MS, CONNECTION_PRAGMAS
 from subrosa.schema import connect as connect  # one setup for every sqlite3 connection
 
 # pathlib stays off `subrosa search`'s path: only the type checker sees it here.
@@ -70,7 +69,7 @@ def open_archive(
 
             open_database(db_url, progress)
         current, reindexing = state(path)
-    conn = connect_any_thread(path)
+    conn = connect(path, any_thread=True)  # ingest's writer thread commits on it
     try:
         if reindexing:
             from subrosa.archive.reindex import reindex
@@ -80,19 +79,6 @@ def open_archive(
         yield conn
     finally:
         conn.close()
-
-
-def connect_any_thread(path: str) -> sqlite3.Connection:
-    """subrosa.schema.connect's connection (the same setup), usable from a thread other
-    than the one that opened it: ingest hands each transaction's index build and commit to
-    a writer thread while it reads on (subrosa.archive.ingest, `Ingester._commit_behind`).
-    One thread uses it at a time; the ingest waits for its writer before it goes on."""
-    conn = sqlite3.connect(
-        path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-    )
-    for pragma in CONNECTION_PRAGMAS:
-        conn.execute(pragma)
-    return conn
 
 
 @contextmanager
