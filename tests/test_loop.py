@@ -390,6 +390,19 @@ def test_turns_that_end_at_the_same_transcript_size_each_count(
     assert checkpoint.counter(memory_dir, "s1")["turns"] == 6  # type: ignore[index]
 
 
+def test_a_prompt_id_names_the_event_whatever_size_each_registration_saw(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """Claude Code 2.1.214 may write to the transcript between the two registrations'
+    reads of its size (seen with the plugin and `subrosa install` together): the same
+    Stop event, the same prompt id, is still claimed once."""
+    path = transcript(tmp_path, "s1")
+    assert checkpoint.claim_event(memory_dir, "s1", "stop", str(path), "", "prompt-1")
+    grow(path)
+    assert not checkpoint.claim_event(memory_dir, "s1", "stop", str(path), "", "prompt-1")
+    assert checkpoint.claim_event(memory_dir, "s1", "stop", str(path), "", "prompt-2")
+
+
 def test_session_start_registered_twice_injects_once(memory_dir: Path, tmp_path: Path) -> None:
     (memory_dir / "MEMORY.md").write_text("# Memory\n\n- [A](a.md) — the A fact\n")
     path = transcript(tmp_path, "s1")
