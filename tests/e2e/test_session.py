@@ -15,6 +15,19 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 # How Claude Code 2.1 frames a SessionStart hook's additionalContext in the request.
 SESSION_START_PREFIX = "SessionStart hook additional context:"
+# Claude Code before 2.1.150 (2.1.63) wraps each hook context in a system reminder.
+REMINDER = "<system-reminder>\n"
+
+
+def session_start_contexts(request: Request) -> list[str]:
+    """The SessionStart contexts this request brings to the model, as texts of their own
+    (2.1.332: a system message; 2.1.63: a user message's `<system-reminder>`)."""
+    found = []
+    for text in request.texts():
+        text = text.removeprefix(REMINDER)
+        if text.startswith(SESSION_START_PREFIX):
+            found.append(text.removesuffix("\n</system-reminder>"))
+    return found
 
 
 def project_memory(cc: ClaudeProject, facts: dict[str, str]) -> Path:
@@ -50,7 +63,7 @@ def test_installed_hooks_inject_the_index_and_archive_the_session(
 
     assert run.stdout.strip() == "Noted, the mascot is a PLATYPUS."
     [first] = api.agent_requests
-    injected = [t for t in first.texts() if t.startswith(SESSION_START_PREFIX)]
+    injected = session_start_contexts(first)
     assert len(injected) == 1, "the SessionStart context reached the model once"
     assert line in injected[0] and str(memory / "MEMORY.md") in injected[0]
 
@@ -84,7 +97,7 @@ def test_index_in_the_auto_memory_dir_is_loaded_by_claude_code_not_injected_agai
 
     [first] = api.agent_requests
     assert first.text().count(line) == 1, "Claude Code loads its auto memory itself, once"
-    assert not [t for t in first.texts() if t.startswith(SESSION_START_PREFIX)]
+    assert not session_start_contexts(first)
     loaded = next(t for t in first.texts() if line in t)
     assert str(memory / "MEMORY.md") in loaded  # Claude Code names the file it loaded
 
@@ -140,5 +153,5 @@ def test_a_pinned_fact_last_in_display_order_is_injected(
     cc.run("hello")
 
     [first] = api.agent_requests
-    [injected] = [t for t in first.texts() if t.startswith(SESSION_START_PREFIX)]
+    [injected] = session_start_contexts(first)
     assert "GUARDRAIL-PINNED" in injected
