@@ -189,7 +189,7 @@ def test_a_compacted_session_keeps_its_history_and_gets_the_index_again(
     project_memory(cc, {"project_release_codename.md": HOOK})
     summary = "Summary so far: the person wrote Prompt AARDVARK and got Answer AARDVARK."
     with cc.conversation() as talk:
-        # Two exchanges: with one, Claude Code before 2.1.214 finds "Not enough messages
+        # Two exchanges: with one, Claude Code 2.1.214 and older find "Not enough messages
         # to compact." and does not compact.
         for word in ("AARDVARK", "ALPACA"):
             api.respond_text(f"Answer {word}.")
