@@ -167,16 +167,9 @@ def test_a_fork_gets_the_index_once(
 
 
 def test_transcript_show_of_a_fork_shows_the_whole_conversation(
-    cc: ClaudeProject, api: FakeAnthropic, request: pytest.FixtureRequest
+    cc: ClaudeProject, api: FakeAnthropic
 ) -> None:
-    if not cc.claude.at_least("2.1.150"):
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="2.1.63 copies a fork's history with the parent's sessionId: the "
-                "archive files it under the parent only, so the fork shows its own part",
-            )
-        )
+    # (2.1.63 copies the history with the parent's sessionId: the file's name says whose.)
     _, fork = forked(cc, api)
 
     assert archived(cc, fork) == conversation("AARDVARK", "DINGO")
