@@ -27,6 +27,17 @@ def records(transcript: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
 
 
+def session_files(cc: ClaudeProject) -> list[Path]:
+    """The project's session transcripts: not the `agent-*.jsonl` of the subagents that
+    Claude Code 2.0 warms up beside every session, nor the empty file it makes for the
+    new session id a `--resume` or `--continue` process gets (it writes to the old one)."""
+    return [
+        p
+        for p in cc.transcript_dir().glob("*.jsonl")
+        if not p.name.startswith("agent-") and p.stat().st_size
+    ]
+
+
 def prompts(transcript: Path) -> list[tuple[str, str, str]]:
     """(sessionId, uuid, text) of each prompt a person typed, in file order."""
     return [
@@ -85,7 +96,7 @@ def test_a_resumed_or_continued_session_is_one_session_archived_once(
     [continued] = api.agent_requests
 
     # Claude Code appends to the same file, under the same session id; nothing is copied.
-    [transcript] = cc.transcript_dir().glob("*.jsonl")
+    [transcript] = session_files(cc)
     assert transcript.stem == sid
     said = prompts(transcript)
     assert [(s, t) for s, _, t in said] == [
@@ -201,7 +212,7 @@ def test_a_compacted_session_keeps_its_history_and_gets_the_index_again(
 
     # The same file: the history stays, then a compact boundary and the summary as a
     # `user` record marked isCompactSummary, then the next prompt.
-    [transcript] = cc.transcript_dir().glob("*.jsonl")
+    [transcript] = session_files(cc)
     kept = records(transcript)
     [boundary] = [n for n, r in enumerate(kept) if r.get("subtype") == "compact_boundary"]
     [summary_at] = [n for n, r in enumerate(kept) if r.get("isCompactSummary")]

@@ -15,18 +15,22 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 # How Claude Code 2.1 frames a SessionStart hook's additionalContext in the request.
 SESSION_START_PREFIX = "SessionStart hook additional context:"
-# Claude Code before 2.1.150 (2.1.63) wraps each hook context in a system reminder.
-REMINDER = "<system-reminder>\n"
+# How older Claude Code wraps a SessionStart context: 2.1.63 and 2.0.77 in a system
+# reminder, 1.0.128 in a tag of its own (without the prefix).
+REMINDER = ("<system-reminder>\n", "\n</system-reminder>")
+OLD_TAG = ("<session-start-hook>", "</session-start-hook>")
 
 
 def session_start_contexts(request: Request) -> list[str]:
     """The SessionStart contexts this request brings to the model, as texts of their own
-    (2.1.332: a system message; 2.1.63: a user message's `<system-reminder>`)."""
+    (2.1.332: a system message; older: see REMINDER and OLD_TAG), from the prefix on."""
     found = []
     for text in request.texts():
-        text = text.removeprefix(REMINDER)
+        text = text.removeprefix(REMINDER[0]).removesuffix(REMINDER[1])
+        if text.startswith(OLD_TAG[0]) and text.endswith(OLD_TAG[1]):
+            text = SESSION_START_PREFIX + " " + text[len(OLD_TAG[0]) : -len(OLD_TAG[1])]
         if text.startswith(SESSION_START_PREFIX):
-            found.append(text.removesuffix("\n</system-reminder>"))
+            found.append(text)
     return found
 
 
