@@ -245,3 +245,40 @@ def test_an_export_moves_each_sessions_whole_conversation(
     assert again["messages"] == {"added": 0, "present": 12}
     listed = json.loads(run("--db", target, "transcript", "list", "--json").stdout)
     assert {s["session_id"]: s["message_count"] for s in listed} == counts(run)
+
+
+# Claude Code 2.1.63 (and older) copies a fork's history with the parent's sessionId:
+# only the file's name says whose it is now. Session ids as Claude Code makes them.
+OLD_PARENT = "fc7ca07b-973d-4d40-b12f-7de39845e2e2"
+OLD_FORK = "e13bd465-18df-4d7b-97bc-6615f4485e1d"
+
+
+@pytest.mark.parametrize("order", [(OLD_PARENT, OLD_FORK), (OLD_FORK, OLD_PARENT)])
+def test_a_fork_whose_copied_history_keeps_the_parents_session_id_shows_it(
+    memory_dir: Path, run: RunCli, order: tuple[str, str]
+) -> None:
+    paths = {
+        OLD_PARENT: _transcript(f"{OLD_PARENT}.jsonl", *said(OLD_PARENT, "AARDVARK")),
+        OLD_FORK: _transcript(f"{OLD_FORK}.jsonl", *said(OLD_PARENT, "AARDVARK")),
+    }
+    # The fork's own turn, after the copy (its minutes after the parent's).
+    with paths[OLD_FORK].open("a", encoding="utf-8") as handle:
+        for second, (kind, role) in enumerate(PAIR):
+            handle.write(
+                _record(
+                    f"{kind}-DINGO",
+                    f"{kind} DINGO",
+                    role=role,
+                    session=OLD_FORK,
+                    timestamp=f"2026-03-01T11:00:{second:02d}Z",
+                )
+                + "\n"
+            )
+    for session in order:
+        _ingest(run, str(paths[session]))
+
+    assert shown(run, OLD_PARENT) == conversation("AARDVARK")
+    assert shown(run, OLD_FORK) == conversation("AARDVARK", "DINGO")
+    assert counts(run) == {OLD_PARENT: 2, OLD_FORK: 4}
+    [hit] = _search(run, "--transcripts", '"prompt AARDVARK"')  # stored once
+    assert hit["session_id"] == order[0]

@@ -356,6 +356,53 @@ def test_a_hook_registered_twice_counts_each_turn_once_and_nudges_once(
     assert checkpoint.counter(memory_dir, "s1")["turns"] == 6  # type: ignore[index]
 
 
+def stop_payload(session_id: str, path: Path, cwd: Path, prompt_id: str) -> dict[str, Any]:
+    """Stop's input as Claude Code 2.1.213 gave it (its own shape, every key)."""
+    return {
+        "session_id": session_id,
+        "transcript_path": str(path),
+        "cwd": str(cwd),
+        "prompt_id": prompt_id,
+        "permission_mode": "default",
+        "effort": {"level": "high"},
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "last_assistant_message": "OK.",
+        "background_tasks": [],
+        "session_crons": [],
+    }
+
+
+def test_turns_that_end_at_the_same_transcript_size_each_count(
+    memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code before 2.1.332 (2.1.150, 2.1.213) writes the transcript behind the
+    turn: two turns in a row may end with Stop seeing the same size. The prompt id it
+    gives (since 2.1.196) tells them apart; registered twice, each is still counted once."""
+    monkeypatch.setenv("SUBROSA_NUDGE_EVERY", "3")
+    path = transcript(tmp_path, "s1")
+    nudges = []
+    for turn in range(6):  # the file never grows
+        payload = stop_payload("s1", path, tmp_path, f"prompt-{turn}")
+        outputs = both_registrations("stop", payload)
+        nudges.append(sum(1 for out in outputs if out.strip()))
+    assert nudges == [0, 0, 1, 0, 0, 1]
+    assert checkpoint.counter(memory_dir, "s1")["turns"] == 6  # type: ignore[index]
+
+
+def test_a_prompt_id_names_the_event_whatever_size_each_registration_saw(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """Claude Code 2.1.214 may write to the transcript between the two registrations'
+    reads of its size (seen with the plugin and `subrosa install` together): the same
+    Stop event, the same prompt id, is still claimed once."""
+    path = transcript(tmp_path, "s1")
+    assert checkpoint.claim_event(memory_dir, "s1", "stop", str(path), "", "prompt-1")
+    grow(path)
+    assert not checkpoint.claim_event(memory_dir, "s1", "stop", str(path), "", "prompt-1")
+    assert checkpoint.claim_event(memory_dir, "s1", "stop", str(path), "", "prompt-2")
+
+
 def test_session_start_registered_twice_injects_once(memory_dir: Path, tmp_path: Path) -> None:
     (memory_dir / "MEMORY.md").write_text("# Memory\n\n- [A](a.md) — the A fact\n")
     path = transcript(tmp_path, "s1")

@@ -304,19 +304,36 @@ def _note_title(parsed: Parsed, record: dict[str, object], session_id: str, clea
     return False
 
 
+# A Claude Code session id (a UUID, lower case): the name of a session's own transcript.
+_SESSION_ID = compile_lazily(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def own_session(default_session: str) -> str | None:
+    """The session a transcript is, when its name is a session id: every record in it is
+    that session's, whatever its `sessionId` says. Claude Code 2.1.63 (and older) copies
+    a fork's history into the fork's file with the parent's sessionId (2.1.150 on, with
+    the fork's); filed under the fork, the archive shares it with the parent (stored
+    once), and the fork shows its whole conversation. None for a subagent's transcript
+    (named after its parent: its records say the parent too) or a file of another name."""
+    return default_session if _SESSION_ID.fullmatch(default_session) else None
+
+
 def parse_record(
     record: object,
     default_session: str,
     tool_result_chars: int,
     parsed: Parsed,
     clean: Clean = _same,
+    own: str | None = None,
 ) -> None:
-    """Add what one decoded JSONL line holds to `parsed`."""
+    """Add what one decoded JSONL line holds to `parsed` (`own`: see own_session)."""
     if not isinstance(record, dict):
         parsed.skipped["not an object"] += 1
         return
     raw_session = record.get("sessionId")
     session_id = raw_session if isinstance(raw_session, str) and raw_session else default_session
+    if own is not None:
+        session_id = own
     kind = record.get("type")
     if kind not in ROLES:
         if kind == "queue-operation":
@@ -721,6 +738,7 @@ def parse_lines(
         parsed.waiting = carry.waiting
         parsed.before = carry.messages[-50:]
     clean = Cleaner(redactor)
+    own = own_session(default_session)
     for line in lines:
         if not line or line.isspace():
             continue
@@ -728,7 +746,7 @@ def parse_lines(
             parsed.skipped["line too long"] += 1
             continue
         try:
-            _parse_line(line, default_session, tool_result_chars, parsed, clean)
+            _parse_line(line, default_session, tool_result_chars, parsed, clean, own)
         except RecursionError:
             # JSON nested thousands deep: no message of Claude Code's looks like it, and
             # one such line must not stop the run (nor the good lines around it).
@@ -743,9 +761,15 @@ def parse_lines(
 
 
 def _parse_line(
-    line: bytes, default_session: str, tool_result_chars: int, parsed: Parsed, clean: Clean
+    line: bytes,
+    default_session: str,
+    tool_result_chars: int,
+    parsed: Parsed,
+    clean: Clean,
+    own: str | None = None,
 ) -> None:
-    """Add what one JSONL line holds to `parsed` (RecursionError for JSON nested too deep)."""
+    """Add what one JSONL line holds to `parsed` (RecursionError for JSON nested too deep;
+    `own`: see own_session)."""
     try:
         struct = _DECODER.decode(line)
     except msgspec.ValidationError:  # fields of unexpected types: the generic path
@@ -754,7 +778,7 @@ def _parse_line(
         except msgspec.DecodeError:
             parsed.skipped["not json"] += 1
             return
-        parse_record(generic, default_session, tool_result_chars, parsed, clean)
+        parse_record(generic, default_session, tool_result_chars, parsed, clean, own)
         return
     except msgspec.DecodeError:
         if _is_utf8(line):
@@ -763,9 +787,9 @@ def _parse_line(
         # Keep what the line says; only its bad bytes become U+FFFD (and it is counted).
         parsed.repaired["invalid UTF-8, read with U+FFFD"] += 1
         repaired = line.decode("utf-8", errors="replace").encode("utf-8")
-        _parse_line(repaired, default_session, tool_result_chars, parsed, clean)
+        _parse_line(repaired, default_session, tool_result_chars, parsed, clean, own)
         return
-    session = struct.sessionId
+    session = struct.sessionId if own is None else own
     if (
         struct.type in ROLES
         and not struct.isMeta
@@ -790,7 +814,7 @@ def _parse_line(
             clean,
         )
     else:
-        parse_record(_as_dict(struct), default_session, tool_result_chars, parsed, clean)
+        parse_record(_as_dict(struct), default_session, tool_result_chars, parsed, clean, own)
 
 
 def _is_utf8(line: bytes) -> bool:

@@ -141,20 +141,32 @@ def transcript_size(transcript_path: str | None) -> int | None:
 
 
 def claim_event(
-    memory_dir: StrPath, session_id: str, event: str, transcript_path: str | None, source: str = ""
+    memory_dir: StrPath,
+    session_id: str,
+    event: str,
+    transcript_path: str | None,
+    source: str = "",
+    prompt_id: str = "",
 ) -> bool:
     """True for the first hook to handle this event of this session; False for a second
     registration of the same hook (the plugin and `subrosa install` both active).
 
-    The event is named by the hook, the session and the transcript's size (every turn
-    appends to it, so two Stop events never share a size), plus SessionStart's source.
+    The event is named by the hook, the session, SessionStart's source, and the prompt
+    id Claude Code gives (since 2.1.196) or else the transcript's size (every turn
+    appends to it). The prompt id first: Claude Code before 2.1.332 writes the transcript
+    behind the turn, so two Stop events in a row may see the same size, and the two
+    registrations of one event may see different ones.
     The claim is a file created with O_EXCL: of two hooks started together exactly one
     creates it. A claim older than DUPLICATE_WINDOW_SECONDS is taken over (the same
     event key, later, is a new event). Claims of earlier events of the session go.
     """
-    size = transcript_size(transcript_path)
     prefix = f"{event}-"
-    name = f"{prefix}{'none' if size is None else size}-{_UNSAFE.sub('_', source)[:32]}"
+    if prompt_id:
+        at = f"p{_UNSAFE.sub('_', prompt_id)[:64]}"
+    else:
+        size = transcript_size(transcript_path)
+        at = "none" if size is None else str(size)
+    name = f"{prefix}{at}-{_UNSAFE.sub('_', source)[:32]}"
     directory = join(extract_dir(memory_dir), ONCE, session_id)
     os.makedirs(directory, exist_ok=True)
     path = join(directory, name)

@@ -175,6 +175,7 @@ def _first_to_handle(payload: Payload, notes: Notes, event: str, state: tuple[st
             event,
             _text(payload, "transcript_path"),
             _text(payload, "source") or "",
+            _text(payload, "prompt_id") or "",
         ),
     )
     if claimed is False:

@@ -72,6 +72,16 @@ class ClaudeCode:
     binary: Path
     version: str
 
+    def at_least(self, version: str) -> bool:
+        """Whether this Claude Code is `version` or newer (for what changed between
+        versions: docs/claude-code.md, "Claude Code versions")."""
+        return _version_key(self.version) >= _version_key(version)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    """`2.1.63` as (2, 1, 63); a suffix (`-beta`) and what is not a number are left out."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("-")[0]))
+
 
 # --- installing -----------------------------------------------------------------------
 
@@ -355,6 +365,10 @@ class ClaudeProject:
         fork: bool = False,
     ) -> list[str]:
         argv = [str(self.claude.binary), "-p", "--allowedTools", ",".join(self.allowed_tools)]
+        if self.claude.at_least("2.1.285") and not self.claude.at_least("2.1.302"):
+            # These start in auto mode, whose classifier (a request the fake API cannot
+            # answer) blocks the allowed tools; 2.1.284 and 2.1.302 on start in default.
+            argv += ["--permission-mode", "default"]
         if resume:
             argv += ["--resume", resume]
         elif continue_last:

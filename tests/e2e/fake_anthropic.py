@@ -70,9 +70,13 @@ class Request:
     @property
     def is_main(self) -> bool:
         """A call of the agent loop: it offers tools. Claude Code's side calls (session
-        titles, summaries, the one-token quota probe) offer none, or ask for one token."""
+        titles, summaries, the one-token quota probe) offer none, or ask for one token;
+        the subagents' warm-ups of Claude Code 2.0 and 1.0 (one message, `Warmup`) offer
+        tools but are side calls too."""
         body = self.body if isinstance(self.body, dict) else {}
-        return self.is_messages and bool(body.get("tools")) and body.get("max_tokens") != 1
+        if not (self.is_messages and body.get("tools") and body.get("max_tokens") != 1):
+            return False
+        return _block_texts(self.messages[:2]) != ["Warmup"]
 
     @property
     def system_text(self) -> str:

@@ -44,7 +44,9 @@ def test_a_prompt_sent_while_a_tool_runs_is_archived_once(
     users = [json.dumps(r["message"]) for r in written if r.get("type") == "user"]
     assert not [u for u in users if "ZEBRA" in u]
     kinds = {(r.get("type"), (r.get("attachment") or {}).get("type")) for r in written}
-    assert {("queue-operation", None), ("attachment", "queued_command")} <= kinds
+    assert ("queue-operation", None) in kinds
+    if cc.claude.at_least("2.1.150"):  # 2.1.63 writes the queue operations only
+        assert ("attachment", "queued_command") in kinds
 
     cc.subrosa("ingest")
     found = cc.subrosa_json("search", "ZEBRA", "cache", "--json")
@@ -75,7 +77,8 @@ def test_two_prompts_sent_while_a_tool_runs_are_shown_after_its_output(
         if r.get("type") == "user" and "tool_result" in json.dumps(r["message"])
     )
     assert all(written.index(r) > output for r in attached)
-    assert all(r["timestamp"] < written[output]["timestamp"] for r in attached)
+    if cc.claude.at_least("2.1.213"):  # 2.1.150 stamps them when they were taken in
+        assert all(r["timestamp"] < written[output]["timestamp"] for r in attached)
 
     cc.subrosa("ingest")
     shown = cc.subrosa_json("transcript", "show", talk.session_id)

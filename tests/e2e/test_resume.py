@@ -27,6 +27,17 @@ def records(transcript: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
 
 
+def session_files(cc: ClaudeProject) -> list[Path]:
+    """The project's session transcripts: not the `agent-*.jsonl` of the subagents that
+    Claude Code 2.0 warms up beside every session, nor the empty file it makes for the
+    new session id a `--resume` or `--continue` process gets (it writes to the old one)."""
+    return [
+        p
+        for p in cc.transcript_dir().glob("*.jsonl")
+        if not p.name.startswith("agent-") and p.stat().st_size
+    ]
+
+
 def prompts(transcript: Path) -> list[tuple[str, str, str]]:
     """(sessionId, uuid, text) of each prompt a person typed, in file order."""
     return [
@@ -85,7 +96,7 @@ def test_a_resumed_or_continued_session_is_one_session_archived_once(
     [continued] = api.agent_requests
 
     # Claude Code appends to the same file, under the same session id; nothing is copied.
-    [transcript] = cc.transcript_dir().glob("*.jsonl")
+    [transcript] = session_files(cc)
     assert transcript.stem == sid
     said = prompts(transcript)
     assert [(s, t) for s, _, t in said] == [
@@ -127,10 +138,12 @@ def test_a_fork_copies_the_history_with_its_uuids_and_the_archive_keeps_each_mes
 
     # A new file under the fork's id: the parent's records copied, keeping their uuids,
     # with the fork's sessionId; the parent's file is left as it was.
+    # (2.1.63 and older copy them with the parent's sessionId.)
     parent_said, fork_said = prompts(cc.transcript(sid)), prompts(cc.transcript(fork))
     assert [(s, t) for s, _, t in parent_said] == [(sid, "Prompt AARDVARK.")]
+    copied_as = fork if cc.claude.at_least("2.1.150") else sid
     assert [(s, t) for s, _, t in fork_said] == [
-        (fork, "Prompt AARDVARK."),
+        (copied_as, "Prompt AARDVARK."),
         (fork, "Prompt DINGO."),
     ]
     assert fork_said[0][1] == parent_said[0][1]
@@ -146,13 +159,18 @@ def test_a_fork_copies_the_history_with_its_uuids_and_the_archive_keeps_each_mes
     assert sorted(queued(cc)) == sorted([sid, fork])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="at a fork's SessionStart its transcript does not exist yet (Claude Code copies "
-    "the history after the hook ran), so the hook cannot see that the copied history "
-    "already carries the index and gives it again",
-)
-def test_a_fork_gets_the_index_once(cc: ClaudeProject, api: FakeAnthropic) -> None:
+def test_a_fork_gets_the_index_once(
+    cc: ClaudeProject, api: FakeAnthropic, request: pytest.FixtureRequest
+) -> None:
+    if cc.claude.at_least("2.1.213"):  # 2.1.150 and older get it once
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="at a fork's SessionStart its transcript does not exist yet (Claude "
+                "Code copies the history after the hook ran), so the hook cannot see that "
+                "the copied history already carries the index and gives it again",
+            )
+        )
     forked(cc, api)
     [request] = api.agent_requests
 
@@ -162,6 +180,7 @@ def test_a_fork_gets_the_index_once(cc: ClaudeProject, api: FakeAnthropic) -> No
 def test_transcript_show_of_a_fork_shows_the_whole_conversation(
     cc: ClaudeProject, api: FakeAnthropic
 ) -> None:
+    # (2.1.63 copies the history with the parent's sessionId: the file's name says whose.)
     _, fork = forked(cc, api)
 
     assert archived(cc, fork) == conversation("AARDVARK", "DINGO")
@@ -174,8 +193,11 @@ def test_a_compacted_session_keeps_its_history_and_gets_the_index_again(
     project_memory(cc, {"project_release_codename.md": HOOK})
     summary = "Summary so far: the person wrote Prompt AARDVARK and got Answer AARDVARK."
     with cc.conversation() as talk:
-        api.respond_text("Answer AARDVARK.")
-        talk.say("Prompt AARDVARK.")
+        # Two exchanges: with one, Claude Code 2.1.214 and older find "Not enough messages
+        # to compact." and does not compact.
+        for word in ("AARDVARK", "ALPACA"):
+            api.respond_text(f"Answer {word}.")
+            talk.say(f"Prompt {word}.")
         api.respond_text(summary)  # the compaction's own request takes the next answer
         talk.say("/compact")
         api.clear()
@@ -190,12 +212,12 @@ def test_a_compacted_session_keeps_its_history_and_gets_the_index_again(
 
     # The same file: the history stays, then a compact boundary and the summary as a
     # `user` record marked isCompactSummary, then the next prompt.
-    [transcript] = cc.transcript_dir().glob("*.jsonl")
+    [transcript] = session_files(cc)
     kept = records(transcript)
     [boundary] = [n for n, r in enumerate(kept) if r.get("subtype") == "compact_boundary"]
     [summary_at] = [n for n, r in enumerate(kept) if r.get("isCompactSummary")]
     said = {t: n for s, _, t in prompts(transcript) for n in [0]}
-    assert list(said) == ["Prompt AARDVARK.", "Prompt BADGER.", "Prompt CHEETAH."]
+    assert list(said) == [f"Prompt {w}." for w in ("AARDVARK", "ALPACA", "BADGER", "CHEETAH")]
     texts = [json.dumps(r.get("message")) for r in kept]
     first = next(n for n, t in enumerate(texts) if "Prompt AARDVARK." in t)
     badger = next(n for n, t in enumerate(texts) if "Prompt BADGER." in t)
@@ -215,7 +237,7 @@ def test_a_compacted_session_keeps_its_history_and_gets_the_index_again(
     wait_for(lambda: hits(cc, "CHEETAH"), "the resumed turn in the archive")
     messages = archived(cc, sid)
     assert [m for m in messages if m[1].startswith(("Prompt", "Answer"))] == conversation(
-        "AARDVARK", "BADGER", "CHEETAH"
+        "AARDVARK", "ALPACA", "BADGER", "CHEETAH"
     )
     assert [m[0] for m in messages if summary in m[1]] == ["assistant"]
     assert sorted(hits(cc, "AARDVARK")) == [(sid, "assistant"), (sid, "assistant"), (sid, "user")]

@@ -15,6 +15,23 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 # How Claude Code 2.1 frames a SessionStart hook's additionalContext in the request.
 SESSION_START_PREFIX = "SessionStart hook additional context:"
+# How older Claude Code wraps a SessionStart context: 2.1.63 and 2.0.77 in a system
+# reminder, 1.0.128 in a tag of its own (without the prefix).
+REMINDER = ("<system-reminder>\n", "\n</system-reminder>")
+OLD_TAG = ("<session-start-hook>", "</session-start-hook>")
+
+
+def session_start_contexts(request: Request) -> list[str]:
+    """The SessionStart contexts this request brings to the model, as texts of their own
+    (2.1.332: a system message; older: see REMINDER and OLD_TAG), from the prefix on."""
+    found = []
+    for text in request.texts():
+        text = text.removeprefix(REMINDER[0]).removesuffix(REMINDER[1])
+        if text.startswith(OLD_TAG[0]) and text.endswith(OLD_TAG[1]):
+            text = SESSION_START_PREFIX + " " + text[len(OLD_TAG[0]) : -len(OLD_TAG[1])]
+        if text.startswith(SESSION_START_PREFIX):
+            found.append(text)
+    return found
 
 
 def project_memory(cc: ClaudeProject, facts: dict[str, str]) -> Path:
@@ -50,7 +67,7 @@ def test_installed_hooks_inject_the_index_and_archive_the_session(
 
     assert run.stdout.strip() == "Noted, the mascot is a PLATYPUS."
     [first] = api.agent_requests
-    injected = [t for t in first.texts() if t.startswith(SESSION_START_PREFIX)]
+    injected = session_start_contexts(first)
     assert len(injected) == 1, "the SessionStart context reached the model once"
     assert line in injected[0] and str(memory / "MEMORY.md") in injected[0]
 
@@ -84,7 +101,7 @@ def test_index_in_the_auto_memory_dir_is_loaded_by_claude_code_not_injected_agai
 
     [first] = api.agent_requests
     assert first.text().count(line) == 1, "Claude Code loads its auto memory itself, once"
-    assert not [t for t in first.texts() if t.startswith(SESSION_START_PREFIX)]
+    assert not session_start_contexts(first)
     loaded = next(t for t in first.texts() if line in t)
     assert str(memory / "MEMORY.md") in loaded  # Claude Code names the file it loaded
 
@@ -140,5 +157,5 @@ def test_a_pinned_fact_last_in_display_order_is_injected(
     cc.run("hello")
 
     [first] = api.agent_requests
-    [injected] = [t for t in first.texts() if t.startswith(SESSION_START_PREFIX)]
+    [injected] = session_start_contexts(first)
     assert "GUARDRAIL-PINNED" in injected
