@@ -322,11 +322,12 @@ def _wait_for(pid: int, seconds: float) -> int | None:
     return None
 
 
-@pytest.mark.slow
-def test_ctrl_c_during_a_pipelined_ingest_ends_it_and_leaves_a_whole_archive(
-    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
-) -> None:
-    folder = _corpus(tmp_path, files=60, lines=120)
+def _interrupted_setup(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, files: int, lines: int
+) -> tuple[Path, crash.Workspace, dict[str, Any]]:
+    """A corpus, a workspace saved with its archive made and empty (to restore before
+    each interrupted run), and the archive a whole ingest of the corpus gives."""
+    folder = _corpus(tmp_path, files=files, lines=lines)
     space = crash.Workspace(tmp_path / "work")
     space.memory_dir.mkdir(parents=True)
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(space.memory_dir))
@@ -336,7 +337,14 @@ def test_ctrl_c_during_a_pipelined_ingest_ends_it_and_leaves_a_whole_archive(
     assert space.db.exists()
     space.save()
     run("ingest", str(folder))
-    clean = _archive(space.db)
+    return folder, space, _archive(space.db)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_pipelined_ingest_ends_it_and_leaves_a_whole_archive(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
+) -> None:
+    folder, space, clean = _interrupted_setup(tmp_path, run, monkeypatch, files=60, lines=120)
     errors = tmp_path / "stderr"
     rng = random.Random(3)
     space.restore()
@@ -374,17 +382,7 @@ def test_kill_during_a_pipelined_ingest(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
     # As tests/test_crash.py's test_kill_during_ingest, with a writer thread per 16 KB.
-    folder = _corpus(tmp_path, files=40, lines=100)
-    space = crash.Workspace(tmp_path / "work")
-    space.memory_dir.mkdir(parents=True)
-    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(space.memory_dir))
-    monkeypatch.setenv("SUBROSA_DB", str(space.db))
-    (tmp_path / "empty").mkdir()
-    run("ingest", str(tmp_path / "empty"))  # the archive, made
-    assert space.db.exists()
-    space.save()
-    run("ingest", str(folder))
-    clean = _archive(space.db)
+    folder, space, clean = _interrupted_setup(tmp_path, run, monkeypatch, files=40, lines=100)
     space.restore()
 
     def after_kill(outcome: crash.Outcome) -> None:
