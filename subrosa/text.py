@@ -183,8 +183,12 @@ def strip_invisible(text: str) -> str:
 
 def _has_emoji_form(char: str) -> bool:
     """Whether a presentation selector after `char` spells something: an emoji or a
-    symbol with an emoji form, or a keycap's base (#, *, a digit)."""
-    return _EMOJI.match(char) is not None or char in _EMOJI_BASES
+    symbol with an emoji form, or a keycap's base (#, *, a digit). In _EMOJI's blocks
+    only the symbols (So) have one: not the skin tones (🏻, Sk), brackets (⌈), math
+    signs (⎛) or circled digits (❶) that share them."""
+    if char in _EMOJI_BASES:
+        return True
+    return _EMOJI.match(char) is not None and unicodedata.category(char) == "So"
 
 
 def _base(out: list[str], at: int) -> str:
