@@ -42,6 +42,9 @@ from subrosa.db import dispose_all
 REPO = Path(__file__).resolve().parent.parent
 Spawn = Callable[[list[str], "float | None"], "Outcome"]
 MAX_ATTEMPTS_PER_KILL = 10
+# Filler words for the transcripts the kill tests write (tests/test_crash.py,
+# tests/test_ingest_pipeline.py).
+LOREM = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "do")
 
 
 @dataclass

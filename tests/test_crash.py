@@ -417,18 +417,7 @@ def test_kill_during_ingest(
 ) -> None:
     transcripts = workspace.root / "transcripts"
     transcripts.mkdir()
-    words = [
-        "lorem",
-        "ipsum",
-        "dolor",
-        "sit",
-        "amet",
-        "consectetur",
-        "adipiscing",
-        "elit",
-        "sed",
-        "do",
-    ]
+    words = crash.LOREM
 
     def write(session: str, start: int, count: int) -> None:
         with (transcripts / f"{session}.jsonl").open("a", encoding="utf-8") as handle:

@@ -30,19 +30,7 @@ from subrosa.cli.app import cli
 from tests import crash
 from tests.conftest import RunCli
 
-WORDS = [
-    "lorem",
-    "ipsum",
-    "dolor",
-    "sit",
-    "amet",
-    "consectetur",
-    "adipiscing",
-    "elit",
-    "sed",
-    "do",
-    "eiusmod",
-]
+WORDS = [*crash.LOREM, "eiusmod"]
 
 
 def _record(uuid: str, text: str, session: str, role: str = "user", **extra: Any) -> str:
@@ -60,7 +48,7 @@ def _record(uuid: str, text: str, session: str, role: str = "user", **extra: Any
     )
 
 
-def _corpus(root: Path, files: int = 24, lines: int = 60) -> Path:
+def _make_transcripts(root: Path, files: int = 24, lines: int = 60) -> Path:
     """Transcripts of several sessions, some of them forks (a session whose file repeats
     another's first messages: shared messages), one with a queued prompt taken up many
     batches later, texts in several scripts."""
@@ -178,7 +166,7 @@ def _ingest_into(
 def test_the_pipelined_ingest_stores_what_the_sequential_one_does(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
-    folder = _corpus(tmp_path)
+    folder = _make_transcripts(tmp_path)
     (tmp_path / "memory").mkdir()
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
     writers.held = True
@@ -198,7 +186,7 @@ def test_the_pipelined_ingest_stores_what_the_sequential_one_does(
     # messages stored already): again with the thread, and without.
     with (folder / "s2.jsonl").open("a", encoding="utf-8") as handle:
         handle.write(_record("s2-late", "a later line " * 50, "s2") + "\n")
-    _corpus(tmp_path / "more", files=6)
+    _make_transcripts(tmp_path / "more", files=6)
     later = [str(folder), str(tmp_path / "more" / "transcripts")]
     monkeypatch.setattr(ingest, "BACKLOG_BYTES", 24 << 10)
     handed = writers.handed
@@ -225,7 +213,7 @@ def test_an_error_in_the_writer_thread_ends_the_ingest_as_it_would_in_place(
     # The index of the `failing`-th transaction fails (a damaged database, as SQLite
     # says it): the same error, exit code and message as when the commit is made in
     # place, that transaction rolled back, the ones before it kept.
-    folder = _corpus(tmp_path)
+    folder = _make_transcripts(tmp_path)
     (tmp_path / "memory").mkdir()
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
     index_new = Ingester._index_new
@@ -264,7 +252,7 @@ def test_a_small_ingest_starts_no_thread(
 ) -> None:
     # A hook's ingest after a turn reads a few lines: below COMMIT_BYTES no commit is
     # handed to a thread (nor is there a backlog).
-    folder = _corpus(tmp_path, files=3)
+    folder = _make_transcripts(tmp_path, files=3)
     (tmp_path / "memory").mkdir()
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
     started: list[str] = []
@@ -327,7 +315,7 @@ def _interrupted_setup(
 ) -> tuple[Path, crash.Workspace, dict[str, Any]]:
     """A corpus, a workspace saved with its archive made and empty (to restore before
     each interrupted run), and the archive a whole ingest of the corpus gives."""
-    folder = _corpus(tmp_path, files=files, lines=lines)
+    folder = _make_transcripts(tmp_path, files=files, lines=lines)
     space = crash.Workspace(tmp_path / "work")
     space.memory_dir.mkdir(parents=True)
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(space.memory_dir))
@@ -408,7 +396,7 @@ def test_a_connection_held_to_its_thread_commits_in_place(
     # in place, and the ingest goes on without the thread.
     from subrosa.schema import connect
 
-    folder = _corpus(tmp_path)
+    folder = _make_transcripts(tmp_path)
     (tmp_path / "memory").mkdir()
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
     (tmp_path / "empty").mkdir()

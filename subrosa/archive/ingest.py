@@ -434,27 +434,29 @@ class Ingester:
                 # The queue's state now: the next batch's parse changes what it is
                 # built from (parse_lines' carry), and this one's store may wait.
                 state = queue_state(parsed)
-                self._stage(self._store_read, (plan, parsed, offset, state), offset - stored)
+                self._stage(plan, self._store_read, (parsed, offset, state), offset - stored)
                 stored = offset
         if self._pipeline:
-            self._stage(self._finish_file, (plan, offset), 0)
+            self._stage(plan, self._finish_file, (offset,), 0)
         else:
             self._finish_file(plan, offset)
 
-    def _stage(self, call: Callable[..., None], args: tuple[object, ...], size: int) -> None:
-        """`call(*args)` now, or after the writer thread's commit when one runs: in the
-        backlog, while it holds less than BACKLOG_BYTES (`size`: the bytes of transcript
-        the call stores). Calls run in the order they were staged."""
+    def _stage(
+        self, plan: _Plan, call: Callable[..., None], args: tuple[object, ...], size: int
+    ) -> None:
+        """`call(plan, *args)` now, or after the writer thread's commit when one runs: in
+        the backlog, while it holds less than BACKLOG_BYTES (`size`: the bytes of
+        transcript the call stores). Calls run in the order they were staged."""
         while self._writer is not None and (
             self._backlog_bytes >= BACKLOG_BYTES or not self._writer.is_alive()
         ):
             self._drain()
         if self._writer is None:  # the backlog is empty then (_drain)
-            call(*args)
+            call(plan, *args)
             return
-        self._backlog.append((call, args, size))
+        self._backlog.append((call, (plan, *args), size))
         self._backlog_bytes += size
-        self._backlog_keys.add(cast("_Plan", args[0]).source.key)
+        self._backlog_keys.add(plan.source.key)
 
     def _drain(self) -> None:
         """Wait for the writer thread, then run the backlog, until a call in it hands a
