@@ -1020,14 +1020,18 @@ def test_a_limit_past_the_rerank_window_is_honoured(
 
 def test_transcripts_under_walks_as_os_walk_does(tmp_path: Path) -> None:
     """transcripts_under is os.walk by hand (one scandir per folder, for a no-op
-    re-ingest of thousands of files): the same files in the same order, hidden and
-    symlinked folders left out, links and FIFOs named .jsonl listed as os.walk lists them."""
+    re-ingest of thousands of files): the same files in the same order, hidden (but
+    `.claude`) and symlinked folders left out, links and FIFOs named .jsonl listed as
+    os.walk lists them."""
     from subrosa.archive.ingest import transcripts_under
 
     top = tmp_path / "t"
-    for folder in ("a/b/c", ".hidden", "z", "a/subagents", "a/.git"):
+    for folder in ("a/b/c", ".hidden", "z", "a/subagents", "a/.git", "h/.claude/projects/p"):
         (top / folder).mkdir(parents=True)
-    for name in ("1", "a/2", "a/b/3", "a/b/c/4", ".hidden/5", "z/6", "a/subagents/7", "a/.git/8"):
+    for name in (
+        *("1", "a/2", "a/b/3", "a/b/c/4", ".hidden/5", "z/6", "a/subagents/7", "a/.git/8"),
+        "h/.claude/projects/p/9",
+    ):
         (top / f"{name}.jsonl").write_text("{}\n")
     (top / "a" / "notes.txt").write_text("x")
     (top / "a" / "linked").symlink_to(top / "z", target_is_directory=True)
@@ -1036,10 +1040,47 @@ def test_transcripts_under_walks_as_os_walk_does(tmp_path: Path) -> None:
     os.mkfifo(top / "a" / "fifo.jsonl")
     walked = []
     for root, dirs, files in os.walk(top, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
         walked += [os.path.join(root, f) for f in sorted(files) if f.endswith(".jsonl")]
     assert transcripts_under(top) == walked
-    assert len(walked) == 9
+    assert len(walked) == 10
+
+
+def test_ingest_of_a_copied_home_folder_finds_its_sessions_in_their_projects(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    """`subrosa ingest ~/old-laptop` (a home folder copied from another machine): its
+    transcripts are in `.claude/projects/<project>/`, a hidden folder. Ingest enters
+    `.claude` (no other hidden folder: `.subrosa/facts.jsonl` is no transcript), and each
+    session keeps the project it had there, as under this machine's own Claude folder;
+    a transcript elsewhere in the copy joins the current project, as before."""
+    old = tmp_path / "old-laptop"
+    projects = old / ".claude" / "projects"
+    (projects / "-home-ana-tool").mkdir(parents=True)
+    (projects / "-home-ana-site" / "s-2" / "subagents").mkdir(parents=True)
+    (old / ".subrosa").mkdir()
+    (old / "notes").mkdir()
+    (projects / "-home-ana-tool" / "s-1.jsonl").write_text(
+        _record("m1", "the quillfeather cache", session="s-1") + "\n", encoding="utf-8"
+    )
+    (projects / "-home-ana-site" / "s-2" / "subagents" / "agent-a.jsonl").write_text(
+        _record("m2", "the quillfeather deploy", session="s-2") + "\n", encoding="utf-8"
+    )
+    (old / ".subrosa" / "facts.jsonl").write_text('{"slug": "x"}\n', encoding="utf-8")
+    (old / "notes" / "s-3.jsonl").write_text(
+        _record("m3", "the quillfeather notes", session="s-3") + "\n", encoding="utf-8"
+    )
+    report = _ingest(run, str(old))
+    assert (report["files_read"], report["new_messages"], report["sessions"]) == (3, 3, 3)
+    listed = json.loads(run("transcript", "list", "--json", "--all-projects").stdout)
+    here = json.loads(run("transcript", "list", "--json").stdout)
+    assert [s["session_id"] for s in here] == ["s-3"], here
+    assert {s["session_id"]: s["project"] for s in listed} == {
+        "s-1": "-home-ana-tool",
+        "s-2": "-home-ana-site",
+        "s-3": here[0]["project"],
+    }, listed
+    assert len(_search(run, "quillfeather", "--all-projects")) == 3
 
 
 CAVEAT = (

@@ -148,11 +148,21 @@ def _projects_prefix(env: dict[str, str] | None = None) -> str:
     return os.path.join(os.path.abspath(claude_root(env)), "projects") + os.sep
 
 
+_COPIED_ROOT = os.sep + os.path.join(".claude", "projects") + os.sep
+
+
 def _project_under(absolute: str, projects: str, default: str) -> str:
-    """project_of for an absolute, normalized path and the projects folder's prefix."""
-    if not absolute.startswith(projects):
-        return default
-    parts = absolute[len(projects) :].split(os.sep)
+    """project_of for an absolute, normalized path and the projects folder's prefix.
+    A file under another `.claude/projects/` (a home folder copied from an old machine,
+    a backup) belongs to its project folder's project too, as it did there."""
+    if absolute.startswith(projects):
+        rest = absolute[len(projects) :]
+    else:
+        at = absolute.rfind(_COPIED_ROOT)
+        if at < 0:
+            return default
+        rest = absolute[at + len(_COPIED_ROOT) :]
+    parts = rest.split(os.sep)
     return parts[0] if len(parts) > 1 else default
 
 
@@ -160,7 +170,8 @@ def transcripts_under(directory: Path) -> list[str]:
     """Every `*.jsonl` file under `directory`, at any depth (a project folder, a folder
     of project folders, a copy of `projects/`), in a stable order: a folder's files by
     name, then its folders by name, each walked the same way. Symlinked folders are not
-    followed (no loops), nor hidden ones (`.subrosa/facts.jsonl` is no transcript).
+    followed (no loops), nor hidden ones (`.subrosa/facts.jsonl` is no transcript) but
+    `.claude`, Claude Code's own (a copied home folder's transcripts are in it).
 
     os.walk's order and rules, by hand: one scandir per folder and nothing built per
     entry but what is kept (a no-op re-ingest of thousands of files is mostly this)."""
@@ -182,7 +193,9 @@ def transcripts_under(directory: Path) -> list[str]:
             if not is_dir:
                 if entry.name.endswith(".jsonl"):
                     files.append(entry.name)
-            elif not entry.name.startswith(".") and not entry.is_symlink():
+            elif (
+                not entry.name.startswith(".") or entry.name == ".claude"
+            ) and not entry.is_symlink():
                 folders.append(entry.name)
         found += [os.path.join(folder, name) for name in sorted(files)]
         todo += [os.path.join(folder, name) for name in sorted(folders, reverse=True)]
