@@ -202,6 +202,94 @@ def check_mcp(subject: Subject) -> Check:
     return Check("mcp server", True, "registered in " + ", ".join(where for where, _ in found))
 
 
+# Claude Code versions whose behaviour subrosa's set-up depends on (docs/claude-code.md,
+# "Claude Code versions"): auto memory (MEMORY.md loaded by Claude Code itself) arrived
+# in 2.1.59, Stop's prompt id (an exact turn count) in 2.1.196, plugins and skills in 2.0.
+AUTO_MEMORY_SINCE = (2, 1, 59)
+PROMPT_ID_SINCE = (2, 1, 196)
+PLUGINS_SINCE = (2, 0, 0)
+
+
+def claude_code_version(timeout: float = 10.0) -> tuple[str, tuple[int, ...] | None] | None:
+    """The `claude` on PATH and the version it reports (None: it said none we can read),
+    or None when there is no `claude` on PATH. Run with the user's own environment, as
+    Claude Code is started; `--version` reads no settings and starts no session."""
+    import re
+    import shutil
+    import subprocess
+
+    binary = shutil.which("claude")
+    if binary is None:
+        return None
+    try:
+        done = subprocess.run(
+            [binary, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+        return binary, None
+    match = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", done.stdout)
+    if done.returncode != 0 or match is None:
+        return binary, None
+    return binary, tuple(int(part) for part in match.groups())
+
+
+def check_claude_code(subject: Subject) -> Check:
+    """The Claude Code on PATH against what subrosa needs of it: an index Claude Code
+    would neither load (before auto memory) nor be given (SessionStart injects it only
+    when Claude Code will not load it) is memory lost at every session start."""
+    found = claude_code_version()
+    if found is None:
+        return Check("claude code", True, "no `claude` on PATH: its version not checked")
+    binary, version = found
+    if version is None:
+        return Check(
+            "claude code",
+            False,
+            f"`{binary} --version` did not say its version.",
+            "run it by hand to see why (subrosa needs Claude Code 2.1.59 or later, "
+            "2.1.196 or later for everything)",
+            severity="warning",
+        )
+    shown = ".".join(map(str, version))
+    if version < AUTO_MEMORY_SINCE:
+        from subrosa.claude.hooks import index_not_loaded_because
+
+        why = index_not_loaded_because(str(subject.memory_dir), str(subject.cwd))
+        if why is None:
+            return Check(
+                "claude code",
+                False,
+                f"Claude Code {shown} ({binary}) loads no auto memory (2.1.59 brought it), "
+                f"and the memory dir {subject.memory_dir} is its auto-memory dir, so the "
+                "SessionStart hook leaves the index to Claude Code: no session sees it.",
+                'claude update; or add "autoMemoryEnabled": false to ~/.claude/settings.json '
+                "(SessionStart then injects the index)",
+            )
+        if version < PLUGINS_SINCE:
+            return Check(
+                "claude code",
+                False,
+                f"Claude Code {shown} ({binary}) loads no plugins and no skills: use "
+                "`subrosa install` for the hooks, and follow the skills' steps by hand.",
+                "claude update",
+                severity="warning",
+            )
+    if version < PROMPT_ID_SINCE:
+        return Check(
+            "claude code",
+            False,
+            f"Claude Code {shown} ({binary}) sends Stop no prompt id (2.1.196 did): the "
+            "turns counted for the memory nudge can be off by a few.",
+            "claude update",
+            severity="warning",
+        )
+    return Check("claude code", True, f"Claude Code {shown} ({binary})")
+
+
 def check_index(subject: Subject) -> Check:
     index = subject.memory_dir / INDEX
     for own in (index, subject.memory_dir / ARCHIVE):
@@ -512,6 +600,7 @@ CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
     check_memory_dir,
     check_database,
     check_hooks,
+    check_claude_code,
     check_mcp,
     check_index,
     check_leaves_registered,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli, write_leaf
+from subrosa.paths import auto_memory_dir
+from tests.conftest import Db, RunCli, write_leaf
 
 
 def _checks(run: RunCli, expect: int) -> dict[str, dict[str, object]]:
@@ -90,3 +92,75 @@ def test_a_server_database_is_not_called_private(
     monkeypatch.setenv("SUBROSA_DB", "postgresql://me@127.0.0.1:1/team?connect_timeout=1")
     permissions = _checks(run, expect=1)["permissions"]
     assert permissions["ok"] and "private" not in str(permissions["detail"]), permissions
+
+
+def _claude_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, says: str) -> None:
+    """A `claude` on PATH (alone there: the real one, if any, is not reached) that
+    answers --version as `says`; anything else fails."""
+    bin_dir = tmp_path / "claude-bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "claude"
+    script.write_text(
+        f'#!/bin/sh\n[ "$1" = "--version" ] || exit 3\nprintf \'%s\\n\' {shlex.quote(says)}\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+
+
+@pytest.mark.parametrize(
+    ("says", "auto_memory_off", "ok", "severity", "detail"),
+    [
+        ("2.1.332 (Claude Code)", False, True, "error", "Claude Code 2.1.332 ("),
+        ("2.1.196 (Claude Code)", False, True, "error", "Claude Code 2.1.196 ("),
+        ("2.1.150 (Claude Code)", False, False, "warning", "sends Stop no prompt id"),
+        ("2.0.77 (Claude Code)", False, False, "error", "loads no auto memory"),
+        ("2.0.77 (Claude Code)", True, False, "warning", "sends Stop no prompt id"),
+        ("1.0.128 (Claude Code)", False, False, "error", "loads no auto memory"),
+        ("1.0.128 (Claude Code)", True, False, "warning", "loads no plugins and no skills"),
+        ("claude: command failed", False, False, "warning", "did not say its version"),
+    ],
+)
+def test_claude_code_version_against_what_subrosa_needs(
+    tmp_path: Path,
+    db: Db,
+    run: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    says: str,
+    auto_memory_off: bool,
+    ok: bool,
+    severity: str,
+    detail: str,
+) -> None:
+    """doctor asks the `claude` on PATH its version. Before 2.1.59 Claude Code loads no
+    auto memory, and SessionStart leaves an index in the auto-memory dir to it: no
+    session would see the memory (an error, with both fixes). Turning auto memory off
+    makes the hook inject it; what is left is the older versions' smaller losses."""
+    memory = Path(auto_memory_dir(str(tmp_path)))
+    memory.mkdir(parents=True)
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    if auto_memory_off:
+        settings = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text('{"autoMemoryEnabled": false}\n', encoding="utf-8")
+    _claude_on_path(tmp_path, monkeypatch, says)
+    data = json.loads(run("doctor", "--json", expect=None).stdout)
+    check = {c["name"]: c for c in data["checks"]}["claude code"]
+    assert (check["ok"], check["severity"]) == (ok, severity), check
+    assert detail in str(check["detail"]), check
+    if detail == "loads no auto memory":
+        assert data["ok"] is False
+        assert '"autoMemoryEnabled": false' in str(check["fix"]) and "claude update" in str(
+            check["fix"]
+        )
+
+
+def test_no_claude_on_path_is_not_a_problem(
+    memory_dir: Path, run: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    check = _checks(run, expect=0)["claude code"]
+    assert check["ok"] is True and "no `claude` on PATH" in str(check["detail"])

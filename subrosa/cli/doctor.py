@@ -15,8 +15,9 @@ from subrosa.errors import ProblemFound
 @json_option
 @pass_app
 def doctor(app: AppContext, as_json: bool) -> None:
-    """Check the set-up: memory dir, database and schema, hooks, index caps, leaves
-    registered, transcript backlog, file permissions. Each problem comes with its fix.
+    """Check the set-up: memory dir, database and schema, hooks, the Claude Code
+    version on PATH, index caps, leaves registered, transcript backlog, file
+    permissions. Each problem comes with its fix.
 
     Exits 1 when an error-level check fails (warnings alone exit 0).
     """
