@@ -62,14 +62,52 @@ PG_MISSING = (
     "and SUBROSA_TEST_PG_URL is not set): apt-get install postgresql to run these"
 )
 ENGINES = ("sqlite", "postgresql")
-_servers: list[str] = []  # what the PostgreSQL tests ran on, for the summary
+# What the run used, for the summary at its end: the servers the PostgreSQL tests ran on
+# (`pg_cluster`), and the Claude Code the e2e tests ran or why they skipped
+# (`claude_code`, tests/e2e/conftest.py: "version" and "binary", or "skipped"). Under
+# pytest-xdist each worker fills its own and hands it to the controller as it finishes
+# (pytest_sessionfinish, pytest_testnodedown), which prints the summary once.
+RAN: dict[str, Any] = {"servers": [], "e2e": {}}
+# Read now, before any test's monkeypatching replaces HOME and drops SUBROSA_*.
+_E2E_ENV = {k: v for k, v in os.environ.items() if k.startswith("SUBROSA_E2E_")}
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
+def pytest_report_header(config: pytest.Config) -> str:
+    from tests.e2e.claude_code import PACKAGE, PINNED_VERSION
+
+    version = _E2E_ENV.get("SUBROSA_E2E_CLAUDE_VERSION") or PINNED_VERSION
+    given = _E2E_ENV.get("SUBROSA_E2E_CLAUDE")
+    return f"e2e: Claude Code {given or f'{PACKAGE}@{version} (npm)'}"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:  # an xdist worker: its part of the summary, for the controller
+        output["subrosa_ran"] = RAN
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest without xdist has no such spec
+def pytest_testnodedown(node: Any, error: object) -> None:
+    ran = getattr(node, "workeroutput", {}).get("subrosa_ran")
+    if not ran:  # a worker that crashed
+        return
+    RAN["servers"] += [s for s in ran["servers"] if s not in RAN["servers"]]
+    if "version" not in RAN["e2e"]:  # one worker that ran it beats one that skipped
+        RAN["e2e"].update(ran["e2e"])
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     import sqlite3
 
-    engines = [f"SQLite {sqlite3.sqlite_version}", *_servers]
+    engines = [f"SQLite {sqlite3.sqlite_version}", *RAN["servers"]]
     terminalreporter.write_line("database engines: " + ", ".join(engines))
+    e2e = RAN["e2e"]
+    if "version" in e2e:
+        terminalreporter.write_line(
+            f"e2e: ran Claude Code {e2e['version']} ({e2e['binary']})", bold=True
+        )
+    elif "skipped" in e2e:
+        terminalreporter.write_line(f"e2e: skipped, {e2e['skipped']}", yellow=True)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -108,7 +146,7 @@ def pg_cluster() -> Iterator[Cluster]:
         pytest.fail(f"the PostgreSQL tests need psycopg ({exc}): pip install -e '.[test]'")
     if PG_URL is not None:
         server = Cluster.existing(PG_URL)
-        _servers.append(f"PostgreSQL {server.version} (SUBROSA_TEST_PG_URL)")
+        RAN["servers"].append(f"PostgreSQL {server.version} (SUBROSA_TEST_PG_URL)")
         yield server
         return
     bindir = find_bindir()
@@ -117,7 +155,7 @@ def pg_cluster() -> Iterator[Cluster]:
             pytest.fail(PG_MISSING)
         pytest.skip(PG_MISSING)
     cluster = Cluster.start(bindir)
-    _servers.append(f"PostgreSQL {cluster.version} (a throwaway cluster from {bindir})")
+    RAN["servers"].append(f"PostgreSQL {cluster.version} (a throwaway cluster from {bindir})")
     try:
         yield cluster
     finally:

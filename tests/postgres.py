@@ -35,6 +35,11 @@ SERVER_OPTIONS = {
     "full_page_writes": "off",
     "max_connections": "200",
     "shared_buffers": "64MB",
+    # No autoanalyze: it rewrites pg_stats whenever its launcher comes by, so two reads a
+    # moment apart could differ (tests.pgboth asks libpq and psycopg the same query, the
+    # column's most common lexemes included, and compares the rows: a flaky failure under
+    # load). Subrosa never relies on it; the statistics change only when a test says so.
+    "autovacuum": "off",
 }
 
 

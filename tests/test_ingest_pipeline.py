@@ -281,6 +281,9 @@ def _fork_ingest(args: list[str], errors: Path) -> int:
     if pid == 0:
         code = 70
         try:
+            # As a `subrosa` process starts: Ctrl-C raises KeyboardInterrupt, whatever the
+            # test process's SIGINT handler is (an event loop's, left by another test).
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the child exits
             sys.stderr = open(errors, "w")  # noqa: SIM115
             try:

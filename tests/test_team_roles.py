@@ -10,21 +10,26 @@ one sentence, exit 1, no traceback, the URL's password hidden.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
+from filelock import FileLock
 from sqlalchemy.engine import make_url
 
 from subrosa.archive import pending
 from subrosa.archive.pgsearch import RANGE
 from subrosa.schema import SCHEMA_HEAD
 from tests.conftest import REPO, Db, subrosa_process, write_leaf
+from tests.postgres import Cluster
 from tests.test_team import SSH, _clone, _record, _session
 
 pytestmark = pytest.mark.engines("postgresql")
@@ -91,13 +96,28 @@ def team(db: Db, tmp_path: Path) -> Iterator[Team]:
     transcript = _session(clone, "s1", "the zanzibar cache is warmed at start", "we keep it warm")
     env = dict(os.environ, SUBROSA_MEMORY_DIR=str(clone / ".claude" / "memory"))
     team = Team(admin, clone, transcript, env)
-    if db.cluster is not None and db.cluster.directory is None:  # SUBROSA_TEST_PG_URL's
-        with psycopg.connect(admin, autocommit=True) as conn:
-            taken = [r for (r,) in conn.execute("SELECT rolname FROM pg_roles") if r in ROLES]
-        if taken:  # roles are the whole server's: never drop someone else's
-            pytest.skip(f"the server at SUBROSA_TEST_PG_URL already has the roles {taken}")
-    else:
-        _drop_roles(admin)  # our throwaway cluster, after a run cut short
+    with contextlib.ExitStack() as stack:
+        if db.cluster is not None and db.cluster.directory is None:  # SUBROSA_TEST_PG_URL's
+            # Roles are the whole server's, and pytest-xdist's workers (or other runs on
+            # this machine) share that server: one test at a time holds them.
+            stack.enter_context(_roles_lock(db.cluster))
+            with psycopg.connect(admin, autocommit=True) as conn:
+                taken = [r for (r,) in conn.execute("SELECT rolname FROM pg_roles") if r in ROLES]
+            if taken:  # never drop someone else's
+                pytest.skip(f"the server at SUBROSA_TEST_PG_URL already has the roles {taken}")
+        else:
+            _drop_roles(admin)  # our own throwaway cluster (each worker's), after a run cut short
+        yield from _set_up(team, admin, setup, grants, people)
+
+
+def _roles_lock(cluster: Cluster) -> FileLock:
+    """A lock on this machine for the roles of the server at SUBROSA_TEST_PG_URL."""
+    server = cluster.admin.set(database=None, password=None).render_as_string()
+    key = hashlib.sha256(server.encode()).hexdigest()[:16]
+    return FileLock(str(Path(tempfile.gettempdir()) / f"subrosa-test-roles-{key}.lock"))
+
+
+def _set_up(team: Team, admin: str, setup: str, grants: str, people: str) -> Iterator[Team]:
     try:
         team.sql(setup)
         said = team.run("subrosa_owner", "db", "upgrade").stdout

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RAN
 from tests.e2e.claude_code import (
-    PACKAGE,
-    PINNED_VERSION,
     ClaudeCode,
     ClaudeProject,
     Unavailable,
@@ -27,22 +26,8 @@ from tests.e2e.fake_anthropic import FakeAnthropic
 
 # Read before any test's monkeypatching replaces HOME and drops the SUBROSA_* variables.
 _ENV = dict(os.environ)
-_RAN: dict[str, str] = {}
-
-
-def pytest_report_header(config: pytest.Config) -> str:
-    version = _ENV.get("SUBROSA_E2E_CLAUDE_VERSION") or PINNED_VERSION
-    given = _ENV.get("SUBROSA_E2E_CLAUDE")
-    return f"e2e: Claude Code {given or f'{PACKAGE}@{version} (npm)'}"
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if "version" in _RAN:
-        terminalreporter.write_line(
-            f"e2e: ran Claude Code {_RAN['version']} ({_RAN['binary']})", bold=True
-        )
-    elif "skipped" in _RAN:
-        terminalreporter.write_line(f"e2e: skipped, {_RAN['skipped']}", yellow=True)
+# What ran, for the run's summary (tests/conftest.py prints it).
+_RAN: dict[str, str] = RAN["e2e"]
 
 
 @pytest.fixture(scope="session")
