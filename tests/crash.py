@@ -32,6 +32,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,22 +74,56 @@ class Tally:
         )
 
 
-def _child(args: list[str]) -> None:
-    """In the forked child: run the CLI and leave with its exit code, never returning."""
+def _child(args: list[str], errors: Path | None = None) -> None:
+    """In the forked child: run the CLI and leave with its exit code, never returning;
+    what it writes to stderr into `errors` (a traceback there too), else nowhere."""
     code = 70
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
-        os.dup2(null, 2)
-        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the child exits
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the child exits
+        if errors is None:
+            os.dup2(null, 2)
+            sys.stderr = sys.stdout
+        else:
+            sys.stderr = open(errors, "w")  # noqa: SIM115
         try:
             cli.main(list(args), prog_name="subrosa")
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         else:
             code = 0
+    except BaseException:
+        traceback.print_exc()
     finally:
+        sys.stderr.flush()
         os._exit(code)
+
+
+def fork_cli(args: list[str], errors: Path) -> int:
+    """A forked child running `subrosa ARGS` (with this process's monkeypatched
+    settings: small transactions), what it writes to stderr into `errors`; its pid
+    (wait_for() waits for it; a SIGINT to it is a Ctrl-C)."""
+    dispose_all()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(args, errors)
+    return pid
+
+
+def wait_for(pid: int, seconds: float) -> int | None:
+    """The child's exit code, or None when it did not end within `seconds` (a hang)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.005)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
 
 
 def _wait(poll: Callable[[], int | None], kill: Callable[[], None], delay: float | None) -> Outcome:

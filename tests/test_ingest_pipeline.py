@@ -15,10 +15,8 @@ import os
 import random
 import signal
 import sqlite3
-import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,6 @@ import pytest
 
 from subrosa.archive import ingest
 from subrosa.archive.ingest import Ingester
-from subrosa.cli.app import cli
 from tests import crash
 from tests.conftest import RunCli
 
@@ -271,45 +268,6 @@ def test_a_small_ingest_starts_no_thread(
     assert "ingest writer" not in started
 
 
-def _fork_ingest(args: list[str], errors: Path) -> int:
-    """A forked child running `subrosa ingest ARGS` (with this process's small
-    transactions), what it writes to stderr into `errors`; its pid."""
-    crash.dispose_all()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 70
-        try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the child exits
-            sys.stderr = open(errors, "w")  # noqa: SIM115
-            try:
-                cli.main(["ingest", *args], prog_name="subrosa")
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            else:
-                code = 0
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            sys.stderr.flush()
-            os._exit(code)
-    return pid
-
-
-def _wait_for(pid: int, seconds: float) -> int | None:
-    """The child's exit code, or None when it did not end within `seconds` (a hang)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.005)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return None
-
-
 def _interrupted_setup(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, files: int, lines: int
 ) -> tuple[Path, crash.Workspace, dict[str, Any]]:
@@ -337,7 +295,8 @@ def test_ctrl_c_during_a_pipelined_ingest_ends_it_and_leaves_a_whole_archive(
     rng = random.Random(3)
     space.restore()
     start = time.monotonic()
-    assert _wait_for(_fork_ingest([str(folder)], errors), 120) == 0, errors.read_text()
+    pid = crash.fork_cli(["ingest", str(folder)], errors)
+    assert crash.wait_for(pid, 120) == 0, errors.read_text()
     duration = time.monotonic() - start
     interrupted = attempts = 0
     while interrupted < 8:
@@ -345,10 +304,10 @@ def test_ctrl_c_during_a_pipelined_ingest_ends_it_and_leaves_a_whole_archive(
         assert attempts <= 60, f"{interrupted} of {attempts} runs ended before their Ctrl-C"
         space.restore()
         start = time.monotonic()
-        pid = _fork_ingest([str(folder)], errors)
+        pid = crash.fork_cli(["ingest", str(folder)], errors)
         time.sleep(duration * rng.uniform(0.05, 0.95))
         os.kill(pid, signal.SIGINT)
-        code = _wait_for(pid, 60)
+        code = crash.wait_for(pid, 60)
         assert code is not None, "the ingest did not end after Ctrl-C"
         # click's Abort after Ctrl-C: 1; 0 when the run ended before it.
         assert code in (0, 1), f"exit {code}: {errors.read_text()}"

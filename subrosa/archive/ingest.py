@@ -46,7 +46,7 @@ from subrosa.paths import (
 # The parser and the redactor (msgspec, ahocorasick, the secret rules: ~30 ms of CPU to
 # import) load when a file has something new to read: a no-op ingest is a stat per file.
 if TYPE_CHECKING:
-    from threading import Thread
+    from threading import Event, Thread
 
     from subrosa.archive.redact import Redactor
     from subrosa.archive.transcripts import Message, Parsed, SessionInfo
@@ -61,7 +61,7 @@ COMMIT_BYTES = 32 << 20
 # stored (its memory: the texts of a transaction, about).
 BACKLOG_BYTES = COMMIT_BYTES
 HEAD_BYTES = 4096
-# FTS5's in-memory buffer of pending index entries (see Ingester._tune_index): room for
+# FTS5's in-memory buffer of pending index entries (see tune_index): room for
 # what one transaction (COMMIT_BYTES of transcript, ~14 MB of text in the bench corpus)
 # leaves pending, so FTS5 writes one segment per transaction. At 8 MB it wrote two,
 # and merging the extra ones was a tenth of an ingest's instructions (docs/search.md).
@@ -296,6 +296,20 @@ def _is_whole_object(line: bytes) -> bool:
         return False
 
 
+def tune_index(conn: sqlite3.Connection) -> None:
+    """Give FTS5 a bigger in-memory buffer (SQLite's default is 1 MB): each time it
+    fills, FTS5 writes a segment and later merges it, so a bigger buffer means fewer
+    and larger segments and less time in the index (docs/search.md). The setting is
+    stored in the index; it is written by the first ingest or re-index (and by the
+    first after FTS_HASH_BYTES changed), inside its write transaction."""
+    row = conn.execute("SELECT v FROM messages_fts_config WHERE k = 'hashsize'").fetchone()
+    if row is None or row[0] != FTS_HASH_BYTES:
+        conn.execute(
+            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', ?)",
+            (FTS_HASH_BYTES,),
+        )
+
+
 def _nothing() -> None:
     pass
 
@@ -311,6 +325,7 @@ class CommitBehind:
     def __init__(self, conn: sqlite3.Connection, name: str) -> None:
         self.conn, self.name = conn, name
         self._thread: Thread | None = None
+        self._done: Event | None = None  # set when the thread's work is over
         self._finish: Callable[[], None] = _nothing
         self._error: BaseException | None = None
         # The connection is held to the thread that opened it (check_same_thread): the
@@ -326,7 +341,7 @@ class CommitBehind:
     @property
     def finished(self) -> bool:
         """Handed, and its thread done (wait() returns at once)."""
-        return self._thread is not None and not self._thread.is_alive()
+        return self._done is not None and self._done.is_set()
 
     def start(self, finish: Callable[[], None], target: Callable[[], None] | None = None) -> None:
         """`finish()` and COMMIT in a new thread, which runs `target` (one that calls
@@ -334,9 +349,19 @@ class CommitBehind:
         import threading
 
         self._finish, self._error = finish, None
-        self._thread = threading.Thread(target=target or self.commit, name=self.name)
+        self._done = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(target or self.commit, self._done), name=self.name
+        )
         self._thread.daemon = True
         self._thread.start()
+
+    @staticmethod
+    def _run(target: Callable[[], None], done: Event) -> None:
+        try:
+            target()
+        finally:
+            done.set()
 
     def commit(self) -> None:
         """In the writer thread: the transaction's end; what it raises waits for wait()."""
@@ -355,10 +380,15 @@ class CommitBehind:
         """Wait for the thread, and raise what it raised (the caller rolls the
         transaction back, as one that failed in its own thread). A thread refused by
         the connection left the end to this one: it is made here."""
-        if self._thread is None:
+        if self._thread is None or self._done is None:
             return
-        self._thread.join()  # a Ctrl-C here leaves it handed: interrupt(), then wait()
-        self._thread = None
+        # Not join() alone: a Ctrl-C in Python 3.11's join() can leave the thread marked
+        # as stopped while it runs on (its lock released by the interrupted join), and
+        # the next join() would not wait. A Ctrl-C here leaves it handed: interrupt(),
+        # then wait() again.
+        self._done.wait()
+        self._thread.join()
+        self._thread = self._done = None
         finish, self._finish = self._finish, _nothing
         error, self._error = self._error, None
         if self.refused:
@@ -610,20 +640,11 @@ class Ingester:
             self._fts_from = self._next_id + 1
 
     def _tune_index(self) -> None:
-        """Give FTS5 a bigger in-memory buffer (SQLite's default is 1 MB): each time it
-        fills, FTS5 writes a segment and later merges it, so a bigger buffer means fewer
-        and larger segments and less time in the index (docs/search.md). The setting
-        is stored in the index; it is written by the first ingest (and by the first
-        after FTS_HASH_BYTES changed)."""
+        """tune_index(), once per ingest."""
         if self._hash_size_checked:
             return
         self._hash_size_checked = True
-        row = self.conn.execute("SELECT v FROM messages_fts_config WHERE k = 'hashsize'").fetchone()
-        if row is None or row[0] != FTS_HASH_BYTES:
-            self.conn.execute(
-                "INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', ?)",
-                (FTS_HASH_BYTES,),
-            )
+        tune_index(self.conn)
 
     def commit(self) -> None:
         """Make what was read durable (messages and offsets together)."""
