@@ -11,12 +11,9 @@ few hundred kilobytes of transcript make a dozen transactions, each handed to a 
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import sqlite3
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -252,14 +249,7 @@ def test_a_small_ingest_starts_no_thread(
     folder = _make_transcripts(tmp_path, files=3)
     (tmp_path / "memory").mkdir()
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
-    started: list[str] = []
-    start = threading.Thread.start
-
-    def counted(self: threading.Thread) -> None:
-        started.append(self.name)
-        start(self)
-
-    monkeypatch.setattr(threading.Thread, "start", counted)
+    started = crash.threads_started(monkeypatch)
     _ingest_into(tmp_path / "a.db", run, monkeypatch, str(folder))
     with (folder / "s1.jsonl").open("a", encoding="utf-8") as handle:
         handle.write(_record("s1-new", "one more line", "s1") + "\n")
@@ -291,37 +281,16 @@ def test_ctrl_c_during_a_pipelined_ingest_ends_it_and_leaves_a_whole_archive(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
     folder, space, clean = _interrupted_setup(tmp_path, run, monkeypatch, files=60, lines=120)
-    errors = tmp_path / "stderr"
-    rng = random.Random(3)
-    space.restore()
-    start = time.monotonic()
-    pid = crash.fork_cli(["ingest", str(folder)], errors)
-    assert crash.wait_for(pid, 120) == 0, errors.read_text()
-    duration = time.monotonic() - start
-    interrupted = attempts = 0
-    while interrupted < 8:
-        attempts += 1
-        assert attempts <= 60, f"{interrupted} of {attempts} runs ended before their Ctrl-C"
-        space.restore()
-        start = time.monotonic()
-        pid = crash.fork_cli(["ingest", str(folder)], errors)
-        time.sleep(duration * rng.uniform(0.05, 0.95))
-        os.kill(pid, signal.SIGINT)
-        code = crash.wait_for(pid, 60)
-        assert code is not None, "the ingest did not end after Ctrl-C"
-        # click's Abort after Ctrl-C: 1; 0 when the run ended before it.
-        assert code in (0, 1), f"exit {code}: {errors.read_text()}"
-        if code == 0:  # a faster run than the first: later Ctrl-Cs come sooner
-            duration = min(duration, time.monotonic() - start)
-        if code == 1:
-            assert errors.read_text().strip() == "Aborted!", errors.read_text()
-            interrupted += 1
-        assert crash.integrity(space.db) == "ok"
+
+    def after() -> None:
         partial = _archive(space.db)  # the index's integrity check passes
         assert len(partial["messages"]) <= len(clean["messages"])
         run("ingest", str(folder))
         again = _archive(space.db)
         assert [r[1:] for r in again["messages"]] == [r[1:] for r in clean["messages"]]
+
+    args = ["ingest", str(folder)]
+    crash.interruptions(args, space, interrupts=8, seed=3, errors=tmp_path / "stderr", after=after)
 
 
 @pytest.mark.slow

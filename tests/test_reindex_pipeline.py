@@ -13,12 +13,8 @@ that `subrosa db upgrade` is the re-index alone; its transactions are made small
 
 from __future__ import annotations
 
-import os
-import random
-import signal
 import sqlite3
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -149,12 +145,8 @@ def test_the_progress_counts_every_message_once(
 
 
 @pytest.mark.parametrize("failing", [1, 3])
-def test_an_error_in_the_writer_thread_ends_the_reindex_as_it_would_in_place(
-    tmp_path: Path,
-    run: RunCli,
-    monkeypatch: pytest.MonkeyPatch,
-    writers: Writers,
-    failing: int,
+def test_a_writer_error_ends_the_reindex_as_in_place(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers, failing: int
 ) -> None:
     # The index statement of the `failing`-th transaction fails (a damaged database, as
     # SQLite says it): the same error, exit code and message as when the transaction is
@@ -202,18 +194,22 @@ def test_a_small_reindex_starts_no_thread(
     # for a re-index): indexed in place, no thread started, no second connection.
     space, fresh = _pending_archive(tmp_path, run, monkeypatch, messages=100)
     space.restore()
-    started: list[str] = []
-    start = threading.Thread.start
-
-    def counted(self: threading.Thread) -> None:
-        started.append(self.name)
-        start(self)
-
-    monkeypatch.setattr(threading.Thread, "start", counted)
+    started = crash.threads_started(monkeypatch)
     monkeypatch.setattr(reindex, "_read_only", None)  # called, it would fail
     assert "re-indexed 200 archived messages" in run("db", "upgrade").output
     assert "reindex writer" not in started
     assert _index(space.db) == fresh
+
+
+def _interrupted_setup(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> tuple[crash.Workspace, dict[str, object], dict[str, Any]]:
+    """An archive of 3,000 messages due for a re-index (_pending_archive), what a fresh
+    ingest's index answers, and what a whole re-index writes."""
+    space, fresh = _pending_archive(tmp_path, run, monkeypatch, messages=1500)
+    space.restore()
+    run("db", "upgrade")
+    return space, fresh, _archive(space.db)
 
 
 @pytest.mark.slow
@@ -222,10 +218,7 @@ def test_kill_during_a_pipelined_reindex(
 ) -> None:
     # A kill -9 at a random point: the database as one commit or another left it, and
     # the next run ends with the index the uninterrupted one built, segment for segment.
-    space, fresh = _pending_archive(tmp_path, run, monkeypatch, messages=1500)
-    space.restore()
-    run("db", "upgrade")
-    clean = _archive(space.db)
+    space, fresh, clean = _interrupted_setup(tmp_path, run, monkeypatch)
 
     def after_kill(outcome: crash.Outcome) -> None:
         assert crash.integrity(space.db) == "ok"
@@ -248,33 +241,11 @@ def test_kill_during_a_pipelined_reindex(
 def test_ctrl_c_during_a_pipelined_reindex_ends_it_and_leaves_a_whole_index(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
-    space, _ = _pending_archive(tmp_path, run, monkeypatch, messages=1500)
-    errors = tmp_path / "stderr"
-    space.restore()
-    start = time.monotonic()
-    pid = crash.fork_cli(["db", "upgrade"], errors)
-    assert crash.wait_for(pid, 120) == 0, errors.read_text()
-    duration = time.monotonic() - start
-    clean = _archive(space.db)
-    rng = random.Random(5)
-    interrupted = attempts = 0
-    while interrupted < 8:
-        attempts += 1
-        assert attempts <= 60, f"{interrupted} of {attempts} runs ended before their Ctrl-C"
-        space.restore()
-        start = time.monotonic()
-        pid = crash.fork_cli(["db", "upgrade"], errors)
-        time.sleep(duration * rng.uniform(0.05, 0.95))
-        os.kill(pid, signal.SIGINT)
-        code = crash.wait_for(pid, 60)
-        assert code is not None, "the re-index did not end after Ctrl-C"
-        # click's Abort after Ctrl-C: 1; 0 when the run ended before it.
-        assert code in (0, 1), f"exit {code}: {errors.read_text()}"
-        if code == 0:  # a faster run than the first: later Ctrl-Cs come sooner
-            duration = min(duration, time.monotonic() - start)
-        else:
-            assert errors.read_text().strip() == "Aborted!", errors.read_text()
-            interrupted += 1
-        assert crash.integrity(space.db) == "ok"
+    space, _, clean = _interrupted_setup(tmp_path, run, monkeypatch)
+
+    def after() -> None:
         run("db", "upgrade")
         assert _archive(space.db) == clean
+
+    args = ["db", "upgrade"]
+    crash.interruptions(args, space, interrupts=8, seed=5, errors=tmp_path / "stderr", after=after)
