@@ -23,9 +23,10 @@ import pytest
 from subrosa.archive import reindex
 from subrosa.archive.connection import connect
 from subrosa.db import dispose_all, open_database
+from subrosa.terms import index_terms
 from tests import crash
 from tests.conftest import RunCli
-from tests.test_reindex import _downgrade, _index, _write
+from tests.test_reindex import _downgrade, _index, _record, _write
 
 
 class Writers:
@@ -64,21 +65,44 @@ def writers(monkeypatch: pytest.MonkeyPatch) -> Writers:
     return state
 
 
+# Texts whose terms are more than words: symbol words, emoji, CJK, characters that JSON
+# escapes (the changed terms reach the thread's UPDATE as a JSON array); and none.
+ODD_TEXTS = [
+    'C++ and #hashtag 🎉 in 東京 with useQueryCache, "quoted" and back\\slash',
+    "emoji 👍🏽 family 👨‍👩‍👧 flag 🇯🇵 naïve café Straße",
+    "tab\there\u2028line separator and \\u0000 spelled out, F# and #include <stdio.h>",
+    "plain words only, no terms at all",  # stored as NULL
+]
+
+
 def _pending_archive(
-    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, messages: int = 600
+    tmp_path: Path,
+    run: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    messages: int = 600,
+    odd: bool = False,
 ) -> tuple[crash.Workspace, dict[str, object]]:
-    """A workspace saved with its archive (2 × `messages` messages) due for a re-index
-    and migrated otherwise, and what a fresh ingest's index answers."""
+    """A workspace saved with its archive (2 × `messages` messages, and with `odd` 30
+    of ODD_TEXTS and every message's terms stale) due for a re-index and migrated
+    otherwise, and what a fresh ingest's index answers."""
     space = crash.Workspace(tmp_path / "work")
     space.memory_dir.mkdir(parents=True)
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(space.memory_dir))
     monkeypatch.setenv("SUBROSA_DB", str(space.db))
     _write(space.root / "transcripts", messages)
+    if odd:
+        lines = [_record(f"odd-{i}", ODD_TEXTS[i % 4], "s3") for i in range(30)]
+        (space.root / "transcripts" / "s3.jsonl").write_text("\n".join(lines) + "\n")
     run("ingest", str(space.root / "transcripts"))
     fresh = _index(space.db)
     _downgrade(space.db)
     open_database(f"sqlite:///{space.db}")  # the migrations, not the re-index
     dispose_all()
+    if odd:  # every message's terms to store again (0014 stored some already)
+        conn = sqlite3.connect(space.db)
+        with conn:
+            conn.execute("UPDATE messages SET terms = 'stale'")
+        conn.close()
     assert reindex.pending(sqlite3.connect(space.db)) == 1
     space.save()
     return space, fresh
@@ -108,25 +132,29 @@ def _archive(db: Path, whole: bool = True) -> dict[str, Any]:
 def test_the_pipelined_reindex_builds_the_index_the_sequential_one_does(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
-    space, fresh = _pending_archive(tmp_path, run, monkeypatch)
+    space, fresh = _pending_archive(tmp_path, run, monkeypatch, odd=True)
     space.restore()
-    assert "re-indexed 1200 archived messages" in run("db", "upgrade").output
+    assert "re-indexed 1230 archived messages" in run("db", "upgrade").output
     piped = _archive(space.db)
     assert writers.handed >= 10 and "reindex writer" in writers.threads
     writers.sequential, writers.threads = True, set()
     space.restore()
-    assert "re-indexed 1200 archived messages" in run("db", "upgrade").output
+    assert "re-indexed 1230 archived messages" in run("db", "upgrade").output
     assert writers.threads == {"MainThread"}
     plain = _archive(space.db)
     for part, rows in plain.items():
         assert piped[part] == rows, part
     assert plain["pending"] == [] and plain["index"]
     assert _index(space.db) == fresh
-    # One segment per transaction (FTS5 merges them as it goes), as many as before.
+    # Every message's terms as subrosa.terms computes them (through the JSON array).
     conn = sqlite3.connect(space.db)
-    segments = conn.execute("SELECT count(DISTINCT segid) FROM messages_fts_idx").fetchone()[0]
+    stored = conn.execute("SELECT text, terms FROM messages").fetchall()
     conn.close()
-    assert segments > 1
+    assert all(terms == index_terms(text) for text, terms in stored)
+    assert {terms for text, terms in stored if text in ODD_TEXTS} == {
+        index_terms(text) for text in ODD_TEXTS
+    }
+    assert [index_terms(text) is None for text in ODD_TEXTS] == [False, False, False, True]
 
 
 @pytest.mark.parametrize("any_thread", [True, False], ids=["any thread", "held"])
