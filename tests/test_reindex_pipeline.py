@@ -129,6 +129,17 @@ def _archive(db: Path, whole: bool = True) -> dict[str, Any]:
         conn.close()
 
 
+def _reindexed(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, messages: int = 600
+) -> tuple[crash.Workspace, dict[str, object], dict[str, Any]]:
+    """An archive due for a re-index (_pending_archive), what a fresh ingest's index
+    answers, and what a whole re-index writes; the workspace saved before it."""
+    space, fresh = _pending_archive(tmp_path, run, monkeypatch, messages)
+    space.restore()
+    run("db", "upgrade")
+    return space, fresh, _archive(space.db)
+
+
 def test_the_pipelined_reindex_builds_the_index_the_sequential_one_does(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
@@ -164,10 +175,7 @@ def test_the_progress_counts_every_message_once(
     # On a connection held to the thread that opened it (subrosa.schema.connect's
     # default) the first writer thread is refused before any SQL: that transaction is
     # written in place, and so are the rest, no thread handed any.
-    space, fresh = _pending_archive(tmp_path, run, monkeypatch)
-    space.restore()
-    run("db", "upgrade")
-    whole = _archive(space.db)
+    space, fresh, whole = _reindexed(tmp_path, run, monkeypatch)
     space.restore()
     writers.handed, writers.threads = 0, set()
     told: list[tuple[int, int]] = []
@@ -190,10 +198,7 @@ def test_a_writer_error_ends_the_reindex_as_in_place(
     # The index statement of the `failing`-th transaction fails (a damaged database, as
     # SQLite says it): the same error, exit code and message as when the transaction is
     # committed in place, that transaction rolled back, the ones before it kept.
-    space, fresh = _pending_archive(tmp_path, run, monkeypatch)
-    space.restore()
-    run("db", "upgrade")
-    clean = _archive(space.db)
+    space, fresh, clean = _reindexed(tmp_path, run, monkeypatch)
     writers.handed = 0
     index = reindex._index
     calls: list[int] = []
@@ -240,51 +245,27 @@ def test_a_small_reindex_starts_no_thread(
     assert _index(space.db) == fresh
 
 
-def _interrupted_setup(
-    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
-) -> tuple[crash.Workspace, dict[str, object], dict[str, Any]]:
-    """An archive of 3,000 messages due for a re-index (_pending_archive), what a fresh
-    ingest's index answers, and what a whole re-index writes."""
-    space, fresh = _pending_archive(tmp_path, run, monkeypatch, messages=1500)
-    space.restore()
-    run("db", "upgrade")
-    return space, fresh, _archive(space.db)
-
-
 @pytest.mark.slow
-def test_kill_during_a_pipelined_reindex(
-    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
+@pytest.mark.parametrize("how", ["kill -9", "Ctrl-C"])
+def test_an_interrupted_pipelined_reindex_resumes(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers, how: str
 ) -> None:
-    # A kill -9 at a random point: the database as one commit or another left it, and
-    # the next run ends with the index the uninterrupted one built, segment for segment.
-    space, fresh, clean = _interrupted_setup(tmp_path, run, monkeypatch)
+    # A kill -9, or a Ctrl-C (the thread's statement interrupted, its transaction rolled
+    # back, click's "Aborted!"), at a random point: the database as one commit or
+    # another left it, and the next run ends with the index the uninterrupted run
+    # built, page for page.
+    space, fresh, clean = _reindexed(tmp_path, run, monkeypatch, messages=1500)
 
-    def after_kill(outcome: crash.Outcome) -> None:
+    def after(*_: object) -> None:
         assert crash.integrity(space.db) == "ok"
         run("db", "upgrade")
         assert _archive(space.db) == clean
 
-    tally = crash.trials(
-        "db upgrade (the re-index, pipelined)",
-        ["db", "upgrade"],
-        space,
-        kills=20,
-        seed=13,
-        after_kill=after_kill,
-    )
-    print(tally.line())
-    assert _index(space.db) == fresh
-
-
-@pytest.mark.slow
-def test_ctrl_c_during_a_pipelined_reindex_ends_it_and_leaves_a_whole_index(
-    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
-) -> None:
-    space, _, clean = _interrupted_setup(tmp_path, run, monkeypatch)
-
-    def after() -> None:
-        run("db", "upgrade")
-        assert _archive(space.db) == clean
-
     args = ["db", "upgrade"]
-    crash.interruptions(args, space, interrupts=8, seed=5, errors=tmp_path / "stderr", after=after)
+    if how == "kill -9":
+        tally = crash.trials("db upgrade", args, space, kills=20, seed=13, after_kill=after)
+        print(tally.line())
+    else:
+        errors = tmp_path / "stderr"
+        crash.interruptions(args, space, interrupts=8, seed=5, errors=errors, after=after)
+    assert _index(space.db) == fresh
