@@ -82,6 +82,9 @@ def _child(args: list[str], errors: Path | None = None) -> None:
     what it writes to stderr into `errors` (a traceback there too), else nowhere."""
     code = 70
     try:
+        # A Ctrl-C is a KeyboardInterrupt, as at a terminal, also when the tests run with
+        # SIGINT ignored (started in the background by a shell, which ignores it there).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the child exits
