@@ -93,8 +93,6 @@ def reindex(conn: sqlite3.Connection, progress: Progress | None = None) -> int:
             # their own: it sees the last commit, and rows past the transaction in
             # flight are not changed by it (nor by anything else: the ingest lock is
             # held, and nothing else writes to stored messages).
-            if writer.running and reader is None:
-                reader = _read_only(conn)
             read = reader if writer.running and reader is not None else conn
             work = _gather(read, next_id, total, progress)
             done += work.messages
@@ -109,6 +107,8 @@ def reindex(conn: sqlite3.Connection, progress: Progress | None = None) -> int:
                 if work.last:
                     break
             else:
+                if reader is None:  # opened here: a statement on `conn` would wait for the thread
+                    reader = _read_only(conn)
                 _commit_behind(writer, conn, work)
             next_id = work.end
     except BaseException as error:
