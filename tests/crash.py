@@ -31,10 +31,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from subrosa.cli.app import cli
 from subrosa.db import dispose_all
@@ -73,22 +77,115 @@ class Tally:
         )
 
 
-def _child(args: list[str]) -> None:
-    """In the forked child: run the CLI and leave with its exit code, never returning."""
+def _child(args: list[str], errors: Path | None = None) -> None:
+    """In the forked child: run the CLI and leave with its exit code, never returning;
+    what it writes to stderr into `errors` (a traceback there too), else nowhere."""
     code = 70
     try:
+        # A Ctrl-C is a KeyboardInterrupt, as at a terminal, also when the tests run with
+        # SIGINT ignored (started in the background by a shell, which ignores it there).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
-        os.dup2(null, 2)
-        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the child exits
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the child exits
+        if errors is None:
+            os.dup2(null, 2)
+            sys.stderr = sys.stdout
+        else:
+            sys.stderr = open(errors, "w")  # noqa: SIM115
         try:
             cli.main(list(args), prog_name="subrosa")
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         else:
             code = 0
+    except BaseException:
+        traceback.print_exc()
     finally:
+        sys.stderr.flush()
         os._exit(code)
+
+
+def fork_cli(args: list[str], errors: Path) -> int:
+    """A forked child running `subrosa ARGS` (with this process's monkeypatched
+    settings: small transactions), what it writes to stderr into `errors`; its pid
+    (wait_for() waits for it; a SIGINT to it is a Ctrl-C)."""
+    dispose_all()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(args, errors)
+    return pid
+
+
+def interruptions(
+    args: list[str],
+    workspace: Workspace,
+    *,
+    interrupts: int,
+    seed: int,
+    errors: Path,
+    after: Callable[[], None],
+) -> None:
+    """Ctrl-C (SIGINT) `subrosa ARGS` in a forked child (fork_cli) at a random point,
+    `interrupts` times, each attempt from the saved workspace: it must end with click's
+    "Aborted!" and exit 1, or exit 0 when it finished first; `after()` checks what it
+    left. The points are uniform over 5-95 % of a whole run, timed first."""
+    rng = random.Random(seed)
+    workspace.restore()
+    start = time.monotonic()
+    assert wait_for(fork_cli(args, errors), 120) == 0, errors.read_text()
+    duration = time.monotonic() - start
+    interrupted = attempts = 0
+    while interrupted < interrupts:
+        attempts += 1
+        assert attempts <= interrupts * MAX_ATTEMPTS_PER_KILL, (
+            f"{interrupted} of {attempts} runs ended before their Ctrl-C"
+        )
+        workspace.restore()
+        start = time.monotonic()
+        pid = fork_cli(args, errors)
+        time.sleep(duration * rng.uniform(0.05, 0.95))
+        os.kill(pid, signal.SIGINT)
+        code = wait_for(pid, 60)
+        assert code is not None, f"{args} did not end after Ctrl-C"
+        # click's Abort after Ctrl-C: 1; 0 when the run ended before it.
+        assert code in (0, 1), f"exit {code}: {errors.read_text()}"
+        if code == 0:  # a faster run than the first: later Ctrl-Cs come sooner
+            duration = min(duration, time.monotonic() - start)
+        else:
+            assert errors.read_text().strip() == "Aborted!", errors.read_text()
+            interrupted += 1
+        assert integrity(workspace.db) == "ok"
+        after()
+
+
+def threads_started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads started from now on, as they start (a small ingest or
+    re-index starts no writer thread)."""
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(self: threading.Thread) -> None:
+        started.append(self.name)
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    return started
+
+
+def wait_for(pid: int, seconds: float) -> int | None:
+    """The child's exit code, or None when it did not end within `seconds` (a hang)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.005)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
 
 
 def _wait(poll: Callable[[], int | None], kill: Callable[[], None], delay: float | None) -> Outcome:

@@ -11,14 +11,9 @@ few hundred kilobytes of transcript make a dozen transactions, each handed to a 
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import sqlite3
-import sys
 import threading
-import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +21,6 @@ import pytest
 
 from subrosa.archive import ingest
 from subrosa.archive.ingest import Ingester
-from subrosa.cli.app import cli
 from tests import crash
 from tests.conftest import RunCli
 
@@ -255,62 +249,13 @@ def test_a_small_ingest_starts_no_thread(
     folder = _make_transcripts(tmp_path, files=3)
     (tmp_path / "memory").mkdir()
     monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
-    started: list[str] = []
-    start = threading.Thread.start
-
-    def counted(self: threading.Thread) -> None:
-        started.append(self.name)
-        start(self)
-
-    monkeypatch.setattr(threading.Thread, "start", counted)
+    started = crash.threads_started(monkeypatch)
     _ingest_into(tmp_path / "a.db", run, monkeypatch, str(folder))
     with (folder / "s1.jsonl").open("a", encoding="utf-8") as handle:
         handle.write(_record("s1-new", "one more line", "s1") + "\n")
     report = json.loads(_ingest_into(tmp_path / "a.db", run, monkeypatch, str(folder)).stdout)
     assert report["new_messages"] == 1
     assert "ingest writer" not in started
-
-
-def _fork_ingest(args: list[str], errors: Path) -> int:
-    """A forked child running `subrosa ingest ARGS` (with this process's small
-    transactions), what it writes to stderr into `errors`; its pid."""
-    crash.dispose_all()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 70
-        try:
-            # As a `subrosa` process starts: Ctrl-C raises KeyboardInterrupt, whatever the
-            # test process's SIGINT handler is (an event loop's, left by another test).
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the child exits
-            sys.stderr = open(errors, "w")  # noqa: SIM115
-            try:
-                cli.main(["ingest", *args], prog_name="subrosa")
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            else:
-                code = 0
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            sys.stderr.flush()
-            os._exit(code)
-    return pid
-
-
-def _wait_for(pid: int, seconds: float) -> int | None:
-    """The child's exit code, or None when it did not end within `seconds` (a hang)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.005)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return None
 
 
 def _interrupted_setup(
@@ -336,36 +281,16 @@ def test_ctrl_c_during_a_pipelined_ingest_ends_it_and_leaves_a_whole_archive(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
     folder, space, clean = _interrupted_setup(tmp_path, run, monkeypatch, files=60, lines=120)
-    errors = tmp_path / "stderr"
-    rng = random.Random(3)
-    space.restore()
-    start = time.monotonic()
-    assert _wait_for(_fork_ingest([str(folder)], errors), 120) == 0, errors.read_text()
-    duration = time.monotonic() - start
-    interrupted = attempts = 0
-    while interrupted < 8:
-        attempts += 1
-        assert attempts <= 60, f"{interrupted} of {attempts} runs ended before their Ctrl-C"
-        space.restore()
-        start = time.monotonic()
-        pid = _fork_ingest([str(folder)], errors)
-        time.sleep(duration * rng.uniform(0.05, 0.95))
-        os.kill(pid, signal.SIGINT)
-        code = _wait_for(pid, 60)
-        assert code is not None, "the ingest did not end after Ctrl-C"
-        # click's Abort after Ctrl-C: 1; 0 when the run ended before it.
-        assert code in (0, 1), f"exit {code}: {errors.read_text()}"
-        if code == 0:  # a faster run than the first: later Ctrl-Cs come sooner
-            duration = min(duration, time.monotonic() - start)
-        if code == 1:
-            assert errors.read_text().strip() == "Aborted!", errors.read_text()
-            interrupted += 1
-        assert crash.integrity(space.db) == "ok"
+
+    def after() -> None:
         partial = _archive(space.db)  # the index's integrity check passes
         assert len(partial["messages"]) <= len(clean["messages"])
         run("ingest", str(folder))
         again = _archive(space.db)
         assert [r[1:] for r in again["messages"]] == [r[1:] for r in clean["messages"]]
+
+    args = ["ingest", str(folder)]
+    crash.interruptions(args, space, interrupts=8, seed=3, errors=tmp_path / "stderr", after=after)
 
 
 @pytest.mark.slow

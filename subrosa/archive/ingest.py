@@ -46,7 +46,7 @@ from subrosa.paths import (
 # The parser and the redactor (msgspec, ahocorasick, the secret rules: ~30 ms of CPU to
 # import) load when a file has something new to read: a no-op ingest is a stat per file.
 if TYPE_CHECKING:
-    from threading import Thread
+    from threading import Event, Thread
 
     from subrosa.archive.redact import Redactor
     from subrosa.archive.transcripts import Message, Parsed, SessionInfo
@@ -61,7 +61,7 @@ COMMIT_BYTES = 32 << 20
 # stored (its memory: the texts of a transaction, about).
 BACKLOG_BYTES = COMMIT_BYTES
 HEAD_BYTES = 4096
-# FTS5's in-memory buffer of pending index entries (see Ingester._tune_index): room for
+# FTS5's in-memory buffer of pending index entries (see tune_index): room for
 # what one transaction (COMMIT_BYTES of transcript, ~14 MB of text in the bench corpus)
 # leaves pending, so FTS5 writes one segment per transaction. At 8 MB it wrote two,
 # and merging the extra ones was a tenth of an ingest's instructions (docs/search.md).
@@ -296,6 +296,114 @@ def _is_whole_object(line: bytes) -> bool:
         return False
 
 
+def tune_index(conn: sqlite3.Connection) -> None:
+    """Give FTS5 a bigger in-memory buffer (SQLite's default is 1 MB): each time it
+    fills, FTS5 writes a segment and later merges it, so a bigger buffer means fewer
+    and larger segments and less time in the index (docs/search.md). The setting is
+    stored in the index; it is written by the first ingest or re-index (and by the
+    first after FTS_HASH_BYTES changed), inside its write transaction."""
+    row = conn.execute("SELECT v FROM messages_fts_config WHERE k = 'hashsize'").fetchone()
+    if row is None or row[0] != FTS_HASH_BYTES:
+        conn.execute(
+            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', ?)",
+            (FTS_HASH_BYTES,),
+        )
+
+
+def _nothing() -> None:
+    pass
+
+
+class CommitBehind:
+    """The end of a write transaction on an SQLite connection (its last statements,
+    `finish`, then COMMIT) made by a writer thread while the caller's thread works on:
+    SQLite runs a statement from start to end without the interpreter's lock, so one
+    statement that does much (FTS5's index of a whole transaction) overlaps the
+    caller's Python. The connection is the thread's until wait(). Ingest's
+    (Ingester._commit_behind) and the re-index's (subrosa.archive.reindex)."""
+
+    def __init__(self, conn: sqlite3.Connection, name: str) -> None:
+        self.conn, self.name = conn, name
+        self._thread: Thread | None = None
+        self._done: Event | None = None  # set when the thread's work is over
+        self._finish: Callable[[], None] = _nothing
+        self._error: BaseException | None = None
+        # The connection is held to the thread that opened it (check_same_thread): the
+        # thread refused it before any SQL and wait() made the end in place. For good:
+        # the caller hands no more.
+        self.refused = False
+
+    @property
+    def running(self) -> bool:
+        """A transaction was handed and not waited for yet."""
+        return self._thread is not None
+
+    @property
+    def finished(self) -> bool:
+        """Handed, and its thread done (wait() returns at once)."""
+        return self._done is not None and self._done.is_set()
+
+    def start(self, finish: Callable[[], None], target: Callable[[], None] | None = None) -> None:
+        """`finish()` and COMMIT in a new thread, which runs `target` (one that calls
+        commit(); commit itself by default)."""
+        import threading
+
+        self._finish, self._error = finish, None
+        self._done = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(target or self.commit, self._done), name=self.name
+        )
+        self._thread.daemon = True
+        self._thread.start()
+
+    @staticmethod
+    def _run(target: Callable[[], None], done: Event) -> None:
+        try:
+            target()
+        finally:
+            done.set()
+
+    def commit(self) -> None:
+        """In the writer thread: the transaction's end; what it raises waits for wait()."""
+        try:
+            self.conn.cursor()  # a connection held to its thread refuses before any SQL
+        except sqlite3.ProgrammingError:
+            self.refused = True
+            return
+        try:
+            self._finish()
+            self.conn.execute("COMMIT")
+        except BaseException as error:  # raised in the caller's thread (wait)
+            self._error = error
+
+    def wait(self) -> None:
+        """Wait for the thread, and raise what it raised (the caller rolls the
+        transaction back, as one that failed in its own thread). A thread refused by
+        the connection left the end to this one: it is made here."""
+        if self._thread is None or self._done is None:
+            return
+        # Not join() alone: a Ctrl-C in Python 3.11's join() can leave the thread marked
+        # as stopped while it runs on (its lock released by the interrupted join), and
+        # the next join() would not wait. A Ctrl-C here leaves it handed: interrupt(),
+        # then wait() again.
+        self._done.wait()
+        self._thread.join()
+        self._thread = self._done = None
+        finish, self._finish = self._finish, _nothing
+        error, self._error = self._error, None
+        if self.refused:
+            finish()
+            self.conn.execute("COMMIT")
+        elif error is not None:
+            raise error
+
+    def interrupt(self) -> None:
+        """Ctrl-C: the statement running in the thread stops, and SQLite rolls its
+        transaction back (wait() then raises that)."""
+        if self._thread is not None:
+            self.conn.interrupt()
+
+
 class Ingester:
     """Reads transcripts into an open archive connection."""
 
@@ -329,9 +437,7 @@ class Ingester:
         # thread while this one reads on (_commit_behind); what it parses meanwhile waits
         # in the backlog, in order, as the calls that store it.
         self._pipeline = isinstance(conn, sqlite3.Connection)
-        self._writer: Thread | None = None
-        self._writer_error: BaseException | None = None
-        self._writer_refused = False
+        self._writer = CommitBehind(conn, "ingest writer")
         self._backlog: deque[tuple[Callable[..., None], tuple[object, ...], int]] = deque()
         self._backlog_bytes = 0
         self._backlog_keys: set[str] = set()
@@ -389,8 +495,8 @@ class Ingester:
                     self._ingest_inline(plan)
             self._settle()
         except BaseException as error:
-            if isinstance(error, KeyboardInterrupt) and self._writer is not None:
-                self.conn.interrupt()  # its transaction rolls back, as the one here does
+            if isinstance(error, KeyboardInterrupt):
+                self._writer.interrupt()  # its transaction rolls back, as the one here does
             self.abort()
             raise
         self.commit()
@@ -403,7 +509,7 @@ class Ingester:
             self.report.skipped["not a regular file"] += 1
             return None
         known = self._stats.get(key)
-        if self._writer is not None and (known is not None or key in self._backlog_keys):
+        if self._writer.running and (known is not None or key in self._backlog_keys):
             # The connection is the writer's until it is done, and the file's state may
             # wait in the backlog (a file named twice): both first.
             self._settle()
@@ -460,11 +566,11 @@ class Ingester:
         """`call(plan, *args)` now, or after the writer thread's commit when one runs: in
         the backlog, while it holds less than BACKLOG_BYTES (`size`: the bytes of
         transcript the call stores). Calls run in the order they were staged."""
-        while self._writer is not None and (
-            self._backlog_bytes >= BACKLOG_BYTES or not self._writer.is_alive()
+        while self._writer.running and (
+            self._backlog_bytes >= BACKLOG_BYTES or self._writer.finished
         ):
             self._drain()
-        if self._writer is None:  # the backlog is empty then (_drain)
+        if not self._writer.running:  # the backlog is empty then (_drain)
             call(plan, *args)
             return
         self._backlog.append((call, (plan, *args), size))
@@ -476,7 +582,7 @@ class Ingester:
         commit to a new writer thread (what is left then waits for that one)."""
         self._wait_writer()
         backlog = self._backlog
-        while backlog and self._writer is None:
+        while backlog and not self._writer.running:
             call, args, size = backlog.popleft()
             self._backlog_bytes -= size
             call(*args)
@@ -486,7 +592,7 @@ class Ingester:
     def _settle(self) -> None:
         """The writer thread done and the backlog stored: the connection is this
         thread's, and what was read is in the open transaction or committed."""
-        while self._writer is not None or self._backlog:
+        while self._writer.running or self._backlog:
             self._drain()
 
     def _store_batch(self, plan: _Plan, parsed: Parsed, offset: int) -> None:
@@ -514,7 +620,7 @@ class Ingester:
                 self.commit()
 
     def _begin(self) -> None:
-        if self._writer is not None:
+        if self._writer.running:
             self._wait_writer()
         if not self._in_transaction:
             # Each message's session_pk comes from the sessions row upserted in the same
@@ -534,20 +640,11 @@ class Ingester:
             self._fts_from = self._next_id + 1
 
     def _tune_index(self) -> None:
-        """Give FTS5 a bigger in-memory buffer (SQLite's default is 1 MB): each time it
-        fills, FTS5 writes a segment and later merges it, so a bigger buffer means fewer
-        and larger segments and less time in the index (docs/search.md). The setting
-        is stored in the index; it is written by the first ingest (and by the first
-        after FTS_HASH_BYTES changed)."""
+        """tune_index(), once per ingest."""
         if self._hash_size_checked:
             return
         self._hash_size_checked = True
-        row = self.conn.execute("SELECT v FROM messages_fts_config WHERE k = 'hashsize'").fetchone()
-        if row is None or row[0] != FTS_HASH_BYTES:
-            self.conn.execute(
-                "INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', ?)",
-                (FTS_HASH_BYTES,),
-            )
+        tune_index(self.conn)
 
     def commit(self) -> None:
         """Make what was read durable (messages and offsets together)."""
@@ -585,43 +682,22 @@ class Ingester:
         if not self._in_transaction:
             self._uncommitted = 0
             return
-        import threading
-
         self._write_runs()  # before the index: see _index_new
-        self._writer_error, self._writer_refused = None, False
-        self._writer = threading.Thread(target=self._write_behind, name="ingest writer")
-        self._writer.daemon = True
-        self._writer.start()
+        self._writer.start(self._index_new, self._write_behind)
         self._uncommitted = 0
 
     def _write_behind(self) -> None:
         """The writer thread: the transaction's index, and its commit."""
-        try:
-            self.conn.cursor()  # a connection held to its thread refuses before any SQL
-        except sqlite3.ProgrammingError:
-            self._writer_refused = True
-            return
-        try:
-            self._index_new()
-            self.conn.execute("COMMIT")
-        except BaseException as error:  # raised in the ingest's thread (_wait_writer)
-            self._writer_error = error
+        self._writer.commit()
 
     def _wait_writer(self) -> None:
         """Wait for the writer thread; raise what it raised (the transaction is then
         rolled back by abort(), as one that failed in this thread)."""
-        writer = self._writer
-        if writer is None:
+        if not self._writer.running:
             return
-        writer.join()
-        self._writer = None
-        error, self._writer_error = self._writer_error, None
-        if self._writer_refused:  # a connection opened for one thread: commit here
-            self._writer_refused = self._pipeline = False
-            self._index_new()
-            self.conn.execute("COMMIT")
-        elif error is not None:
-            raise error
+        self._writer.wait()
+        if self._writer.refused:  # a connection opened for one thread: committed here
+            self._pipeline = False
         self._in_transaction = False
         self.conn.execute("PRAGMA foreign_keys = ON")
 
@@ -650,7 +726,7 @@ class Ingester:
         self._backlog.clear()
         self._backlog_bytes = 0
         self._backlog_keys.clear()
-        if self._writer is not None:
+        if self._writer.running:
             # Its commit stands, as one made here would have; its error, if any, is not
             # the one that brought us here, which is raised.
             with suppress(Exception):
