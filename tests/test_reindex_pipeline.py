@@ -140,9 +140,18 @@ def _reindexed(
     return space, fresh, _archive(space.db)
 
 
+@pytest.mark.parametrize("one_update", [True, False], ids=["update from", "row by row"])
 def test_the_pipelined_reindex_builds_the_index_the_sequential_one_does(
-    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
+    tmp_path: Path,
+    run: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    writers: Writers,
+    one_update: bool,
 ) -> None:
+    """Also as an SQLite before 3.33 (no `UPDATE … FROM`) does it: a row at a time."""
+    if one_update and not reindex._ONE_UPDATE:
+        pytest.skip(f"SQLite {sqlite3.sqlite_version} has no UPDATE … FROM")
+    monkeypatch.setattr(reindex, "_ONE_UPDATE", one_update)
     space, fresh = _pending_archive(tmp_path, run, monkeypatch, odd=True)
     space.restore()
     assert "re-indexed 1230 archived messages" in run("db", "upgrade").output

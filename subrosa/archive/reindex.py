@@ -40,6 +40,11 @@ COMMIT_CHARS = 32 << 20
 
 Progress = Callable[[int, int], None]  # (messages just indexed, messages in all)
 
+# The changed terms in one statement needs `UPDATE … FROM` (SQLite 3.33, 2020; subrosa
+# otherwise asks 3.24's upserts): an older library stores them a row at a time (in the
+# thread, at the cost of taking the interpreter's lock for each).
+_ONE_UPDATE = sqlite3.sqlite_version_info >= (3, 33, 0)
+
 
 def reindex_database(db_url: str, progress: Progress | None = None) -> int:
     """`subrosa db upgrade`: finish the archive's re-index when one is due (an SQLite
@@ -189,11 +194,17 @@ def _finish(conn: sqlite3.Connection, work: _Work) -> None:
     on the last transaction the re-index marked done."""
     if work.changed is not None:
         # The update trigger skips these rows: they are at or past next_id.
-        conn.execute(
-            "UPDATE messages SET terms = j.value ->> 1 FROM json_each(?) AS j"
-            " WHERE messages.id = j.value ->> 0",
-            (work.changed,),
-        )
+        if _ONE_UPDATE:
+            conn.execute(
+                "UPDATE messages SET terms = json_extract(j.value, '$[1]')"
+                " FROM json_each(?) AS j WHERE messages.id = json_extract(j.value, '$[0]')",
+                (work.changed,),
+            )
+        else:
+            conn.executemany(
+                "UPDATE messages SET terms = ? WHERE id = ?",
+                [(terms, rowid) for rowid, terms in json.loads(work.changed)],
+            )
     _index(conn, work.first, work.end)
     if work.last:
         conn.execute("DELETE FROM archive_reindex")
