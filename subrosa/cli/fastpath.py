@@ -290,6 +290,10 @@ def show_ingested(done: Ingested, named_paths: bool, pending_only: bool, as_json
         return
     if not done.transcripts and not named_paths:
         note(f"no transcripts in {done.roots[0] if done.roots else project_transcript_dir()}")
+    elif not done.transcripts:
+        # A folder named by mistake (or one whose transcripts are elsewhere) says so.
+        named = ", ".join(str(root) for root in done.roots)
+        note(f"no transcripts (*.jsonl files) in {named}")
     say(describe_ingest(done.report))
 
 
