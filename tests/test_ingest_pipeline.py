@@ -150,6 +150,15 @@ def _archive(db: Path) -> dict[str, Any]:
         conn.close()
 
 
+def _transcripts_and_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int = 24
+) -> Path:
+    """_make_transcripts' folder, and an empty memory dir set in the environment."""
+    (tmp_path / "memory").mkdir()
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
+    return _make_transcripts(tmp_path, files=files)
+
+
 def _ingest_into(
     db: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, *args: str, expect: int = 0
 ) -> Any:
@@ -160,9 +169,7 @@ def _ingest_into(
 def test_the_pipelined_ingest_stores_what_the_sequential_one_does(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, writers: Writers
 ) -> None:
-    folder = _make_transcripts(tmp_path)
-    (tmp_path / "memory").mkdir()
-    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
+    folder = _transcripts_and_memory(tmp_path, monkeypatch)
     writers.held = True
     # A file named twice (the folder holds it too, last): read once, its state then
     # known, while the first read of it still waits in the backlog (a backlog without
@@ -207,9 +214,7 @@ def test_an_error_in_the_writer_thread_ends_the_ingest_as_it_would_in_place(
     # The index of the `failing`-th transaction fails (a damaged database, as SQLite
     # says it): the same error, exit code and message as when the commit is made in
     # place, that transaction rolled back, the ones before it kept.
-    folder = _make_transcripts(tmp_path)
-    (tmp_path / "memory").mkdir()
-    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
+    folder = _transcripts_and_memory(tmp_path, monkeypatch)
     index_new = Ingester._index_new
     calls: list[int] = []
 
@@ -246,9 +251,7 @@ def test_a_small_ingest_starts_no_thread(
 ) -> None:
     # A hook's ingest after a turn reads a few lines: below COMMIT_BYTES no commit is
     # handed to a thread (nor is there a backlog).
-    folder = _make_transcripts(tmp_path, files=3)
-    (tmp_path / "memory").mkdir()
-    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
+    folder = _transcripts_and_memory(tmp_path, monkeypatch, files=3)
     started = crash.threads_started(monkeypatch)
     _ingest_into(tmp_path / "a.db", run, monkeypatch, str(folder))
     with (folder / "s1.jsonl").open("a", encoding="utf-8") as handle:
@@ -324,9 +327,7 @@ def test_a_connection_held_to_its_thread_commits_in_place(
     # in place, and the ingest goes on without the thread.
     from subrosa.schema import connect
 
-    folder = _make_transcripts(tmp_path)
-    (tmp_path / "memory").mkdir()
-    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(tmp_path / "memory"))
+    folder = _transcripts_and_memory(tmp_path, monkeypatch)
     (tmp_path / "empty").mkdir()
     _ingest_into(tmp_path / "held.db", run, monkeypatch, str(tmp_path / "empty"))
     conn = connect(tmp_path / "held.db")
