@@ -67,7 +67,8 @@ ENGINES = ("sqlite", "postgresql")
 # (`claude_code`, tests/e2e/conftest.py: "version" and "binary", or "skipped"). Under
 # pytest-xdist each worker fills its own and hands it to the controller as it finishes
 # (pytest_sessionfinish, pytest_testnodedown), which prints the summary once.
-RAN: dict[str, Any] = {"servers": [], "e2e": {}}
+# "pg_skipped": why no PostgreSQL test ran (PG_MISSING), when they skipped.
+RAN: dict[str, Any] = {"servers": [], "e2e": {}, "pg_skipped": ""}
 # Read now, before any test's monkeypatching replaces HOME and drops SUBROSA_*.
 _E2E_ENV = {k: v for k, v in os.environ.items() if k.startswith("SUBROSA_E2E_")}
 
@@ -92,6 +93,7 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     if not ran:  # a worker that crashed
         return
     RAN["servers"] += [s for s in ran["servers"] if s not in RAN["servers"]]
+    RAN["pg_skipped"] = RAN["pg_skipped"] or ran.get("pg_skipped", "")
     if "version" not in RAN["e2e"]:  # one worker that ran it beats one that skipped
         RAN["e2e"].update(ran["e2e"])
 
@@ -101,6 +103,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
     engines = [f"SQLite {sqlite3.sqlite_version}", *RAN["servers"]]
     terminalreporter.write_line("database engines: " + ", ".join(engines))
+    if RAN["pg_skipped"] and not RAN["servers"]:
+        # The README's command on a machine without PostgreSQL: say so once, not only in
+        # each skipped test's reason (shown with -rs).
+        terminalreporter.write_line(f"PostgreSQL tests: skipped, {RAN['pg_skipped']}", yellow=True)
     e2e = RAN["e2e"]
     if "version" in e2e:
         terminalreporter.write_line(
@@ -153,6 +159,7 @@ def pg_cluster() -> Iterator[Cluster]:
     if bindir is None:
         if PG_REQUIRED:
             pytest.fail(PG_MISSING)
+        RAN["pg_skipped"] = PG_MISSING
         pytest.skip(PG_MISSING)
     cluster = Cluster.start(bindir)
     RAN["servers"].append(f"PostgreSQL {cluster.version} (a throwaway cluster from {bindir})")
