@@ -87,6 +87,20 @@ def _database_ready(subject: Subject) -> bool:
         return False
 
 
+def _database_fix(url: str) -> str:
+    """What to check when the database cannot be read: for a server, where its URL and
+    password come from and whether it answers (docs/team.md)."""
+    from subrosa.pg import is_server
+
+    if not is_server(url):
+        return "check --db"
+    return (
+        "check the server's URL (--db, SUBROSA_DB or db in the settings file), the "
+        "password libpq finds for it (~/.pgpass or PGPASSWORD) and that the server "
+        "answers on that host and port"
+    )
+
+
 def check_database(subject: Subject) -> Check:
     from subrosa.db import SCHEMA_HEAD, current_revision, get_engine, is_newer, newer_schema
 
@@ -111,7 +125,7 @@ def check_database(subject: Subject) -> Check:
         said = hide_passwords(str(exc))
         if not isinstance(exc, SubrosaError):  # subrosa's own errors name the database
             said = f"cannot open {hide_passwords(subject.db_url)}: {said}"
-        return Check("database", False, said, "check --db")
+        return Check("database", False, said, _database_fix(subject.db_url))
     where = engine.url.render_as_string(hide_password=True)
     if is_newer(revision):
         return Check(
@@ -561,7 +575,10 @@ def _server_role(subject: Subject) -> str:
         finally:
             conn.close()
     except Exception:  # noqa: BLE001 - the database check reports the cause
-        return "the server grants access"
+        return (
+            "the database role's grants not checked (the server did not answer: see "
+            "the database check)"
+        )
     if owns:
         return f"the database role {user} owns the tables (it may migrate)"
     if writes:
