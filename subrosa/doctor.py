@@ -368,6 +368,7 @@ def check_index(subject: Subject) -> Check:
 def check_leaves_registered(subject: Subject) -> Check:
     from subrosa.db import get_engine, session_scope
     from subrosa.memory import store
+    from subrosa.pg import is_server
 
     on_disk = {p.stem for p in list_leaf_files(subject.memory_dir)}
     if not _database_ready(subject):
@@ -411,11 +412,25 @@ def check_leaves_registered(subject: Subject) -> Check:
             fix += (" and " if fix else "") + (
                 "mend the unreadable leaf (or move it out of the memory dir), then subrosa generate"
             )
-        if gone:
+        shared = is_server(subject.db_url)
+        if gone and shared:
+            # On a team's server: a teammate's fact whose leaf this clone has not pulled
+            # yet, the usual state between a push and a pull (docs/team.md).
+            parts[-1] = (
+                f"{len(gone)} fact(s) registered on the team's server whose leaf is not in "
+                f"this memory dir ({gone[0]}…)"
+            )
+            fix += (" and " if fix else "") + (
+                "git pull (a teammate's leaf not pulled yet), then subrosa generate; only "
+                f"for a leaf deleted on purpose, `subrosa fact forget {gone[0]}`"
+            )
+        elif gone:
             fix += (" and " if fix else "") + (
                 f"restore the leaf, or forget the fact: `subrosa fact forget {gone[0]}`"
             )
-        return Check("leaves", False, "; ".join(parts) + ".", fix)
+        # Only that, on a server, is a warning: nothing is wrong until a pull says so.
+        severity = "warning" if shared and not (unregistered or broken) else "error"
+        return Check("leaves", False, "; ".join(parts) + ".", fix, severity=severity)
     return Check("leaves", True, f"{len(on_disk)} leaves, all registered")
 
 

@@ -195,6 +195,31 @@ def test_two_clones_share_their_facts(
     assert len(_json(run, "fact", "list")) == 1
 
 
+@pytest.mark.engines("postgresql")
+def test_a_teammates_fact_not_pulled_yet_is_named_as_such(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a team's server, a fact registered from a clone whose leaf has not reached this
+    one by git yet is the usual state between a push and a pull, not a fact to forget:
+    generate and doctor say `git pull` first, and doctor does not fail over it."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    write_leaf(alice / ".claude" / "memory", "project_cache.md", "The cache is warmed nightly.")
+    monkeypatch.chdir(alice)
+    run("generate")
+    monkeypatch.chdir(bob)
+    said = run("generate").stderr
+    assert "project_cache" in said and "git pull" in said, said
+    assert said.index("git pull") < said.index("fact forget"), said
+    checks = {
+        c["name"]: c for c in json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
+    }
+    leaves = checks["leaves"]
+    assert leaves["severity"] == "warning" and "git pull" in str(leaves["fix"]), leaves
+    assert len(_json(run, "fact", "list")) == 1  # still there for alice
+
+
 # ---------------------------------------------------------------- rows filed before
 
 
