@@ -537,6 +537,8 @@ def main(argv: list[str]) -> int | None:
     except KeyboardInterrupt:
         sys.stderr.write("Aborted!\n")  # click's word for it
         return 1
+    except BrokenPipeError:
+        raise  # stdout's reader went away: no error to show (subrosa.cli.main)
     except Exception as exc:
         shown = error_of(exc, lambda: _db_url(root))
         if shown is None:
