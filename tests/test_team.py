@@ -220,6 +220,24 @@ def test_a_teammates_fact_not_pulled_yet_is_named_as_such(
     assert len(_json(run, "fact", "list")) == 1  # still there for alice
 
 
+def test_install_on_a_server_says_when_the_memory_dir_is_private_to_this_machine(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team member's `subrosa install` in a clone without `.claude/memory` creates
+    Claude Code's auto-memory dir, whose facts the team's server files under this
+    machine's path: install says so, and how to share them. Not with the shared dir."""
+    monkeypatch.setenv("SUBROSA_DB", "postgresql://alice@127.0.0.1:1/team")
+    monkeypatch.delenv("SUBROSA_MEMORY_DIR", raising=False)
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    shutil.rmtree(clone / ".claude")
+    monkeypatch.chdir(clone)
+    said = run("install").stdout
+    assert "private to this machine" in said and ".claude/memory" in said, said
+    (clone / ".claude" / "memory").mkdir()
+    said = run("install").stdout
+    assert "private to this machine" not in said, said
+
+
 # ---------------------------------------------------------------- rows filed before
 
 
