@@ -590,10 +590,7 @@ def _server_role(subject: Subject) -> str:
         finally:
             conn.close()
     except Exception:  # noqa: BLE001 - the database check reports the cause
-        return (
-            "the database role's grants not checked (the server did not answer: see "
-            "the database check)"
-        )
+        return "the database role's grants not checked (no connection: see the database check)"
     if owns:
         return f"the database role {user} owns the tables (it may migrate)"
     if writes:
