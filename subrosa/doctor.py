@@ -87,6 +87,20 @@ def _database_ready(subject: Subject) -> bool:
         return False
 
 
+def _database_fix(url: str) -> str:
+    """What to check when the database cannot be read: for a server, where its URL and
+    password come from and whether it answers (docs/team.md)."""
+    from subrosa.pg import is_server
+
+    if not is_server(url):
+        return "check --db"
+    return (
+        "check the server's URL (--db, SUBROSA_DB or db in the settings file), the "
+        "password libpq finds for it (~/.pgpass or PGPASSWORD) and that the server "
+        "answers on that host and port"
+    )
+
+
 def check_database(subject: Subject) -> Check:
     from subrosa.db import SCHEMA_HEAD, current_revision, get_engine, is_newer, newer_schema
 
@@ -111,7 +125,7 @@ def check_database(subject: Subject) -> Check:
         said = hide_passwords(str(exc))
         if not isinstance(exc, SubrosaError):  # subrosa's own errors name the database
             said = f"cannot open {hide_passwords(subject.db_url)}: {said}"
-        return Check("database", False, said, "check --db")
+        return Check("database", False, said, _database_fix(subject.db_url))
     where = engine.url.render_as_string(hide_password=True)
     if is_newer(revision):
         return Check(
@@ -354,6 +368,7 @@ def check_index(subject: Subject) -> Check:
 def check_leaves_registered(subject: Subject) -> Check:
     from subrosa.db import get_engine, session_scope
     from subrosa.memory import store
+    from subrosa.pg import is_server
 
     on_disk = {p.stem for p in list_leaf_files(subject.memory_dir)}
     if not _database_ready(subject):
@@ -397,11 +412,25 @@ def check_leaves_registered(subject: Subject) -> Check:
             fix += (" and " if fix else "") + (
                 "mend the unreadable leaf (or move it out of the memory dir), then subrosa generate"
             )
-        if gone:
+        shared = is_server(subject.db_url)
+        if gone and shared:
+            # On a team's server: a teammate's fact whose leaf this clone has not pulled
+            # yet, the usual state between a push and a pull (docs/team.md).
+            parts[-1] = (
+                f"{len(gone)} fact(s) registered on the team's server whose leaf is not in "
+                f"this memory dir ({gone[0]}…)"
+            )
+            fix += (" and " if fix else "") + (
+                "git pull (a teammate's leaf not pulled yet), then subrosa generate; only "
+                f"for a leaf deleted on purpose, `subrosa fact forget {gone[0]}`"
+            )
+        elif gone:
             fix += (" and " if fix else "") + (
                 f"restore the leaf, or forget the fact: `subrosa fact forget {gone[0]}`"
             )
-        return Check("leaves", False, "; ".join(parts) + ".", fix)
+        # Only that, on a server, is a warning: nothing is wrong until a pull says so.
+        severity = "warning" if shared and not (unregistered or broken) else "error"
+        return Check("leaves", False, "; ".join(parts) + ".", fix, severity=severity)
     return Check("leaves", True, f"{len(on_disk)} leaves, all registered")
 
 
@@ -561,7 +590,7 @@ def _server_role(subject: Subject) -> str:
         finally:
             conn.close()
     except Exception:  # noqa: BLE001 - the database check reports the cause
-        return "the server grants access"
+        return "the database role's grants not checked (no connection: see the database check)"
     if owns:
         return f"the database role {user} owns the tables (it may migrate)"
     if writes:

@@ -453,3 +453,11 @@ def _release(handle: object) -> None:
         fcntl.flock(handle, fcntl.LOCK_UN)
     finally:
         os.close(handle)
+
+
+def stdout_to_devnull() -> None:
+    """Point file descriptor 1 at /dev/null: its reader went away (a closed pipe), and
+    what Python still holds for it must go somewhere when the process flushes at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)

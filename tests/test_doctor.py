@@ -94,6 +94,21 @@ def test_a_server_database_is_not_called_private(
     assert permissions["ok"] and "private" not in str(permissions["detail"]), permissions
 
 
+def test_a_server_doctor_cannot_reach_is_not_said_to_grant_access(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member whose server is down, or whose password is wrong, is told where the URL
+    and the password come from (SUBROSA_DB here, not --db), and the permissions line
+    does not claim what nobody could check."""
+    monkeypatch.setenv("SUBROSA_DB", "postgresql://me:s3cret-pw@127.0.0.1:1/team?connect_timeout=1")
+    checks = _checks(run, expect=1)
+    fix = str(checks["database"]["fix"])
+    assert "SUBROSA_DB" in fix and "~/.pgpass" in fix, checks["database"]
+    detail = str(checks["permissions"]["detail"])
+    assert "grants access" not in detail and "not checked" in detail, checks["permissions"]
+    assert "s3cret-pw" not in json.dumps(checks)
+
+
 def _claude_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, says: str) -> None:
     """A `claude` on PATH (alone there: the real one, if any, is not reached) that
     answers --version as `says`; anything else fails."""

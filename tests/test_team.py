@@ -195,6 +195,49 @@ def test_two_clones_share_their_facts(
     assert len(_json(run, "fact", "list")) == 1
 
 
+@pytest.mark.engines("postgresql")
+def test_a_teammates_fact_not_pulled_yet_is_named_as_such(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a team's server, a fact registered from a clone whose leaf has not reached this
+    one by git yet is the usual state between a push and a pull, not a fact to forget:
+    generate and doctor say `git pull` first, and doctor does not fail over it."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    write_leaf(alice / ".claude" / "memory", "project_cache.md", "The cache is warmed nightly.")
+    monkeypatch.chdir(alice)
+    run("generate")
+    monkeypatch.chdir(bob)
+    said = run("generate").stderr
+    assert "project_cache" in said and "git pull" in said, said
+    assert said.index("git pull") < said.index("fact forget"), said
+    checks = {
+        c["name"]: c for c in json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
+    }
+    leaves = checks["leaves"]
+    assert leaves["severity"] == "warning" and "git pull" in str(leaves["fix"]), leaves
+    assert len(_json(run, "fact", "list")) == 1  # still there for alice
+
+
+def test_install_on_a_server_says_when_the_memory_dir_is_private_to_this_machine(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team member's `subrosa install` in a clone without `.claude/memory` creates
+    Claude Code's auto-memory dir, whose facts the team's server files under this
+    machine's path: install says so, and how to share them. Not with the shared dir."""
+    monkeypatch.setenv("SUBROSA_DB", "postgresql://alice@127.0.0.1:1/team")
+    monkeypatch.delenv("SUBROSA_MEMORY_DIR", raising=False)
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    shutil.rmtree(clone / ".claude")
+    monkeypatch.chdir(clone)
+    said = run("install").stdout
+    assert "private to this machine" in said and ".claude/memory" in said, said
+    (clone / ".claude" / "memory").mkdir()
+    said = run("install").stdout
+    assert "private to this machine" not in said, said
+
+
 # ---------------------------------------------------------------- rows filed before
 
 

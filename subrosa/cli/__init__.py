@@ -23,6 +23,20 @@ def main() -> None:
             print("subrosa: the hook is unavailable in this install.", file=sys.stderr)
             sys.exit(0)
         sys.exit(run_hook(argv[1:]))
+    try:
+        _command(argv)
+    except BrokenPipeError:
+        # The reader of stdout went away (`subrosa transcript list | head -1`): stop
+        # quietly, as a Unix tool killed by SIGPIPE does, with click's exit code for it.
+        # What is still buffered goes nowhere, so the exit flush cannot fail again.
+        from subrosa.fsutil import stdout_to_devnull
+
+        stdout_to_devnull()
+        sys.exit(1)
+
+
+def _command(argv: list[str]) -> None:
+    """Every command but the hooks: the fast paths first, else the click application."""
     asks_help = bool({"--help", "-h"} & set(argv))
     if not asks_help and argv[:1] != ["search"]:
         # The commands the extraction skill runs once per fact, and generate, answered

@@ -11,6 +11,7 @@ from subrosa.cli.common import AppContext, json_option, pass_app, print_json, sa
 from subrosa.cli.index import print_summary, report_problems, report_too_long
 from subrosa.errors import ProblemFound
 from subrosa.memory import adopt as adoption
+from subrosa.pg import is_server
 
 
 @click.command()
@@ -64,7 +65,7 @@ def adopt(
         dry_run=dry_run,
     )
     outcome = result.outcome
-    report_problems(outcome.report)
+    report_problems(outcome.report, shared=is_server(app.db_url))
     report_too_long(outcome.plan.too_long, settings.budget)
     if as_json:
         print_json(result.to_dict())

@@ -82,6 +82,8 @@ class SubrosaGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            raise  # stdout's reader went away: no error to show (subrosa.cli.main)
         except Exception as exc:
             # One wording for both entries (subrosa.cli.output; the fast paths use it
             # too), a damaged database included; anything else is a bug: its traceback.

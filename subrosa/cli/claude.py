@@ -155,6 +155,28 @@ def _print_plan(plan: Plan, dry_run: bool) -> None:
             say(f"  {line}")
 
 
+def _say_if_private_on_a_server(app: AppContext) -> None:
+    """On a team's server, a memory dir outside the repository (Claude Code's
+    auto-memory dir, which install creates when the repository has no .claude/memory)
+    has its facts filed under this machine's path, not under the project's name: the
+    team sees them, but as another project's (docs/team.md, "Setting up a team")."""
+    from subrosa.identity import facts_key, project_identity
+    from subrosa.paths import project_root, resolved
+    from subrosa.pg import is_server
+
+    if not is_server(app.db_url):
+        return
+    name = project_identity(project_root())
+    if name is None or facts_key(app.memory_dir) != resolved(app.memory_dir):
+        return  # no name for this folder at all; or the facts are filed under one
+    say(
+        f"the memory dir {app.memory_dir} is private to this machine (outside the "
+        "repository): on the team's server its facts are filed under that path, not "
+        f"under {name}. To share them, create .claude/memory in the repository, "
+        'commit it and run `subrosa install` again (docs/team.md, "Setting up a team").'
+    )
+
+
 def _mcp_plan(scope: str, uninstall: bool) -> McpPlan:
     target = mcp_target_for(scope)
     return plan_mcp_uninstall(target) if uninstall else plan_mcp_install(target)
@@ -244,6 +266,8 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
         say(f"nothing to change ({scope} scope).")
     if uninstall:
         return
+    if scope != "user":
+        _say_if_private_on_a_server(app)
     index = foreign_index(app.memory_dir)
     if index is not None and not written_by_claude_code(app.memory_dir):
         say(

@@ -123,9 +123,19 @@ def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) 
         say(f"kept a copy of the lines not taken over: {path}")
 
 
-def report_problems(report: Report) -> None:
-    """Warnings on stderr: facts whose leaf is gone, unreadable leaves, lenient parses."""
+def report_problems(report: Report, shared: bool = False) -> None:
+    """Warnings on stderr: facts whose leaf is gone, unreadable leaves, lenient parses.
+    `shared`: the database is a team's server, where a fact registered from another
+    clone whose leaf has not come here by git yet is the usual case (docs/team.md)."""
     for slug in report.missing:
+        if shared:
+            warn(
+                f"{slug}: registered on the team's server, but its leaf is not in this "
+                "memory dir; left out of both index files (a teammate's leaf not pulled "
+                "yet: `git pull`, then `subrosa generate`; only if the leaf was deleted, "
+                f"forget the fact for everyone: `subrosa fact forget {slug}`)."
+            )
+            continue
         warn(
             f"{slug}: registered, but its leaf is gone; left out of both index files "
             f"(restore the leaf, or forget the fact: `subrosa fact forget {slug}`)."
@@ -205,6 +215,7 @@ def generate_and_report(
     from subrosa.errors import ProblemFound
     from subrosa.memory.generate import run_generate as generate
     from subrosa.memory.project import Project
+    from subrosa.pg import is_server
 
     settings = load_settings()
     budget = budget or settings.budget
@@ -217,7 +228,7 @@ def generate_and_report(
         weights=settings.type_weights,
         dry_run=dry_run,
     )
-    report_problems(outcome.report)
+    report_problems(outcome.report, shared=is_server(db_url))
     report_too_long(outcome.plan.too_long, budget)
     report_undone(outcome.restored, outcome.reordered)
     if as_json:
@@ -526,6 +537,8 @@ def main(argv: list[str]) -> int | None:
     except KeyboardInterrupt:
         sys.stderr.write("Aborted!\n")  # click's word for it
         return 1
+    except BrokenPipeError:
+        raise  # stdout's reader went away: no error to show (subrosa.cli.main)
     except Exception as exc:
         shown = error_of(exc, lambda: _db_url(root))
         if shown is None:
