@@ -161,6 +161,9 @@ def render_hits(
         f"{len(hits)} hit{'s' if len(hits) > 1 else ''} for {one_line(query)!r}, best first "
         "(get(id) shows one whole; timeline(session, around=id) its neighbours):"
     ]
+    from subrosa.archive.search import archived_by, several_people
+
+    who = several_people(hits)
     for hit in hits:
         score = f"score {hit['score']:.3g}"
         if hit["kind"] == "fact":
@@ -175,6 +178,8 @@ def render_hits(
                 f"message {one_line(ident)} · session {one_line(hit['session_id'])[:8]} · "
                 f"{_time(hit['timestamp'])} · {hit['role']}"
             )
+            if who and archived_by(hit):
+                head += f" · by {one_line(archived_by(hit))}"
         lines.append(f"{head} · {score}")
         lines.append(f"  {hit['snippet']}")
     return "\n".join(lines)

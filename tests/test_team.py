@@ -171,6 +171,53 @@ def test_two_clones_search_each_others_sessions(
 
 
 @pytest.mark.engines
+def test_search_says_who_archived_a_result_once_there_are_several(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team's server answers with every member's messages: --json carries who
+    archived each (username, host), and the text says it on each line, but only when
+    the results come from more than one person (on one's own archive it is noise)."""
+    import socket
+
+    from subrosa.tools import render_hits
+
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    _session(alice, "sess-alice", "the quokka build is flaky on arm")
+    _session(bob, "sess-bob", "quokka build fixed by pinning the linker")
+    for member, clone in (("alice", alice), ("bob", bob)):
+        monkeypatch.chdir(clone)
+        monkeypatch.setenv("SUBROSA_USER", member)
+        run("ingest")
+
+    found = _json(run, "search", "quokka", "build")
+    host = socket.gethostname()
+    assert {(r["session_id"], r["username"], r["host"]) for r in found} == {
+        ("sess-alice", "alice", host),
+        ("sess-bob", "bob", host),
+    }
+    sessions = _json(run, "search", "--sessions", "quokka", "build")
+    assert {(r["session_id"], r["username"]) for r in sessions} == {
+        ("sess-alice", "alice"),
+        ("sess-bob", "bob"),
+    }
+    text = run("search", "quokka", "build").stdout
+    heads = [line for line in text.splitlines() if line.startswith("message ")]
+    assert len(heads) == 2
+    assert {h.split(" by ")[1].split()[0] for h in heads} == {f"alice@{host}", f"bob@{host}"}
+    # What the MCP search tool gives the agent says it too.
+    for_agent = render_hits("quokka build", found, {}, NAME)
+    assert f"by alice@{host}" in for_agent and f"by bob@{host}" in for_agent
+
+    # One person's results: nobody named.
+    one = _json(run, "search", "linker")
+    assert [r["username"] for r in one] == ["bob"]
+    assert f"@{host}" not in run("search", "linker").stdout
+    assert f"@{host}" not in render_hits("linker", one, {}, NAME)
+
+
+@pytest.mark.engines
 def test_two_clones_share_their_facts(
     tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -732,7 +732,7 @@ def _match(hit: Hit) -> str:
 def _details(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
     select = (
         "SELECT m.id, s.session_id, m.timestamp, m.role, s.project, m.uuid, s.title,"
-        " s.first_at, s.last_at, s.summary FROM messages m"
+        " s.first_at, s.last_at, s.summary, s.username, s.host FROM messages m"
         " JOIN sessions s ON s.id = m.session_pk WHERE m.id IN"
     )
     return {row[0]: tuple(row[1:]) for row in _by_id(conn, select, rowids)}
@@ -1029,6 +1029,9 @@ def search_messages(
             "message_id": rowid,
             "uuid": uuid,
             "project": project,
+            # Who archived its session (a team's server holds every member's).
+            "username": details[rowid][9],
+            "host": details[rowid][10],
             "tier": group.hit.tier,  # for subrosa.recall's merge; not shown
         }
         if len(group.copies) > 1:
@@ -1065,7 +1068,8 @@ def search_sessions(
         rowid = group.hit.rowid
         session_id, timestamp, role, project, uuid, title, first_at, last_at, summary = details[
             rowid
-        ]
+        ][:9]
+        username, host = details[rowid][9:]
         results.append(
             {
                 "kind": "session",
@@ -1083,9 +1087,26 @@ def search_sessions(
                 "role": role,
                 "message_id": rowid,
                 "uuid": uuid,
+                "username": username,
+                "host": host,
             }
         )
     return results
+
+
+def archived_by(result: dict[str, Any]) -> str:
+    """Who archived a message's or a session's result (user@host, as `transcript list`
+    shows it); "" for a fact, or a session archived before subrosa recorded it."""
+    user, host = result.get("username"), result.get("host")
+    if not user and not host:
+        return ""
+    return f"{user or '?'}@{host or '?'}"
+
+
+def several_people(results: list[dict[str, Any]]) -> bool:
+    """Whether the results were archived by more than one user or machine (a team's
+    server): only then do the texts for people say who, on each line."""
+    return len({archived_by(r) for r in results if r["kind"] != "fact"}) > 1
 
 
 def _by_session(conn: sqlite3.Connection, hits: list[Hit]) -> list[Group]:

@@ -130,8 +130,10 @@ SEARCH_OPTIONS = (
 # ---------------------------------------------------------------- output
 
 
-def _head(result: dict[str, Any]) -> str:
-    """A result's first line: what and where it is, its score, and how it matched."""
+def _head(result: dict[str, Any], who: bool = False) -> str:
+    """A result's first line: what and where it is, its score, and how it matched;
+    with `who`, who archived it."""
+    from subrosa.archive.search import archived_by
     from subrosa.query import one_line
 
     if result["kind"] == "fact":
@@ -148,6 +150,8 @@ def _head(result: dict[str, Any]) -> str:
             f"message {one_line(result['session_id'])} {result['timestamp'] or '-'} "
             f"{result['role']} #{result['message_id']}"
         )
+    if who and archived_by(result):
+        head += f" by {one_line(archived_by(result))}"
     head += f"  score {result['score']:.3g}"
     if result.get("match") == "some":
         head += "  (some words)"
@@ -161,11 +165,16 @@ def _head(result: dict[str, Any]) -> str:
 
 def render_text(results: list[dict[str, Any]]) -> str:
     """Results for people: one header line and one snippet line each."""
+    from subrosa.archive.search import several_people
+
     if not results:
         return "no results"
+    # Who said it, once the results come from more than one person or machine (a
+    # team's server); on one's own archive it would be the same on every line.
+    who = several_people(results)
     lines = []
     for result in results:
-        lines.append(_head(result))
+        lines.append(_head(result, who))
         lines.append(f"    {result['snippet']}")
     return "\n".join(lines)
 
