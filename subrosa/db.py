@@ -29,6 +29,7 @@ from subrosa.errors import (
     corruption,
     denied,
     hide_passwords,
+    one_line_reason,
 )
 from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
 from subrosa.fsutil import file_lock
@@ -168,15 +169,24 @@ def _missing_table(exc: DBAPIError) -> bool:
 
 
 def _reason(exc: DBAPIError) -> str:
-    """The driver's own first line, which names the cause (refused, auth, no such db)."""
-    lines = str(exc.orig).strip().splitlines()
-    return lines[0] if lines else type(exc.orig).__name__
+    """The driver's own message, which names the cause (refused, auth, no such db), and
+    libpq's hint after it, on one line."""
+    return one_line_reason(str(exc.orig)) or type(exc.orig).__name__
 
 
 def current_revision(engine: Engine) -> str | None:
     """The stored Alembic revision, or None for a blank database."""
     try:
-        with engine.connect() as conn:
+        conn = engine.connect()
+    except DBAPIError as exc:
+        # A server that cannot be reached: the wording of subrosa.pg.connect(), which
+        # search and ingest use.
+        said = (
+            "cannot connect" if engine.dialect.name == "postgresql" else "cannot read the database"
+        )
+        raise DatabaseError(f"{shown(engine.url)}: {said} ({_reason(exc)}).") from None
+    try:
+        with conn:
             row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
     except DBAPIError as exc:
         if _missing_table(exc):

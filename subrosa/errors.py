@@ -26,6 +26,18 @@ def hide_passwords(text: str) -> str:
     return _URL_PASSWORD.sub(r"\g<head>:***@", text)
 
 
+def one_line_reason(text: str) -> str:
+    """A driver's message as one line: libpq writes the failure, then a hint on a line
+    of its own ("Connection refused" / "Is the server running on that host…?"); the
+    lines are joined with a full stop where the first ends without one."""
+    out = ""
+    for line in text.strip().splitlines():
+        line = " ".join(line.split())
+        if line:
+            out += ("" if not out else " " if out[-1] in ".?!:;," else ". ") + line
+    return out
+
+
 class SubrosaError(Exception):
     """Base class: a message meant for the user, and the exit code it implies.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
-from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.errors import SubrosaError, hide_passwords, one_line_reason
 from subrosa.lazyre import compile_lazily
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
@@ -232,7 +232,7 @@ def connect(url: str) -> Connection:
         # ids, each row tested): Connection.execute() says which (_planned_once()).
         raw = psycopg.connect(conninfo(url), autocommit=True, prepare_threshold=NEVER)
     except psycopg.Error as exc:
-        reason = " ".join(str(exc).split())
+        reason = one_line_reason(str(exc))
         raise SubrosaError(f"{hide_passwords(url)}: cannot connect ({reason}).") from None
     raw.adapters.register_loader("timestamp", TimeText)
     # ISO whatever the server's default: times compare and print as SQLite's text. No

@@ -110,7 +110,8 @@ def test_the_password_is_never_printed(db: Db, run: RunCli, tmp_path: Path) -> N
     outputs.append(run(*on, "transcript", "list").output)
     missing = make_url(url).set(database="no_such_database").render_as_string(False)
     failed = run("--db", missing, "--memory-dir", str(memory), "db", "status", expect=1)
-    assert "cannot read the database" in failed.stderr and "no_such_database" in failed.stderr
+    # Refused at the connection, as search's and ingest's own connections say it.
+    assert "cannot connect" in failed.stderr and "no_such_database" in failed.stderr
     outputs.append(failed.output)
     for output in outputs:
         assert "hunter2" not in output and "s3cr" not in output, output
@@ -149,6 +150,25 @@ def test_a_server_subrosa_does_not_support_is_one_sentence(run: RunCli) -> None:
         said = run("--db", "mysql://alice:hunter22@db/z", *command, expect=2).stderr
         assert "an SQLite file or on a PostgreSQL server" in said, (command, said)
         assert "hunter22" not in said and "driver" not in said
+
+
+def test_a_server_out_of_reach_is_one_line_with_libpqs_hint(run: RunCli) -> None:
+    """libpq's message is the failure, then a hint on a line of its own: the error is
+    one line, the hint a sentence of its own after the failure, the password hidden."""
+    failed = run("--db", "postgresql+psycopg://bob:pw99@127.0.0.1:9/team", "fact", "list", expect=1)
+    [line] = failed.stderr.strip().splitlines()
+    assert "bob:***@127.0.0.1:9/team: cannot connect (" in line and "pw99" not in line
+    assert "Connection refused. Is the server running" in line
+
+
+def test_one_line_reason_joins_a_drivers_lines_as_sentences() -> None:
+    from subrosa.errors import one_line_reason
+
+    assert one_line_reason("failed: Connection refused\n\tIs it running?\n") == (
+        "failed: Connection refused. Is it running?"
+    )
+    assert one_line_reason("FATAL:\n  no   such role.\nHINT: x") == "FATAL: no such role. HINT: x"
+    assert one_line_reason("") == ""
 
 
 def test_a_missing_driver_is_one_sentence_alike_everywhere(tmp_path: Path) -> None:
