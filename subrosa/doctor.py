@@ -481,6 +481,15 @@ def check_backlog(subject: Subject) -> Check:
     from subrosa.archive.pending import list_pending
 
     pending = list_pending()
+    if pending and _may_only_read(subject):
+        # A reader's hooks queue its sessions like anyone's; archiving them needs a
+        # member's role (docs/team.md, "Security"): nothing to fix here.
+        return Check(
+            "transcript backlog",
+            True,
+            f"{len(pending)} ended session(s) queued on this machine, not archived: this "
+            "database role may only read (a member's role archives; docs/team.md)",
+        )
     if pending:
         return Check(
             "transcript backlog",
@@ -577,6 +586,23 @@ def _permission_fix(db: Path | None) -> str:
         else:
             fixes.append(f"chmod go-w {shlex.quote(str(db.parent))}")
     return "; ".join(fixes) or "chmod u+w on the index files"
+
+
+def _may_only_read(subject: Subject) -> bool:
+    """Whether the database is a server whose role may not archive (a reader's)."""
+    from subrosa.pg import connect, is_server, role_access
+
+    if not is_server(subject.db_url):
+        return False
+    try:
+        conn = connect(subject.db_url)
+        try:
+            _user, owns, writes = role_access(conn)
+        finally:
+            conn.close()
+    except Exception:  # noqa: BLE001 - the database check reports the cause
+        return False
+    return not (owns or writes)
 
 
 def _server_role(subject: Subject) -> str:

@@ -200,6 +200,10 @@ def test_a_reader_searches_lists_and_shows_but_writes_nothing(team: Team) -> Non
     assert entry.exists()
     doctor = team.run("rita", "doctor", password=True).stdout
     assert "may only read" in doctor
+    # Its queued session is no backlog to fix (`subrosa ingest` would be refused).
+    [backlog] = [line for line in doctor.splitlines() if "transcript backlog" in line]
+    assert backlog.startswith("ok ") and "1 ended session(s) queued" in backlog, backlog
+    assert "transcript backlog: 1 ended session(s) not archived" not in doctor
 
     refused = _one_error(team.run("rita", "ingest", password=True, expect=1))
     assert "rita may read the archive but not write it" in refused
