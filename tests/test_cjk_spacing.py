@@ -92,3 +92,19 @@ def test_the_migration_joins_the_runs_of_an_archive_from_before(
     assert _all_words(run, "웹훅 두번") == ["twice"]
     for text, stored in db.rows("SELECT text, terms FROM messages"):
         assert stored == index_terms(text)
+
+
+def test_single_characters_apart_by_punctuation_match_alike_on_both_engines(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """A run of one character is a word of its own in the text (unicode61; the words
+    column's text part on a server): both engines find such words next to each other,
+    whatever punctuation is between them, as a phrase of single characters."""
+    _transcript(
+        "s-2.jsonl",
+        _record("comma", "두, 번 확인했어요", session="s-comma"),
+        _record("long", "東京。大阪", session="s-long"),
+    )
+    _ingest(run)
+    assert _all_words(run, "두번") == ["comma"]
+    assert _all_words(run, "京大") == []  # runs longer than one character: no
