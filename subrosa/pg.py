@@ -144,6 +144,18 @@ class Manners:
         self.ranges: set[int] | None = None
         # The planner settings execute_without() turned off and left off.
         self._off: tuple[str, ...] = ()
+        # How to open another connection like this one to the same server (connect()
+        # sets it), and that connection's state: a search asks its units' probes on two
+        # connections at once (subrosa.archive.pgsearch.probes_at_once). None: never.
+        self.opener: Callable[[], Manners] | None = None
+        self.partner: Any = None
+
+    def close_partner(self) -> None:
+        """Close the second connection (see `opener`), when one was opened; one still
+        being opened closes itself once open."""
+        partner, self.partner, self.opener = self.partner, None, None
+        if partner is not None:
+            partner.close()
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """Run one statement; its rows, to fetch or iterate. A query whose best plan
@@ -210,6 +222,7 @@ class Connection(Manners):
         return cursor
 
     def close(self) -> None:
+        self.close_partner()
         self.raw.close()
 
 
@@ -238,7 +251,9 @@ def connect(url: str) -> Connection:
     # ISO whatever the server's default: times compare and print as SQLite's text. No
     # parallel workers: subrosa's statements take milliseconds, a worker's start as much.
     raw.execute("SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0")
-    return Connection(raw, psycopg.errors)
+    conn = Connection(raw, psycopg.errors)
+    conn.opener = lambda: connect(url)
+    return conn
 
 
 def schema_revision(conn: Connection) -> str | None:
