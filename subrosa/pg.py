@@ -310,9 +310,13 @@ def at_once(url: str, run: Callable[[Any], T]) -> T | None:
 
 
 def _current(conn: Any, run: Callable[[Any], T]) -> T | None:
-    """`run` on `conn` (closed after) when the schema is current, else None."""
+    """`run` on `conn` (closed after) when the schema is current, else None. One
+    connection: a one-shot process would open the second connection of a search's
+    probes (subrosa.archive.pgsearch.probes_at_once) for one search, and its start-up
+    costs about what asking the probes at once saves (docs/team.md, round nine)."""
     from subrosa.schema import SCHEMA_HEAD
 
+    conn.opener = None
     try:
         if schema_revision(conn) != SCHEMA_HEAD:
             return None

@@ -41,11 +41,6 @@ class Both:
         self.matches: dict[str, float] = {}
         self.answers: dict[Any, Any] = {}
         self.common: dict[str, float] | None = None
-        self.ranges: set[int] | None = None
-        # A search's probes on a second connection (subrosa.pg.Manners.opener): another
-        # pair, so what the second connection answers is compared too.
-        self.opener: Any = None
-        self.partner: Any = None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> libpq.Rows:
         if not _reads(sql):
@@ -69,16 +64,10 @@ class Both:
         return rows
 
     def close(self) -> None:
-        if self.partner is not None:
-            self.partner.close()
         self.fast.close()
         self.slow.close()
 
 
 def both(url: str, lib: Any) -> Both:
     """What subrosa.libpq.connect() is replaced with in the tests' searches."""
-    pair = Both(libpq_connect(url, lib), pg.connect(url))
-    for one in (pair.fast, pair.slow):
-        one.opener = None  # the pair's partner is a pair
-    pair.opener = lambda: both(url, lib)
-    return pair
+    return Both(libpq_connect(url, lib), pg.connect(url))

@@ -555,6 +555,17 @@ class _Partner:
             self.conn.close()
             self.conn = None
 
+    def open(self, opener: Any) -> Any:
+        """The second connection, opened by `opener` unless it is open (in the
+        partner's thread); None when the search's connection was closed meanwhile."""
+        if self.conn is None:
+            other = opener()
+            if self.closed:
+                other.close()
+                return None
+            self.conn = other
+        return self.conn
+
 
 def probes_at_once(conn: Any, asks: list[tuple[str, bool]]) -> None:
     """The probes of several units (each unit's query, and whether it sends its
@@ -579,7 +590,7 @@ def probes_at_once(conn: Any, asks: list[tuple[str, bool]]) -> None:
     partner = conn.partner
     if partner is None:
         partner = conn.partner = _Partner()
-    if partner.broken or not partner.idle.acquire(False):  # failed, or still opening
+    if partner.broken:
         return
     texts: dict[str, bool] = {}
     for query, wanted in asks:
@@ -590,14 +601,11 @@ def probes_at_once(conn: Any, asks: list[tuple[str, bool]]) -> None:
 
     def helper() -> None:
         query = None
+        partner.idle.acquire()  # after an earlier search's thread (still opening it)
         try:
-            if partner.conn is None:
-                other = opener()
-                if partner.closed:
-                    other.close()
-                    return
-                partner.conn = other
-            other = partner.conn
+            other = None if partner.broken else partner.open(opener)
+            if other is None:
+                return
             other.answers, other.matches = conn.answers, conn.matches
             other.common, other.ranges = conn.common, conn.ranges
             while True:
@@ -626,7 +634,6 @@ def probes_at_once(conn: Any, asks: list[tuple[str, bool]]) -> None:
         partner.start(helper, ())
     except RuntimeError:  # no thread to be had: one connection
         partner.broken = True
-        partner.idle.release()
         return
     try:
         while True:
