@@ -15,6 +15,10 @@ archive, one after the other on one connection and at once on two.
   older's, up to SELECTIVE; checked equal to the one statement's);
 - "connect": what a second connection costs to open (libpq's connect and settings).
 
+(Whole searches in one process with the probes shared out by subrosa itself were
+measured by this script's `--search` at c92eb32, with round nine's `probes_at_once()`,
+since reverted: docs/team.md says why.)
+
 Each case interleaved (one connection, two, in turn), best of `--runs`; the wall time,
 the client's CPU (the process's, both threads) and the server's (the two backends'
 CPU from /proc/PID/schedstat: the server on this machine).
@@ -247,45 +251,6 @@ def split_case(a: Any, b: Any, pids: list[int], query: str, runs: int) -> dict[s
     return {"seq": seq, "par": par, "same": same, "share": share, "newer": newer[0]}
 
 
-def searches(a: Any, url: str, driver: str, pids: list[int], runs: int) -> None:
-    """Each query of bench/transcripts.py searched in this process (as its in-process
-    column is) with its probes on one connection and on two (probes_at_once(), the
-    second connection opened before), in turn, best of `runs`; results compared."""
-    opener = lambda: connect(url, driver)  # noqa: E731
-    a.opener = opener
-    search(a, "warm the second connection up", Filters(), 10)
-    time.sleep(0.5)  # its opening, in the background
-    partner = a.partner
-    assert partner is not None and partner.conn is not None, "no second connection"
-    print("\n| class | one connection p50 (ms) | two | two ÷ one (p50; median of ratios) |")
-    print("| --- | --- | --- | --- |")
-    differ = 0
-    for cls, queries in CLASSES.items():
-        one, two, ratios = [], [], []
-        for query in queries:
-            t1, t2 = [], []
-            for _ in range(runs):
-                a.opener, a.partner = None, None
-                start = time.perf_counter()
-                r1 = search(a, query, Filters(), 10)
-                t1.append(time.perf_counter() - start)
-                a.opener, a.partner = opener, partner
-                start = time.perf_counter()
-                r2 = search(a, query, Filters(), 10)
-                t2.append(time.perf_counter() - start)
-                differ += r1 != r2
-            one.append(min(t1))
-            two.append(min(t2))
-            ratios.append(min(t2) / min(t1))
-        p1, p2 = statistics.median(one), statistics.median(two)
-        print(
-            f"| {cls} ({len(queries)}) | {p1 * 1e3:.1f} | {p2 * 1e3:.1f} | {p2 / p1:.2f}x;"
-            f" {statistics.median(ratios):.2f}x |",
-            flush=True,
-        )
-    print(f"results that differ: {differ}")
-
-
 def best(meters: list[Meter]) -> Meter:
     return min(meters, key=lambda m: m.wall)
 
@@ -300,9 +265,6 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--driver", choices=("libpq", "psycopg"), default="libpq")
     parser.add_argument("--skip-split", action="store_true")
-    parser.add_argument(
-        "--search", action="store_true", help="whole searches, one connection and two, in turn"
-    )
     args = parser.parse_args()
 
     # What a second connection costs to open.
@@ -318,7 +280,6 @@ def main() -> None:
     )
 
     a, b = connect(args.pg, args.driver), connect(args.pg, args.driver)
-    a.opener = b.opener = None  # the probes here are asked by hand
     pids = [backend_pid(a), backend_pid(b)]
     print(
         "\nquery | probes | one connection: wall / client CPU / server CPU ms |"
@@ -349,8 +310,6 @@ def main() -> None:
     for cls, r in ratios.items():
         print(f"{cls}: median wall ratio {statistics.median(r):.2f}x over {len(r)} queries")
 
-    if args.search:
-        searches(a, args.pg, args.driver, pids, args.runs)
     if not args.skip_split:
         print(
             "\nmedium word | share | one statement: wall / client / server ms |"

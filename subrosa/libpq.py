@@ -326,7 +326,6 @@ class Connection(Manners):
         return Rows(self._exec(_numbered(sql), params or ()))
 
     def close(self) -> None:
-        self.close_partner()
         if self.handle:
             self.lib.PQfinish(self.handle)
             self.handle = 0
@@ -429,5 +428,4 @@ def connect(url: str, lib: Any) -> Connection:
     except Error as exc:
         conn.close()
         raise SubrosaError(f"{hide_passwords(url)}: {exc}") from None
-    conn.opener = lambda: connect(url, lib)
     return conn

@@ -144,18 +144,6 @@ class Manners:
         self.ranges: set[int] | None = None
         # The planner settings execute_without() turned off and left off.
         self._off: tuple[str, ...] = ()
-        # How to open another connection like this one to the same server (connect()
-        # sets it), and that connection's state: a search asks its units' probes on two
-        # connections at once (subrosa.archive.pgsearch.probes_at_once). None: never.
-        self.opener: Callable[[], Manners] | None = None
-        self.partner: Any = None
-
-    def close_partner(self) -> None:
-        """Close the second connection (see `opener`), when one was opened; one still
-        being opened closes itself once open."""
-        partner, self.partner, self.opener = self.partner, None, None
-        if partner is not None:
-            partner.close()
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """Run one statement; its rows, to fetch or iterate. A query whose best plan
@@ -222,7 +210,6 @@ class Connection(Manners):
         return cursor
 
     def close(self) -> None:
-        self.close_partner()
         self.raw.close()
 
 
@@ -251,9 +238,7 @@ def connect(url: str) -> Connection:
     # ISO whatever the server's default: times compare and print as SQLite's text. No
     # parallel workers: subrosa's statements take milliseconds, a worker's start as much.
     raw.execute("SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0")
-    conn = Connection(raw, psycopg.errors)
-    conn.opener = lambda: connect(url)
-    return conn
+    return Connection(raw, psycopg.errors)
 
 
 def schema_revision(conn: Connection) -> str | None:
@@ -310,13 +295,9 @@ def at_once(url: str, run: Callable[[Any], T]) -> T | None:
 
 
 def _current(conn: Any, run: Callable[[Any], T]) -> T | None:
-    """`run` on `conn` (closed after) when the schema is current, else None. One
-    connection: a one-shot process would open the second connection of a search's
-    probes (subrosa.archive.pgsearch.probes_at_once) for one search, and its start-up
-    costs about what asking the probes at once saves (docs/team.md, round nine)."""
+    """`run` on `conn` (closed after) when the schema is current, else None."""
     from subrosa.schema import SCHEMA_HEAD
 
-    conn.opener = None
     try:
         if schema_revision(conn) != SCHEMA_HEAD:
             return None

@@ -45,7 +45,6 @@ from collections.abc import Iterator
 from itertools import islice
 
 from subrosa.archive.search import RERANK, SELECTIVE, SPAN_SHARE, inside_runs
-from subrosa.errors import SubrosaError
 from subrosa.lazyre import compile_lazily
 from subrosa.libpq import parse_array
 from subrosa.query import Alt, Filters, Unit
@@ -430,7 +429,7 @@ def _share(conn: Any, query: str) -> float | None:
     )
 
 
-def _probe_ahead(conn: Any, query: str, texts: bool | None = None) -> tuple[int, int | None]:
+def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     """How many messages match a unit's query, up to SELECTIVE, and the id of the last
     of them (its SELECTIVE-th newest match when it has that many), with what
     count_upto(), probe(), candidates() and rowids() ask next, in one round trip: the
@@ -447,13 +446,11 @@ def _probe_ahead(conn: Any, query: str, texts: bool | None = None) -> tuple[int,
     known: tuple[int, int | None] | None = conn.answers.get(("probe", query))
     if known is not None:
         return known
-    if texts is None:  # as texts_ahead() said
-        texts = bool(conn.answers.get("texts"))
     share = _share(conn, query)
     newest = int(conn.matches.get("") or newest_id(conn))
     if share and _by_range(conn, newest):
         floor = max(0, newest - math.ceil(SPAN * SELECTIVE / share))
-        return _probe_by_range(conn, query, newest, floor, texts)
+        return _probe_by_range(conn, query, newest, floor)
     walk = share is None or share >= WALK_SHARE
     floor = 0 if walk or not share else max(0, newest - math.ceil(SPAN * SELECTIVE / share))
     # The ids come along: all of them, or a common query's newest RERANK (what search
@@ -483,6 +480,7 @@ def _probe_ahead(conn: Any, query: str, texts: bool | None = None) -> tuple[int,
     # RERANK (the candidates). The rows are read by the ctid the statement found each
     # match at; the summary rides as one row more in their columns, its role NULL.
     sent = RERANK if walk else SELECTIVE
+    texts = bool(conn.answers.get("texts"))
     sql = (
         f"WITH {hits}, counted AS (SELECT count(*) AS n, min(id) AS kth FROM hits)"
         " SELECT c.n, (SELECT array_agg(id) FROM (SELECT id FROM hits ORDER BY id DESC"
@@ -509,14 +507,12 @@ def _probe_ahead(conn: Any, query: str, texts: bool | None = None) -> tuple[int,
     return count, kth
 
 
-def _probe_by_range(
-    conn: Any, query: str, newest: int, floor: int = 0, texts: bool = False
-) -> tuple[int, int | None]:
+def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple[int, int | None]:
     """_probe_ahead()'s answers for a query the column's statistics list, its newest
     matches found range by range (_newest_by_range()); their rows too when the search
-    asked for them ahead (`texts`: texts_ahead())."""
+    asked for them ahead (texts_ahead())."""
     # The ids search asks of a unit with more matches: its newest RERANK (rowids()).
-    rows: list[Any] | None = [] if texts else None
+    rows: list[Any] | None = [] if conn.answers.get("texts") else None
     ids, count, kth = _newest_by_range(conn, query, newest, floor, keep=RERANK, rows=rows)
     conn.answers[("probe", query)] = (count, kth)
     conn.answers[("ids", query)] = ids
@@ -533,122 +529,6 @@ def _probe_by_range(
         )
         conn.answers[("rows", query)] = [tuple(row) for row in rows]
     return count, kth
-
-
-class _Partner:
-    """A second connection to the server (the search's connection's `opener` opens it)
-    and the thread that asks probes on it (probes_at_once())."""
-
-    def __init__(self) -> None:
-        import _thread  # not threading: `subrosa search` does not load it
-
-        self.conn: Any = None  # once open
-        self.broken = False  # it could not be opened, or a statement on it failed
-        self.closed = False  # the search's connection was closed meanwhile
-        self.idle = _thread.allocate_lock()  # held while its thread works
-        self.start = _thread.start_new_thread
-        self.lock = _thread.allocate_lock
-
-    def close(self) -> None:
-        self.closed = True
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
-
-    def open(self, opener: Any) -> Any:
-        """The second connection, opened by `opener` unless it is open (in the
-        partner's thread); None when the search's connection was closed meanwhile."""
-        if self.conn is None:
-            other = opener()
-            if self.closed:
-                other.close()
-                return None
-            self.conn = other
-        return self.conn
-
-
-def probes_at_once(conn: Any, asks: list[tuple[str, bool]]) -> None:
-    """The probes of several units (each unit's query, and whether it sends its
-    candidates' rows: texts_ahead()) asked at once, on the search's connection and on
-    a second one to the same server, from a second thread: the server runs each
-    statement in a backend of its own, on another core, and the client waits for the
-    two (its drivers leave Python's lock while they wait). Each connection takes the
-    next probe not yet asked when it is free. The answers are those _probe_ahead()
-    gives one probe after the other (the same statements, into the same memory), so
-    the results are the same; only the time differs.
-
-    The second connection is opened the first time it is wanted, by the thread, while
-    this one asks the probes; until it is open, or when it cannot be opened or one of
-    its statements fails, this connection asks them all (a probe the other did not
-    finish is asked again here, as if never asked)."""
-    opener = getattr(conn, "opener", None)
-    if opener is None or not conn.matches.get(""):
-        return
-    todo = list(dict.fromkeys(q for q, _ in asks if ("probe", q) not in conn.answers))
-    if len(todo) < 2:
-        return
-    partner = conn.partner
-    if partner is None:
-        partner = conn.partner = _Partner()
-    if partner.broken:
-        return
-    texts: dict[str, bool] = {}
-    for query, wanted in asks:
-        texts.setdefault(query, wanted)
-    todo.reverse()
-    guard, busy = partner.lock(), partner.lock()
-    failed: list[BaseException] = []
-
-    def helper() -> None:
-        query = None
-        partner.idle.acquire()  # after an earlier search's thread (still opening it)
-        try:
-            other = None if partner.broken else partner.open(opener)
-            if other is None:
-                return
-            other.answers, other.matches = conn.answers, conn.matches
-            other.common, other.ranges = conn.common, conn.ranges
-            while True:
-                with guard:
-                    if not todo:
-                        return
-                    query = todo.pop()
-                    busy.acquire()
-                try:
-                    _probe_ahead(other, query, texts[query])
-                finally:
-                    busy.release()
-                query = None
-        except BaseException as exc:  # noqa: BLE001 (reported to the search's thread)
-            partner.broken = True
-            failed.append(exc)
-            for key in ("probe", "ids", "rows"):  # asked again, on the search's connection
-                conn.answers.pop((key, query), None)
-            if partner.conn is not None:
-                partner.conn.close()
-                partner.conn = None
-        finally:
-            partner.idle.release()
-
-    try:
-        partner.start(helper, ())
-    except RuntimeError:  # no thread to be had: one connection
-        partner.broken = True
-        return
-    try:
-        while True:
-            with guard:
-                if not todo:
-                    break
-                query = todo.pop()
-            _probe_ahead(conn, query, texts[query])
-    finally:
-        with guard:
-            todo.clear()
-        with busy:  # the probe the helper took, if it took one
-            pass
-    if failed and not isinstance(failed[0], conn.errors.Error | SubrosaError):
-        raise failed[0]  # not the server's refusal: a defect, not hidden
 
 
 def _remember(conn: Any, query: str, matches: float) -> None:

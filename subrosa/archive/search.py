@@ -369,11 +369,6 @@ def unit_stats(
             if not isinstance(conn, sqlite3.Connection):  # one round trip for all units
                 ahead = [u for u in units if u not in cache]
                 _pg().existing_ahead(conn, tuple(a for u in ahead for a in (*u.alts, *u.splits)))
-                # Their probes (each unit's first, below) at once, on two connections.
-                probes = [(u, _existing(conn, u.alts)) for u in ahead]
-                _pg().probes_at_once(
-                    conn, [(_expr(conn, u, alts), u == texts_of) for u, alts in probes if alts]
-                )
         if texts_of is not None:
             _pg().texts_ahead(conn, unit == texts_of)
         alts = _existing(conn, unit.alts)
