@@ -33,7 +33,7 @@ from subrosa.query import (
     snippet_pattern,
     text_snippet,
 )
-from subrosa.terms import EMOJI, SYMBOL
+from subrosa.terms import EMOJI, SYMBOL, TYPO_MIN, is_stopword, one_typo_away
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -114,6 +114,9 @@ _PLACES = 100  # the places of one unit looked at in a text
 # for the conversation (what was explained, decided, reported); tool output is most of
 # an archive, long and repetitive, and still found, only after the words around it.
 TOOL_IO = 0.5
+# A word the archive holds in no form is read as at most READ_AS of the archive's words
+# one typo away, those in the most messages first (read_misspelt()).
+READ_AS = 3
 _TOOL_CALL = compile_lazily(r"\[(?!image\])[A-Za-z][\w.:-]*\] ")
 _TOOL_OUTPUT = ("[tool result]", "[tool error]")
 
@@ -390,6 +393,68 @@ def unit_stats(
     if texts_of is not None and total >= 0:
         _pg().texts_ahead(conn, False)
     return out
+
+
+def _misspellable(unit: Unit) -> bool:
+    """Whether a unit is a plain word a typo may be in: typed bare (no quote, prefix,
+    CJK run, symbol word or stopword), one word of TYPO_MIN ASCII letters or more."""
+    label = unit.label
+    return (
+        not (unit.as_typed or unit.cjk or unit.stop or unit.bare)
+        and len(label) >= TYPO_MIN
+        and label.isascii()
+        and label.isalpha()
+    )
+
+
+def read_misspelt(
+    conn: sqlite3.Connection, units: list[Unit], cache: Cache | None = None
+) -> tuple[list[Unit], list[tuple[str, tuple[str, ...]]]]:
+    """The query's units with each plain word the archive holds in no form (nor cut
+    in two) read as the archive's words one typo away (subrosa.terms.one_typo_away),
+    READ_AS at most, those in the most messages first: they become other forms of its
+    unit (not the form typed, so they rank as another form does, below it); and which
+    word was read as which, for the person. A word the archive holds is never read as
+    another. Costs nothing more for a query whose words are all there: what it asks
+    is what the search asks anyway (kept in `cache` for it; on a server, whether the
+    index holds each word, in the one round trip unit_stats() would make, kept by
+    the connection: the units' probes are left to the search, which may send rows
+    along)."""
+    typed = [unit for unit in units if _misspellable(unit)]
+    if not typed:
+        return units, []
+    if isinstance(conn, sqlite3.Connection):
+        absent = {s.unit for s in unit_stats(conn, typed, cache) if not s.expr}
+    else:
+        _pg().existing_ahead(conn, tuple(a for u in units for a in (*u.alts, *u.splits)))
+        there = set(_existing(conn, tuple(a for u in typed for a in u.alts)))
+        absent = {
+            u for u in typed if not there.intersection(u.alts) and not _existing(conn, u.splits)
+        }
+    out: list[Unit] = []
+    read: list[tuple[str, tuple[str, ...]]] = []
+    for unit in units:
+        if unit in absent:
+            near = _nearest(conn, unit.label)
+            if near:
+                unit = unit._replace(alts=(*unit.alts, *(Alt((word,), False) for word in near)))
+                read.append((unit.label, near))
+        out.append(unit)
+    return out, read
+
+
+def _nearest(conn: sqlite3.Connection, word: str) -> tuple[str, ...]:
+    """The archive's words one typo away from `word` (no stopword), READ_AS at most,
+    those in the most messages first (the estimate unit_stats() makes; ties: in
+    alphabetical order). Each is looked up in the index as any word of a query is,
+    a hundred a statement: ~50 per letter of the word."""
+    near = tuple(Alt((w,), True) for w in one_typo_away(word) if not is_stopword(w))
+    found = _existing(conn, near)
+    if not found:
+        return ()
+    stats = unit_stats(conn, [Unit(alt.tokens[0], (alt,)) for alt in found])
+    best = sorted((s for s in stats if s.df), key=lambda s: (-s.df, s.unit.label))
+    return tuple(s.unit.label for s in best[:READ_AS])
 
 
 def _texts_of(
