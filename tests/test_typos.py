@@ -32,6 +32,8 @@ def archive(memory_dir: Path, run: RunCli) -> RunCli:
         _record("phrase", "a phrase about the dependency graph", session="s-6"),
         _record("deploys", "Two deploys today, both green.", session="s-7"),
         _record("grant", "The reviewer role lacks a grant.", session="s-8"),
+        _record("staging1", "The staging box was rebooted.", session="s-9"),
+        _record("staging2", "The staging disk is nearly full.", session="s-10"),
     )
     _ingest(run)
     return run
@@ -90,6 +92,13 @@ def test_a_corrected_word_ranks_below_the_word_as_typed(archive: RunCli) -> None
     found = _search(archive, "deployment", "grnat")
     assert _uuids(found)[0] == "deploy"
     assert "grant" in _uuids(found)
+
+
+def test_a_reading_never_outranks_a_word_typed_right(archive: RunCli) -> None:
+    # `grant` (read from `grnat`) is in one message, `staging` in three: by its idf
+    # alone the reading would lead; it counts no more than the word typed right.
+    found = _uuids(_search(archive, "staging", "grnat"))
+    assert found.index("grant") > max(found.index(u) for u in ("staging1", "staging2", "deploy"))
 
 
 def test_a_misspelt_word_finds_a_fact(memory_dir: Path, run: RunCli) -> None:

@@ -437,7 +437,8 @@ def read_misspelt(
         if unit in absent:
             near = _nearest(conn, unit.label)
             if near:
-                unit = unit._replace(alts=(*unit.alts, *(Alt((word,), False) for word in near)))
+                alts = (*unit.alts, *(Alt((word,), False) for word in near))
+                unit = unit._replace(alts=alts, read=True)
                 read.append((unit.label, near))
         out.append(unit)
     return out, read
@@ -886,7 +887,7 @@ def _ranked(
     """The first tier, then (unless `enough` of it) the second, best first in each
     (`limit` results wanted: it widens their windows past it)."""
     cache = {} if cache is None else cache
-    stats = unit_stats(conn, units, cache, _texts_of(conn, units, filters, limit))
+    stats = _as_typed_first(unit_stats(conn, units, cache, _texts_of(conn, units, filters, limit)))
     hits, texts = _first_tier(conn, stats, filters, limit)
     hits, apart = _words_apart(stats, hits, texts)
     shown = [s for s in stats if s.expr]
@@ -898,6 +899,17 @@ def _ranked(
         apart = sorted(more + apart, key=lambda hit: (-hit.score, -hit.rowid))
         shown += [s for s in used if s not in shown]
     return hits + apart, texts, shown
+
+
+def _as_typed_first(stats: list[Stats]) -> list[Stats]:
+    """The stats with a misspelt word's (Unit.read) idf no higher than that of any
+    word of the query the archive holds as typed: a text holding the reading of a
+    misspelt word never gains more from it than one holding a word typed right."""
+    typed = [s.idf for s in stats if s.expr and not s.unit.read and not s.unit.stop]
+    if not typed or not any(s.unit.read for s in stats):
+        return stats
+    least = min(typed)
+    return [s._replace(idf=min(s.idf, least)) if s.unit.read else s for s in stats]
 
 
 def _places(stats: Stats, lowered: str, text: str) -> list[int]:
