@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from subrosa.terms import one_typo_away
-from tests.conftest import RunCli, write_leaf
+from tests.conftest import Db, RunCli, write_leaf
 from tests.test_archive import _ingest, _record, _search, _transcript
 
 pytestmark = pytest.mark.engines
@@ -108,3 +108,41 @@ def test_a_misspelt_word_finds_a_fact(memory_dir: Path, run: RunCli) -> None:
     run("generate")
     found = _search(run, "vacum")
     assert "nightly-vacuum" in [r.get("slug") for r in found]
+
+
+def _lexicon(db: Db) -> set[str]:
+    return {str(term) for (term,) in db.rows("SELECT term FROM lexicon")}
+
+
+@pytest.mark.engines("postgresql")
+def test_the_servers_lexicon_is_kept_by_every_write(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path
+) -> None:
+    """PostgreSQL asks a misspelling's candidates of table lexicon (migration 0016):
+    ingest, an update of a text (as a migration makes) and import keep it whole, and
+    the migration fills it for an archive from before."""
+    _transcript("s-1.jsonl", _record("a", "Run VACUUM on postgres nightly.", session="s-1"))
+    _ingest(run)
+    assert {"run", "vacuum", "on", "postgres", "nightly"} <= _lexicon(db)
+    _transcript(
+        "s-1.jsonl",
+        _record("a", "Run VACUUM on postgres nightly.", session="s-1"),
+        _record("b", "Then reindex the tables.", session="s-1"),
+    )
+    _ingest(run)
+    assert {"reindex", "tables"} <= _lexicon(db)
+    db.rows("UPDATE messages SET text = text || ' zymurgy' WHERE uuid = 'a'")
+    assert "zymurgy" in _lexicon(db)
+    assert "read" in run("search", "--all-projects", "zymrugy").stderr
+    held = _lexicon(db)
+    # An archive from before 0016: the migration makes the table from its messages.
+    db.migrate("0015", down=True)
+    assert db.rows("SELECT to_regclass('lexicon')::text") == [(None,)]
+    run("db", "upgrade")
+    assert _lexicon(db) == held
+    # Import into an empty archive: its words are there.
+    run("export", str(tmp_path / "me.jsonl"))
+    db.reset()
+    run("import", str(tmp_path / "me.jsonl"))
+    assert _lexicon(db) == held
+    assert '(read "vacum" as "vacuum")' in run("search", "--all-projects", "vacum").stderr

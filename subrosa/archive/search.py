@@ -448,9 +448,14 @@ def _nearest(conn: sqlite3.Connection, word: str) -> tuple[str, ...]:
     """The archive's words one typo away from `word` (no stopword), READ_AS at most,
     those in the most messages first (the estimate unit_stats() makes; ties: in
     alphabetical order). Each is looked up in the index as any word of a query is,
-    a hundred a statement: ~50 per letter of the word."""
+    a hundred a statement: ~50 per letter of the word; a server asks its table of the
+    archive's words instead, all in one statement (pgsearch.in_lexicon)."""
     near = tuple(Alt((w,), True) for w in one_typo_away(word) if not is_stopword(w))
-    found = _existing(conn, near)
+    if isinstance(conn, sqlite3.Connection):
+        found = _existing(conn, near)
+    else:
+        held = set(_pg().in_lexicon(conn, [alt.tokens[0] for alt in near]))
+        found = tuple(alt for alt in near if alt.tokens[0] in held)
     if not found:
         return ()
     stats = unit_stats(conn, [Unit(alt.tokens[0], (alt,)) for alt in found])
