@@ -107,7 +107,8 @@ def search(
     if not units:
         return []
     cache: Cache = {}  # what the archive said about each unit, asked once
-    units, read = read_misspelt(conn, units, cache)
+    messages_next = sessions or not facts_only
+    units, read = read_misspelt(conn, units, cache, filters if messages_next else None, limit)
     READ_AS.extend(read)
     if sessions:
         return search_sessions(conn, units, filters, limit, cache)

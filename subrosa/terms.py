@@ -412,6 +412,9 @@ def is_stopword(token: str) -> bool:
 # typo away (docs/search.md, "Misspelt words"), when it has this many letters: below,
 # too many real words are one typo from each other (`form`: from, fork, foam).
 TYPO_MIN = 5
+# ... and at most this many: a longer word is pasted, not typed (and its ~50
+# candidates per letter would cost more than the query).
+TYPO_MAX = 32
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 

@@ -19,7 +19,8 @@ column follows them, and so does the table). A word no message holds any more (a
 deleted) stays: search counts each candidate's messages before it reads a word as it,
 and drops those in none. The trigger's function runs as its owner (SECURITY DEFINER,
 with the search path it was made with), so a member's ingest needs no grant on the
-table. This revision fills it from the messages stored. Nothing on SQLite.
+table. This revision fills it from the messages stored (and makes what it makes anew
+when it is there already: a database stamped at an older revision). Nothing on SQLite.
 
 Revision ID: 0016
 Revises: 0015
@@ -35,17 +36,24 @@ down_revision = "0015"
 branch_labels = None
 depends_on = None
 
+# The words not there yet, looked up first: ON CONFLICT alone costs a speculative
+# insertion per word, and most words of a batch are there (the same statement on the
+# bench's 1,000 first messages, all their words held: 87 ms against 156 ms).
 ADD_WORDS = (
-    "INSERT INTO lexicon (term) SELECT DISTINCT w.lexeme FROM {rows}, unnest({words}) w"
+    "INSERT INTO lexicon (term) SELECT d.term FROM (SELECT DISTINCT w.lexeme AS term"
+    " FROM {rows}, unnest({words}) w) d"
+    " WHERE NOT EXISTS (SELECT 1 FROM lexicon l WHERE l.term = d.term)"
     " ORDER BY 1 ON CONFLICT DO NOTHING"
 )
 
 UPGRADE = [
-    "CREATE TABLE lexicon (term text PRIMARY KEY)",
-    "CREATE FUNCTION subrosa_lexicon_add() RETURNS trigger LANGUAGE plpgsql"
+    "CREATE TABLE IF NOT EXISTS lexicon (term text PRIMARY KEY)",
+    "CREATE OR REPLACE FUNCTION subrosa_lexicon_add() RETURNS trigger LANGUAGE plpgsql"
     " SECURITY DEFINER SET search_path FROM CURRENT AS $$ BEGIN "
     + ADD_WORDS.format(rows="added a", words="a.words")
     + "; RETURN NULL; END $$",
+    "DROP TRIGGER IF EXISTS messages_lexicon_insert ON messages",
+    "DROP TRIGGER IF EXISTS messages_lexicon_update ON messages",
     "CREATE TRIGGER messages_lexicon_insert AFTER INSERT ON messages"
     " REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION subrosa_lexicon_add()",
     "CREATE TRIGGER messages_lexicon_update AFTER UPDATE ON messages"

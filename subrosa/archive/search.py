@@ -33,7 +33,7 @@ from subrosa.query import (
     snippet_pattern,
     text_snippet,
 )
-from subrosa.terms import EMOJI, SYMBOL, TYPO_MIN, is_stopword, one_typo_away
+from subrosa.terms import EMOJI, SYMBOL, TYPO_MAX, TYPO_MIN, is_stopword, one_typo_away
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -117,6 +117,9 @@ TOOL_IO = 0.5
 # A word the archive holds in no form is read as at most READ_AS of the archive's words
 # one typo away, those in the most messages first (read_misspelt()).
 READ_AS = 3
+# The first MISSPELT such words of a query are read so (a person misspells a word or
+# two; a pasted page of unknown words would cost ~50 lookups a letter each).
+MISSPELT = 4
 _TOOL_CALL = compile_lazily(r"\[(?!image\])[A-Za-z][\w.:-]*\] ")
 _TOOL_OUTPUT = ("[tool result]", "[tool error]")
 
@@ -397,40 +400,38 @@ def unit_stats(
 
 def _misspellable(unit: Unit) -> bool:
     """Whether a unit is a plain word a typo may be in: typed bare (no quote, prefix,
-    CJK run, symbol word or stopword), one word of TYPO_MIN ASCII letters or more."""
+    CJK run, symbol word or stopword), one word of TYPO_MIN to TYPO_MAX ASCII letters."""
     label = unit.label
     return (
         not (unit.as_typed or unit.cjk or unit.stop or unit.bare)
-        and len(label) >= TYPO_MIN
+        and TYPO_MIN <= len(label) <= TYPO_MAX
         and label.isascii()
         and label.isalpha()
     )
 
 
 def read_misspelt(
-    conn: sqlite3.Connection, units: list[Unit], cache: Cache | None = None
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    cache: Cache | None = None,
+    filters: Filters | None = None,
+    limit: int = 10,
 ) -> tuple[list[Unit], list[tuple[str, tuple[str, ...]]]]:
     """The query's units with each plain word the archive holds in no form (nor cut
     in two) read as the archive's words one typo away (subrosa.terms.one_typo_away),
     READ_AS at most, those in the most messages first: they become other forms of its
     unit (not the form typed, so they rank as another form does, below it); and which
     word was read as which, for the person. A word the archive holds is never read as
-    another. Costs nothing more for a query whose words are all there: what it asks
-    is what the search asks anyway (kept in `cache` for it; on a server, whether the
-    index holds each word, in the one round trip unit_stats() would make, kept by
-    the connection: the units' probes are left to the search, which may send rows
-    along)."""
+    another. Costs nothing more for a query whose words are all there: the units'
+    stats are what the search asks first anyway, kept in `cache` for it (with the
+    `filters` and `limit` of the messages' search, when one follows: on a server, the
+    probe that sends its candidates' rows along is the same)."""
     typed = [unit for unit in units if _misspellable(unit)]
     if not typed:
         return units, []
-    if isinstance(conn, sqlite3.Connection):
-        absent = {s.unit for s in unit_stats(conn, typed, cache) if not s.expr}
-    else:
-        _pg().existing_ahead(conn, tuple(a for u in units for a in (*u.alts, *u.splits)))
-        there = set(_existing(conn, tuple(a for u in typed for a in u.alts)))
-        absent = {
-            u for u in typed if not there.intersection(u.alts) and not _existing(conn, u.splits)
-        }
+    texts_of = None if filters is None else _texts_of(conn, units, filters, limit)
+    stats = unit_stats(conn, units, cache, texts_of)
+    absent = [s.unit for s in stats if not s.expr and s.unit in typed][:MISSPELT]
     out: list[Unit] = []
     read: list[tuple[str, tuple[str, ...]]] = []
     for unit in units:
