@@ -4,6 +4,7 @@
     python bench/recall.py --questions bench/recall/heldout2.jsonl   # one set only
     python bench/recall.py --kinds cjk,error    # some kinds only
     python bench/recall.py --json               # one JSON document instead of tables
+    python bench/recall.py --typos              # each question also with one word misspelt
 
 Builds a throwaway archive (a temporary HOME and database) with the command-line interface
 only, so that it keeps measuring while the internals move: `subrosa ingest --all-projects`
@@ -22,7 +23,9 @@ lowercase word tokenizer with every CJK character a word of its own, any query w
 
 Reported per question set and kind: Recall@1, Recall@5, MRR over the top 10, and how many
 queries came back empty. Issue 12's targets: held-out Recall@5 >= 0.90 and never below BM25;
-no empty result while any query word is in the archive. Since round 7 the tuner reads all
+no empty result while any query word is in the archive. `--typos` (below, make_typo) asks
+each question also with its longest plain word misspelt, as a person types fast, and
+reports both sets side by side on the same questions. Since round 7 the tuner reads all
 five sets one by one (`--misses`, `--json`); a later fresh set's questions are never printed
 one by one.
 """
@@ -125,6 +128,95 @@ def describe(location: dict[str, str]) -> str:
     if location.get("slug"):
         return f"fact {location.get('memory_dir')}/{location['slug']}"
     return f"message {location.get('uuid', '?')[:8]} in {location.get('session_id', '?')[:8]}"
+
+
+# ---------------------------------------------------------------- typos
+
+# Keys beside each other on a QWERTY keyboard (same row, and the rows above and below).
+_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+def _neighbours(row: int, col: int) -> str:
+    near = [_ROWS[row][i] for i in (col - 1, col + 1) if 0 <= i < len(_ROWS[row])]
+    for other in (row - 1, row + 1):
+        if 0 <= other < len(_ROWS):
+            near += [_ROWS[other][i] for i in (col - 1, col, col + 1) if 0 <= i < len(_ROWS[other])]
+    return "".join(dict.fromkeys(near))
+
+
+NEIGHBOURS = {key: _neighbours(r, c) for r, row in enumerate(_ROWS) for c, key in enumerate(row)}
+TYPO_KINDS = ("swap", "drop", "double", "neighbour")
+TYPO_MIN = 5  # letters a word needs to be misspelt
+_EDGE = ",;:?!()[]{}'"
+
+
+def typo_word(query: str) -> tuple[int, int, str] | None:
+    """Where the word a typo goes into is in `query` (start, end) and the word: the
+    longest of TYPO_MIN letters or more (the first of equals) that is no stopword,
+    identifier with `_`, `.` or `/`, path, CJK or part of a quoted phrase."""
+    from subrosa.cjk import has_cjk
+    from subrosa.terms import is_stopword
+
+    best: tuple[int, int, str] | None = None
+    quoted = [(m.start(), m.end()) for m in re.finditer(r'"[^"]*"', query)]
+    for match in re.finditer(r"\S+", query):
+        if any(lo <= match.start() < hi for lo, hi in quoted):
+            continue
+        token = match.group(0)
+        word = token.strip(_EDGE)
+        start = match.start() + token.index(word) if word else match.start()
+        if len(word) < TYPO_MIN or not word.isalpha() or has_cjk(word):
+            continue
+        if is_stopword(word.lower()):
+            continue
+        if best is None or len(word) > len(best[2]):
+            best = (start, start + len(word), word)
+    return best
+
+
+def misspell(word: str, seed: str) -> str:
+    """One realistic typo in `word`, chosen by `seed` (the question's id: the same on
+    every run): two neighbouring letters swapped, a letter dropped or doubled, or a
+    letter replaced by a key beside it on a QWERTY keyboard. Never the word itself."""
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(100):
+        kind = rng.choice(TYPO_KINDS)
+        if kind == "swap":
+            at = rng.randrange(len(word) - 1)
+            typo = word[:at] + word[at + 1] + word[at] + word[at + 2 :]
+        elif kind == "drop":
+            at = rng.randrange(len(word))
+            typo = word[:at] + word[at + 1 :]
+        elif kind == "double":
+            at = rng.randrange(len(word))
+            typo = word[:at] + word[at] + word[at:]
+        else:
+            at = rng.randrange(len(word))
+            near = NEIGHBOURS.get(word[at].lower())
+            if not near:
+                continue
+            key = rng.choice(near)
+            typo = word[:at] + (key.upper() if word[at].isupper() else key) + word[at + 1 :]
+        if typo.lower() != word.lower():
+            return typo
+    raise ValueError(f"no typo found for {word!r}")
+
+
+def with_typos(questions: list[Question]) -> list[Question]:
+    """The questions holding a word to misspell, each as asked and misspelt (split
+    `<set>+typo`), the originals first."""
+    kept, typoed = [], []
+    for q in questions:
+        found = typo_word(q.query)
+        if found is None:
+            continue
+        start, end, word = found
+        query = q.query[:start] + misspell(word, q.id) + q.query[end:]
+        kept.append(q)
+        typoed.append(Question(q.id, f"{q.split}+typo", q.kind, query, q.answers))
+    return kept + typoed
 
 
 # ---------------------------------------------------------------- the archive
@@ -438,7 +530,7 @@ def as_json(questions: list[Question]) -> dict[str, Any]:
             "top": q.top,
         }
         for q in questions
-        if q.split in TUNED
+        if q.split.removesuffix("+typo") in TUNED
     ]
     return {"aggregates": aggregates, "questions": detail}
 
@@ -496,6 +588,11 @@ def main() -> None:
     parser.add_argument("--kinds", help=f"comma-separated, of: {','.join(KINDS)}")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--misses", action="store_true", help="list the tuned sets' misses")
+    parser.add_argument(
+        "--typos",
+        action="store_true",
+        help="only the questions with a word to misspell, each also asked misspelt",
+    )
     parser.add_argument("--keep", type=Path, help="build the archive here and keep it")
     parser.add_argument(
         "--db", help="an empty PostgreSQL database's URL to build the archive in (default: SQLite)"
@@ -506,6 +603,8 @@ def main() -> None:
         return
     kinds = set(args.kinds.split(",")) if args.kinds else set(KINDS)
     questions = load_questions(args.questions or QUESTION_FILES, kinds)
+    if args.typos:
+        questions = with_typos(questions)
     if not questions:
         raise SystemExit("no questions of those kinds")
     with tempfile.TemporaryDirectory(prefix="subrosa-recall-") as temp:

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
-from subrosa.errors import SubrosaError, hide_passwords
+from subrosa.errors import SubrosaError, hide_passwords, one_line_reason
 from subrosa.pg import Manners, _planned_once, conninfo
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
@@ -375,7 +375,7 @@ def _sqlstate(lib: Any, result: int) -> str | None:
 
 
 def _message(raw: bytes | None) -> str:
-    return " ".join((raw or b"").decode(errors="replace").split()) or "the connection was lost"
+    return one_line_reason((raw or b"").decode(errors="replace")) or "the connection was lost"
 
 
 def _read(lib: Any, result: int) -> list[tuple[Any, ...]]:

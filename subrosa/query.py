@@ -150,6 +150,10 @@ class Unit(NamedTuple):
     as_typed: bool = False
     # A symbol word's bare word (`c` of C++): a piece of the second tier (pieces()).
     bare: str = ""
+    # A misspelt word read as the archive's words one typo away (its alternatives past
+    # the form typed; subrosa.archive.search.read_misspelt): never outranks a word the
+    # archive holds as typed.
+    read: bool = False
 
     def expr(self, cjk_column: str | None, alts: tuple[Alt, ...] | None = None) -> str:
         """The FTS5 expression matching any of `alts` (default: this unit's own);

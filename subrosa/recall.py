@@ -19,7 +19,13 @@ import os
 import sqlite3
 from collections.abc import Callable
 
-from subrosa.archive.search import Cache, search_messages, search_sessions, unit_stats
+from subrosa.archive.search import (
+    Cache,
+    read_misspelt,
+    search_messages,
+    search_sessions,
+    unit_stats,
+)
 from subrosa.memory.recall import record_hits, search_facts
 from subrosa.query import Filters, Unit, parse_query, parse_since, query_units
 
@@ -27,6 +33,12 @@ from subrosa.query import Filters, Unit, parse_query, parse_since, query_units
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+
+# Which misspelt word the last search() read as which of the archive's words (a word
+# the archive holds in no form, read as those one typo away: docs/search.md,
+# "Misspelt words"), for the text output's line on stderr (`--json` keeps its shape).
+READ_AS: list[tuple[str, tuple[str, ...]]] = []
 
 
 def filters_for(
@@ -91,9 +103,13 @@ def search(
     Every fact returned in the first tier counts a hit. Facts lead the first tier:
     they are the distilled memory."""
     units = query_units(parse_query(query))
+    READ_AS.clear()
     if not units:
         return []
     cache: Cache = {}  # what the archive said about each unit, asked once
+    messages_next = sessions or not facts_only
+    units, read = read_misspelt(conn, units, cache, filters if messages_next else None, limit)
+    READ_AS.extend(read)
     if sessions:
         return search_sessions(conn, units, filters, limit, cache)
     facts: list[dict[str, Any]] = []

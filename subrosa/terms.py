@@ -408,6 +408,35 @@ def is_stopword(token: str) -> bool:
     return token in STOPWORDS
 
 
+# A word typed that the archive holds in no form is read as the archive's words one
+# typo away (docs/search.md, "Misspelt words"), when it has this many letters: below,
+# too many real words are one typo from each other (`form`: from, fork, foam).
+TYPO_MIN = 5
+# ... and at most this many: a longer word is pasted, not typed (and its ~50
+# candidates per letter would cost more than the query).
+TYPO_MAX = 32
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def one_typo_away(word: str) -> list[str]:
+    """The words one edit from `word` (lowercase ASCII letters), in Damerau-Levenshtein
+    distance: a letter dropped, added, replaced, or two neighbours swapped. Sorted,
+    without `word`; ~50 per letter of the word."""
+    out: set[str] = set()
+    for at in range(len(word) + 1):
+        head, tail = word[:at], word[at:]
+        if tail:
+            out.add(head + tail[1:])
+            if len(tail) > 1:
+                out.add(head + tail[1] + tail[0] + tail[2:])
+        for letter in _LETTERS:
+            out.add(head + letter + tail)
+            if tail:
+                out.add(head + letter + tail[1:])
+    out.discard(word)
+    return sorted(out)
+
+
 def _bases(word: str) -> set[str]:
     bases = {word}
     for suffix, replacement in _STRIP:

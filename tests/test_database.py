@@ -159,6 +159,11 @@ def test_a_server_out_of_reach_is_one_line_with_libpqs_hint(run: RunCli) -> None
     [line] = failed.stderr.strip().splitlines()
     assert "bob:***@127.0.0.1:9/team: cannot connect (" in line and "pw99" not in line
     assert "Connection refused. Is the server running" in line
+    # `subrosa search` reaches the server through libpq itself (subrosa.libpq): alike.
+    searched = subrosa_process("--db", "postgresql://bob:pw99@127.0.0.1:9/team", "search", "x")
+    [line] = searched.stderr.decode().strip().splitlines()
+    assert searched.returncode == 1 and "bob:***@127.0.0.1:9/team: cannot connect (" in line
+    assert "Connection refused. Is the server running" in line and "pw99" not in line
 
 
 def test_one_line_reason_joins_a_drivers_lines_as_sentences() -> None:

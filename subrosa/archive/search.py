@@ -33,7 +33,7 @@ from subrosa.query import (
     snippet_pattern,
     text_snippet,
 )
-from subrosa.terms import EMOJI, SYMBOL
+from subrosa.terms import EMOJI, SYMBOL, TYPO_MAX, TYPO_MIN, is_stopword, one_typo_away
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -114,6 +114,12 @@ _PLACES = 100  # the places of one unit looked at in a text
 # for the conversation (what was explained, decided, reported); tool output is most of
 # an archive, long and repetitive, and still found, only after the words around it.
 TOOL_IO = 0.5
+# A word the archive holds in no form is read as at most READ_AS of the archive's words
+# one typo away, those in the most messages first (read_misspelt()).
+READ_AS = 3
+# The first MISSPELT such words of a query are read so (a person misspells a word or
+# two; a pasted page of unknown words would cost ~50 lookups a letter each).
+MISSPELT = 4
 _TOOL_CALL = compile_lazily(r"\[(?!image\])[A-Za-z][\w.:-]*\] ")
 _TOOL_OUTPUT = ("[tool result]", "[tool error]")
 
@@ -397,6 +403,72 @@ def unit_stats(
     if texts_of is not None and total >= 0:
         _pg().texts_ahead(conn, False)
     return out
+
+
+def _misspellable(unit: Unit) -> bool:
+    """Whether a unit is a plain word a typo may be in: typed bare (no quote, prefix,
+    CJK run, symbol word or stopword), one word of TYPO_MIN to TYPO_MAX ASCII letters."""
+    label = unit.label
+    return (
+        not (unit.as_typed or unit.cjk or unit.stop or unit.bare)
+        and TYPO_MIN <= len(label) <= TYPO_MAX
+        and label.isascii()
+        and label.isalpha()
+    )
+
+
+def read_misspelt(
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    cache: Cache | None = None,
+    filters: Filters | None = None,
+    limit: int = 10,
+) -> tuple[list[Unit], list[tuple[str, tuple[str, ...]]]]:
+    """The query's units with each plain word the archive holds in no form (nor cut
+    in two) read as the archive's words one typo away (subrosa.terms.one_typo_away),
+    READ_AS at most, those in the most messages first: they become other forms of its
+    unit (not the form typed, so they rank as another form does, below it); and which
+    word was read as which, for the person. A word the archive holds is never read as
+    another. Costs nothing more for a query whose words are all there: the units'
+    stats are what the search asks first anyway, kept in `cache` for it (with the
+    `filters` and `limit` of the messages' search, when one follows: on a server, the
+    probe that sends its candidates' rows along is the same)."""
+    typed = [unit for unit in units if _misspellable(unit)]
+    if not typed:
+        return units, []
+    texts_of = None if filters is None else _texts_of(conn, units, filters, limit)
+    stats = unit_stats(conn, units, cache, texts_of)
+    absent = [s.unit for s in stats if not s.expr and s.unit in typed][:MISSPELT]
+    out: list[Unit] = []
+    read: list[tuple[str, tuple[str, ...]]] = []
+    for unit in units:
+        if unit in absent:
+            near = _nearest(conn, unit.label)
+            if near:
+                alts = (*unit.alts, *(Alt((word,), False) for word in near))
+                unit = unit._replace(alts=alts, read=True)
+                read.append((unit.label, near))
+        out.append(unit)
+    return out, read
+
+
+def _nearest(conn: sqlite3.Connection, word: str) -> tuple[str, ...]:
+    """The archive's words one typo away from `word` (no stopword), READ_AS at most,
+    those in the most messages first (the estimate unit_stats() makes; ties: in
+    alphabetical order). Each is looked up in the index as any word of a query is,
+    a hundred a statement: ~50 per letter of the word; a server asks its table of the
+    archive's words instead, all in one statement (pgsearch.in_lexicon)."""
+    near = tuple(Alt((w,), True) for w in one_typo_away(word) if not is_stopword(w))
+    if isinstance(conn, sqlite3.Connection):
+        found = _existing(conn, near)
+    else:
+        held = set(_pg().in_lexicon(conn, [alt.tokens[0] for alt in near]))
+        found = tuple(alt for alt in near if alt.tokens[0] in held)
+    if not found:
+        return ()
+    stats = unit_stats(conn, [Unit(alt.tokens[0], (alt,)) for alt in found])
+    best = sorted((s for s in stats if s.df), key=lambda s: (-s.df, s.unit.label))
+    return tuple(s.unit.label for s in best[:READ_AS])
 
 
 def _texts_of(
@@ -828,7 +900,7 @@ def _ranked(
     """The first tier, then (unless `enough` of it) the second, best first in each
     (`limit` results wanted: it widens their windows past it)."""
     cache = {} if cache is None else cache
-    stats = unit_stats(conn, units, cache, _texts_of(conn, units, filters, limit))
+    stats = _as_typed_first(unit_stats(conn, units, cache, _texts_of(conn, units, filters, limit)))
     hits, texts = _first_tier(conn, stats, filters, limit)
     hits, apart = _words_apart(stats, hits, texts)
     shown = [s for s in stats if s.expr]
@@ -840,6 +912,17 @@ def _ranked(
         apart = sorted(more + apart, key=lambda hit: (-hit.score, -hit.rowid))
         shown += [s for s in used if s not in shown]
     return hits + apart, texts, shown
+
+
+def _as_typed_first(stats: list[Stats]) -> list[Stats]:
+    """The stats with a misspelt word's (Unit.read) idf no higher than that of any
+    word of the query the archive holds as typed: a text holding the reading of a
+    misspelt word never gains more from it than one holding a word typed right."""
+    typed = [s.idf for s in stats if s.expr and not s.unit.read and not s.unit.stop]
+    if not typed or not any(s.unit.read for s in stats):
+        return stats
+    least = min(typed)
+    return [s._replace(idf=min(s.idf, least)) if s.unit.read else s for s in stats]
 
 
 def _places(stats: Stats, lowered: str, text: str) -> list[int]:

@@ -189,6 +189,7 @@ def emit(results: list[dict[str, Any]], as_json: bool, scope: str | None = None)
         sys.stdout.write(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(render_text(results) + "\n")
+        read_as()
         if not results and scope is not None:
             from subrosa.query import one_line
 
@@ -196,6 +197,17 @@ def emit(results: list[dict[str, Any]], as_json: bool, scope: str | None = None)
                 f"(only project {one_line(scope)} was searched; --all-projects searches"
                 " every project)\n"
             )
+
+
+def read_as() -> None:
+    """Tell a person on stderr which misspelt word the search read as which of the
+    archive's words (subrosa.recall.READ_AS): `(read "postgress" as "postgres")`."""
+    from subrosa.query import one_line
+    from subrosa.recall import READ_AS
+
+    for typed, words in READ_AS:
+        said = " or ".join(f'"{word}"' for word in words)
+        sys.stderr.write(one_line(f'(read "{typed}" as {said})') + "\n")
 
 
 # ---------------------------------------------------------------- the fast path
