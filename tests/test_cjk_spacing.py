@@ -1,5 +1,5 @@
 """Korean (and any CJK) words typed with or without the space between them find each
-other (migration 0016), the same on both engines; runs that punctuation, other
+other (migration 0017), the same on both engines; runs that punctuation, other
 letters or a line end keep apart still never match as one phrase."""
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ def test_the_migration_joins_the_runs_of_an_archive_from_before(
     memory_dir: Path, db: Db, run: RunCli
 ) -> None:
     _archive(run)
-    db.migrate("0015", down=True)
-    # The terms as 0015's code wrote them: every run apart.
+    db.migrate("0016", down=True)
+    # The terms as 0016's code wrote them: every run apart.
     for rowid, text in db.rows("SELECT id, text FROM messages"):
         runs = cjk_runs(text)
         old = RUN_BREAK.join(" ".join(run) for run in runs) if runs else None

@@ -148,7 +148,7 @@ def test_times() -> None:
 
 def test_cjk_index_text() -> None:
     assert cjk_runs("東京タワー and 서울") == ["東京タワー", "서울"]
-    # Runs apart only by spaces on one line are one run (migration 0016); anything
+    # Runs apart only by spaces on one line are one run (migration 0017); anything
     # else between them keeps them apart.
     assert cjk_index_text("行く 東京 ok") == "行 く 東 京"
     text = cjk_index_text("行く、東京 ok 大阪")
