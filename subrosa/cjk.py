@@ -19,6 +19,13 @@ _CJK = compile_lazily(
 )
 # Joins CJK runs in the index column so that a phrase cannot match across two runs.
 RUN_BREAK = " zzcjkbreak "
+# For the index: runs that only spaces keep apart on one line are one run, their
+# characters one per token as if the spaces were not there. Korean writes a space
+# between words, and where is a matter of habit ("두 번" or "두번", "할 수" or "할수"):
+# a query typed either way finds the other. Punctuation, other letters, digits and line
+# ends still keep runs apart (a phrase never matches across "東京。大阪").
+_SPACED = compile_lazily(_CJK.pattern + "(?:[ \t\u3000]+" + _CJK.pattern + ")*")
+_SPACES = compile_lazily("[ \t\u3000]+")
 
 
 def cjk_runs(text: str) -> list[str]:
@@ -31,8 +38,9 @@ def has_cjk(text: str) -> bool:
 
 
 def cjk_index_text(text: str) -> str | None:
-    """The CJK characters of `text` one per token, or None when there are none."""
-    runs = cjk_runs(text)
+    """The CJK characters of `text` one per token, or None when there are none (runs
+    apart only by spaces on one line are one run: _SPACED)."""
+    runs = [] if text.isascii() else _SPACED.findall(text)
     if not runs:
         return None
-    return RUN_BREAK.join(map(" ".join, runs))
+    return RUN_BREAK.join(" ".join(_SPACES.sub("", run)) for run in runs)

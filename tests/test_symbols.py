@@ -211,7 +211,9 @@ def test_the_migration_tells_how_far_it_is(memory_dir: Path, db: Db, run: RunCli
     dispose_all()
     ((first, last),) = db.rows("SELECT min(id), max(id) FROM messages")
     assert told and {total for _, total in told} == {last - first + 1}
-    assert sum(done for done, _ in told) == last - first + 1
+    # 0014 and then 0017 (subrosa.cjk's spaced runs) each scan the ids once, each pass
+    # from the first id to the last (the bar starts again for the second).
+    assert sum(done for done, _ in told) == 2 * (last - first + 1)
     assert all(done > 0 for done, _ in told)
     assert db.rows("SELECT version_num FROM alembic_version") == [(SCHEMA_HEAD,)]
 

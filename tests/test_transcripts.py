@@ -148,8 +148,11 @@ def test_times() -> None:
 
 def test_cjk_index_text() -> None:
     assert cjk_runs("東京タワー and 서울") == ["東京タワー", "서울"]
-    text = cjk_index_text("行く 東京 ok")
-    assert text is not None and text.split(" zzcjkbreak ") == ["行 く", "東 京"]
+    # Runs apart only by spaces on one line are one run (migration 0017); anything
+    # else between them keeps them apart.
+    assert cjk_index_text("行く 東京 ok") == "行 く 東 京"
+    text = cjk_index_text("行く、東京 ok 大阪")
+    assert text is not None and text.split(" zzcjkbreak ") == ["行 く", "東 京", "大 阪"]
     assert cjk_index_text("plain ascii") is None
 
 

@@ -280,11 +280,18 @@ def _pg() -> Any:
     return pgsearch
 
 
+# Where a CJK phrase of single characters is looked for: the terms column (a message's
+# CJK characters one per token) and the text column, where unicode61 makes a run of one
+# character (a Korean word like 두 or 번) a token of its own, as a PostgreSQL server's
+# words column does (its text part): "두번" finds "두, 번" on both engines alike.
+CJK_COLUMNS = "{text terms}"
+
+
 def _expr(conn: sqlite3.Connection, unit: Unit, alts: tuple[Alt, ...]) -> str:
     """The index expression matching any of a unit's `alts`."""
     if not isinstance(conn, sqlite3.Connection):
         return str(_pg().unit_query(unit, alts))
-    return unit.expr("terms", alts)
+    return unit.expr(CJK_COLUMNS, alts)
 
 
 def _all_of(conn: sqlite3.Connection, exprs: list[str]) -> str:
@@ -341,7 +348,7 @@ def _existing(conn: sqlite3.Connection, alts: tuple[Alt, ...]) -> tuple[Alt, ...
     for start in range(0, len(alts), 100):
         batch = alts[start : start + 100]
         row = conn.execute(
-            f"SELECT {', '.join([probe] * len(batch))}", [alt.expr("terms") for alt in batch]
+            f"SELECT {', '.join([probe] * len(batch))}", [alt.expr(CJK_COLUMNS) for alt in batch]
         ).fetchone()
         found += [alt for alt, hit in zip(batch, row, strict=True) if hit]
     return tuple(found)
