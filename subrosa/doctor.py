@@ -588,35 +588,36 @@ def _permission_fix(db: Path | None) -> str:
     return "; ".join(fixes) or "chmod u+w on the index files"
 
 
-def _may_only_read(subject: Subject) -> bool:
-    """Whether the database is a server whose role may not archive (a reader's)."""
-    from subrosa.pg import connect, is_server, role_access
-
-    if not is_server(subject.db_url):
-        return False
-    try:
-        conn = connect(subject.db_url)
-        try:
-            _user, owns, writes = role_access(conn)
-        finally:
-            conn.close()
-    except Exception:  # noqa: BLE001 - the database check reports the cause
-        return False
-    return not (owns or writes)
-
-
-def _server_role(subject: Subject) -> str:
-    """What the server's role may do (docs/team.md, "Security": owner, member, reader)."""
+def _role_access(subject: Subject) -> tuple[str, bool, bool] | None:
+    """The server's role, whether it owns the tables and whether it may write
+    (subrosa.pg.role_access); None when it cannot be asked (the database check says
+    why)."""
     from subrosa.pg import connect, role_access
 
     try:
         conn = connect(subject.db_url)
         try:
-            user, owns, writes = role_access(conn)
+            return role_access(conn)
         finally:
             conn.close()
     except Exception:  # noqa: BLE001 - the database check reports the cause
+        return None
+
+
+def _may_only_read(subject: Subject) -> bool:
+    """Whether the database is a server whose role may not archive (a reader's)."""
+    from subrosa.pg import is_server
+
+    access = _role_access(subject) if is_server(subject.db_url) else None
+    return access is not None and not (access[1] or access[2])
+
+
+def _server_role(subject: Subject) -> str:
+    """What the server's role may do (docs/team.md, "Security": owner, member, reader)."""
+    access = _role_access(subject)
+    if access is None:
         return "the database role's grants not checked (no connection: see the database check)"
+    user, owns, writes = access
     if owns:
         return f"the database role {user} owns the tables (it may migrate)"
     if writes:
