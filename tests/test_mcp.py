@@ -255,6 +255,20 @@ def test_bad_arguments_are_one_sentence_tool_errors(memory_dir: Path) -> None:
 
 
 @pytest.mark.engines
+def test_search_says_which_misspelt_word_it_read_as_which(archived: str, memory_dir: Path) -> None:
+    """As `subrosa search` says it on stderr, the tool says it above its hits."""
+    ((text, error), (plain, _)) = calls(
+        ("search", {"query": "zebra pipeilne"}), ("search", {"query": "zebra pipeline"})
+    )
+    assert not error
+    first, heading = text.splitlines()[:2]
+    assert first == '(read "pipeilne" as "pipeline")'
+    assert "for 'zebra pipeilne', best first" in heading
+    assert "**pipeline**" in text
+    assert "(read" not in plain
+
+
+@pytest.mark.engines
 def test_messages_search_get_and_timeline(archived: str, memory_dir: Path) -> None:
     found, got, by_number, line, middle = calls(
         ("search", {"query": "zebra pipeline"}),
