@@ -342,3 +342,35 @@ def test_a_connection_held_to_its_thread_commits_in_place(
     held, plain = _archive(tmp_path / "held.db"), _archive(tmp_path / "plain.db")
     for part in ("messages", "runs", "shared", "index"):
         assert held[part] == plain[part], part
+
+
+def test_a_ctrl_c_before_the_writer_thread_starts_leaves_none_to_wait_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C that lands while the writer is being started, before its thread runs:
+    nothing is handed, so the ingest's abort does not wait for a thread that never ran
+    (it did: an ingest hung after a Ctrl-C in .ci/run's Ctrl-C trials)."""
+    conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    writer = ingest.CommitBehind(conn, "writer")
+
+    def interrupted(self: threading.Thread) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(threading.Thread, "start", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            writer.start(lambda: None)
+    assert not writer.running and not writer.finished
+    writer.wait()  # at once: nothing to wait for
+    # And SIGINT is not left blocked behind it: a later Ctrl-C still interrupts.
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    # The writer still works afterwards.
+    conn.execute("BEGIN")
+    conn.execute("CREATE TABLE t (x)")
+    writer.start(lambda: None)
+    writer.wait()
+    assert not conn.in_transaction
+    conn.close()

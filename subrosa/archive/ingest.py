@@ -346,15 +346,27 @@ class CommitBehind:
     def start(self, finish: Callable[[], None], target: Callable[[], None] | None = None) -> None:
         """`finish()` and COMMIT in a new thread, which runs `target` (one that calls
         commit(); commit itself by default)."""
+        import signal
         import threading
 
         self._finish, self._error = finish, None
-        self._done = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, args=(target or self.commit, self._done), name=self.name
+        done = threading.Event()
+        thread = threading.Thread(
+            target=self._run, args=(target or self.commit, done), name=self.name
         )
-        self._thread.daemon = True
-        self._thread.start()
+        thread.daemon = True
+        # Handed only once it runs: a Ctrl-C between handing it and its start left
+        # wait() waiting for a thread that never ran (an ingest that hung after Ctrl-C).
+        # SIGINT waits, blocked, until the thread is started and handed; one that came
+        # before is raised at start()'s first instruction, before any thread exists.
+        mask = getattr(signal, "pthread_sigmask", None)
+        blocked = mask(signal.SIG_BLOCK, {signal.SIGINT}) if mask else None
+        try:
+            thread.start()
+            self._thread, self._done = thread, done
+        finally:
+            if mask is not None and blocked is not None and signal.SIGINT not in blocked:
+                mask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     @staticmethod
     def _run(target: Callable[[], None], done: Event) -> None:
