@@ -41,6 +41,17 @@ if TYPE_CHECKING:
 READ_AS: list[tuple[str, tuple[str, ...]]] = []
 
 
+def readings() -> list[str]:
+    """What the last search() read as what, one line each, for a person or an agent:
+    `(read "postgress" as "postgres")` (the CLI on stderr, the MCP tool above its hits)."""
+    from subrosa.query import one_line
+
+    return [
+        one_line(f'(read "{typed}" as ' + " or ".join(f'"{w}"' for w in words) + ")")
+        for typed, words in READ_AS
+    ]
+
+
 def filters_for(
     *,
     since: str | None,

@@ -119,15 +119,11 @@ def search(
             messages_only,
             tool_result_chars=place.settings.tool_result_chars,
         )
-    read_as = list(recall.READ_AS)  # the misspelt words this search read as others
+    said = recall.readings()  # the misspelt words this search read as others
     numbers = [hit["message_id"] for hit in hits if hit["kind"] == "message"]
     kept = place.connections.get((path, path.stat().st_ino)) if path and numbers else None
     uuids = message_uuids(place.db_url, numbers, kept)
     found = render_hits(query, hits, uuids, filters.home[0] if filters.home else "")
-    said = [
-        one_line(f'(read "{typed}" as ' + " or ".join(f'"{w}"' for w in words) + ")")
-        for typed, words in read_as
-    ]
     return "\n".join([*said, found])
 
 

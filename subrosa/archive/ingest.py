@@ -360,12 +360,13 @@ class CommitBehind:
         # SIGINT waits, blocked, until the thread is started and handed; one that came
         # before is raised at start()'s first instruction, before any thread exists.
         mask = getattr(signal, "pthread_sigmask", None)
-        blocked = mask(signal.SIG_BLOCK, {signal.SIGINT}) if mask else None
+        # (No pthread_sigmask, as on Windows: nothing blocked, nothing to unblock.)
+        blocked = mask(signal.SIG_BLOCK, {signal.SIGINT}) if mask else {signal.SIGINT}
         try:
             thread.start()
             self._thread, self._done = thread, done
         finally:
-            if mask is not None and blocked is not None and signal.SIGINT not in blocked:
+            if mask and signal.SIGINT not in blocked:
                 mask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     @staticmethod

@@ -202,12 +202,10 @@ def emit(results: list[dict[str, Any]], as_json: bool, scope: str | None = None)
 def read_as() -> None:
     """Tell a person on stderr which misspelt word the search read as which of the
     archive's words (subrosa.recall.READ_AS): `(read "postgress" as "postgres")`."""
-    from subrosa.query import one_line
-    from subrosa.recall import READ_AS
+    from subrosa.recall import readings
 
-    for typed, words in READ_AS:
-        said = " or ".join(f'"{word}"' for word in words)
-        sys.stderr.write(one_line(f'(read "{typed}" as {said})') + "\n")
+    for line in readings():
+        sys.stderr.write(line + "\n")
 
 
 # ---------------------------------------------------------------- the fast path
