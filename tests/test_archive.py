@@ -557,6 +557,10 @@ def test_a_project_among_a_busier_one_finds_the_same_however_it_is_asked(
         ["wombat", "--sessions"],
         ["quokka", "--role", "assistant"],
         ["quokka", "--since", "2026-03-01T10:00:05"],
+        # Every project: a server reads an AND's newest matches range by range.
+        ["quokka", "wombat", "--all-projects", "--limit", "50"],
+        ["quokka", "wombat", "--all-projects", "--limit", "3"],
+        ["quokka", "wombat", "--all-projects", "--role", "assistant"],
     ]
     # Here every word is in a few hundred messages at most: a server would read them
     # all by id (SELECTIVE) or sort them from its index (WALK_COST); as if they were

@@ -318,6 +318,30 @@ def test_each_id_range_has_its_index(
                 assert found == (ids, 18, ids[-1])
             again = newest_by_range("'again'", newest, border + 1)
             assert again == (ids[6:12], 6, ids[11])
+            # An AND of units (its matches sorted from the index, no project to test):
+            # range by range from the floor its units' shares give, deeper when they
+            # are too few there: its newest matches, in order, across the border.
+            for query in ("'deploy' & 'again'", "'deploy' & ('once' | 'step')"):
+                every_and = conn.execute(
+                    "SELECT id, text, terms, role FROM messages m"
+                    f" WHERE {pgsearch.VECTOR} @@ ?::tsquery ORDER BY id DESC",
+                    [query],
+                ).fetchall()
+                for share in (None, 1e-6, 0.9):  # the units' shares: unknown, tiny, most
+                    conn.matches.pop("'deploy'", None)
+                    if share is not None:
+                        conn.matches["'deploy'"] = share * newest
+                    for wanted in (1, 5, 6, 100):
+                        rows = pgsearch._newest_by_range_rows(
+                            conn, "m.id, m.text, m.terms, m.role", query, ("", []), wanted, newest
+                        )
+                        assert [tuple(row) for row in rows] == every_and[:wanted]
+                for role, expected in (("user", every_and), ("assistant", [])):
+                    filtered = (" AND m.role = ?", [role])
+                    rows = pgsearch._newest_by_range_rows(
+                        conn, "m.id", query, filtered, 100, newest
+                    )
+                    assert [row[0] for row in rows] == [row[0] for row in expected]
             # A word with SELECTIVE matches or more: its newest `keep` ids are sent, its
             # SELECTIVE-th newest match's id, and the count up to SELECTIVE.
             selective = pgsearch.SELECTIVE
