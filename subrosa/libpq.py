@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 from subrosa.errors import SubrosaError, hide_passwords, one_line_reason
-from subrosa.pg import Manners, _planned_once, conninfo
+from subrosa.pg import SETTINGS, Manners, _planned_once, conninfo
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -412,7 +412,8 @@ def _fast(lib: Any) -> tuple[Any, Any]:
 
 def connect(url: str, lib: Any) -> Connection:
     """A connection through `lib` (load()) to the server at `url`, set as
-    subrosa.pg.connect() sets psycopg's: ISO dates, no parallel workers, UTF-8."""
+    subrosa.pg.connect() sets psycopg's (subrosa.pg.SETTINGS: ISO dates, no parallel
+    workers, no JIT), and UTF-8."""
     handle = lib.PQconnectdb(conninfo(url).encode())
     if not handle or lib.PQstatus(handle) != CONNECTION_OK:
         reason = hide_passwords(_message(lib.PQerrorMessage(handle) if handle else None))
@@ -421,10 +422,7 @@ def connect(url: str, lib: Any) -> Connection:
         raise SubrosaError(f"{hide_passwords(url)}: cannot connect ({reason}).")
     conn = Connection(lib, handle)
     try:
-        conn._simple(
-            "SET client_encoding = 'UTF8'; SET datestyle = 'ISO, YMD';"
-            " SET max_parallel_workers_per_gather = 0"
-        )
+        conn._simple(f"SET client_encoding = 'UTF8'; {SETTINGS}")
     except Error as exc:
         conn.close()
         raise SubrosaError(f"{hide_passwords(url)}: {exc}") from None

@@ -213,6 +213,10 @@ class Connection(Manners):
         self.raw.close()
 
 
+# What every connection subrosa opens sets first (here and subrosa.libpq.connect()).
+SETTINGS = "SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0; SET jit = off"
+
+
 def connect(url: str) -> Connection:
     """A connection to the server at `url`, in autocommit, timestamps as text."""
     try:
@@ -237,7 +241,10 @@ def connect(url: str) -> Connection:
     raw.adapters.register_loader("timestamp", TimeText)
     # ISO whatever the server's default: times compare and print as SQLite's text. No
     # parallel workers: subrosa's statements take milliseconds, a worker's start as much.
-    raw.execute("SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0")
+    # No JIT (SETTINGS): a statement the planner costs past jit_above_cost (a word's
+    # matches sorted in an archive of a few GB) would pay 5-10 ms to compile, more
+    # past jit_optimize_above_cost, to save less.
+    raw.execute(SETTINGS)
     return Connection(raw, psycopg.errors)
 
 

@@ -206,5 +206,14 @@ def test_the_urls_parameters_reach_libpq(db: Db) -> None:
         assert conn.execute("SHOW application_name").fetchall() == [("subrosa-libpq-test",)]
         assert conn.execute("SHOW datestyle").fetchall() == [("ISO, YMD",)]
         assert conn.execute("SHOW max_parallel_workers_per_gather").fetchall() == [("0",)]
+        assert conn.execute("SHOW jit").fetchall() == [("off",)]
+    finally:
+        conn.close()
+    # psycopg's connection (every command but search's one-shot process) sets the same.
+    conn = pg.connect(url)
+    try:
+        for setting, value in (("datestyle", "ISO, YMD"), ("jit", "off")):
+            assert conn.execute(f"SHOW {setting}").fetchall() == [(value,)]
+        assert conn.execute("SHOW max_parallel_workers_per_gather").fetchall() == [("0",)]
     finally:
         conn.close()
