@@ -101,6 +101,28 @@ def test_a_reading_never_outranks_a_word_typed_right(archive: RunCli) -> None:
     assert found.index("grant") > max(found.index(u) for u in ("staging1", "staging2", "deploy"))
 
 
+def test_a_stray_fragment_far_rarer_than_the_word_meant_is_not_a_reading(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # `kubernete`, a cut-off tool output's last word, is one typo from `kubernets` as
+    # `kubernetes` is; in 1 message against 150 it is not offered as what was meant.
+    records = [
+        _record(f"k{n}", f"kubernetes rollout number {n}", session=f"s-{n}") for n in range(150)
+    ]
+    records.append(_record("stray", "… the log ended at kubernete", session="s-x"))
+    records.append(_record("cach", "clear the cache first", session="s-y"))
+    records.append(_record("staged", "the files are staged", session="s-z"))
+    records.append(_record("stages", "two stages left", session="s-w"))
+    _transcript("s-1.jsonl", *records)
+    _ingest(run)
+    result = run("search", "kubernets")
+    assert '(read "kubernets" as "kubernetes")' in result.stderr
+    assert "stray" not in _uuids(_search(run, "kubernets"))
+    # Readings in a like number of messages are all kept.
+    assert '(read "cacheh" as "cache")' in run("search", "cacheh").stderr
+    assert '(read "stagex" as "staged" or "stages")' in run("search", "stagex").stderr
+
+
 def test_a_misspelt_word_finds_a_fact(memory_dir: Path, run: RunCli) -> None:
     write_leaf(memory_dir, "nightly-vacuum.md", "Nightly vacuum", body="Run vacuum every night.")
     _transcript("s-1.jsonl", _record("a", "vacuum the database", session="s-1"))

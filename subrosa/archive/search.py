@@ -117,6 +117,10 @@ TOOL_IO = 0.5
 # A word the archive holds in no form is read as at most READ_AS of the archive's words
 # one typo away, those in the most messages first (read_misspelt()).
 READ_AS = 3
+# ... leaving out a reading in fewer than 1/READ_RARER of the messages the first is in:
+# an archive holds stray fragments one edit from a real word (`kubernete`, `webpa`: a
+# cut-off tool output's last word), which a person never meant when the word is there.
+READ_RARER = 100
 # The first MISSPELT such words of a query are read so (a person misspells a word or
 # two; a pasted page of unknown words would cost ~50 lookups a letter each).
 MISSPELT = 4
@@ -455,9 +459,10 @@ def read_misspelt(
 def _nearest(conn: sqlite3.Connection, word: str) -> tuple[str, ...]:
     """The archive's words one typo away from `word` (no stopword), READ_AS at most,
     those in the most messages first (the estimate unit_stats() makes; ties: in
-    alphabetical order). Each is looked up in the index as any word of a query is,
-    a hundred a statement: ~50 per letter of the word; a server asks its table of the
-    archive's words instead, all in one statement (pgsearch.in_lexicon)."""
+    alphabetical order), none in fewer than 1/READ_RARER of the first's. Each is
+    looked up in the index as any word of a query is, a hundred a statement: ~50 per
+    letter of the word; a server asks its table of the archive's words instead, all in
+    one statement (pgsearch.in_lexicon)."""
     near = tuple(Alt((w,), True) for w in one_typo_away(word) if not is_stopword(w))
     if isinstance(conn, sqlite3.Connection):
         found = _existing(conn, near)
@@ -468,7 +473,8 @@ def _nearest(conn: sqlite3.Connection, word: str) -> tuple[str, ...]:
         return ()
     stats = unit_stats(conn, [Unit(alt.tokens[0], (alt,)) for alt in found])
     best = sorted((s for s in stats if s.df), key=lambda s: (-s.df, s.unit.label))
-    return tuple(s.unit.label for s in best[:READ_AS])
+    kept = [s for s in best[:READ_AS] if s.df * READ_RARER >= best[0].df]
+    return tuple(s.unit.label for s in kept)
 
 
 def _texts_of(
