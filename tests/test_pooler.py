@@ -187,3 +187,46 @@ def test_clients_at_once_share_a_server_connection_without_leaving_settings(
     assert {tuple(shown) for shown, _, _ in seen} == {tuple(expected[0])}
     assert not [name for _, prepared, _ in seen for name in prepared]
     assert "new messages" in outcomes[0][1][0].decode()
+
+
+@pytest.mark.parametrize("pooled", ["transaction"], indirect=True)
+def test_a_pooler_subrosa_does_not_recognise_is_named_in_one_sentence(
+    pooled: tuple[Bouncer, str, str], run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pooler in transaction mode that passes the server's own process id through,
+    on another port than 6543: its prepared statements collide, and the error says what
+    to do instead of a traceback."""
+    from subrosa import libpq, pg
+
+    monkeypatch.setattr(pg, "behind_pooler", lambda url, pid: False)
+    monkeypatch.setattr(libpq, "behind_pooler", lambda url, pid: False)
+    _transcripts()
+    result = run("db", "upgrade", expect=1)
+    assert result.stderr.startswith(f"Error: {pooled[1]}: "), result.stderr
+    assert "prepared statement" in result.stderr
+    assert "session mode or a direct URL" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "pid", "pooled"),
+    [
+        ("postgresql://me@db.example.com/team", 31509, False),
+        ("postgresql://me@db.example.com/team", 1_131_642_831, True),  # pgbouncer's key
+        ("postgresql://me@db.example.com/team", -979_840_079, True),
+        ("postgresql://me@db.example.com/team", 2**22, False),
+        ("postgresql://p.ref:pw@aws-0-eu-west-1.pooler.supabase.com:6543/postgres", 7, True),
+        ("postgresql://p.ref:pw@aws-0-eu-west-1.pooler.supabase.com:5432/postgres", 7, False),
+        ("postgresql://me@ep-cool-1-pooler.us-east-2.aws.neon.tech/db?sslmode=require", 7, True),
+        ("postgresql://me@ep-cool-1.us-east-2.aws.neon.tech/db?sslmode=require", 7, False),
+        ("postgresql+psycopg://me@/db?host=/run/pg&port=6543", 7, True),
+        ("postgresql://me:6543@db.example.com:5432/team", 7, False),  # a password
+        ("postgresql://me@a:5432,b:6543/team", 7, True),
+    ],
+)
+def test_a_pooler_is_known_by_the_process_id_or_its_usual_address(
+    url: str, pid: int, pooled: bool
+) -> None:
+    from subrosa.pg import behind_pooler
+
+    assert behind_pooler(url, pid) is pooled
