@@ -182,13 +182,20 @@ def check_pooler(subject: Subject) -> Check | None:
     return Check(
         "pooler",
         False,
-        f"{detail}; it cannot send the role's settings for its searches there (now jit ="
-        f" {jit}, max_parallel_workers_per_gather = {workers}), so each search may pay for"
-        " JIT compiling and parallel workers.",
-        "; ".join(f"ALTER ROLE {user} {change}" for change in unset)
+        f"{detail}; it cannot turn JIT and parallel workers off there itself (now jit ="
+        f" {jit}, max_parallel_workers_per_gather = {workers}), so a search may pay for"
+        " JIT compiling and for starting workers.",
+        "; ".join(f"ALTER ROLE {_role_name(str(user))} {change}" for change in unset)
         + " (in psql, as that role or the owner)",
         severity="warning",
     )
+
+
+def _role_name(name: str) -> str:
+    """A role's name as SQL reads it: quoted unless a plain lowercase identifier."""
+    if name.replace("_", "a").isalnum() and name.islower() and not name[0].isdigit():
+        return name
+    return '"' + name.replace('"', '""') + '"'
 
 
 def check_hooks(subject: Subject) -> Check:

@@ -128,7 +128,8 @@ def test_every_command_answers_through_the_pooler_as_without_it(
     assert "build" in run("fact", "list").stdout
     run("generate")
     doctor = run("doctor", expect=None)
-    assert "connection pooler" in doctor.stdout, doctor.stdout
+    assert "?? pooler: the server is reached through a connection pooler" in doctor.stdout
+    assert "ALTER ROLE subrosa SET jit = off; ALTER ROLE subrosa SET max_parallel" in doctor.stdout
     assert "!!" not in "".join(
         line for line in doctor.stdout.splitlines() if not line.startswith(("!! hooks", "   "))
     ), doctor.stdout
