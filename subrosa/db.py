@@ -111,13 +111,29 @@ def _server_engine(url: URL) -> Engine:
     if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
     try:
-        return create_engine(url, connect_args=connect_args)
+        engine = create_engine(url, connect_args=connect_args)
     except (NoSuchModuleError, ImportError) as exc:
         if url.get_backend_name() == "postgresql":  # as subrosa.pg says it
             raise DatabaseError(f"{shown(url)}: {INSTALL_DRIVER}.") from None
         raise DatabaseError(
             f"{shown(url)}: no database driver for {url.drivername} ({exc})."
         ) from None
+    if url.get_backend_name() == "postgresql":
+        _unprepared_behind_pooler(engine, url.render_as_string(hide_password=True))
+    return engine
+
+
+def _unprepared_behind_pooler(engine: Engine, url: str) -> None:
+    """Behind a connection pooler (subrosa.pg.behind_pooler()), psycopg prepares nothing:
+    after five runs of a statement it would prepare it under a name that, in transaction
+    mode, another server connection does not know or knows as another client's."""
+    from subrosa.pg import behind_pooler
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        info = getattr(dbapi_connection, "info", None)
+        if info is not None and behind_pooler(url, int(info.backend_pid)):
+            dbapi_connection.prepare_threshold = None
 
 
 def _configure_sqlite(engine: Engine) -> None:

@@ -144,6 +144,60 @@ def check_database(subject: Subject) -> Check:
     return Check("database", True, f"{where} (revision {revision})")
 
 
+def check_pooler(subject: Subject) -> Check | None:
+    """A server reached through a connection pooler (subrosa.pg.behind_pooler()): said,
+    with the settings subrosa cannot send through one (docs/team.md, "Behind a
+    connection pooler"); None elsewhere, or when no connection can be had (the database
+    check says why)."""
+    from subrosa.pg import connect, is_server
+
+    if not is_server(subject.db_url):
+        return None
+    try:
+        conn = connect(subject.db_url)
+    except Exception:  # noqa: BLE001 - the database check reports the cause
+        return None
+    try:
+        if not conn.pooled:
+            return None
+        user, jit, workers = conn.execute(
+            "SELECT current_user, current_setting('jit'),"
+            " current_setting('max_parallel_workers_per_gather')"
+        ).fetchone()
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        conn.close()
+    detail = (
+        "the server is reached through a connection pooler: subrosa prepares no statements"
+        " there and sets its planner settings inside its own transactions"
+    )
+    unset = [
+        f"SET {n} = {v}"
+        for n, v, now in (("jit", "off", jit), ("max_parallel_workers_per_gather", "0", workers))
+        if now != v
+    ]
+    if not unset:
+        return Check("pooler", True, detail)
+    return Check(
+        "pooler",
+        False,
+        f"{detail}; it cannot turn JIT and parallel workers off there itself (now jit ="
+        f" {jit}, max_parallel_workers_per_gather = {workers}), so a search may pay for"
+        " JIT compiling and for starting workers.",
+        "; ".join(f"ALTER ROLE {_role_name(str(user))} {change}" for change in unset)
+        + " (in psql, as that role or the owner)",
+        severity="warning",
+    )
+
+
+def _role_name(name: str) -> str:
+    """A role's name as SQL reads it: quoted unless a plain lowercase identifier."""
+    if name.replace("_", "a").isalnum() and name.islower() and not name[0].isdigit():
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
 def check_hooks(subject: Subject) -> Check:
     """Which of `subrosa install` (hooks in a settings.json) and the plugin is active."""
     from subrosa.claude.settings import EVENTS, registrations
@@ -655,6 +709,7 @@ def check_permissions(subject: Subject) -> Check:
 CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
     check_memory_dir,
     check_database,
+    check_pooler,
     check_hooks,
     check_claude_code,
     check_mcp,

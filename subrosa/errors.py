@@ -161,6 +161,19 @@ def denied(exc: BaseException) -> str | None:
     return None
 
 
+def pooled_statement(exc: BaseException) -> str | None:
+    """What the server said when `exc` (or an error it wraps) is a named prepared
+    statement that the server connection does not know, or knows already (SQLSTATE
+    26000, 42P05): a connection pooler in transaction mode that subrosa.pg.behind_pooler()
+    did not recognise hands each statement to another server connection (docs/team.md,
+    "Behind a connection pooler"); None for any other error."""
+    for current in _chain(exc):
+        if getattr(current, "sqlstate", None) in ("26000", "42P05"):
+            lines = str(current).strip().splitlines()
+            return lines[0] if lines else "a prepared statement"
+    return None
+
+
 class ReadOnlyRole(SubrosaError):
     """The server's role may read the archive but not write it (docs/team.md, roles)."""
 

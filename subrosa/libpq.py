@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 from subrosa.errors import SubrosaError, hide_passwords, one_line_reason
-from subrosa.pg import SETTINGS, Manners, _planned_once, conninfo
+from subrosa.pg import Manners, _planned_once, behind_pooler, conninfo, settings
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -97,6 +97,7 @@ def _declare(lib: Any) -> None:
     for name, restype, argtypes in (
         ("PQconnectdb", p, [s]),
         ("PQstatus", i, [p]),
+        ("PQbackendPID", i, [p]),
         ("PQerrorMessage", s, [p]),
         ("PQexec", p, [p, s]),
         ("PQexecParams", p, [p, s, i, p, p, p, p, i]),
@@ -342,7 +343,7 @@ class Connection(Manners):
             if value is not None:
                 values[n], types[n] = _param(value)
         lib = self.lib
-        if not _planned_once(sql):
+        if self.pooled or not _planned_once(sql):
             result = lib.PQexecParams(
                 self.handle, sql.encode(), count, types, values, None, None, 0
             )
@@ -413,7 +414,7 @@ def _fast(lib: Any) -> tuple[Any, Any]:
 def connect(url: str, lib: Any) -> Connection:
     """A connection through `lib` (load()) to the server at `url`, set as
     subrosa.pg.connect() sets psycopg's (subrosa.pg.SETTINGS: ISO dates, no parallel
-    workers, no JIT), and UTF-8."""
+    workers, no JIT; behind a pooler, the dates alone), and UTF-8."""
     handle = lib.PQconnectdb(conninfo(url).encode())
     if not handle or lib.PQstatus(handle) != CONNECTION_OK:
         reason = hide_passwords(_message(lib.PQerrorMessage(handle) if handle else None))
@@ -421,8 +422,9 @@ def connect(url: str, lib: Any) -> Connection:
             lib.PQfinish(handle)
         raise SubrosaError(f"{hide_passwords(url)}: cannot connect ({reason}).")
     conn = Connection(lib, handle)
+    conn.pooled = behind_pooler(url, lib.PQbackendPID(handle))
     try:
-        conn._simple(f"SET client_encoding = 'UTF8'; {SETTINGS}")
+        conn._simple(f"SET client_encoding = 'UTF8'; {settings(conn.pooled)}")
     except Error as exc:
         conn.close()
         raise SubrosaError(f"{hide_passwords(url)}: {exc}") from None

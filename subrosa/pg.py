@@ -35,6 +35,15 @@ CONNECT_TIMEOUT_S = 10
 # forbid preparing even the statements Connection.execute() asks it to).
 NEVER = 2**62
 _DRIVER = compile_lazily(r"^postgres(?:ql)?(?:\+psycopg)?://")
+# Behind a connection pooler (docs/team.md, "Behind a connection pooler"): a process id
+# past Linux's ceiling (pid_max's, 2^22) or not above zero is no server process's, but
+# the random cancel key a pooler hands its clients (pgbouncer's: any 32-bit number).
+PID_MAX = 2**22
+# The usual addresses of poolers in transaction mode: port 6543 (Supabase's Supavisor),
+# a host named `…-pooler.…` (Neon's pgbouncer). The URL's host part, and a `port=`.
+_POOLER_HOST = compile_lazily(r"^[^:]+://(?:[^@/?#]*@)?([^/?#]*)")
+_POOLER_PORT = compile_lazily(r"(?::6543(?:,|$)|-pooler\.)")
+_POOLER_QUERY = compile_lazily(r"[?&](?:port=6543(?:&|$)|host=[^&]*-pooler\.)")
 # psycopg goes into the environment subrosa runs in (the extra
 # `subrosa-memory[postgres]` once a release is published). subrosa.db says it too.
 INSTALL_DRIVER = (
@@ -57,6 +66,20 @@ def conninfo(url: str) -> str:
     if "connect_timeout=" not in info:
         info += ("&" if "?" in info else "?") + f"connect_timeout={CONNECT_TIMEOUT_S}"
     return info
+
+
+def behind_pooler(url: str, backend_pid: int) -> bool:
+    """Whether the connection to `url`, whose server reported `backend_pid`, goes through
+    a connection pooler that may run consecutive statements on different server
+    connections (transaction mode; session mode cannot be told apart, and is taken
+    alike): a process id no server has (PID_MAX), or a pooler's usual address. Asks
+    the server nothing: the id came with the connection."""
+    if backend_pid <= 0 or backend_pid > PID_MAX:
+        return True
+    if "6543" not in url and "-pooler." not in url:  # no regex to compile (search's path)
+        return False
+    host = _POOLER_HOST.match(url)
+    return bool((host and _POOLER_PORT.search(host.group(1))) or _POOLER_QUERY.search(url))
 
 
 @lru_cache(maxsize=512)
@@ -128,7 +151,12 @@ class Manners:
     (IN lists as one array, lists of ids as array text), what the archive's search
     learns on the connection, and planner settings left off across the statements
     that want them. A connection runs the translated statements (_run: `?`
-    placeholders) and the settings (_simple)."""
+    placeholders) and the settings (_simple).
+
+    Behind a connection pooler (`pooled`: behind_pooler()) each statement may run on
+    another server connection, which serves other clients between: nothing is
+    prepared, and planner settings are `SET LOCAL` in a transaction around the one
+    statement that wants them, so they reach that statement and no other client."""
 
     def __init__(self) -> None:
         # What the archive's search has learnt of its queries (subrosa.archive.pgsearch:
@@ -144,6 +172,8 @@ class Manners:
         self.ranges: set[int] | None = None
         # The planner settings execute_without() turned off and left off.
         self._off: tuple[str, ...] = ()
+        # Whether a pooler stands between (see the class's docstring).
+        self.pooled = False
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """Run one statement; its rows, to fetch or iterate. A query whose best plan
@@ -156,9 +186,26 @@ class Manners:
         """The rows of one statement run with planner settings off (`enable_seqscan`,
         several comma-separated). The settings stay off for the statements that follow
         with the same ones, and are back at their defaults before any other (execute()):
-        a search asks several such statements in a row, each toggle a round trip."""
-        self._planner(tuple(sorted(name.strip() for name in settings.split(","))))
-        return list(self._translated(sql, params).fetchall())
+        a search asks several such statements in a row, each toggle a round trip.
+        Behind a pooler, the statement runs in a transaction of its own that sets them
+        `SET LOCAL`, ended at once: left open, it would hold a server connection of the
+        pool while the process waits (an MCP server between searches)."""
+        names = tuple(sorted(name.strip() for name in settings.split(",")))
+        if not self.pooled:
+            self._planner(names)
+            return list(self._translated(sql, params).fetchall())
+        self._simple("; ".join(["BEGIN", *(f"SET LOCAL {name} = off" for name in names)]))
+        try:
+            rows = list(self._translated(sql, params).fetchall())
+        except BaseException:
+            # Not contextlib.suppress: `subrosa search` does not load contextlib.
+            try:  # noqa: SIM105
+                self._simple("ROLLBACK")
+            except Exception:  # noqa: BLE001, S110 (the statement's error says what failed)
+                pass
+            raise
+        self._simple("COMMIT")
+        return rows
 
     def _translated(self, sql: str, params: Sequence[Any] | None) -> Any:
         sql, lists = _in_lists(sql)
@@ -197,7 +244,8 @@ class Connection(Manners):
 
     def _run(self, sql: str, params: Sequence[Any] | None) -> Any:
         native = _native(sql)
-        return self.raw.execute(native, params if params else None, prepare=_planned_once(native))
+        prepare = _planned_once(native) and not self.pooled
+        return self.raw.execute(native, params if params else None, prepare=prepare)
 
     def _simple(self, sql: str) -> None:
         """Statements without parameters (settings), in one round trip."""
@@ -215,6 +263,16 @@ class Connection(Manners):
 
 # What every connection subrosa opens sets first (here and subrosa.libpq.connect()).
 SETTINGS = "SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0; SET jit = off"
+# Behind a pooler: the date style alone, which a pooler keeps for each client (pgbouncer
+# sets it again on the server connection it hands a client). Parallel workers and JIT
+# would stay set on a server connection for other clients, and be missing on the next
+# one: a team sets them on its roles instead (docs/team.md, "Behind a connection pooler").
+POOLED_SETTINGS = "SET datestyle = 'ISO, YMD'"
+
+
+def settings(pooled: bool) -> str:
+    """What a new connection sets first, behind a pooler or not."""
+    return POOLED_SETTINGS if pooled else SETTINGS
 
 
 def connect(url: str) -> Connection:
@@ -244,8 +302,10 @@ def connect(url: str) -> Connection:
     # No JIT (SETTINGS): a statement the planner costs past jit_above_cost (a word's
     # matches sorted in an archive of a few GB) would pay 5-10 ms to compile, more
     # past jit_optimize_above_cost, to save less.
-    raw.execute(SETTINGS)
-    return Connection(raw, psycopg.errors)
+    conn = Connection(raw, psycopg.errors)
+    conn.pooled = behind_pooler(url, raw.info.backend_pid)
+    raw.execute(settings(conn.pooled))
+    return conn
 
 
 def schema_revision(conn: Connection) -> str | None:

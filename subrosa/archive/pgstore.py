@@ -58,6 +58,9 @@ RANGE_LOCK_KEY = 0x5B_A1C4_1D6
 AHEAD = RANGE // 4
 RANGE_LOCK_TIMEOUT = "2s"
 RETRIES = 5
+# The temporary table a batch's messages are copied into, less what becomes of its rows
+# at the commit (DELETE ROWS: kept for the connection's next batch; DROP: behind a pooler).
+_MESSAGES_IN = "messages_in (LIKE messages INCLUDING DEFAULTS) ON COMMIT"
 _COLUMNS = "id, session_pk, uuid, role, timestamp, text, terms"
 
 
@@ -176,12 +179,15 @@ class PgIngester(Ingester):
         # A commit returns before its WAL reaches the disk (docs/team.md, "Writes"): a
         # server crash may lose the last batches, their files' offsets with them, and
         # the next ingest reads those lines again. Nothing else waits for an fsync.
-        self.conn.execute("SET synchronous_commit = off")
+        # Behind a connection pooler each transaction may run on another server
+        # connection: the setting and the temporary table are the transaction's own
+        # (_begin()), else they would be missing from the next and stay for other clients.
+        self._pooled = bool(getattr(self.conn, "pooled", False))
+        if not self._pooled:
+            self.conn.execute("SET synchronous_commit = off")
         self._may_share = _check_writable(self.conn)
-        self.conn.execute(
-            "CREATE TEMPORARY TABLE IF NOT EXISTS messages_in"
-            " (LIKE messages INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-        )
+        if not self._pooled:
+            self.conn.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {_MESSAGES_IN} DELETE ROWS")
         self._sequence = str(
             self.conn.execute("SELECT pg_get_serial_sequence('messages', 'id')").fetchone()[0]
         )
@@ -215,7 +221,13 @@ class PgIngester(Ingester):
 
     def _begin(self) -> None:
         if not self._in_transaction:
-            self.conn.execute("BEGIN")
+            if self._pooled:  # in the transaction's one round trip (_tune_connection())
+                self.conn._simple(
+                    "BEGIN; SET LOCAL synchronous_commit = off;"
+                    f" CREATE TEMPORARY TABLE {_MESSAGES_IN} DROP"
+                )
+            else:
+                self.conn.execute("BEGIN")
             self._in_transaction = True
 
     def _rollback(self) -> None:

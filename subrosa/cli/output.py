@@ -70,8 +70,18 @@ def error_of(exc: BaseException, db_url: Callable[[], str] | None = None) -> tup
         shown = exc.object if isinstance(exc.object, str) else repr(exc.object)
         return f"{shown[:200]}: is not valid UTF-8 text.", 2
     if isinstance(exc, Exception):
-        from subrosa.errors import denied, hide_passwords
+        from subrosa.errors import denied, hide_passwords, pooled_statement
 
+        statement = pooled_statement(exc)
+        if statement is not None:
+            where = hide_passwords(db_url()) if db_url is not None else "the server"
+            return (
+                f"{where}: the server answered `{statement}`: a connection pooler in "
+                "transaction mode that subrosa does not recognise stands between; use the "
+                "pooler's session mode or a direct URL (docs/team.md, \"Behind a connection "
+                'pooler").',
+                1,
+            )
         reason = denied(exc)
         if reason is not None:  # a team server's role without a grant (docs/team.md)
             where = hide_passwords(db_url()) if db_url is not None else "the server"
