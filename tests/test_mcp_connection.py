@@ -289,9 +289,14 @@ def test_calls_sent_at_once_are_each_answered(archived: str, db: Db, server: Ser
 def test_the_connection_is_closed_when_the_server_stops(
     archived: str, db: Db, server: Server, how: str
 ) -> None:
-    """Closed cleanly: on SQLite the last connection's close checkpoints the WAL and
-    removes it; on a server the backend ends."""
+    """Closed cleanly, the archive's and the one `remember` wrote through: on SQLite the
+    last connection's close checkpoints the WAL and removes it; on a server the
+    backends end."""
     assert not server.tool("search", query="zebra")[1]
+    written = server.tool(
+        "remember", slug="vpn_first", type="project", description="VPN first.", body="Yes."
+    )
+    assert not written[1], written[0]
     dispose_all()
     if how == "SIGTERM":
         server.process.send_signal(signal.SIGTERM)

@@ -25,7 +25,7 @@ needs it and keeps it; each call still gets what must stay per call:
 A call that fails on a connection opened for it raises as archive_ready's would (a
 server that cannot be reached is one sentence, its password hidden). One call at a
 time uses the connection (a lock; the MCP server runs its tools on one worker thread
-anyway). Standard library only, like the rest of the archive's read path.
+anyway). Standard library only on SQLite (on a server, subrosa.pg's psycopg).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class KeptArchive:
         self.inode: int | None = None  # SQLite: the file's, when it was opened
         self.checked = 0.0  # when the schema's revision was last known right
         self.used = 0.0  # when a call last used the connection
-        self.opened = 0  # connections opened so far (bench/mcp_server.py reports it)
+        self.opened = 0  # connections opened so far (the tests count them)
         self.lock = threading.Lock()
 
     def run(self, use: Callable[[sqlite3.Connection], T], *, lock: bool = True) -> T:
