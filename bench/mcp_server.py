@@ -2,6 +2,8 @@
 
     python bench/mcp_server.py                 # the 100 MB corpus
     python bench/mcp_server.py --size 1000     # 1 GB (the corpus and its ingest take a while)
+    python bench/mcp_server.py --pg URL        # on PostgreSQL too (an empty database)
+    python bench/mcp_server.py --pg URL --baseline ../main   # each engine, against main
 
 Uses bench/transcripts.py's deterministic corpus under bench/out/ (never committed),
 ingests it once into a work archive beside it, registers the example facts, then in
@@ -13,7 +15,14 @@ the same run measures, each against a baseline measured here too:
     the CLI's own search: the same use case in-process, and `subrosa search` as a
     whole process (target: p95 <= 100 ms at 1 GB);
   - tokens (characters / 4) per search hit and per get(), next to claude-mem's
-    documented ~50-100 per hit and ~500-1,000 per detail.
+    documented ~50-100 per hit and ~500-1,000 per detail;
+  - with --pg, the same corpus ingested into that empty PostgreSQL database (as
+    bench/transcripts.py does), and the search tool's round trip there, against the
+    same use case in-process on one connection;
+  - with --baseline DIR, on each engine, the search tool of a server running DIR's
+    subrosa (another checkout, e.g. main: PYTHONPATH=DIR) against this checkout's, the
+    two servers asked each query in turn (who goes first alternating): the ratio is the
+    figure, both under the same load.
 The client is a few lines of JSON-RPC over pipes (standard library), so the figures
 are the server's, not an SDK client's. (Not named mcp.py: with bench/ on sys.path, as
 the tests put it, that would hide the SDK's package `mcp`.)
@@ -59,7 +68,9 @@ INITIALIZE = {
 class Client:
     """A minimal MCP client: one `subrosa mcp` process, requests answered in order."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], code: Path | None = None) -> None:
+        if code is not None:  # another checkout's subrosa, this venv's packages
+            env = {**env, "PYTHONPATH": str(code)}
         self.process = subprocess.Popen(
             [SUBROSA, "mcp"],
             env=env,
@@ -170,15 +181,136 @@ def prepare(size_mb: int, out: Path) -> tuple[Path, dict[str, str]]:
     return db, env
 
 
+def prepare_pg(url: str, env: dict[str, str]) -> dict[str, str]:
+    """The corpus ingested once into the PostgreSQL database at `url` (empty the first
+    time; an earlier run's archive is reused), its statistics made as autovacuum would
+    after a bulk load; the environment that names it."""
+    from subrosa.archive.pgstore import open_server
+
+    pg_env = {**env, "SUBROSA_DB": url}
+    subprocess.run([SUBROSA, "db", "upgrade"], env=pg_env, check=True, capture_output=True)
+    with open_server(url) as conn:
+        ingested = bool(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+    if not ingested:
+        print("ingesting the corpus once into the PostgreSQL database …", flush=True)
+        subprocess.run([SUBROSA, "ingest", "--all-projects"], env=pg_env, check=True)
+        subprocess.run([SUBROSA, "generate"], env=pg_env, check=True, capture_output=True)
+        with open_server(url) as conn:
+            conn.execute("VACUUM ANALYZE")
+    return pg_env
+
+
+def tool_times(client: Client, rounds: int = 3) -> dict[str, list[float]]:
+    """The search tool's round trip for each query of each class, `rounds` times."""
+    times: dict[str, list[float]] = {}
+    for cls, queries in CLASSES.items():
+        for query in queries:
+            for _ in range(rounds):
+                start = time.perf_counter()
+                text, error = client.tool(
+                    "search", {"query": query, "limit": 10, "sessions": "all"}
+                )
+                times.setdefault(cls, []).append(time.perf_counter() - start)
+                assert not error, text
+    return times
+
+
+def compare(env: dict[str, str], baseline: Path, engine: str, rounds: int = 3) -> None:
+    """The search tool of this checkout's server against `baseline`'s, each query asked
+    of both in turn (who goes first alternating), `rounds` times."""
+    ours, theirs = Client(env), Client(env, baseline)
+    ours.start()
+    theirs.start()
+    mine: dict[str, list[float]] = {}
+    base: dict[str, list[float]] = {}
+    turn = 0
+    for cls, queries in CLASSES.items():
+        for query in queries:
+            for _ in range(rounds):
+                pair = [(ours, mine), (theirs, base)]
+                for client, into in pair if turn % 2 == 0 else pair[::-1]:
+                    start = time.perf_counter()
+                    text, error = client.tool(
+                        "search", {"query": query, "limit": 10, "sessions": "all"}
+                    )
+                    into.setdefault(cls, []).append(time.perf_counter() - start)
+                    assert not error, text
+                turn += 1
+    ours.close()
+    theirs.close()
+
+    def ms(values: list[float], q: float) -> str:
+        return f"{pct(values, q) * 1e3:.1f}"
+
+    print(f"\n### {engine}: the search tool, this checkout against {baseline} (interleaved)\n")
+    print(
+        "| class (calls) | this checkout p50 / p95 | baseline p50 / p95 |"
+        " this / baseline: p50, p95 |\n| --- | --- | --- | --- |"
+    )
+    every_mine = [t for v in mine.values() for t in v]
+    every_base = [t for v in base.values() for t in v]
+    for cls, m, b in [*((c, mine[c], base[c]) for c in CLASSES), ("all", every_mine, every_base)]:
+        print(
+            f"| {cls} ({len(m)}) | {ms(m, 0.5)} / {ms(m, 0.95)} ms | {ms(b, 0.5)} /"
+            f" {ms(b, 0.95)} ms | {pct(m, 0.5) / pct(b, 0.5):.2f}x,"
+            f" {pct(m, 0.95) / pct(b, 0.95):.2f}x |"
+        )
+
+
+def pg_tool(pg_env: dict[str, str], url: str) -> None:
+    """The search tool on the server, against the same use case in-process on one
+    connection kept across the searches."""
+    from subrosa.archive.pgstore import open_server
+
+    client = Client(pg_env)
+    client.start()
+    tool = tool_times(client)
+    client.close()
+    in_proc: dict[str, list[float]] = {}
+    with open_server(url) as conn:
+        for cls, queries in CLASSES.items():
+            for query in queries:
+                for _ in range(3):
+                    start = time.perf_counter()
+                    search(conn, query, Filters(), 10)
+                    in_proc.setdefault(cls, []).append(time.perf_counter() - start)
+    print("\n### PostgreSQL: the search tool over stdio\n")
+    print("| class (calls) | tool p50 / p95 | in-process p50 / p95 | tool / in-process p95 |")
+    print("| --- | --- | --- | --- |")
+    for cls in CLASSES:
+        t, i = tool[cls], in_proc[cls]
+        print(
+            f"| {cls} ({len(t)}) | {pct(t, 0.5) * 1e3:.1f} / {pct(t, 0.95) * 1e3:.1f} ms |"
+            f" {pct(i, 0.5) * 1e3:.1f} / {pct(i, 0.95) * 1e3:.1f} ms |"
+            f" {pct(t, 0.95) / pct(i, 0.95):.2f}x |"
+        )
+
+
 def hit_lines(answer: str) -> list[tuple[str, str]]:
     """The (head, snippet) pairs of a search answer."""
     lines = answer.splitlines()[1:]
     return list(zip(lines[0::2], lines[1::2], strict=False))
 
 
-def bench(size_mb: int, out: Path, runs: int) -> None:
+def bench(
+    size_mb: int,
+    out: Path,
+    runs: int,
+    pg: str | None = None,
+    baseline: Path | None = None,
+    only_search: bool = False,
+) -> None:
     db, env = prepare(size_mb, out)
     print(f"\n## `subrosa mcp` at the {size_mb} MB corpus", flush=True)
+    pg_env = prepare_pg(pg, env) if pg else None
+    if baseline is not None:
+        compare(env, baseline, f"SQLite ({size_mb} MB corpus)")
+        if pg_env is not None:
+            compare(pg_env, baseline, f"PostgreSQL ({size_mb} MB corpus)")
+    if pg is not None and pg_env is not None:
+        pg_tool(pg_env, pg)
+    if only_search:
+        return
 
     # ---- ready
     bare_wall, bare_cpu = time_process([sys.executable, "-c", "pass"], env, runs)
@@ -334,9 +466,20 @@ def main() -> None:
     parser.add_argument("--size", type=int, action="append", help="corpus size in MB")
     parser.add_argument("--runs", type=int, default=10, help="fresh processes for `ready`")
     parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--pg", help="an empty PostgreSQL database's URL: measure it too")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. main's): its server's search tool against this one's",
+    )
+    parser.add_argument(
+        "--search-only",
+        action="store_true",
+        help="only the search tool (--pg, --baseline): no start-up, CLI or token figures",
+    )
     args = parser.parse_args()
     for size in args.size or [100]:
-        bench(size, args.out, args.runs)
+        bench(size, args.out, args.runs, args.pg, args.baseline, args.search_only)
 
 
 if __name__ == "__main__":

@@ -156,7 +156,7 @@ def _configure_sqlite(engine: Engine) -> None:
 
 
 def dispose_all() -> None:
-    """Close every engine (tests switch databases between runs)."""
+    """Close every engine (tests switch databases between runs; the MCP server ends)."""
     for engine in _engines.values():
         engine.dispose()
     _engines.clear()

@@ -1,10 +1,11 @@
 """Recall: what subrosa holds about a query, the facts first, then archived messages.
 
 The one search use case. `subrosa search` calls it from both of its entries (the
-click command, and the fast path of subrosa.cli.fastsearch), and so will any other
-front end (an MCP server): they differ only in how the database is made ready
+click command, and the fast path of subrosa.cli.fastsearch), and so does the MCP
+server (subrosa.tools): they differ only in how the database is made ready
 (search_database migrates it and ingests the sessions that ended first;
-search_at_once answers only when neither is needed). It composes the two halves,
+search_at_once answers only when neither is needed; the MCP server does what
+search_database does on a connection it keeps, subrosa.archive.kept). It composes the two halves,
 each searching its own table with one query language (subrosa.query): the facts
 (subrosa.memory.recall, which also records their hits under their project's lock)
 and the messages (subrosa.archive.search).

@@ -20,12 +20,14 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subrosa.config import Settings
 from subrosa.errors import InvalidInput, NotFound
-from subrosa.paths import sqlite_path
 from subrosa.query import one_line
+
+if TYPE_CHECKING:
+    from subrosa.archive.kept import KeptArchive
 
 KINDS = ("all", "facts", "messages")
 SCOPES = ("project", "all")
@@ -43,33 +45,31 @@ class Place:
     """Where the memory is: resolved once by the entry point, as the CLI resolves it.
 
     A long-lived caller (the MCP server) keeps the archive's connection open between
-    searches in `connections`: SQLite's page cache then stays warm, which makes a query
-    for a common word 3-4x faster at 1 GB than on a new connection (bench/mcp_server.py).
-    sqlite3 ties a connection to its thread, so that caller runs every tool on one
-    thread."""
+    calls in `archive` (subrosa.archive.kept): on SQLite the page cache stays warm (a
+    query for a common word 3-4x faster at 1 GB than on a new connection), on a
+    PostgreSQL server each call stops paying a new backend (its connect and its cold
+    catalog caches). bench/mcp_server.py measures both."""
 
     memory_dir: Path
     db_url: str
     settings: Settings
-    connections: dict[tuple[Path, int], sqlite3.Connection] = field(
-        default_factory=dict, compare=False
-    )
+    archive: KeptArchive = field(init=False, compare=False, repr=False)
 
-    def connection(self, path: Path) -> sqlite3.Connection:
-        """The archive's connection kept for `path`, opened anew when the file was
-        replaced (a deleted and recreated database) since."""
-        from subrosa.archive.connection import connect
+    def __post_init__(self) -> None:
+        from subrosa.archive.kept import KeptArchive
 
-        key = (path, path.stat().st_ino)
-        if key not in self.connections:
-            self.close()
-            self.connections[key] = connect(path)
-        return self.connections[key]
+        kept = KeptArchive(self.db_url, self.settings.tool_result_chars)
+        object.__setattr__(self, "archive", kept)
 
     def close(self) -> None:
-        for conn in self.connections.values():
-            conn.close()
-        self.connections.clear()
+        """Close the archive's connection, and the engines a call opened (`remember`
+        writes through SQLAlchemy; a migration too), when any was."""
+        import sys
+
+        self.archive.close()
+        db = sys.modules.get("subrosa.db")  # not imported for that alone (~380 ms)
+        if db is not None:
+            db.dispose_all()
 
 
 def _cut(text: str, limit: int) -> str:
@@ -104,53 +104,16 @@ def search(
     except QueryError:
         raise InvalidInput(not_a_date("since", str(since))) from None
     facts_only, messages_only = kind == "facts", kind == "messages"
-    found = sqlite_path(place.db_url)
-    path = Path(found) if found is not None else None
-    hits = None
-    if path is not None:  # the CLI's fast path: no migration or ingest due
-        hits = _search_at_once(place, path, query, filters, limit, facts_only, messages_only)
-    if hits is None:
-        hits = recall.search_database(
-            place.db_url,
-            query,
-            filters,
-            limit,
-            facts_only,
-            messages_only,
-            tool_result_chars=place.settings.tool_result_chars,
-        )
-    said = recall.readings()  # the misspelt words this search read as others
-    numbers = [hit["message_id"] for hit in hits if hit["kind"] == "message"]
-    kept = place.connections.get((path, path.stat().st_ino)) if path and numbers else None
-    uuids = message_uuids(place.db_url, numbers, kept)
-    found = render_hits(query, hits, uuids, filters.home[0] if filters.home else "")
-    return "\n".join([*said, found])
 
+    def found(conn: sqlite3.Connection) -> tuple[list[dict[str, Any]], list[str], dict[int, str]]:
+        hits = recall.search(conn, query, filters, limit, facts_only, messages_only)
+        said = recall.readings()  # the misspelt words this search read as others
+        numbers = [hit["message_id"] for hit in hits if hit["kind"] == "message"]
+        return hits, said, message_uuids(place.db_url, numbers, conn)
 
-def _search_at_once(
-    place: Place,
-    path: Path,
-    query: str,
-    filters: Any,
-    limit: int,
-    facts_only: bool,
-    messages_only: bool,
-) -> list[dict[str, Any]] | None:
-    """subrosa.recall.search_at_once (the same checks: the schema current, no ended
-    session waiting to be ingested), on the connection `place` keeps open; None when
-    search_database must make the archive ready first."""
-    from subrosa import recall
-    from subrosa.archive import pending
-    from subrosa.schema import is_current
-
-    if not is_current(path) or pending.list_pending():
-        return None
-    try:
-        conn = place.connection(path)
-        return recall.search(conn, query, filters, limit, facts_only, messages_only)
-    except (sqlite3.Error, OSError, UnicodeEncodeError):
-        place.close()  # a broken connection is not kept; search_database says why
-        return None
+    hits, said, uuids = place.archive.run(found)
+    shown = render_hits(query, hits, uuids, filters.home[0] if filters.home else "")
+    return "\n".join([*said, shown])
 
 
 def render_hits(
@@ -198,14 +161,11 @@ def get(place: Place, ident: str, *, around: int = 0) -> str:
         leaf = _leaf_text(place.memory_dir, ident)
         if leaf is not None:
             return leaf
-    from subrosa.archive.sessions import show_message
+    from subrosa.archive.sessions import message_shown
 
     try:
-        shown = show_message(
-            place.db_url,
-            ident,
-            context=around,
-            tool_result_chars=place.settings.tool_result_chars,
+        shown = place.archive.run(
+            lambda conn: message_shown(conn, ident, context=around), lock=False
         )
     except NotFound:
         raise NotFound(
@@ -266,11 +226,9 @@ def render_messages(shown: Any, *, target: str | None) -> str:
 def timeline(place: Place, session: str, *, around: str | None = None, limit: int = 20) -> str:
     """A stretch of one session, one line a message: `limit` messages centred on
     `around` (a message's uuid or number), else the session's first ones."""
-    from subrosa.archive.sessions import show_session
+    from subrosa.archive.sessions import session_shown
 
-    shown = show_session(
-        place.db_url, session.strip(), tool_result_chars=place.settings.tool_result_chars
-    )
+    shown = place.archive.run(lambda conn: session_shown(conn, session.strip()), lock=False)
     messages = shown.messages
     start = 0
     target = around.strip().removeprefix("#") if around else None

@@ -176,6 +176,11 @@ class Cluster:
         assert row is not None
         return str(row[0])
 
+    def execute(self, sql: str) -> None:
+        """Run one statement as the admin, in the database `postgres`."""
+        with self._connect() as conn:
+            conn.execute(sql)
+
     def create_database(self, name: str | None = None) -> URL:
         """A new empty database; its URL, for the same user as the admin URL."""
         self._count += 1

@@ -45,22 +45,32 @@ def archive_path(db_url: str) -> str:
 def open_archive(
     db_url: str, progress: Callable[[int, int], None] | None = None
 ) -> Iterator[sqlite3.Connection]:
+    """The archive's connection (archive_connection()), closed after."""
+    conn = archive_connection(db_url, progress)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def archive_connection(
+    db_url: str, progress: Callable[[int, int], None] | None = None
+) -> sqlite3.Connection:
     """The archive's connection, the database created first when it is new (directly,
     subrosa.schema.ensure_current) or migrated when it is older (the only time SQLAlchemy
     and Alembic are loaded), and its full-text index rebuilt first when a migration
     asked for it (subrosa.archive.reindex, under the ingest lock; `progress` is told
     the messages indexed and to index, and how far a migration that works through the
     archive is: 0014). On a PostgreSQL server, subrosa.archive.pgstore's connection (no
-    re-index: the server keeps its indexes in step)."""
+    re-index: the server keeps its indexes in step). The caller closes it (open_archive;
+    the MCP server keeps it: subrosa.archive.kept)."""
     from subrosa.pg import is_server
     from subrosa.schema import ensure_current, state
 
     if is_server(db_url):
-        from subrosa.archive.pgstore import open_server
+        from subrosa.archive.pgstore import server_connection
 
-        with open_server(db_url, progress) as server:
-            yield server
-        return
+        return server_connection(db_url, progress)
     path = archive_path(db_url)
     current, reindexing = state(path)
     if not current:
@@ -76,9 +86,10 @@ def open_archive(
 
             with ingest_lock(path):
                 reindex(conn, progress)
-        yield conn
-    finally:
+    except BaseException:
         conn.close()
+        raise
+    return conn
 
 
 @contextmanager

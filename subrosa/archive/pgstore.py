@@ -73,19 +73,31 @@ def _text(value: str | None) -> str | None:
 def open_server(
     db_url: str, progress: Callable[[int, int], None] | None = None
 ) -> Iterator[sqlite3.Connection]:
+    """The archive on the server at `db_url` (server_connection()), closed after."""
+    conn = server_connection(db_url, progress)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def server_connection(
+    db_url: str, progress: Callable[[int, int], None] | None = None
+) -> sqlite3.Connection:
     """The archive on the server at `db_url`, migrated first when due (the only time
     SQLAlchemy and Alembic are loaded; `progress` as subrosa.db.upgrade's). Typed as
     sqlite3's connection: subrosa.pg's offers the same calls, and the archive's modules
-    ask which one they hold where the SQL differs."""
+    ask which one they hold where the SQL differs. The caller closes it."""
     conn = connect(db_url)
     try:
         if _revision(conn) != SCHEMA_HEAD:
             from subrosa.db import open_database
 
             open_database(db_url, progress)
-        yield cast(sqlite3.Connection, conn)
-    finally:
+    except BaseException:
         conn.close()
+        raise
+    return cast(sqlite3.Connection, conn)
 
 
 def _revision(conn: Connection) -> str | None:

@@ -104,25 +104,32 @@ def show_session(
     with archive_ready(
         db_url, tool_result_chars, lock=False, reindex_progress=reindex_progress
     ) as conn:
-        pk, session_id = _find_session(conn, session)
-        rows = conn.execute(
-            # Its own messages and those it shares with a session archived before it (a
-            # fork's copied history, or its parent's: ingest._share), each shared one
-            # at the place its own id would have had. Time order: a session's lines can
-            # arrive from several files (its subagents'), so the order of insertion is
-            # not the conversation's; within one time, the order ingest read them.
-            "SELECT id, uuid, role, timestamp, text FROM ("
-            "SELECT id, uuid, role, timestamp, text, id AS place FROM messages"
-            " WHERE session_pk = ? UNION ALL"
-            " SELECT m.id, m.uuid, m.role, m.timestamp, m.text, x.position"
-            " FROM shared_messages x JOIN messages m ON m.id = x.message_id"
-            " WHERE x.session_pk = ?) AS held"
-            " ORDER BY timestamp IS NULL, timestamp, place, id",
-            [pk, pk],
-        ).fetchall()
-        info = conn.execute(
-            f"SELECT {', '.join(DETAIL_KEYS)}, message_count FROM sessions WHERE id = ?", [pk]
-        ).fetchone()
+        return session_shown(conn, session, around=around, context=context)
+
+
+def session_shown(
+    conn: sqlite3.Connection, session: str, *, around: str | None = None, context: int = 5
+) -> Shown:
+    """show_session() on an archive already made ready (`conn`)."""
+    pk, session_id = _find_session(conn, session)
+    rows = conn.execute(
+        # Its own messages and those it shares with a session archived before it (a
+        # fork's copied history, or its parent's: ingest._share), each shared one
+        # at the place its own id would have had. Time order: a session's lines can
+        # arrive from several files (its subagents'), so the order of insertion is
+        # not the conversation's; within one time, the order ingest read them.
+        "SELECT id, uuid, role, timestamp, text FROM ("
+        "SELECT id, uuid, role, timestamp, text, id AS place FROM messages"
+        " WHERE session_pk = ? UNION ALL"
+        " SELECT m.id, m.uuid, m.role, m.timestamp, m.text, x.position"
+        " FROM shared_messages x JOIN messages m ON m.id = x.message_id"
+        " WHERE x.session_pk = ?) AS held"
+        " ORDER BY timestamp IS NULL, timestamp, place, id",
+        [pk, pk],
+    ).fetchall()
+    info = conn.execute(
+        f"SELECT {', '.join(DETAIL_KEYS)}, message_count FROM sessions WHERE id = ?", [pk]
+    ).fetchone()
     if around is not None:
         at = next((i for i, r in enumerate(rows) if str(r[0]) == around or r[1] == around), None)
         if at is None:
@@ -206,25 +213,24 @@ def show_message(
 ) -> Shown:
     """The archived message `message` (its uuid, or its number as `#N` or `N`) and
     `context` messages either side of it in its session (show_session's view)."""
-    number = message.removeprefix("#")
     with archive_ready(db_url, tool_result_chars, lock=False) as conn:
+        return message_shown(conn, message, context=context)
+
+
+def message_shown(conn: sqlite3.Connection, message: str, *, context: int = 0) -> Shown:
+    """show_message() on an archive already made ready (`conn`)."""
+    number = message.removeprefix("#")
+    row = conn.execute(
+        "SELECT s.session_id, m.id FROM messages m JOIN sessions s ON s.id = m.session_pk"
+        " WHERE m.uuid = ?",
+        [message],
+    ).fetchone()
+    if row is None and number.isdigit():
         row = conn.execute(
-            "SELECT s.session_id, m.id FROM messages m JOIN sessions s ON s.id = m.session_pk"
-            " WHERE m.uuid = ?",
-            [message],
+            "SELECT s.session_id, m.id FROM messages m"
+            " JOIN sessions s ON s.id = m.session_pk WHERE m.id = ?",
+            [int(number)],
         ).fetchone()
-        if row is None and number.isdigit():
-            row = conn.execute(
-                "SELECT s.session_id, m.id FROM messages m"
-                " JOIN sessions s ON s.id = m.session_pk WHERE m.id = ?",
-                [int(number)],
-            ).fetchone()
     if row is None:
         raise NotFound(f"{message}: no archived message has this id.")
-    return show_session(
-        db_url,
-        str(row[0]),
-        around=str(row[1]),
-        context=context,
-        tool_result_chars=tool_result_chars,
-    )
+    return session_shown(conn, str(row[0]), around=str(row[1]), context=context)

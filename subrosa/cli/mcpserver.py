@@ -9,10 +9,11 @@ The official Python SDK (`mcp`) is imported only here, and only when the server
 starts: it costs ~0.6 s of CPU to import, which no other command should pay. (Its
 2.x line costs ~0.9 s, too close to the one second a server may take to answer
 `initialize`, so 1.x it is; docs/mcp.md has the figures, bench/mcp_server.py the
-ready time.) The tools run one at a time on one worker thread: a long call (an
-ingest before a search, the project lock of a remember) never stops the server
-answering pings, and the archive connection kept between searches (subrosa.tools.
-Place) stays on the thread that opened it, as sqlite3 requires.
+ready time.) The SDK runs each request as a task of its own, so two tool calls may
+be under way at once; the tools run one at a time on one worker thread: a long call
+(an ingest before a search, the project lock of a remember) never stops the server
+answering pings, and the archive's connection kept between calls (subrosa.archive.
+kept, which takes a lock per call besides) serves one call at a time.
 """
 
 from __future__ import annotations
@@ -368,10 +369,31 @@ def answer(place: Place, name: str, arguments: dict[str, Any] | None) -> tuple[s
 # ---------------------------------------------------------------- the server
 
 
+# On SIGTERM, how long a tool call running on the worker may take to finish before the
+# server ends without closing the archive's connection (the system closes it then).
+TERM_WAIT_S = 5.0
+
+
 def serve(place: Place) -> None:
-    """Answer MCP requests on stdin/stdout until the client closes stdin."""
+    """Answer MCP requests on stdin/stdout until the client closes stdin or sends
+    SIGTERM; either way the archive's connection is closed first (on SQLite the last
+    connection's close checkpoints the WAL; a server's backend ends at once)."""
+    import signal
+
     import anyio
 
+    def terminated(signum: int, frame: Any) -> None:
+        # Not by cancelling the server: its stdin reader waits in a thread for a line
+        # that may never come. The call running, if any, finishes first (the archive's
+        # lock), then the process ends as SIGTERM ends it.
+        import os
+
+        if place.archive.lock.acquire(timeout=TERM_WAIT_S):
+            place.close()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, terminated)
     anyio.run(_serve, place)
 
 
