@@ -266,14 +266,8 @@ def pg_tool(pg_env: dict[str, str], url: str) -> None:
     client.start()
     tool = tool_times(client)
     client.close()
-    in_proc: dict[str, list[float]] = {}
     with open_server(url) as conn:
-        for cls, queries in CLASSES.items():
-            for query in queries:
-                for _ in range(3):
-                    start = time.perf_counter()
-                    search(conn, query, Filters(), 10)
-                    in_proc.setdefault(cls, []).append(time.perf_counter() - start)
+        in_proc = in_process(conn)
     print("\n### PostgreSQL: the search tool over stdio\n")
     print("| class (calls) | tool p50 / p95 | in-process p50 / p95 | tool / in-process p95 |")
     print("| --- | --- | --- | --- |")
@@ -284,6 +278,19 @@ def pg_tool(pg_env: dict[str, str], url: str) -> None:
             f" {pct(i, 0.5) * 1e3:.1f} / {pct(i, 0.95) * 1e3:.1f} ms |"
             f" {pct(t, 0.95) / pct(i, 0.95):.2f}x |"
         )
+
+
+def in_process(conn: Any) -> dict[str, list[float]]:
+    """Each class's queries searched in this process on `conn`, three times each: the
+    seconds of every search, by class."""
+    times: dict[str, list[float]] = {}
+    for cls, queries in CLASSES.items():
+        for query in queries:
+            for _ in range(3):
+                start = time.perf_counter()
+                search(conn, query, Filters(), 10)
+                times.setdefault(cls, []).append(time.perf_counter() - start)
+    return times
 
 
 def hit_lines(answer: str) -> list[tuple[str, str]]:
@@ -334,13 +341,7 @@ def bench(
                 assert not error, text
             answers.append(text)
     conn = connect(db)
-    in_proc: dict[str, list[float]] = {}
-    for cls, queries in CLASSES.items():
-        for query in queries:
-            for _ in range(3):
-                start = time.perf_counter()
-                search(conn, query, Filters(), 10)
-                in_proc.setdefault(cls, []).append(time.perf_counter() - start)
+    in_proc = in_process(conn)
     conn.close()
     whole = []
     for queries in CLASSES.values():
