@@ -169,14 +169,20 @@ def state(path: StrPath) -> tuple[bool, bool]:
         uri = "file:" + quote(str(path), safe="/") + "?mode=ro"
         conn = sqlite3.connect(uri, uri=True, timeout=30)
         try:
-            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-            if row is None or row[0] != SCHEMA_HEAD:
-                return False, False
-            pending = conn.execute("SELECT 1 FROM archive_reindex LIMIT 1").fetchone()
+            return connection_state(conn)
         finally:
             conn.close()
     except sqlite3.Error:
         return False, False
+
+
+def connection_state(conn: sqlite3.Connection) -> tuple[bool, bool]:
+    """state() asked of an open connection to the SQLite file (two small queries; the
+    MCP server asks its kept connection, subrosa.archive.kept)."""
+    row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    if row is None or row[0] != SCHEMA_HEAD:
+        return False, False
+    pending = conn.execute("SELECT 1 FROM archive_reindex LIMIT 1").fetchone()
     return True, pending is not None
 
 

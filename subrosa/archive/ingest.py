@@ -1156,12 +1156,19 @@ def archive_ready(
     sessions that ended since the last ingest ingested first (under the ingest lock
     when `lock`: a search waits for a running ingest, a listing does not)."""
     with open_archive(db_url, reindex_progress) as conn:
-        if lock:
-            with archive_lock(db_url):
-                drain_pending(conn, current_project(), tool_result_chars)
-        else:
-            drain_pending(conn, current_project(), tool_result_chars)
+        drain(conn, db_url, tool_result_chars, lock=lock)
         yield conn
+
+
+def drain(conn: sqlite3.Connection, db_url: str, tool_result_chars: int, *, lock: bool) -> None:
+    """The sessions that ended since ingested into the archive `conn` holds (that of
+    `db_url`), under the ingest lock when `lock`: a search waits for a running ingest,
+    a listing does not (archive_ready(), and the MCP server's kept connection)."""
+    if lock:
+        with archive_lock(db_url):
+            drain_pending(conn, current_project(), tool_result_chars)
+    else:
+        drain_pending(conn, current_project(), tool_result_chars)
 
 
 class Ingested(NamedTuple):

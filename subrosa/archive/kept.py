@@ -91,14 +91,9 @@ class KeptArchive:
 
         conn = self._connection()
         if pending.list_pending():
-            from subrosa.archive.connection import archive_lock
-            from subrosa.archive.ingest import current_project, drain_pending
+            from subrosa.archive.ingest import drain
 
-            if lock:
-                with archive_lock(self.db_url):
-                    drain_pending(conn, current_project(), self.tool_result_chars)
-            else:
-                drain_pending(conn, current_project(), self.tool_result_chars)
+            drain(conn, self.db_url, self.tool_result_chars, lock=lock)
         result = use(conn)
         self.used = time.monotonic()
         return result
@@ -147,18 +142,17 @@ class KeptArchive:
     def _revision_right(self) -> bool:
         """Whether the kept connection's database is at this subrosa's schema and (on
         SQLite) fully indexed; False too when asking fails."""
-        from subrosa.schema import SCHEMA_HEAD
-
         conn = self.conn
         try:
             if self.server:
                 from subrosa.pg import schema_revision
+                from subrosa.schema import SCHEMA_HEAD
 
                 return schema_revision(conn) == SCHEMA_HEAD
-            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-            if row is None or row[0] != SCHEMA_HEAD:
-                return False
-            return conn.execute("SELECT 1 FROM archive_reindex LIMIT 1").fetchone() is None
+            from subrosa.schema import connection_state
+
+            current, reindexing = connection_state(conn)
+            return current and not reindexing
         except Exception:  # noqa: BLE001 - a connection that cannot say is not kept
             return False
 
