@@ -170,6 +170,9 @@ class Manners:
         self.common: dict[str, float] | None = None
         # Which id ranges have their own words index (subrosa.archive.pgsearch.RANGE).
         self.ranges: set[int] | None = None
+        # How many chunks of ids, from the first, have their postings sealed
+        # (subrosa.archive.pgpostings), as the search's first statement read it.
+        self.sealed = 0
         # The planner settings execute_without() turned off and left off.
         self._off: tuple[str, ...] = ()
         # Whether a pooler stands between (see the class's docstring).

@@ -44,6 +44,7 @@ import math
 from collections.abc import Iterator
 from itertools import islice
 
+from subrosa.archive.pgpostings import CHUNK
 from subrosa.archive.search import RERANK, SELECTIVE, SPAN_SHARE, inside_runs
 from subrosa.lazyre import compile_lazily
 from subrosa.libpq import parse_array
@@ -102,6 +103,31 @@ _RANGES = (
     " ON c.oid = i.indexrelid WHERE i.indrelid = 'messages'::regclass AND i.indisvalid"
     " AND c.relname LIKE 'ix\\_messages\\_words\\_r%')"
 )
+# The first id the sealed chunks' postings do not hold, those from the first id on
+# (subrosa.archive.pgpostings): the first chunk not sealed whole, and how far into it
+# postings reach (its `upto`, when it is sealed in part).
+# (The first chunk not sealed whole: the first whose number is not its place among
+# those sealed whole; a join of the table with itself on `chunk + 1` would be
+# planned as a nested loop of every pair where its statistics are thin.)
+_FIRST_OPEN = (
+    "(SELECT coalesce(min(x.i) FILTER (WHERE x.chunk <> x.i), count(*))::int FROM"
+    " (SELECT s.chunk, (row_number() OVER (ORDER BY s.chunk) - 1)::int AS i"
+    f" FROM sealed_chunks s WHERE s.upto = (s.chunk + 1) * {CHUNK}) x)"
+)
+_SEALED = (
+    f"(SELECT coalesce((SELECT s.upto FROM sealed_chunks s WHERE s.chunk = f.c), f.c * {CHUNK})"
+    f" FROM (SELECT {_FIRST_OPEN} AS c) f)"
+)
+# A unit's query made of single words only (`'postgres' | 'postgre'`): one of them.
+_PLAIN = compile_lazily(r"'((?:[^'\\]|'')+)'")
+# A word's matches in the ids past the sealed chunks are read through the range indexes
+# (_from_postings()); past this many such ids, all of them are (the sealed chunks are
+# behind: a chunk written again, or an ingest not yet done sealing).
+TAIL_MAX = 4 * CHUNK
+# ... and when the statistics say that part holds this share of the SELECTIVE newest
+# matches or more (a common word's, `the`), the index reads them all: reading that many
+# rows through it costs most of the probe either way, and the postings' rows are more.
+TAIL_SHARE = 0.5
 
 
 def _lexeme(token: str) -> str:
@@ -166,14 +192,16 @@ def newest_id(conn: Any) -> int:
             " AND attname = 'words'"
         )
         row = conn.execute(
-            f"SELECT (SELECT coalesce(max(id), 0) FROM messages), {_RANGES},"
+            f"SELECT (SELECT coalesce(max(id), 0) FROM messages), {_RANGES}, {_SEALED},"
             f" (SELECT most_common_elems::text::text[] {stats}),"
             f" (SELECT most_common_elem_freqs {stats})"
         ).fetchone()
-        conn.common = dict(zip(row[2] or (), row[3] or (), strict=False))
-        newest, conn.ranges = int(row[0]), _ranges_of(row[1])
+        conn.common = dict(zip(row[3] or (), row[4] or (), strict=False))
     else:
-        newest, conn.ranges = newest_and_ranges(conn)
+        row = conn.execute(
+            f"SELECT coalesce(max(id), 0), {_RANGES}, {_SEALED} FROM messages"
+        ).fetchone()
+    newest, conn.ranges, conn.sealed = int(row[0]), _ranges_of(row[1]), int(row[2])
     _remember(conn, "", newest)
     return newest
 
@@ -513,7 +541,21 @@ def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple
     asked for them ahead (texts_ahead())."""
     # The ids search asks of a unit with more matches: its newest RERANK (rowids()).
     rows: list[Any] | None = [] if conn.answers.get("texts") else None
-    ids, count, kth = _newest_by_range(conn, query, newest, floor, keep=RERANK, rows=rows)
+    found = _from_postings(conn, query, newest, keep=RERANK)
+    if found is None:
+        ids, count, kth = _newest_by_range(conn, query, newest, floor, keep=RERANK, rows=rows)
+    else:
+        ids, count, kth = found
+        if rows is not None and ids:
+            rows[:] = sorted(
+                (
+                    tuple(row)
+                    for row in conn.execute(
+                        "SELECT id, text, terms, role FROM messages WHERE id = ANY(?)", [ids]
+                    ).fetchall()
+                ),
+                reverse=True,
+            )
     conn.answers[("probe", query)] = (count, kth)
     conn.answers[("ids", query)] = ids
     if rows is not None:
@@ -529,6 +571,95 @@ def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple
         )
         conn.answers[("rows", query)] = [tuple(row) for row in rows]
     return count, kth
+
+
+def plain_lexemes(query: str) -> list[str] | None:
+    """The words of a unit's query made of single words only (`'postgres' | 'postgre'`),
+    as the vectors hold them; None for one with a phrase, a prefix or a CJK run (or a
+    backslash, left to the index rather than unescaped)."""
+    body = query[1:-1] if query.startswith("(") and query.endswith(")") else query
+    lexemes = []
+    for alt in body.split(" | "):
+        match = _PLAIN.fullmatch(alt)
+        if match is None:
+            return None
+        lexemes.append(match.group(1).replace("''", "'"))
+    return lexemes
+
+
+def _text_array(values: list[str]) -> str:
+    """Strings as an array's text, each quoted (`{"a","b"}`)."""
+    quoted = ('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in values)
+    return "{" + ",".join(quoted) + "}"
+
+
+def _from_postings(
+    conn: Any, query: str, newest: int, keep: int
+) -> tuple[list[int], int, int | None] | None:
+    """_newest_by_range()'s answer for a unit of single words (its SELECTIVE newest
+    matches' ids, the newest `keep` of them when there are that many; how many, up to
+    SELECTIVE; the last one's id) from the sealed chunks' postings
+    (subrosa.archive.pgpostings): the matches past the sealed chunks (the newest ids,
+    at most TAIL_MAX) through the range indexes, then each sealed chunk's ids of the
+    unit's words, newest chunk first, as many chunks as the counts in the postings' key
+    say are needed (a word's count per chunk, the most of its forms': at least what
+    their union holds), all in one statement. A medium word's 4,000 newest matches are
+    then a few dozen rows read, not 4,000 rows found through the GIN index and read for
+    their ids (docs/team.md, "Round eleven").
+
+    None when the postings cannot answer, or would not answer sooner: not a unit of
+    single words, no chunk sealed, too many ids past them (TAIL_MAX) or, by the
+    statistics, most of the matches wanted there (TAIL_SHARE), or a chunk unsealed since
+    the search's first statement read how many are (the statement checks, in its own
+    snapshot): the GIN index then does."""
+    low = conn.sealed  # the ids below are in the postings
+    lexemes = plain_lexemes(query)
+    if lexemes is None or not low or newest + 1 - low > TAIL_MAX:
+        return None
+    if (_share(conn, query) or 0.0) * (newest + 1 - low) >= SELECTIVE * TAIL_SHARE:
+        return None  # most of them past the postings: the index reads them alike
+    branches = []
+    for k in range(newest // RANGE, low // RANGE - 1, -1):
+        part = _in_range("m.id", k) + (f" AND m.id >= {low}" if low > k * RANGE else "")
+        branches.append(
+            f"(SELECT m.id FROM messages m WHERE {VECTOR} @@ ?::tsquery AND {part}"
+            f" ORDER BY m.id DESC LIMIT {SELECTIVE})"
+        )
+    words = _text_array(lexemes)
+    # The chunks holding ids below `low`: those whole below it, and the one it is in,
+    # sealed up to it, when it is not at a chunk's start.
+    whole = low // CHUNK
+    last = whole if low % CHUNK else whole - 1
+    rows = conn.execute_without(
+        "enable_seqscan, enable_indexscan",
+        f"WITH tail AS MATERIALIZED (SELECT id FROM ({' UNION ALL '.join(branches)}) u"
+        f" LIMIT {SELECTIVE}),"
+        " keys AS MATERIALIZED (SELECT chunk, max(n) AS n FROM postings"
+        f" WHERE lexeme = ANY(?::text[]) AND chunk <= {last} GROUP BY chunk),"
+        " need AS MATERIALIZED (SELECT chunk FROM (SELECT chunk,"
+        " sum(n) OVER (ORDER BY chunk DESC) - n AS before FROM keys) w"
+        f" WHERE before < {SELECTIVE} - (SELECT count(*) FROM tail))"
+        f" SELECT -1, {_SEALED}, (SELECT array_agg(id ORDER BY id DESC) FROM tail)::text"
+        " UNION ALL SELECT p.chunk, p.n, p.ids::text FROM postings p"
+        " WHERE p.lexeme = ANY(?::text[]) AND p.chunk IN (SELECT chunk FROM need)",
+        [*([query] * len(branches)), words, words],
+    )
+    head = next(row for row in rows if int(row[0]) < 0)
+    if int(head[1]) != low:
+        return None  # a chunk was written again or sealed further since newest_id()
+    ids = parse_array(head[2] or "{}", int)
+    chunks: dict[int, list[str]] = {}
+    for row in rows:
+        if int(row[0]) >= 0:
+            chunks.setdefault(int(row[0]), []).append(row[2])
+    for chunk in sorted(chunks, reverse=True):
+        if len(ids) >= SELECTIVE:
+            break
+        lists = [parse_array(text, int) for text in chunks[chunk]]
+        ids += lists[0] if len(lists) == 1 else sorted(set().union(*lists), reverse=True)
+    found = ids[:SELECTIVE]
+    count = len(found)
+    return (found[:keep] if count >= SELECTIVE else found), count, found[-1] if found else None
 
 
 def _remember(conn: Any, query: str, matches: float) -> None:
