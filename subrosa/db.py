@@ -5,7 +5,8 @@ timeout (concurrent sessions wait instead of failing), foreign keys, and write
 transactions that start with BEGIN IMMEDIATE (so a reader never has to upgrade to
 a writer mid-transaction, which SQLite refuses at once with "database is locked").
 PostgreSQL needs none of that; it gets a connect timeout, so that a command facing an
-unreachable server fails in seconds rather than waiting for TCP to give up.
+unreachable server fails in seconds rather than waiting for TCP to give up, and over
+TCP keepalives (subrosa.pg.connect_defaults).
 Migrations never run at import time: `ensure_schema` compares the stored revision
 with SCHEMA_HEAD (one cheap query) and only then loads Alembic; concurrent first runs
 are serialized by a file lock beside an SQLite file, by an advisory lock on a server.
@@ -34,7 +35,7 @@ from subrosa.errors import (
 from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
 from subrosa.fsutil import file_lock
 from subrosa.paths import exists, sqlite_path
-from subrosa.pg import INSTALL_DRIVER
+from subrosa.pg import INSTALL_DRIVER, connect_defaults
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
@@ -48,7 +49,6 @@ from subrosa.schema import (
 )
 from subrosa.schema import SCHEMA_HEAD as SCHEMA_HEAD
 
-CONNECT_TIMEOUT_S = 10
 # pg_advisory_xact_lock's key for migrations: any constant will do; this one is the
 # bytes "subrosaM" read as a number, unlikely to be another application's.
 MIGRATION_LOCK_KEY = int.from_bytes(b"subrosaM", "big")
@@ -101,25 +101,30 @@ def get_engine(url: str) -> Engine:
         engine = create_engine(target, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
     else:
-        engine = _server_engine(target)
+        engine = _server_engine(target, url)
     _engines[url] = engine
     return engine
 
 
-def _server_engine(url: URL) -> Engine:
-    connect_args: dict[str, Any] = {}
-    if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
-        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+def _server_engine(url: URL, given: str) -> Engine:
+    """The engine for a server's `url` (`given`: the URL as the user wrote it)."""
+    postgresql = url.get_backend_name() == "postgresql"
     try:
+        connect_args: dict[str, Any] = {}
+        if postgresql:
+            import psycopg
+
+            # The connect timeout, and over TCP the keepalives, the URL does not name.
+            connect_args.update(connect_defaults(given, psycopg.pq.version()))
         engine = create_engine(url, connect_args=connect_args)
     except (NoSuchModuleError, ImportError) as exc:
-        if url.get_backend_name() == "postgresql":  # as subrosa.pg says it
+        if postgresql:  # as subrosa.pg says it
             raise DatabaseError(f"{shown(url)}: {INSTALL_DRIVER}.") from None
         raise DatabaseError(
             f"{shown(url)}: no database driver for {url.drivername} ({exc})."
         ) from None
-    if url.get_backend_name() == "postgresql":
-        _unprepared_behind_pooler(engine, url.render_as_string(hide_password=True))
+    if postgresql:
+        _unprepared_behind_pooler(engine, given)
     return engine
 
 
