@@ -6,7 +6,8 @@ transactions that start with BEGIN IMMEDIATE (so a reader never has to upgrade t
 a writer mid-transaction, which SQLite refuses at once with "database is locked").
 PostgreSQL needs none of that; it gets a connect timeout, so that a command facing an
 unreachable server fails in seconds rather than waiting for TCP to give up, and over
-TCP keepalives (subrosa.pg.connect_defaults).
+TCP keepalives (subrosa.pg.connect_defaults); a pooled connection the server ended
+is replaced when checked out.
 Migrations never run at import time: `ensure_schema` compares the stored revision
 with SCHEMA_HEAD (one cheap query) and only then loads Alembic; concurrent first runs
 are serialized by a file lock beside an SQLite file, by an advisory lock on a server.
@@ -20,7 +21,7 @@ from typing import Any, TypeGuard
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
 from subrosa.errors import (
@@ -125,6 +126,7 @@ def _server_engine(url: URL, given: str) -> Engine:
         ) from None
     if postgresql:
         _unprepared_behind_pooler(engine, given)
+        _replaced_when_ended(engine)
     return engine
 
 
@@ -139,6 +141,24 @@ def _unprepared_behind_pooler(engine: Engine, url: str) -> None:
         info = getattr(dbapi_connection, "info", None)
         if info is not None and behind_pooler(url, int(info.backend_pid)):
             dbapi_connection.prepare_threshold = None
+
+
+def _replaced_when_ended(engine: Engine) -> None:
+    """A pooled connection that can no longer answer is replaced as it is checked out
+    (subrosa.pg.idle_ended: its backend was terminated, the server restarted, a pooler
+    closed it, TCP's keepalives gave up on its path), so the call that follows runs
+    on a new one: the MCP server keeps its engine, and `remember`'s writes, across
+    calls. One poll of the socket, where pool_pre_ping's `SELECT 1` would cost every
+    checkout a round trip (a command checks out several times; a team's server may
+    be a network away)."""
+    from subrosa.pg import idle_ended
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        if idle_ended(dbapi_connection):
+            # The pool closes it and checks out a new one (SQLAlchemy's "custom
+            # pessimistic" disconnect handling).
+            raise DisconnectionError("the server ended the connection while it was idle")
 
 
 def _configure_sqlite(engine: Engine) -> None:

@@ -327,6 +327,24 @@ class Connection(Manners):
         self.raw.close()
 
 
+def idle_ended(raw: Any) -> bool:
+    """Whether an idle psycopg connection (`raw`) can no longer answer: the server sent
+    something while nothing was asked (its backend ended: the notice, or the end of
+    the stream) or TCP gave up on its path (the keepalives of connect_defaults()).
+    One poll, no round trip; True too when the connection cannot be polled."""
+    import select
+
+    try:
+        fd = raw.fileno()
+        if hasattr(select, "poll"):  # not select(): a descriptor past 1023 is fine
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])
+    except Exception:  # noqa: BLE001 - closed, or not a connection: not to be used
+        return True
+
+
 # What every connection subrosa opens sets first (here and subrosa.libpq.connect()).
 SETTINGS = "SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0; SET jit = off"
 # Behind a pooler: the date style alone, which a pooler keeps for each client (pgbouncer

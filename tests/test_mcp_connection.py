@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from subrosa.memory.marker import INDEX_FILES
 from subrosa.paths import project_transcript_dir
 from subrosa.schema import SCHEMA_HEAD
 from tests.conftest import Db, RunCli, dispose_all
@@ -358,3 +359,41 @@ def test_a_search_after_the_path_died_in_silence_answers_on_a_new_connection(
                 server.process.kill()
                 server.process.wait(timeout=60)
     assert "Traceback" not in server.stderr.read_text()
+
+
+@pytest.mark.engines("postgresql")
+def test_remember_after_its_backends_were_terminated_stores_each_fact_once(
+    memory_dir: Path, db: Db, server: Server
+) -> None:
+    """`remember` writes through the process's SQLAlchemy engine, whose pool keeps a
+    connection between calls: one whose backend was terminated (a server restart,
+    pg_terminate_backend, a pooler closing it) is replaced as it is checked out, and
+    the call stores its fact, once (subrosa.db._replaced_when_ended)."""
+    first = server.tool(
+        "remember", slug="vpn_first", type="project", description="VPN first.", body="Yes."
+    )
+    assert not first[1], first[0]
+    assert backends(db)
+    for pid in backends(db):
+        db.rows(f"SELECT pg_terminate_backend({pid})")
+    second = server.tool(
+        "remember",
+        slug="deploy_friday",
+        type="project",
+        description="No Friday deploys.",
+        body="Never on a Friday.",
+    )
+    assert not second[1], second[0]
+    assert second[0].startswith("added fact deploy_friday"), second[0]
+    for pid in backends(db):
+        db.rows(f"SELECT pg_terminate_backend({pid})")
+    again = server.tool(
+        "remember", slug="vpn_first", type="project", description="VPN first.", body="Always."
+    )
+    assert again[0].startswith("updated fact vpn_first"), again[0]
+    assert db.rows("SELECT slug, body FROM facts ORDER BY slug") == [
+        ("deploy_friday", "Never on a Friday."),
+        ("vpn_first", "Always."),
+    ]
+    leaves = sorted(p.name for p in memory_dir.glob("*.md") if p.name not in INDEX_FILES)
+    assert leaves == ["deploy_friday.md", "vpn_first.md"]
