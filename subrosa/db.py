@@ -36,7 +36,7 @@ from subrosa.errors import (
 from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
 from subrosa.fsutil import file_lock
 from subrosa.paths import exists, sqlite_path
-from subrosa.pg import INSTALL_DRIVER, connect_defaults
+from subrosa.pg import INSTALL_DRIVER, POOLER_PARAMETER, connect_defaults, declared_pooler
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
@@ -79,6 +79,9 @@ def database_url(value: str) -> URL:
         raise InvalidInput(f"{hide_passwords(value)}: {SUPPORTED_DATABASES}.")
     if url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")
+    if url.get_backend_name() == "postgresql" and declared_pooler(value):
+        # subrosa's own, read from `value` (subrosa.pg.behind_pooler); libpq refuses it.
+        url = url.difference_update_query([POOLER_PARAMETER])
     return url
 
 

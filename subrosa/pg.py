@@ -51,6 +51,9 @@ USER_TIMEOUT_SINCE = 120000  # PQlibVersion() of libpq 12, the first with tcp_us
 # A host that is a Unix socket's directory (`/…`, percent-encoded in a URL's address
 # part) or an abstract socket's name (`@…`).
 _SOCKETS = ("/", "%2f", "@", "%40")
+# A pooler declared in the URL (declared_pooler()), for one subrosa does not recognise:
+# taken out before libpq reads the URL, which refuses a parameter it does not know.
+POOLER_PARAMETER = "subrosa_pooler"
 # psycopg's count of runs after which it prepares a statement itself: never (None would
 # forbid preparing even the statements Connection.execute() asks it to).
 NEVER = 2**62
@@ -80,11 +83,12 @@ def is_server(url: str) -> bool:
 
 
 def conninfo(url: str, libpq_version: int = USER_TIMEOUT_SINCE) -> str:
-    """The URL as libpq reads it (without SQLAlchemy's `+psycopg`), with the settings
-    of connect_defaults() it does not name; its query parameters (sslmode, …) pass
-    through."""
+    """The URL as libpq reads it (without SQLAlchemy's `+psycopg` and subrosa's own
+    `subrosa_pooler`), with the settings of connect_defaults() it does not name; its
+    other query parameters (sslmode, …) pass through."""
+    declared_pooler(url)  # a mode it does not know: one sentence, before connecting
     # SQLAlchemy writes a password's space as it is; libpq wants it percent-encoded.
-    info = _DRIVER.sub("postgresql://", url).replace(" ", "%20")
+    info = without_declaration(_DRIVER.sub("postgresql://", url).replace(" ", "%20"))
     added = "&".join(f"{k}={v}" for k, v in connect_defaults(info, libpq_version).items())
     if added:
         info += ("&" if "?" in info else "?") + added
@@ -134,12 +138,45 @@ def over_tcp(url: str) -> bool:
     return any(not h.lower().startswith(_SOCKETS) for h in hosts)
 
 
+def declared_pooler(url: str) -> bool:
+    """Whether the URL says a connection pooler in transaction mode stands between
+    (`subrosa_pooler=transaction`, for one behind_pooler() does not recognise);
+    SubrosaError for another value."""
+    if POOLER_PARAMETER not in url:  # no parsing on the usual path (search's)
+        return False
+    value = _parameters(url).get(POOLER_PARAMETER)
+    if value is None:
+        return False
+    if value != "transaction":
+        raise SubrosaError(
+            f"{hide_passwords(url)}: {POOLER_PARAMETER}={value!r} is not a pooler mode"
+            f" subrosa knows; {POOLER_PARAMETER}=transaction declares a pooler in"
+            ' transaction mode (docs/team.md, "Behind a connection pooler").'
+        )
+    return True
+
+
+def without_declaration(url: str) -> str:
+    """`url` without `subrosa_pooler=…` (libpq refuses a parameter it does not know)."""
+    if POOLER_PARAMETER not in url:
+        return url
+    base, _, query = url.partition("?")
+    params = [p for p in query.split("&") if p and p.partition("=")[0] != POOLER_PARAMETER]
+    return base + ("?" + "&".join(params) if params else "")
+
+
 def behind_pooler(url: str, backend_pid: int) -> bool:
     """Whether the connection to `url`, whose server reported `backend_pid`, goes through
     a connection pooler that may run consecutive statements on different server
     connections (transaction mode; session mode cannot be told apart, and is taken
-    alike): a process id no server has (PID_MAX), or a pooler's usual address. Asks
-    the server nothing: the id came with the connection."""
+    alike): declared so in the URL (declared_pooler()), or recognised()."""
+    return declared_pooler(url) or recognised(url, backend_pid)
+
+
+def recognised(url: str, backend_pid: int) -> bool:
+    """Whether the connection is a pooler's by what subrosa recognises: a process id no
+    server has (PID_MAX), or a pooler's usual address. Asks the server nothing: the id
+    came with the connection."""
     if backend_pid <= 0 or backend_pid > PID_MAX:
         return True
     if "6543" not in url and "-pooler." not in url:  # no regex to compile (search's path)

@@ -1,6 +1,7 @@
 """What subrosa asks of every connection to a server (subrosa.pg.connect_defaults): over
 TCP, keepalives and a TCP user timeout, so that a connection whose path died in silence
-fails within ~30 s; on a unix socket, none of them. The URL's own values win.
+fails within ~30 s; on a unix socket, none of them. The URL's own values win. And what
+it takes out of the URL before libpq reads it (`subrosa_pooler`, docs/team.md).
 
 The settings are read back from the sockets themselves (getsockopt) of a real
 connection through each of subrosa's three ways to a server: psycopg (subrosa.pg),
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from subrosa import libpq, pg
+from subrosa.errors import SubrosaError
 from tests.conftest import Db
 from tests.tcprelay import Relay, relay, target
 
@@ -99,6 +101,25 @@ def test_a_libpq_before_12_is_not_given_a_user_timeout() -> None:
     """libpq 11 refuses `tcp_user_timeout` ("invalid URI query parameter")."""
     got = parameters(pg.conninfo(TCP, 110022))
     assert "tcp_user_timeout" not in got and got["keepalives_idle"] == "10"
+
+
+def test_the_pooler_declared_never_reaches_libpq() -> None:
+    from subrosa.db import database_url
+
+    url = TCP + "&subrosa_pooler=transaction"
+    assert pg.declared_pooler(url) and not pg.declared_pooler(TCP)
+    assert "subrosa_pooler" not in pg.conninfo(url) and "sslmode=require" in pg.conninfo(url)
+    assert "subrosa_pooler" not in database_url(url).query
+    assert database_url(url).query["sslmode"] == "require"
+    plain = "postgresql://me@db.example.com/team?subrosa_pooler=transaction"
+    assert pg.conninfo(plain).startswith("postgresql://me@db.example.com/team?connect_timeout=")
+    with pytest.raises(SubrosaError) as refused:
+        pg.conninfo(TCP.replace("me@", "me:pw99@") + "&subrosa_pooler=yes")
+    said = str(refused.value)
+    assert (
+        "subrosa_pooler='yes' is not a pooler mode" in said and "subrosa_pooler=transaction" in said
+    )
+    assert "pw99" not in said and "\n" not in said
 
 
 # ---------------------------------------------------------------- on real sockets
