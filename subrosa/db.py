@@ -5,7 +5,9 @@ timeout (concurrent sessions wait instead of failing), foreign keys, and write
 transactions that start with BEGIN IMMEDIATE (so a reader never has to upgrade to
 a writer mid-transaction, which SQLite refuses at once with "database is locked").
 PostgreSQL needs none of that; it gets a connect timeout, so that a command facing an
-unreachable server fails in seconds rather than waiting for TCP to give up.
+unreachable server fails in seconds rather than waiting for TCP to give up, and over
+TCP keepalives (subrosa.pg.connect_defaults); a pooled connection the server ended
+is replaced when checked out.
 Migrations never run at import time: `ensure_schema` compares the stored revision
 with SCHEMA_HEAD (one cheap query) and only then loads Alembic; concurrent first runs
 are serialized by a file lock beside an SQLite file, by an advisory lock on a server.
@@ -19,7 +21,7 @@ from typing import Any, TypeGuard
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, NoSuchModuleError
 from sqlalchemy.orm import Session
 
 from subrosa.errors import (
@@ -34,7 +36,7 @@ from subrosa.errors import (
 from subrosa.errors import DatabaseError as DatabaseError  # defined beside the others
 from subrosa.fsutil import file_lock
 from subrosa.paths import exists, sqlite_path
-from subrosa.pg import INSTALL_DRIVER
+from subrosa.pg import INSTALL_DRIVER, POOLER_PARAMETER, connect_defaults, declared_pooler
 
 # The newest Alembic revision lives in subrosa.schema, which imports no SQLAlchemy;
 # a test asserts it equals the script directory's head.
@@ -48,7 +50,6 @@ from subrosa.schema import (
 )
 from subrosa.schema import SCHEMA_HEAD as SCHEMA_HEAD
 
-CONNECT_TIMEOUT_S = 10
 # pg_advisory_xact_lock's key for migrations: any constant will do; this one is the
 # bytes "subrosaM" read as a number, unlikely to be another application's.
 MIGRATION_LOCK_KEY = int.from_bytes(b"subrosaM", "big")
@@ -78,6 +79,9 @@ def database_url(value: str) -> URL:
         raise InvalidInput(f"{hide_passwords(value)}: {SUPPORTED_DATABASES}.")
     if url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")
+    if url.get_backend_name() == "postgresql" and declared_pooler(value):
+        # subrosa's own, read from `value` (subrosa.pg.behind_pooler); libpq refuses it.
+        url = url.difference_update_query([POOLER_PARAMETER])
     return url
 
 
@@ -101,25 +105,31 @@ def get_engine(url: str) -> Engine:
         engine = create_engine(target, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
     else:
-        engine = _server_engine(target)
+        engine = _server_engine(target, url)
     _engines[url] = engine
     return engine
 
 
-def _server_engine(url: URL) -> Engine:
-    connect_args: dict[str, Any] = {}
-    if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
-        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+def _server_engine(url: URL, given: str) -> Engine:
+    """The engine for a server's `url` (`given`: the URL as the user wrote it)."""
+    postgresql = url.get_backend_name() == "postgresql"
     try:
+        connect_args: dict[str, Any] = {}
+        if postgresql:
+            import psycopg
+
+            # The connect timeout, and over TCP the keepalives, the URL does not name.
+            connect_args.update(connect_defaults(given, psycopg.pq.version()))
         engine = create_engine(url, connect_args=connect_args)
     except (NoSuchModuleError, ImportError) as exc:
-        if url.get_backend_name() == "postgresql":  # as subrosa.pg says it
+        if postgresql:  # as subrosa.pg says it
             raise DatabaseError(f"{shown(url)}: {INSTALL_DRIVER}.") from None
         raise DatabaseError(
             f"{shown(url)}: no database driver for {url.drivername} ({exc})."
         ) from None
-    if url.get_backend_name() == "postgresql":
-        _unprepared_behind_pooler(engine, url.render_as_string(hide_password=True))
+    if postgresql:
+        _unprepared_behind_pooler(engine, given)
+        _replaced_when_ended(engine)
     return engine
 
 
@@ -134,6 +144,24 @@ def _unprepared_behind_pooler(engine: Engine, url: str) -> None:
         info = getattr(dbapi_connection, "info", None)
         if info is not None and behind_pooler(url, int(info.backend_pid)):
             dbapi_connection.prepare_threshold = None
+
+
+def _replaced_when_ended(engine: Engine) -> None:
+    """A pooled connection that can no longer answer is replaced as it is checked out
+    (subrosa.pg.idle_ended: its backend was terminated, the server restarted, a pooler
+    closed it, TCP's keepalives gave up on its path), so the call that follows runs
+    on a new one: the MCP server keeps its engine, and `remember`'s writes, across
+    calls. One poll of the socket, where pool_pre_ping's `SELECT 1` would cost every
+    checkout a round trip (a command checks out several times; a team's server may
+    be a network away)."""
+    from subrosa.pg import idle_ended
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        if idle_ended(dbapi_connection):
+            # The pool closes it and checks out a new one (SQLAlchemy's "custom
+            # pessimistic" disconnect handling).
+            raise DisconnectionError("the server ended the connection while it was idle")
 
 
 def _configure_sqlite(engine: Engine) -> None:

@@ -149,12 +149,13 @@ def check_pooler(subject: Subject) -> Check | None:
     with the settings subrosa cannot send through one (docs/team.md, "Behind a
     connection pooler"); None elsewhere, or when no connection can be had (the database
     check says why)."""
-    from subrosa.pg import connect, is_server
+    from subrosa.pg import POOLER_PARAMETER, connect, declared_pooler, is_server
 
     if not is_server(subject.db_url):
         return None
     try:
         conn = connect(subject.db_url)
+        declared = declared_pooler(subject.db_url)
     except Exception:  # noqa: BLE001 - the database check reports the cause
         return None
     try:
@@ -168,9 +169,14 @@ def check_pooler(subject: Subject) -> Check | None:
         return None
     finally:
         conn.close()
+    how = (
+        f"declared by the URL's {POOLER_PARAMETER}=transaction"
+        if declared
+        else "recognised by its connection"
+    )
     detail = (
-        "the server is reached through a connection pooler: subrosa prepares no statements"
-        " there and sets its planner settings inside its own transactions"
+        f"the server is reached through a connection pooler ({how}): subrosa prepares no"
+        " statements there and sets its planner settings inside its own transactions"
     )
     unset = [
         f"SET {n} = {v}"

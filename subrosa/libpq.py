@@ -96,6 +96,7 @@ def _declare(lib: Any) -> None:
     p, i, s, u = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint
     for name, restype, argtypes in (
         ("PQconnectdb", p, [s]),
+        ("PQlibVersion", i, []),
         ("PQstatus", i, [p]),
         ("PQbackendPID", i, [p]),
         ("PQerrorMessage", s, [p]),
@@ -415,7 +416,7 @@ def connect(url: str, lib: Any) -> Connection:
     """A connection through `lib` (load()) to the server at `url`, set as
     subrosa.pg.connect() sets psycopg's (subrosa.pg.SETTINGS: ISO dates, no parallel
     workers, no JIT; behind a pooler, the dates alone), and UTF-8."""
-    handle = lib.PQconnectdb(conninfo(url).encode())
+    handle = lib.PQconnectdb(conninfo(url, lib.PQlibVersion()).encode())
     if not handle or lib.PQstatus(handle) != CONNECTION_OK:
         reason = hide_passwords(_message(lib.PQerrorMessage(handle) if handle else None))
         if handle:

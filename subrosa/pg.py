@@ -16,6 +16,7 @@ the search).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
@@ -31,6 +32,28 @@ if TYPE_CHECKING:
 
 SCHEMES = ("postgresql://", "postgresql+psycopg://", "postgres://")
 CONNECT_TIMEOUT_S = 10
+# Over TCP, a connection whose path died in silence (a laptop's Wi-Fi changed, a NAT or
+# firewall forgot it) ends within ~30 s, where TCP alone would retransmit a statement
+# for ~15 minutes and keep an idle one forever: idle 10 s, the kernel probes every 5 s;
+# nothing acknowledged for 30 s, a statement or the probes (Linux applies the user
+# timeout to both; libpq 12+), it ends (else after 3 unanswered probes). The kept
+# connections (subrosa.archive.kept, subrosa.db's pool) then see it ended and open
+# another. libpq ignores them on a Unix socket; subrosa adds them only over TCP
+# (over_tcp()), and never one the URL names (connect_defaults()).
+TCP_DEFAULTS = {
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "30000",
+}
+USER_TIMEOUT_SINCE = 120000  # PQlibVersion() of libpq 12, the first with tcp_user_timeout
+# A host that is a Unix socket's directory (`/…`, percent-encoded in a URL's address
+# part) or an abstract socket's name (`@…`).
+_SOCKETS = ("/", "%2f", "@", "%40")
+# A pooler declared in the URL (declared_pooler()), for one subrosa does not recognise:
+# taken out before libpq reads the URL, which refuses a parameter it does not know.
+POOLER_PARAMETER = "subrosa_pooler"
 # psycopg's count of runs after which it prepares a statement itself: never (None would
 # forbid preparing even the statements Connection.execute() asks it to).
 NEVER = 2**62
@@ -39,9 +62,10 @@ _DRIVER = compile_lazily(r"^postgres(?:ql)?(?:\+psycopg)?://")
 # past Linux's ceiling (pid_max's, 2^22) or not above zero is no server process's, but
 # the random cancel key a pooler hands its clients (pgbouncer's: any 32-bit number).
 PID_MAX = 2**22
+# A URL's host part: its hosts and ports (`a:5432,b`), as libpq reads them.
+_HOST_PART = compile_lazily(r"^[^:]+://(?:[^@/?#]*@)?([^/?#]*)")
 # The usual addresses of poolers in transaction mode: port 6543 (Supabase's Supavisor),
-# a host named `…-pooler.…` (Neon's pgbouncer). The URL's host part, and a `port=`.
-_POOLER_HOST = compile_lazily(r"^[^:]+://(?:[^@/?#]*@)?([^/?#]*)")
+# a host named `…-pooler.…` (Neon's pgbouncer). In the host part, and a `port=`.
 _POOLER_PORT = compile_lazily(r"(?::6543(?:,|$)|-pooler\.)")
 _POOLER_QUERY = compile_lazily(r"[?&](?:port=6543(?:&|$)|host=[^&]*-pooler\.)")
 # psycopg goes into the environment subrosa runs in (the extra
@@ -58,27 +82,106 @@ def is_server(url: str) -> bool:
     return url.startswith(SCHEMES)
 
 
-def conninfo(url: str) -> str:
-    """The URL as libpq reads it (without SQLAlchemy's `+psycopg`), with a connect
-    timeout unless it names one; its query parameters (sslmode, …) pass through."""
+def conninfo(url: str, libpq_version: int = USER_TIMEOUT_SINCE) -> str:
+    """The URL as libpq reads it (without SQLAlchemy's `+psycopg` and subrosa's own
+    `subrosa_pooler`), with the settings of connect_defaults() it does not name; its
+    other query parameters (sslmode, …) pass through."""
+    declared_pooler(url)  # a mode it does not know: one sentence, before connecting
     # SQLAlchemy writes a password's space as it is; libpq wants it percent-encoded.
-    info = _DRIVER.sub("postgresql://", url).replace(" ", "%20")
-    if "connect_timeout=" not in info:
-        info += ("&" if "?" in info else "?") + f"connect_timeout={CONNECT_TIMEOUT_S}"
+    info = without_declaration(_DRIVER.sub("postgresql://", url).replace(" ", "%20"))
+    added = "&".join(f"{k}={v}" for k, v in connect_defaults(info, libpq_version).items())
+    if added:
+        info += ("&" if "?" in info else "?") + added
     return info
+
+
+def _parameters(url: str) -> dict[str, str]:
+    """The URL's query parameters by name (the last of a name wins, as in libpq)."""
+    query = url.partition("?")[2]
+    return dict(p.partition("=")[::2] for p in query.split("&") if p)
+
+
+def connect_defaults(url: str, libpq_version: int = USER_TIMEOUT_SINCE) -> dict[str, str]:
+    """The settings subrosa gives a connection to `url` that its URL does not name
+    (each one the URL names is the user's): a connect timeout, and over TCP
+    (over_tcp()) keepalives and a TCP user timeout. `libpq_version` (PQlibVersion's):
+    a libpq before 12 refuses tcp_user_timeout."""
+    named = _parameters(url)
+    defaults = {"connect_timeout": str(CONNECT_TIMEOUT_S)}
+    if over_tcp(url):
+        defaults.update(TCP_DEFAULTS)
+        if libpq_version < USER_TIMEOUT_SINCE:
+            del defaults["tcp_user_timeout"]
+    return {key: value for key, value in defaults.items() if key not in named}
+
+
+def over_tcp(url: str) -> bool:
+    """Whether libpq may reach the server at `url` over TCP: a host of the URL (its
+    query's `host=` before its address part) that is no socket directory (`/…`, or
+    `@…`: an abstract socket), a `hostaddr=`, a service file's host (unknown here); a
+    URL naming no host reaches PGHOST's (PGHOSTADDR's), else the default socket."""
+    params = _parameters(url)
+    if params.get("hostaddr") or "service" in params:
+        return True
+    if "host" in params:
+        hosts = params["host"].split(",")
+    else:
+        found = _HOST_PART.match(url)
+        hosts = [h.partition(":")[0] for h in (found.group(1) if found else "").split(",")]
+    hosts = [h for h in hosts if h]
+    if not hosts:
+        if os.environ.get("PGHOSTADDR") or os.environ.get("PGSERVICE"):
+            return True
+        hosts = [h for h in os.environ.get("PGHOST", "").split(",") if h]
+        if not hosts:
+            return os.name == "nt"  # libpq's default: a socket, but localhost on Windows
+    return any(not h.lower().startswith(_SOCKETS) for h in hosts)
+
+
+def declared_pooler(url: str) -> bool:
+    """Whether the URL says a connection pooler in transaction mode stands between
+    (`subrosa_pooler=transaction`, for one behind_pooler() does not recognise);
+    SubrosaError for another value."""
+    if POOLER_PARAMETER not in url:  # no parsing on the usual path (search's)
+        return False
+    value = _parameters(url).get(POOLER_PARAMETER)
+    if value is None:
+        return False
+    if value != "transaction":
+        raise SubrosaError(
+            f"{hide_passwords(url)}: {POOLER_PARAMETER}={value!r} is not a pooler mode"
+            f" subrosa knows; {POOLER_PARAMETER}=transaction declares a pooler in"
+            ' transaction mode (docs/team.md, "Behind a connection pooler").'
+        )
+    return True
+
+
+def without_declaration(url: str) -> str:
+    """`url` without `subrosa_pooler=…` (libpq refuses a parameter it does not know)."""
+    if POOLER_PARAMETER not in url:
+        return url
+    base, _, query = url.partition("?")
+    params = [p for p in query.split("&") if p and p.partition("=")[0] != POOLER_PARAMETER]
+    return base + ("?" + "&".join(params) if params else "")
 
 
 def behind_pooler(url: str, backend_pid: int) -> bool:
     """Whether the connection to `url`, whose server reported `backend_pid`, goes through
     a connection pooler that may run consecutive statements on different server
     connections (transaction mode; session mode cannot be told apart, and is taken
-    alike): a process id no server has (PID_MAX), or a pooler's usual address. Asks
-    the server nothing: the id came with the connection."""
+    alike): declared so in the URL (declared_pooler()), or recognised()."""
+    return declared_pooler(url) or recognised(url, backend_pid)
+
+
+def recognised(url: str, backend_pid: int) -> bool:
+    """Whether the connection is a pooler's by what subrosa recognises: a process id no
+    server has (PID_MAX), or a pooler's usual address. Asks the server nothing: the id
+    came with the connection."""
     if backend_pid <= 0 or backend_pid > PID_MAX:
         return True
     if "6543" not in url and "-pooler." not in url:  # no regex to compile (search's path)
         return False
-    host = _POOLER_HOST.match(url)
+    host = _HOST_PART.match(url)
     return bool((host and _POOLER_PORT.search(host.group(1))) or _POOLER_QUERY.search(url))
 
 
@@ -264,6 +367,24 @@ class Connection(Manners):
         self.raw.close()
 
 
+def idle_ended(raw: Any) -> bool:
+    """Whether an idle psycopg connection (`raw`) can no longer answer: the server sent
+    something while nothing was asked (its backend ended: the notice, or the end of
+    the stream) or TCP gave up on its path (the keepalives of connect_defaults()).
+    One poll, no round trip; True too when the connection cannot be polled."""
+    import select
+
+    try:
+        fd = raw.fileno()
+        if hasattr(select, "poll"):  # not select(): a descriptor past 1023 is fine
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])
+    except Exception:  # noqa: BLE001 - closed, or not a connection: not to be used
+        return True
+
+
 # What every connection subrosa opens sets first (here and subrosa.libpq.connect()).
 SETTINGS = "SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0; SET jit = off"
 # Behind a pooler: the date style alone, which a pooler keeps for each client (pgbouncer
@@ -295,7 +416,9 @@ def connect(url: str) -> Connection:
         # server would plan it once for any parameter, and a search's best plan depends
         # on its words: a rare one, the index's few matches; a common one, the newest
         # ids, each row tested): Connection.execute() says which (_planned_once()).
-        raw = psycopg.connect(conninfo(url), autocommit=True, prepare_threshold=NEVER)
+        raw = psycopg.connect(
+            conninfo(url, psycopg.pq.version()), autocommit=True, prepare_threshold=NEVER
+        )
     except psycopg.Error as exc:
         reason = one_line_reason(str(exc))
         raise SubrosaError(f"{hide_passwords(url)}: cannot connect ({reason}).") from None
@@ -346,8 +469,6 @@ def at_once(url: str, run: Callable[[Any], T]) -> T | None:
     the search) when a libpq loads, else psycopg's; psycopg's too when a value is of
     a type subrosa.libpq does not read. SUBROSA_PG_DRIVER=psycopg always takes psycopg,
     =libpq never does (an error instead: the tests hold the libpq path to its word)."""
-    import os
-
     driver = os.environ.get("SUBROSA_PG_DRIVER", "")
     if driver != "psycopg":
         from subrosa import libpq

@@ -56,12 +56,15 @@ def test_calls_share_one_connection(archive: KeptArchive) -> None:
 def test_a_connection_that_died_unnoticed_is_replaced_when_a_statement_fails(
     archive: KeptArchive, db: Db, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As a connection a firewall dropped would look: nothing on the socket; the
-    statement fails, and the call runs again on a new connection."""
+    """As a connection a firewall dropped would look before the keepalives find it:
+    nothing on the socket; the statement fails, and the call runs again on a new
+    connection (a real dead path: tests/test_mcp_connection.py)."""
+    from subrosa import pg
+
     assert count(archive) == 1
     pid = archive.conn.raw.info.backend_pid
     db.rows(f"SELECT pg_terminate_backend({pid})")
-    monkeypatch.setattr(kept, "_readable", lambda conn: False)
+    monkeypatch.setattr(pg, "idle_ended", lambda raw: False)
     assert count(archive) == 1
     assert archive.opened == 2 and archive.conn.raw.info.backend_pid != pid
 

@@ -15,16 +15,22 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, TimeoutError
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from subrosa.memory.marker import INDEX_FILES
 from subrosa.paths import project_transcript_dir
 from subrosa.schema import SCHEMA_HEAD
 from tests.conftest import Db, RunCli, dispose_all
+from tests.tcprelay import relay, target
 
 APP = "subrosa-mcp-under-test"
+# How long a search may take after its connection's path died: the TCP user timeout
+# (30 s), a new connection and the search, with room for a loaded machine.
+DEAD_PATH_BOUND_S = 180
 SESSION = "7d2c4b1e-93a0-4c55-8f6e-2b1d0c9e8a71"
 
 
@@ -313,3 +319,81 @@ def test_the_connection_is_closed_when_the_server_stops(
                 break
             time.sleep(0.05)
         assert backends(db) == []
+
+
+@pytest.mark.engines("postgresql")
+def test_a_search_after_the_path_died_in_silence_answers_on_a_new_connection(
+    archived: str, db: Db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept connection's TCP path dies without a word (tests/tcprelay.py: nothing
+    the client sends is received or acknowledged any more, no end closed): the next
+    search's statement fails when the connection's TCP user timeout ends it (subrosa's
+    default, 30 s: subrosa.pg.TCP_DEFAULTS), and the kept archive runs the call again
+    on a new connection, which the relay carries. Without the timeout the statement
+    would wait on TCP's retransmits for ~15 minutes. The bound below is generous: the
+    call must not hang, however loaded the machine."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("tests/tcprelay.py is Linux's (SO_ATTACH_FILTER)")
+    with relay(target(db.url)) as through:
+        monkeypatch.setenv("SUBROSA_DB", through.url(db.url))
+        server = Server(tmp_path)
+        try:
+            assert not server.tool("search", query="zebra")[1]
+            assert through.blackhole() == through.accepted == 1
+            with ThreadPoolExecutor(1) as pool:
+                asked = pool.submit(server.tool, "search", query="firewall")
+                try:
+                    text, error = asked.result(timeout=DEAD_PATH_BOUND_S)
+                except TimeoutError:
+                    server.process.kill()  # the reader thread ends with the pipe
+                    raise AssertionError(
+                        f"no answer within {DEAD_PATH_BOUND_S} s after the path died"
+                    ) from None
+            assert not error and "**firewall**" in text, text
+            assert through.accepted == 2
+            assert not server.tool("get", id=f"{SESSION[:8]}-0")[1]
+            assert through.accepted == 2  # the new connection is kept
+            assert server.close() == 0
+        finally:
+            if server.process.poll() is None:
+                server.process.kill()
+                server.process.wait(timeout=60)
+    assert "Traceback" not in server.stderr.read_text()
+
+
+@pytest.mark.engines("postgresql")
+def test_remember_after_its_backends_were_terminated_stores_each_fact_once(
+    memory_dir: Path, db: Db, server: Server
+) -> None:
+    """`remember` writes through the process's SQLAlchemy engine, whose pool keeps a
+    connection between calls: one whose backend was terminated (a server restart,
+    pg_terminate_backend, a pooler closing it) is replaced as it is checked out, and
+    the call stores its fact, once (subrosa.db._replaced_when_ended)."""
+    first = server.tool(
+        "remember", slug="vpn_first", type="project", description="VPN first.", body="Yes."
+    )
+    assert not first[1], first[0]
+    assert backends(db)
+    for pid in backends(db):
+        db.rows(f"SELECT pg_terminate_backend({pid})")
+    second = server.tool(
+        "remember",
+        slug="deploy_friday",
+        type="project",
+        description="No Friday deploys.",
+        body="Never on a Friday.",
+    )
+    assert not second[1], second[0]
+    assert second[0].startswith("added fact deploy_friday"), second[0]
+    for pid in backends(db):
+        db.rows(f"SELECT pg_terminate_backend({pid})")
+    again = server.tool(
+        "remember", slug="vpn_first", type="project", description="VPN first.", body="Always."
+    )
+    assert again[0].startswith("updated fact vpn_first"), again[0]
+    assert db.rows("SELECT slug, body FROM facts ORDER BY slug") == [
+        ("deploy_friday", "Never on a Friday."),
+        ("vpn_first", "Always."),
+    ]
+    leaves = sorted(p.name for p in memory_dir.glob("*.md") if p.name not in INDEX_FILES)
+    assert leaves == ["deploy_friday.md", "vpn_first.md"]

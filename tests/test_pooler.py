@@ -191,22 +191,60 @@ def test_clients_at_once_share_a_server_connection_without_leaving_settings(
 
 
 @pytest.mark.parametrize("pooled", ["transaction"], indirect=True)
-def test_a_pooler_subrosa_does_not_recognise_is_named_in_one_sentence(
-    pooled: tuple[Bouncer, str, str], run: RunCli, monkeypatch: pytest.MonkeyPatch
+def test_a_pooler_subrosa_does_not_recognise_is_named_then_declared(
+    pooled: tuple[Bouncer, str, str],
+    run: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    pg_cluster: Cluster,
 ) -> None:
     """A pooler in transaction mode that passes the server's own process id through,
-    on another port than 6543: its prepared statements collide, and the error says what
-    to do instead of a traceback."""
-    from subrosa import libpq, pg
+    on another port than 6543 (pgbouncer's cancel key recognised no more: what
+    subrosa.pg.recognised() reads is taken away): its prepared statements collide, and
+    the error says what to do instead of a traceback, `subrosa_pooler=transaction`
+    first. Declared so in the URL, every command works through it as through one it
+    recognises, and leaves nothing on the shared server connection (a pgbouncer of its
+    own: the failure left the first one's dirty)."""
+    from subrosa import pg
 
-    monkeypatch.setattr(pg, "behind_pooler", lambda url, pid: False)
-    monkeypatch.setattr(libpq, "behind_pooler", lambda url, pid: False)
-    _transcripts()
+    _, url, direct = pooled
+    monkeypatch.setattr(pg, "recognised", lambda url, pid: False)
+    folder = _transcripts()
     result = run("db", "upgrade", expect=1)
-    assert result.stderr.startswith(f"Error: {pooled[1]}: "), result.stderr
+    assert result.stderr.startswith(f"Error: {url}: "), result.stderr
     assert "prepared statement" in result.stderr
+    assert "declare it by adding subrosa_pooler=transaction to the URL" in result.stderr
     assert "session mode or a direct URL" in result.stderr
     assert "Traceback" not in result.stderr
+    binary = find()
+    assert binary is not None
+    clean = Bouncer.start(binary, pg_cluster, "transaction", 1)
+    try:
+        url = clean.url(url.rsplit("/", 1)[1])
+        monkeypatch.setenv("SUBROSA_DB", url + "?subrosa_pooler=transaction")
+        _declared(folder, direct, run)
+        assert _left_behind(url) == _left_behind(direct)[:1] + ([], [])
+    finally:
+        clean.stop()
+
+
+def _declared(folder: Path, direct: str, run: RunCli) -> None:
+    """Every command through the pooler declared in SUBROSA_DB (`direct`: the same
+    database without it) answers as without the pooler; doctor says it is declared."""
+    assert "revision 0" in run("db", "upgrade").stdout
+    assert "new messages" in run("ingest", str(next(folder.glob("representative_*")))).stdout
+    assert "new messages" in run("ingest").stdout
+    for words in SEARCHES:
+        through = json.loads(run("search", "--json", *words).stdout)
+        assert through, words
+        assert json.loads(run("--db", direct, "search", "--json", *words).stdout) == through
+    write_leaf(Path.cwd() / "memory", "build.md", "How to build", body="Run make build.")
+    run("fact", "upsert", "build", "--hook", "build it")
+    assert "build" in run("fact", "list").stdout
+    doctor = run("doctor", expect=None).stdout
+    assert (
+        "pooler: the server is reached through a connection pooler (declared by the URL's"
+        " subrosa_pooler=transaction)" in doctor
+    ), doctor
 
 
 @pytest.mark.parametrize(

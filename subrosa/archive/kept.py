@@ -16,11 +16,13 @@ needs it and keeps it; each call still gets what must stay per call:
     connection: then it is closed, the archive opened anew (migrated when due, as
     archive_ready does) and the call run again, once;
   - a connection that can no longer answer replaced before it is used: a server's
-    socket that has something to read while idle (the backend terminated, the server
-    restarted, a pooler closed it: the notice or the end of the stream wait there),
-    one idle for longer than IDLE_S (a firewall or NAT may drop an idle connection
-    without a word, and a statement sent on it would wait for TCP to give up), an
-    SQLite file replaced (`subrosa rebuild`: another inode) or gone.
+    socket that has something to read while idle (subrosa.pg.idle_ended: the backend
+    terminated, the server restarted, a pooler closed it, TCP's keepalives gave up on
+    a dead path), one idle for longer than IDLE_S (a firewall or NAT may drop an idle
+    connection without a word), an SQLite file replaced (`subrosa rebuild`: another
+    inode) or gone. A path that died since the last call, not yet found by the
+    keepalives: the statement fails within the TCP user timeout
+    (subrosa.pg.TCP_DEFAULTS: 30 s), and the call runs again on a new connection.
 
 A call that fails on a connection opened for it raises as archive_ready's would (a
 server that cannot be reached is one sentence, its password hidden). One call at a
@@ -105,7 +107,9 @@ class KeptArchive:
             return False
         now = time.monotonic()
         if self.server:
-            if now - self.used > IDLE_S or _readable(self.conn):
+            from subrosa.pg import idle_ended
+
+            if now - self.used > IDLE_S or idle_ended(self.conn.raw):
                 self.close()
                 return False
             if now - self.checked > RECHECK_S:
@@ -183,15 +187,3 @@ class KeptArchive:
             return False
         busy = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
         return not busy  # a busy database waited its timeout already
-
-
-def _readable(conn: Any) -> bool:
-    """Whether the server sent something on an idle connection (its backend ended: the
-    notice, or the end of the stream). One poll, no round trip."""
-    import select
-
-    try:
-        ready, _, _ = select.select([conn.raw.fileno()], [], [], 0)
-    except (OSError, ValueError, conn.errors.Error):
-        return True
-    return bool(ready)

@@ -77,7 +77,8 @@ def error_of(exc: BaseException, db_url: Callable[[], str] | None = None) -> tup
             where = hide_passwords(db_url()) if db_url is not None else "the server"
             return (
                 f"{where}: the server answered `{statement}`: a connection pooler in "
-                "transaction mode that subrosa does not recognise stands between; use the "
+                "transaction mode that subrosa does not recognise stands between; declare "
+                "it by adding subrosa_pooler=transaction to the URL's parameters, or use the "
                 "pooler's session mode or a direct URL (docs/team.md, \"Behind a connection "
                 'pooler").',
                 1,
