@@ -30,9 +30,10 @@ FTS_COLUMNS = (("messages", "words"),)
 FTS_INDEX_PREFIXES = ("ix_messages_words_r",)
 
 
-# PostgreSQL's table of the archive's words, kept by triggers (migration 0016): the
-# models leave it out, as they leave out the full-text tables it serves.
-SEARCH_TABLES = ("lexicon",)
+# PostgreSQL's tables for search, kept by the server's triggers and functions: the
+# archive's words (migration 0016) and the postings of sealed chunks of ids (0018). The
+# models leave them out, as they leave out the full-text tables they serve.
+SEARCH_TABLES = ("lexicon", "postings", "sealed_chunks")
 
 
 def include_name(name: str | None, type_: str, parent_names: object) -> bool:

@@ -590,6 +590,41 @@ def check_search_ranges(subject: Subject) -> Check | None:
     )
 
 
+# Complete chunks of ids left unsealed that doctor lets pass: a writer may still be
+# writing the one or two below the newest (ingest seals them on its next run).
+UNSEALED_OK = 2
+
+
+def check_postings(subject: Subject) -> Check | None:
+    """On a server: how many complete chunks of message ids have their postings sealed
+    (subrosa.archive.pgpostings); searches read an unsealed one through the words index,
+    slower for common words. Nothing on SQLite."""
+    from subrosa.pg import is_server
+
+    if not is_server(subject.db_url):
+        return None
+    from subrosa.archive.pgpostings import CHUNK
+    from subrosa.archive.pgstore import postings_coverage
+
+    try:
+        coverage = postings_coverage(subject.db_url)
+    except Exception:  # noqa: BLE001 - the database check reports the cause
+        return None
+    if coverage is None:
+        return None
+    complete, sealed = coverage
+    detail = f"{sealed:,} of {complete:,} complete chunks of {CHUNK:,} message ids sealed"
+    if complete - sealed <= UNSEALED_OK:
+        return Check("postings", True, detail)
+    return Check(
+        "postings",
+        False,
+        detail + ": searches of common words in the others are slower.",
+        "subrosa db upgrade (seals them; any role may)",
+        severity="warning",
+    )
+
+
 def check_search_runs(subject: Subject) -> Check | None:
     """Whether every archived message lies inside a run of its session's ids and of no
     other session's (migration 0009): a project's search asks the index only within
@@ -724,6 +759,7 @@ CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
     check_leaf_frontmatter,
     check_backlog,
     check_search_ranges,
+    check_postings,
     check_search_runs,
     check_permissions,
 )

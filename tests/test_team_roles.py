@@ -26,6 +26,7 @@ from filelock import FileLock
 from sqlalchemy.engine import make_url
 
 from subrosa.archive import pending
+from subrosa.archive.pgpostings import CHUNK
 from subrosa.archive.pgsearch import RANGE
 from subrosa.schema import SCHEMA_HEAD
 from tests.conftest import REPO, Db, subrosa_process, write_leaf
@@ -275,3 +276,32 @@ def test_a_members_ingest_leaves_the_range_indexes_to_the_owner(team: Team) -> N
     assert len(team.sql(names)) == 9
     assert "message s1" in team.run("alice", "search", "zanzibar").stdout
     assert "message s1" in team.run("rita", "search", "zanzibar").stdout
+
+
+def test_a_member_seals_the_postings_and_a_reader_reads_them(team: Team) -> None:
+    """Sealing runs as the tables' owner (SECURITY DEFINER): a member's ingest seals the
+    complete chunks of ids with no grant on the postings, and may not write them
+    itself; a reader reads both tables (the set-up's default privileges). A role the
+    function is refused to archives all the same and leaves them to a later upgrade."""
+    sealed = "SELECT chunk FROM sealed_chunks ORDER BY 1"
+    assert "2 new messages" in team.run("alice", "ingest").stdout
+    team.sql(f"SELECT setval('messages_id_seq', {2 * CHUNK - 2})")
+    _session(team.clone, "s2", "the quokka deploys", "a cache of quokkas")
+    assert "2 new messages" in team.run("alice", "ingest").stdout
+    assert team.sql(sealed, role="rita") == [(0,), (1,)]
+    assert team.sql("SELECT chunk, ids FROM postings WHERE lexeme = 'zanzibar'", role="rita") == [
+        (0, [1])
+    ]
+    for statement in ("DELETE FROM postings", "INSERT INTO sealed_chunks VALUES (9)"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            team.sql(statement, role="alice")
+    team.sql(
+        "REVOKE EXECUTE ON FUNCTION subrosa_seal_chunk(integer) FROM PUBLIC", role="subrosa_owner"
+    )
+    team.sql(f"SELECT setval('messages_id_seq', {4 * CHUNK - 2})")
+    _session(team.clone, "s3", "the newest words", "in chunk four")
+    assert "2 new messages" in team.run("alice", "ingest").stdout
+    assert team.sql(sealed) == [(0,), (1,)]
+    assert "postings: 2 of 4 complete chunks" in team.run("alice", "doctor").stdout
+    team.run("subrosa_owner", "db", "upgrade")
+    assert team.sql(sealed) == [(0,), (1,), (2,), (3,)]

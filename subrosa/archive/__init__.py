@@ -20,6 +20,8 @@ Modules:
     pgstore       the archive on a PostgreSQL server: opened, and ingest's writes for
                   many writers at once (COPY, ON CONFLICT (uuid), id blocks)
     pgsearch      search's index lookups spelled for a server's GIN index (tsquery)
+    pgpostings    postings per sealed chunk of ids on a server: the chunks sealed after
+                  ingest, import and `db upgrade` (migration 0018 keeps them true)
     exchange      sessions and messages as plain records, out (SQLAlchemy Core, either
                   engine: rare, not hot) and back in through ingest's write path
 

@@ -24,6 +24,10 @@ read the same transcript (a session resumed on another machine repeats its histo
     and a lock timeout: another writer's batch holds it up a moment at most, and a
     writer that cannot have it now leaves it to the next commit (search uses the range
     indexes only when every range up to the newest id has one).
+  - The postings of each complete chunk of ids (subrosa.archive.pgpostings): after a
+    commit whose ids crossed into a new chunk, and once more at the end of the run (an
+    import's too), the writer seals every complete chunk not sealed, each in its own
+    transaction; one another writer is writing or sealing is left to a later run.
 No other whole-project step needs a lock: there is no FTS index to tune or merge (the
 server keeps its GIN indexes in step) and no re-index (migration 0005 made them).
 """
@@ -37,6 +41,7 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from subrosa.archive.ingest import Ingester, _head_hash_of, _load_stats, _Plan
+from subrosa.archive.pgpostings import CHUNK, coverage, seal_ready
 from subrosa.archive.pgsearch import (
     RANGE,
     RANGES_AHEAD,
@@ -171,15 +176,30 @@ def range_coverage(db_url: str) -> tuple[int, int] | None:
     return newest, reach(ranges)
 
 
-def ranges_ahead(db_url: str) -> int:
+def postings_coverage(db_url: str) -> tuple[int, int] | None:
+    """How many chunks of message ids are complete and how many of those are sealed
+    (subrosa.archive.pgpostings); None when the schema is not current. Reads only:
+    `subrosa doctor` asks it."""
+    conn = connect(db_url)
+    try:
+        if _revision(conn) != SCHEMA_HEAD:
+            return None
+        return coverage(conn)
+    finally:
+        conn.close()
+
+
+def ranges_ahead(db_url: str) -> tuple[int, int]:
     """`subrosa db upgrade` on a server: the index of each id range the archive's ids
     reach and of RANGES_AHEAD ranges after them, built where missing (when the role may:
-    the owner's); how many were built."""
+    the owner's), and every complete chunk of ids sealed (any role may: the server's
+    function runs as the tables' owner); how many ranges were built and chunks sealed.
+    One connection for both (each one a pooler hands out is one more to tell apart)."""
     with open_server(db_url) as conn:
         newest, ranges = newest_and_ranges(conn)
         before = len(ranges)
         build_ranges(conn, ranges, newest // RANGE + RANGES_AHEAD)
-        return len(ranges) - before
+        return len(ranges) - before, seal_ready(conn)
 
 
 class PgIngester(Ingester):
@@ -206,6 +226,9 @@ class PgIngester(Ingester):
         self._counts: Counter[str] = Counter()
         self._ranges = index_ranges(self.conn)
         self._last_id = 0
+        # The chunk of ids (pgpostings.CHUNK) this writer's newest id was in when it last
+        # sealed, or when it took its first ids: a commit past it seals (_seal()).
+        self._sealed_at = -1
 
     def _store_batch(self, plan: _Plan, parsed: Parsed, offset: int) -> None:
         """One batch, one transaction, committed here; retried after a deadlock."""
@@ -229,6 +252,8 @@ class PgIngester(Ingester):
             self.report.new_messages += self._counts["new"]
             self.report.duplicate_messages += self._counts["duplicate"]
             self._ranges_ahead()
+            if self._last_id // CHUNK > self._sealed_at:
+                self._seal()
             return
 
     def _begin(self) -> None:
@@ -253,7 +278,18 @@ class PgIngester(Ingester):
             self.conn.execute("COMMIT")
             self._in_transaction = False
             self._ranges_ahead()
+        if self._last_id:
+            self._seal()
         self._uncommitted = 0
+
+    def _seal(self) -> None:
+        """Every complete chunk of ids not sealed yet, sealed (pgpostings.seal_ready():
+        each in its own transaction, one being written or sealed elsewhere left to a
+        later run). Called after a commit whose ids crossed into a new chunk, and by
+        commit() (the end of an ingest or an import, and every COMMIT_BYTES read): a
+        run of a few messages (a hook's) asks the server once, at its end."""
+        seal_ready(self.conn)
+        self._sealed_at = self._last_id // CHUNK
 
     def _ranges_ahead(self) -> None:
         """The index of each id range up to AHEAD past the newest id this writer took,
@@ -347,8 +383,11 @@ class PgIngester(Ingester):
             " SELECT last, pg_advisory_unlock(?) FROM block",
             (ID_LOCK_KEY, self._sequence, self._sequence, count - 1, ID_LOCK_KEY),
         ).fetchone()
+        first = int(row[0]) - count + 1
+        if not self._last_id:  # the chunk it starts in is no crossing
+            self._sealed_at = first // CHUNK
         self._last_id = max(self._last_id, int(row[0]))
-        return int(row[0]) - count + 1
+        return first
 
     def _add_runs(self, stored: list[tuple[int, int]]) -> None:
         """message_runs for the (id, session) pairs a batch stored, in id order: a run

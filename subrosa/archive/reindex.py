@@ -48,8 +48,9 @@ _ONE_UPDATE = sqlite3.sqlite_version_info >= (3, 33, 0)
 
 def reindex_database(db_url: str, progress: Progress | None = None) -> int:
     """`subrosa db upgrade`: finish the archive's re-index when one is due (an SQLite
-    database); on a server, build the id ranges' indexes ahead of the ids
-    (subrosa.archive.pgstore.ranges_ahead()). How many messages were indexed."""
+    database); on a server, build the id ranges' indexes ahead of the ids and seal the
+    complete chunks of ids not sealed (subrosa.archive.pgstore.ranges_ahead()). How many
+    messages were indexed."""
     from subrosa.archive.connection import ingest_lock
     from subrosa.paths import is_file, sqlite_path
     from subrosa.pg import is_server
