@@ -56,7 +56,7 @@ def test_the_postings_answer_as_the_index_does(
     _fill(db, run)
     with open_server(db.url) as conn:
         newest = pgsearch.newest_id(conn)
-        assert conn.sealed == CHUNKS - 1
+        assert conn.sealed == (CHUNKS - 1) * CHUNK  # the ids below are in the postings
         assert newest // CHUNK == CHUNKS - 1
         # A word the statistics put in most messages, its SELECTIVE newest matches past
         # the sealed chunks: the index reads them.
@@ -100,13 +100,26 @@ def test_the_postings_answer_as_the_index_does(
             )
         assert pgsearch._from_postings(conn, "'again'", newest, 100) is None
         newest = pgsearch.newest_id(conn)
-        assert conn.sealed == 1
+        assert conn.sealed == CHUNK
         for query in QUERIES:
             expected = pgsearch._newest_by_range(conn, query, newest, 0, 100)
             assert pgsearch._from_postings(conn, query, newest, 100) == expected
         # Too many ids past the sealed chunks: the index answers.
         monkeypatch.setattr(pgsearch, "TAIL_MAX", CHUNK)
         assert pgsearch._from_postings(conn, "'again'", newest, 100) is None
+        monkeypatch.setattr(pgsearch, "TAIL_MAX", 4 * CHUNK)
+        # The newest chunk sealed up to its newest message by another connection after
+        # the search's first statement: the index answers; the next search reads every
+        # id from the postings, and answers alike.
+        with open_server(db.url) as other:
+            other.execute("SELECT subrosa_seal_chunk(c) FROM generate_series(0, ?) c", [CHUNKS - 1])
+        assert pgsearch._from_postings(conn, "'again'", newest, 100) is None
+        newest = pgsearch.newest_id(conn)
+        assert conn.sealed == newest + 1
+        for query in QUERIES:
+            for keep in (2, 100):
+                expected = pgsearch._newest_by_range(conn, query, newest, 0, keep)
+                assert pgsearch._from_postings(conn, query, newest, keep) == expected
 
 
 def _idx_scans(db: Db) -> int:

@@ -28,11 +28,12 @@ from tests.test_pooler import pooled as pooled  # a fixture: pgbouncer before th
 
 pytestmark = pytest.mark.engines("postgresql")
 
-# What a chunk's messages give, for the sealed chunks, against what is stored.
+# What a chunk's messages give, for the sealed chunks (those below how far each is
+# sealed), against what is stored.
 EXPECTED = f"""SELECT w.lexeme, m.id / {CHUNK} AS chunk, count(*)::int AS n,
     array_agg(m.id ORDER BY m.id DESC) AS ids
-    FROM messages m, unnest(tsvector_to_array(m.words)) AS w(lexeme)
-    WHERE m.id / {CHUNK} IN (SELECT chunk FROM sealed_chunks) GROUP BY 1, 2"""
+    FROM messages m JOIN sealed_chunks s ON s.chunk = m.id / {CHUNK} AND m.id < s.upto,
+    unnest(tsvector_to_array(m.words)) AS w(lexeme) GROUP BY 1, 2"""
 STORED = "SELECT lexeme, chunk, n, ids FROM postings"
 LATE = (
     "INSERT INTO messages (id, session_pk, uuid, role, text) SELECT %s, session_pk, %s,"
@@ -66,7 +67,15 @@ def _sealed(url: str) -> list[int]:
             conn.execute(f"{STORED} ORDER BY chunk, lexeme")
         finally:
             conn.close()
-    return [int(r[0]) for r in _sql(url, "SELECT chunk FROM sealed_chunks ORDER BY 1")]
+    whole = f"SELECT chunk FROM sealed_chunks WHERE upto = (chunk + 1) * {CHUNK} ORDER BY 1"
+    return [int(r[0]) for r in _sql(url, whole)]
+
+
+def _in_part(url: str) -> dict[int, int]:
+    """The chunks sealed in part (the newest), and how far: their `upto`."""
+    _sealed(url)
+    rows = _sql(url, f"SELECT chunk, upto FROM sealed_chunks WHERE upto < (chunk + 1) * {CHUNK}")
+    return {int(chunk): int(upto) for chunk, upto in rows}
 
 
 def _session(run: RunCli, name: str, *texts: str, db: str | None = None) -> None:
@@ -169,6 +178,7 @@ def test_the_migration_seals_an_archive_and_its_downgrade_drops_all(
     db.migrate("0018")
     assert _sql(db.url, left) == [(2, 2, 4)]
     assert _sealed(db.url) == [0, 1, 2]
+    assert _in_part(db.url) == {3: 3 * CHUNK + 5 + 2}  # the newest chunk, to its newest id
     # Stamped back with its tables there (an older subrosa's `db stamp`): made again,
     # what is sealed kept, the rest sealed.
     _sql(db.url, LATE, [9, "late", "a late glimmerwick"])
@@ -310,3 +320,32 @@ def test_behind_a_pooler_ingest_seals(
     _next_id(direct, 2 * CHUNK - 1)
     _session(run, "s-2", "the quokka deploy", "a cache of quokkas")
     assert _sealed(direct) == [0, 1]
+
+
+def test_the_newest_chunk_is_sealed_up_to_its_newest_message(
+    memory_dir: Path, db: Db, run: RunCli
+) -> None:
+    """Once PARTIAL ids or more are past its seal, an ingest seals the newest chunk up to
+    its newest message; the next messages, past that, leave it sealed so far; a write
+    below it unseals it; the next ingest that finds it PARTIAL behind seals it again."""
+    from subrosa.archive.pgpostings import PARTIAL
+
+    _three_chunks(run, db.url)
+    assert _in_part(db.url) == {}  # 3 * CHUNK + 5 .. + 6: fewer than PARTIAL ids
+    _next_id(db.url, 3 * CHUNK + PARTIAL)
+    _session(run, "s-4", "a turn far into the chunk", "and its answer")
+    top = 3 * CHUNK + PARTIAL + 1
+    assert _in_part(db.url) == {3: top + 1}
+    assert _sql(db.url, "SELECT ids FROM postings WHERE lexeme = 'answer'") == [([top],)]
+    _session(run, "s-5", "the next turn")  # past the seal: kept, not extended
+    assert _in_part(db.url) == {3: top + 1}
+    assert _sql(db.url, "SELECT count(*) FROM postings WHERE lexeme = 'next'") == [(0,)]
+    _sql(db.url, LATE, [3 * CHUNK + 100, "late", "a late glimmerwick"])  # below it
+    assert _in_part(db.url) == {}
+    assert _sql(db.url, "SELECT count(*) FROM postings WHERE chunk = 3") == [(0,)]
+    _next_id(db.url, 3 * CHUNK + 2 * PARTIAL)
+    _session(run, "s-6", "much later")
+    assert _in_part(db.url) == {3: 3 * CHUNK + 2 * PARTIAL + 1}
+    assert _sealed(db.url) == [0, 1, 2]
+    held = _sql(db.url, "SELECT lexeme FROM postings WHERE chunk = 3 ORDER BY 1")
+    assert {"glimmerwick", "next", "answer", "later"} <= {row[0] for row in held}

@@ -95,36 +95,54 @@ SEAL_ROWS = (
     "INSERT INTO postings (lexeme, chunk, n, ids)"
     ' SELECT w.lexeme COLLATE "C", {c}, count(*), array_agg(m.id ORDER BY m.id DESC)'
     " FROM messages m, unnest(tsvector_to_array(m.words)) AS w(lexeme)"
-    f" WHERE m.id BETWEEN {{c}} * {CHUNK} AND {{c}} * {CHUNK} + {CHUNK - 1} GROUP BY 1"
+    f" WHERE m.id BETWEEN {{c}} * {CHUNK} AND {{upto}} - 1 GROUP BY 1"
+)
+# How far a seal of chunk c reaches, `top` the newest message's id: a complete chunk
+# (below the newest message's) whole, the newest one up to its newest message.
+GOAL = (
+    f"CASE WHEN {{top}} / {CHUNK} > {{c}} THEN ({{c}}::bigint + 1) * {CHUNK} ELSE {{top}} + 1 END"
 )
 
 SEAL = (
     "CREATE OR REPLACE FUNCTION subrosa_seal_chunk(c integer) RETURNS boolean"
-    " LANGUAGE plpgsql STRICT SECURITY DEFINER SET search_path FROM CURRENT AS $$ BEGIN"
+    " LANGUAGE plpgsql STRICT SECURITY DEFINER SET search_path FROM CURRENT AS $$"
+    " DECLARE top bigint; goal bigint; have bigint; BEGIN"
     f" IF NOT pg_try_advisory_xact_lock({LOCK_KEY}, c) THEN RETURN false; END IF;"
-    " PERFORM 1 FROM sealed_chunks s WHERE s.chunk = c;"
-    " IF FOUND THEN RETURN true; END IF; "
-    + SEAL_ROWS.format(c="c")
-    + "; INSERT INTO sealed_chunks (chunk) VALUES (c); RETURN true; END $$"
+    " top := (SELECT max(m.id) FROM messages m);"
+    f" goal := {GOAL.format(top='top', c='c')};"
+    f" IF goal IS NULL OR goal <= c::bigint * {CHUNK} THEN RETURN false; END IF;"
+    " SELECT s.upto INTO have FROM sealed_chunks s WHERE s.chunk = c;"
+    " IF have >= goal THEN RETURN true; END IF;"
+    " IF have IS NOT NULL THEN DELETE FROM postings p WHERE p.chunk = c; END IF; "
+    + SEAL_ROWS.format(c="c", upto="goal")
+    + "; INSERT INTO sealed_chunks (chunk, upto) VALUES (c, goal)"
+    " ON CONFLICT (chunk) DO UPDATE SET upto = excluded.upto; RETURN true; END $$"
 )
 
 # One function for the four triggers (plpgsql plans a statement when it first runs it,
-# so each branch names only the transition tables its event has).
+# so each branch names only the transition tables its event has). A chunk is unsealed
+# when the statement wrote an id below how far its seal reaches: a write past the
+# newest chunk's seal (the next messages) leaves it sealed that far.
+_TOUCHED = (
+    "SELECT array_agg(x.c ORDER BY x.c), array_agg(x.lo ORDER BY x.c) INTO cs, los FROM"
+    f" (SELECT t.id / {CHUNK} AS c, min(t.id) AS lo FROM ({{rows}}) t GROUP BY 1) x;"
+)
 UNSEAL = (
     "CREATE OR REPLACE FUNCTION subrosa_postings_unseal() RETURNS trigger LANGUAGE plpgsql"
     " SECURITY DEFINER SET search_path FROM CURRENT AS $$"
-    " DECLARE touched integer[]; c integer; BEGIN"
+    " DECLARE cs integer[]; los bigint[]; i integer; BEGIN"
     " IF TG_OP = 'TRUNCATE' THEN DELETE FROM postings; DELETE FROM sealed_chunks; RETURN NULL;"
-    f" ELSIF TG_OP = 'INSERT' THEN touched := ARRAY(SELECT DISTINCT a.id / {CHUNK}"
-    " FROM added a ORDER BY 1);"
-    f" ELSIF TG_OP = 'DELETE' THEN touched := ARRAY(SELECT DISTINCT g.id / {CHUNK}"
-    " FROM gone g ORDER BY 1);"
-    f" ELSE touched := ARRAY(SELECT a.id / {CHUNK} FROM added a"
-    f" UNION SELECT g.id / {CHUNK} FROM gone g ORDER BY 1); END IF;"
-    " FOREACH c IN ARRAY touched LOOP"
-    f" PERFORM pg_advisory_xact_lock_shared({LOCK_KEY}, c);"
-    " DELETE FROM sealed_chunks s WHERE s.chunk = c;"
-    " IF FOUND THEN DELETE FROM postings p WHERE p.chunk = c; END IF;"
+    " ELSIF TG_OP = 'INSERT' THEN "
+    + _TOUCHED.format(rows="SELECT a.id FROM added a")
+    + " ELSIF TG_OP = 'DELETE' THEN "
+    + _TOUCHED.format(rows="SELECT g.id FROM gone g")
+    + " ELSE "
+    + _TOUCHED.format(rows="SELECT a.id FROM added a UNION ALL SELECT g.id FROM gone g")
+    + " END IF;"
+    " FOR i IN 1 .. coalesce(cardinality(cs), 0) LOOP"
+    f" PERFORM pg_advisory_xact_lock_shared({LOCK_KEY}, cs[i]);"
+    " DELETE FROM sealed_chunks s WHERE s.chunk = cs[i] AND s.upto > los[i];"
+    " IF FOUND THEN DELETE FROM postings p WHERE p.chunk = cs[i]; END IF;"
     " END LOOP; RETURN NULL; END $$"
 )
 
@@ -142,7 +160,9 @@ UPGRADE = [
     # Unsealing deletes a chunk's rows: found by their chunk (one B-tree entry a row,
     # deduplicated: a small index) rather than by reading the whole table.
     "CREATE INDEX IF NOT EXISTS ix_postings_chunk ON postings (chunk)",
-    "CREATE TABLE IF NOT EXISTS sealed_chunks (chunk integer PRIMARY KEY)",
+    # A chunk's postings hold its ids below `upto`: the chunk's end when it is sealed
+    # whole, its newest message's id + 1 when it is the newest chunk, sealed in part.
+    "CREATE TABLE IF NOT EXISTS sealed_chunks (chunk integer PRIMARY KEY, upto bigint NOT NULL)",
     SEAL,
     UNSEAL,
     *(f"DROP TRIGGER IF EXISTS {name} ON messages" for name in TRIGGERS),
@@ -172,25 +192,34 @@ def upgrade() -> None:
 
 
 def _seal_complete(bind: sa.Connection) -> None:
-    """Every complete chunk not sealed yet (a database stamped back may have some),
-    oldest first, telling the caller's progress bar."""
+    """Every complete chunk not sealed whole yet (a database stamped back may have
+    some), oldest first, and the newest chunk up to its newest message, telling the
+    caller's progress bar."""
     config = op.get_context().config
     progress = None if config is None else config.attributes.get("progress")
-    unsealed = [
+    top = bind.execute(sa.text("SELECT max(id) FROM messages")).scalar()
+    if top is None:
+        return
+    whole = {
         int(row[0])
         for row in bind.execute(
-            sa.text(
-                f"SELECT c FROM generate_series(0, (SELECT max(id) FROM messages) / {CHUNK} - 1)"
-                " AS c WHERE NOT EXISTS (SELECT 1 FROM sealed_chunks s WHERE s.chunk = c)"
-                " ORDER BY c"
-            )
+            sa.text(f"SELECT chunk FROM sealed_chunks WHERE upto = (chunk::bigint + 1) * {CHUNK}")
         )
-    ]
-    for chunk in unsealed:
-        bind.execute(sa.text(SEAL_ROWS.format(c=chunk)))
-        bind.execute(sa.text("INSERT INTO sealed_chunks (chunk) VALUES (:c)"), {"c": chunk})
+    }
+    chunks = [c for c in range(int(top) // CHUNK + 1) if c not in whole]
+    for chunk in chunks:
+        goal = (chunk + 1) * CHUNK if int(top) // CHUNK > chunk else int(top) + 1  # GOAL
+        bind.execute(sa.text("DELETE FROM postings WHERE chunk = :c"), {"c": chunk})
+        bind.execute(sa.text(SEAL_ROWS.format(c=chunk, upto=goal)))
+        bind.execute(
+            sa.text(
+                "INSERT INTO sealed_chunks (chunk, upto) VALUES (:c, :upto)"
+                " ON CONFLICT (chunk) DO UPDATE SET upto = excluded.upto"
+            ),
+            {"c": chunk, "upto": goal},
+        )
         if progress is not None:
-            progress(CHUNK, CHUNK * len(unsealed))
+            progress(CHUNK, CHUNK * len(chunks))
 
 
 def downgrade() -> None:

@@ -112,10 +112,11 @@ _RANGES = (
 _FIRST_OPEN = (
     "(SELECT coalesce(min(x.i) FILTER (WHERE x.chunk <> x.i), count(*))::int FROM"
     " (SELECT s.chunk, (row_number() OVER (ORDER BY s.chunk) - 1)::int AS i"
-    f" FROM sealed_chunks s WHERE s.upto = (s.chunk + 1) * {CHUNK}) x)"
+    f" FROM sealed_chunks s WHERE s.upto = (s.chunk::bigint + 1) * {CHUNK}) x)"
 )
 _SEALED = (
-    f"(SELECT coalesce((SELECT s.upto FROM sealed_chunks s WHERE s.chunk = f.c), f.c * {CHUNK})"
+    "(SELECT coalesce((SELECT s.upto FROM sealed_chunks s WHERE s.chunk = f.c),"
+    f" f.c::bigint * {CHUNK})"
     f" FROM (SELECT {_FIRST_OPEN} AS c) f)"
 )
 # A unit's query made of single words only (`'postgres' | 'postgre'`): one of them.
