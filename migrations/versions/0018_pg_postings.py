@@ -203,8 +203,8 @@ def upgrade() -> None:
 
 def _seal_complete(bind: sa.Connection) -> None:
     """Every complete chunk not sealed whole yet (a database stamped back may have
-    some), oldest first, and the newest chunk up to its newest message, telling the
-    caller's progress bar."""
+    some), oldest first, telling the caller's progress bar, and the newest chunk up to
+    its newest message."""
     config = op.get_context().config
     progress = None if config is None else config.attributes.get("progress")
     top = bind.execute(sa.text("SELECT max(id) FROM messages")).scalar()
@@ -217,6 +217,7 @@ def _seal_complete(bind: sa.Connection) -> None:
         )
     }
     chunks = [c for c in range(int(top) // CHUNK + 1) if c not in whole]
+    complete = sum(c < int(top) // CHUNK for c in chunks)
     for chunk in chunks:
         goal = (chunk + 1) * CHUNK if int(top) // CHUNK > chunk else int(top) + 1  # GOAL
         bind.execute(sa.text("DELETE FROM postings WHERE chunk = :c"), {"c": chunk})
@@ -228,8 +229,8 @@ def _seal_complete(bind: sa.Connection) -> None:
             ),
             {"c": chunk, "upto": goal},
         )
-        if progress is not None:
-            progress(CHUNK, CHUNK * len(chunks))
+        if progress is not None and chunk < int(top) // CHUNK:  # the newest: a part, unsaid
+            progress(CHUNK, CHUNK * complete)
 
 
 def downgrade() -> None:

@@ -21,7 +21,10 @@ writing or sealing is skipped: a later call gets it.
 
 from __future__ import annotations
 
-from typing import Any
+# Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Ids a chunk holds: a medium word's 4,000 newest matches in a few dozen rows. Each seal
 # of the newest chunk rewrites its rows: at most this many ids' worth.
