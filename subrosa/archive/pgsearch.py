@@ -36,6 +36,11 @@ Since migration 0008 each range of RANGE ids has a GIN index of its own: a word 
 statistics list finds its newest matches range by range, newest first, down to a
 floor and deeper only when needed (_newest_by_range()); only those ranges' matches are
 read. Where a range has no index yet, the walks above are taken.
+
+Since migration 0018 the ids of each word are also kept per sealed chunk of ids
+(subrosa.archive.pgpostings): a unit of single words the statistics list is probed from
+those few rows and the ids past them (_from_postings()), with the same answers; the
+index answers for the rest (phrases, prefixes, CJK runs, rare words, ANDs of units).
 """
 
 from __future__ import annotations
