@@ -87,15 +87,17 @@ depends_on = None
 CHUNK = 4096
 LOCK_KEY = 1934652276
 
-# A chunk's rows from its committed messages. Grouped by the lexeme's bytes (COLLATE
-# "C": the same groups as any deterministic collation, sorted without the locale's
-# rules, a tenth less time here, more under en_US); its ids newest first. BETWEEN: the
-# last chunk's end, (c + 1) * CHUNK, would not fit an integer.
+# A chunk's rows from its committed messages: grouped by hashing, then each lexeme's ids
+# sorted, newest first. (array_agg(id ORDER BY id DESC) would have the server sort
+# every (lexeme, id) pair of the chunk by lexeme instead: a fifth more time here, more
+# under a locale's collation.) BETWEEN: the last chunk's end, (c + 1) * CHUNK, would not
+# fit an integer.
 SEAL_ROWS = (
     "INSERT INTO postings (lexeme, chunk, n, ids)"
-    ' SELECT w.lexeme COLLATE "C", {c}, count(*), array_agg(m.id ORDER BY m.id DESC)'
+    " SELECT g.lexeme, {c}, g.n, ARRAY(SELECT i FROM unnest(g.ids) AS i ORDER BY i DESC)"
+    " FROM (SELECT w.lexeme, count(*) AS n, array_agg(m.id) AS ids"
     " FROM messages m, unnest(tsvector_to_array(m.words)) AS w(lexeme)"
-    f" WHERE m.id BETWEEN {{c}} * {CHUNK} AND {{c}} * {CHUNK} + {CHUNK - 1} GROUP BY 1"
+    f" WHERE m.id BETWEEN {{c}} * {CHUNK} AND {{c}} * {CHUNK} + {CHUNK - 1} GROUP BY 1) g"
 )
 
 SEAL = (
