@@ -28,8 +28,8 @@ CHUNK = 4096
 # apart from subrosa's one-bigint keys (subrosa.db, subrosa.archive.pgstore).
 LOCK_KEY = int.from_bytes(b"sPst", "big")
 
-# The complete chunks (below the newest message's) not sealed, oldest first: one index
-# probe each, ~1 ms for the 2,000 chunks of a 10 GB archive.
+# The complete chunks (below the newest message's) not sealed, oldest first: ~0.5 ms on
+# the server at 20 chunks (100 MB of transcripts), ~1.3 ms at 2,000 (10 GB).
 _UNSEALED = (
     f"SELECT c FROM generate_series(0, (SELECT max(id) FROM messages) / {CHUNK} - 1) AS c"
     " WHERE NOT EXISTS (SELECT 1 FROM sealed_chunks s WHERE s.chunk = c) ORDER BY c"
