@@ -63,7 +63,13 @@ migration that rewrites texts or terms (the generated `words` column follows the
 UPDATE trigger unseals), a deleted session's messages (the cascade's DELETE). What no
 trigger sees: a migration that changes the `words` column's expression (as 0005 and
 0007 did) rewrites the table without row triggers; such a migration must empty both
-tables (then `db upgrade` seals again).
+tables (then `db upgrade` seals again). A migration that rewrites every message in its
+one transaction (as 0014 and 0017 did) would hold a shared lock per chunk, and the
+server's lock table holds max_locks_per_transaction x max_connections locks (6,400 by
+default, ~6,000 chunks: a 30 GB archive); one past a few hundred chunks takes
+`LOCK TABLE postings, sealed_chunks IN EXCLUSIVE MODE` first (a sealer then waits, and
+its snapshot comes after the commit), empties both, and disables the postings
+triggers for its writes.
 
 The functions run as their owner (SECURITY DEFINER, with the search path they were
 made with), so a member's ingest needs no grant on either table, and a reader reads

@@ -26,7 +26,8 @@ def db() -> None:
 def upgrade_cmd(app: AppContext) -> None:
     """Migrate the database to the newest schema (and re-index the transcript archive
     when the new schema asks for it, with a progress bar; on a PostgreSQL server, build
-    the archive's id-range indexes ahead of its newest message)."""
+    the archive's id-range indexes ahead of its newest message and seal the postings of
+    its complete chunks of message ids)."""
     from subrosa.archive.reindex import reindex_database
     from subrosa.archive.runs import mend_runs
 
