@@ -561,20 +561,30 @@ def check_backlog(subject: Subject) -> Check:
     return Check("transcript backlog", True, "nothing waiting")
 
 
-def check_search_ranges(subject: Subject) -> Check | None:
-    """On a server: whether the archive's id-range indexes reach past its newest message
-    (docs/team.md, "Ranges of ids"); past them, searches of common words are slower.
-    Nothing on SQLite."""
+def _on_server(subject: Subject, reader: str) -> tuple[int, int] | None:
+    """What subrosa.archive.pgstore's `reader` (range_coverage, postings_coverage) says
+    of the subject's server; None on SQLite, at an older schema, or when the server
+    cannot be read (the database check reports the cause)."""
     from subrosa.pg import is_server
 
     if not is_server(subject.db_url):
         return None
-    from subrosa.archive.pgstore import AHEAD, range_coverage
+    from subrosa.archive import pgstore
 
     try:
-        coverage = range_coverage(subject.db_url)
+        found: tuple[int, int] | None = getattr(pgstore, reader)(subject.db_url)
     except Exception:  # noqa: BLE001 - the database check reports the cause
         return None
+    return found
+
+
+def check_search_ranges(subject: Subject) -> Check | None:
+    """On a server: whether the archive's id-range indexes reach past its newest message
+    (docs/team.md, "Ranges of ids"); past them, searches of common words are slower.
+    Nothing on SQLite."""
+    from subrosa.archive.pgstore import AHEAD
+
+    coverage = _on_server(subject, "range_coverage")
     if coverage is None:
         return None
     newest, reach = coverage
@@ -599,17 +609,9 @@ def check_postings(subject: Subject) -> Check | None:
     """On a server: how many complete chunks of message ids have their postings sealed
     (subrosa.archive.pgpostings); searches read an unsealed one through the words index,
     slower for common words. Nothing on SQLite."""
-    from subrosa.pg import is_server
-
-    if not is_server(subject.db_url):
-        return None
     from subrosa.archive.pgpostings import CHUNK
-    from subrosa.archive.pgstore import postings_coverage
 
-    try:
-        coverage = postings_coverage(subject.db_url)
-    except Exception:  # noqa: BLE001 - the database check reports the cause
-        return None
+    coverage = _on_server(subject, "postings_coverage")
     if coverage is None:
         return None
     complete, sealed = coverage
