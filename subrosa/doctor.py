@@ -564,7 +564,8 @@ def check_backlog(subject: Subject) -> Check:
 def _on_server(subject: Subject, reader: str) -> tuple[int, int] | None:
     """What subrosa.archive.pgstore's `reader` (range_coverage, postings_coverage) says
     of the subject's server; None on SQLite, at an older schema, or when the server
-    cannot be read (the database check reports the cause)."""
+    cannot be read (the database check reports the cause). By name: pgstore is
+    imported only for a server."""
     from subrosa.pg import is_server
 
     if not is_server(subject.db_url):

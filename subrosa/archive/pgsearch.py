@@ -552,16 +552,8 @@ def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple
         ids, count, kth = _newest_by_range(conn, query, newest, floor, keep=RERANK, rows=rows)
     else:
         ids, count, kth = found
-        if rows is not None and ids:
-            rows[:] = sorted(
-                (
-                    tuple(row)
-                    for row in conn.execute(
-                        "SELECT id, text, terms, role FROM messages WHERE id = ANY(?)", [ids]
-                    ).fetchall()
-                ),
-                reverse=True,
-            )
+        if rows is not None:
+            rows[:] = texts(conn, ids)  # newest first, as the ids are
     conn.answers[("probe", query)] = (count, kth)
     conn.answers[("ids", query)] = ids
     if rows is not None:

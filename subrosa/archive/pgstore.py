@@ -161,32 +161,34 @@ def build_ranges(conn: Any, ranges: set[int], last: int) -> None:
         ranges.add(k)
 
 
+def _if_current(db_url: str, read: Any) -> Any:
+    """What `read(conn)` answers on the server, or None when the schema is not current
+    (the database's own check says so). Reads only: `subrosa doctor` asks these."""
+    conn = connect(db_url)
+    try:
+        return None if _revision(conn) != SCHEMA_HEAD else read(conn)
+    finally:
+        conn.close()
+
+
 def range_coverage(db_url: str) -> tuple[int, int] | None:
     """The archive's newest message id and the first id past the ranges whose indexes
     are built from the first on (search reads them while they reach the newest id);
-    None when the schema is not current (the database's own check says so). Reads
-    only: `subrosa doctor` asks it."""
-    conn = connect(db_url)
-    try:
-        if _revision(conn) != SCHEMA_HEAD:
-            return None
+    None when the schema is not current."""
+
+    def read(conn: Any) -> tuple[int, int]:
         newest, ranges = newest_and_ranges(conn)
-    finally:
-        conn.close()
-    return newest, reach(ranges)
+        return newest, reach(ranges)
+
+    found: tuple[int, int] | None = _if_current(db_url, read)
+    return found
 
 
 def postings_coverage(db_url: str) -> tuple[int, int] | None:
     """How many chunks of message ids are complete and how many of those are sealed
-    (subrosa.archive.pgpostings); None when the schema is not current. Reads only:
-    `subrosa doctor` asks it."""
-    conn = connect(db_url)
-    try:
-        if _revision(conn) != SCHEMA_HEAD:
-            return None
-        return coverage(conn)
-    finally:
-        conn.close()
+    (subrosa.archive.pgpostings); None when the schema is not current."""
+    found: tuple[int, int] | None = _if_current(db_url, coverage)
+    return found
 
 
 def ranges_ahead(db_url: str) -> tuple[int, int]:
