@@ -136,13 +136,24 @@ def _server_engine(url: URL, given: str) -> Engine:
 def _unprepared_behind_pooler(engine: Engine, url: str) -> None:
     """Behind a connection pooler (subrosa.pg.behind_pooler()), psycopg prepares nothing:
     after five runs of a statement it would prepare it under a name that, in transaction
-    mode, another server connection does not know or knows as another client's."""
+    mode, another server connection does not know or knows as another client's. A
+    connection that looks direct asks the server its process id (one round trip, as it
+    connects, outside psycopg's transaction): a pooler's cancel key may look like one
+    (subrosa.pg.SETTINGS says why)."""
     from subrosa.pg import behind_pooler
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         info = getattr(dbapi_connection, "info", None)
-        if info is not None and behind_pooler(url, int(info.backend_pid)):
+        if info is None:
+            return
+        pid = int(info.backend_pid)
+        pooled = behind_pooler(url, pid)
+        if not pooled:
+            result = dbapi_connection.pgconn.exec_(b"SELECT pg_backend_pid()")
+            answered = result.get_value(0, 0) if result.ntuples == 1 else None
+            pooled = behind_pooler(url, pid, -1 if answered is None else int(answered))
+        if pooled:
             dbapi_connection.prepare_threshold = None
 
 

@@ -423,10 +423,13 @@ def connect(url: str, lib: Any) -> Connection:
             lib.PQfinish(handle)
         raise SubrosaError(f"{hide_passwords(url)}: cannot connect ({reason}).")
     conn = Connection(lib, handle)
-    conn.pooled = behind_pooler(url, lib.PQbackendPID(handle))
+    pid = lib.PQbackendPID(handle)
+    conn.pooled = behind_pooler(url, pid)
     try:
-        conn._simple(f"SET client_encoding = 'UTF8'; {settings(conn.pooled)}")
+        opening = f"SET client_encoding = 'UTF8'; {settings(conn.pooled, pid)}"
+        rows = conn._rows(lib.PQexec(handle, opening.encode()))
     except Error as exc:
         conn.close()
         raise SubrosaError(f"{hide_passwords(url)}: {exc}") from None
+    conn.pooled = conn.pooled or behind_pooler(url, pid, rows[0][1] if rows else -1)
     return conn

@@ -165,12 +165,23 @@ def without_declaration(url: str) -> str:
     return base + ("?" + "&".join(params) if params else "")
 
 
-def behind_pooler(url: str, backend_pid: int) -> bool:
+def behind_pooler(url: str, backend_pid: int, answered: Any = None) -> bool:
     """Whether the connection to `url`, whose server reported `backend_pid`, goes through
     a connection pooler that may run consecutive statements on different server
     connections (transaction mode; session mode cannot be told apart, and is taken
-    alike): declared so in the URL (declared_pooler()), or recognised()."""
-    return declared_pooler(url) or recognised(url, backend_pid)
+    alike): declared so in the URL (declared_pooler()), recognised(), or, once the
+    server was asked its process id (`answered`: settings()), passed_through()."""
+    return (
+        declared_pooler(url)
+        or recognised(url, backend_pid)
+        or passed_through(backend_pid, answered)
+    )
+
+
+def passed_through(backend_pid: int, answered: Any) -> bool:
+    """Whether the server answered another process id than the connection reported:
+    the reported one is a pooler's cancel key (None: not asked)."""
+    return answered is not None and int(answered) != backend_pid
 
 
 def recognised(url: str, backend_pid: int) -> bool:
@@ -385,18 +396,30 @@ def idle_ended(raw: Any) -> bool:
         return True
 
 
-# What every connection subrosa opens sets first (here and subrosa.libpq.connect()).
-SETTINGS = "SET datestyle = 'ISO, YMD'; SET max_parallel_workers_per_gather = 0; SET jit = off"
+# What every connection subrosa opens sets first (here and subrosa.libpq.connect()),
+# one statement: the date style; on a connection that looks direct, no parallel workers
+# and no JIT, but only where the server's process id is the one the connection
+# reported, and that process id, for behind_pooler() to compare. A pooler's cancel key
+# can look like a process id (pgbouncer's random key is at most PID_MAX for one
+# connection in 1,024): told so in the same round trip, without leaving the two
+# settings on the pooler's server connection, where they would stay for other clients.
+SETTINGS = (
+    "SELECT set_config('datestyle', 'ISO, YMD', false), pg_backend_pid(),"
+    " CASE WHEN pg_backend_pid() = {pid}"
+    " THEN set_config('max_parallel_workers_per_gather', '0', false)"
+    " || set_config('jit', 'off', false) END"
+)
 # Behind a pooler: the date style alone, which a pooler keeps for each client (pgbouncer
 # sets it again on the server connection it hands a client). Parallel workers and JIT
 # would stay set on a server connection for other clients, and be missing on the next
 # one: a team sets them on its roles instead (docs/team.md, "Behind a connection pooler").
-POOLED_SETTINGS = "SET datestyle = 'ISO, YMD'"
+POOLED_SETTINGS = "SELECT set_config('datestyle', 'ISO, YMD', false), NULL"
 
 
-def settings(pooled: bool) -> str:
-    """What a new connection sets first, behind a pooler or not."""
-    return POOLED_SETTINGS if pooled else SETTINGS
+def settings(pooled: bool, backend_pid: int) -> str:
+    """What a new connection runs first, behind a pooler behind_pooler() recognised or
+    not (SETTINGS); its answer's second value is the server's process id, or NULL."""
+    return POOLED_SETTINGS if pooled else SETTINGS.format(pid=int(backend_pid))
 
 
 def connect(url: str) -> Connection:
@@ -429,8 +452,10 @@ def connect(url: str) -> Connection:
     # matches sorted in an archive of a few GB) would pay 5-10 ms to compile, more
     # past jit_optimize_above_cost, to save less.
     conn = Connection(raw, psycopg.errors)
-    conn.pooled = behind_pooler(url, raw.info.backend_pid)
-    raw.execute(settings(conn.pooled))
+    pid = raw.info.backend_pid
+    conn.pooled = behind_pooler(url, pid)
+    answer = raw.execute(settings(conn.pooled, pid)).fetchone()
+    conn.pooled = conn.pooled or behind_pooler(url, pid, answer[1] if answer else -1)
     return conn
 
 

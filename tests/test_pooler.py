@@ -198,8 +198,9 @@ def test_a_pooler_subrosa_does_not_recognise_is_named_then_declared(
     pg_cluster: Cluster,
 ) -> None:
     """A pooler in transaction mode that passes the server's own process id through,
-    on another port than 6543 (pgbouncer's cancel key recognised no more: what
-    subrosa.pg.recognised() reads is taken away): its prepared statements collide, and
+    on another port than 6543 (pgbouncer's cancel key recognised no more, and the
+    server's answer to which process it is not compared: what subrosa.pg.recognised()
+    and passed_through() read is taken away): its prepared statements collide, and
     the error says what to do instead of a traceback, `subrosa_pooler=transaction`
     first. Declared so in the URL, every command works through it as through one it
     recognises, and leaves nothing on the shared server connection (a pgbouncer of its
@@ -208,6 +209,7 @@ def test_a_pooler_subrosa_does_not_recognise_is_named_then_declared(
 
     _, url, direct = pooled
     monkeypatch.setattr(pg, "recognised", lambda url, pid: False)
+    monkeypatch.setattr(pg, "passed_through", lambda pid, answered: False)
     folder = _transcripts()
     result = run("db", "upgrade", expect=1)
     assert result.stderr.startswith(f"Error: {url}: "), result.stderr
@@ -225,6 +227,36 @@ def test_a_pooler_subrosa_does_not_recognise_is_named_then_declared(
         assert _left_behind(url) == _left_behind(direct)[:1] + ([], [])
     finally:
         clean.stop()
+
+
+@pytest.mark.parametrize("pooled", ["transaction"], indirect=True)
+def test_a_cancel_key_that_looks_like_a_process_id_is_told_by_the_server(
+    pooled: tuple[Bouncer, str, str], run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pgbouncer's random cancel key is at most 2^22, and so looks like a server's
+    process id, for one connection in 1,024 (taken away here for every one: what
+    subrosa.pg.recognised() reads). The server's answer to which process it is, in
+    the statement that sets a connection up, tells the pooler all the same: every
+    command answers through it as on a direct connection, and nothing (no setting, no
+    prepared statement) stays on the server connection it shares."""
+    from subrosa import pg
+
+    _, url, direct = pooled
+    monkeypatch.setattr(pg, "recognised", lambda url, pid: False)
+    folder = _transcripts()
+    assert "migrated" in run("db", "upgrade").stdout
+    assert "new messages" in run("ingest", str(next(folder.glob("representative_*")))).stdout
+    assert "new messages" in run("ingest").stdout
+    for words in SEARCHES:
+        through = json.loads(run("search", "--json", *words).stdout)
+        assert through, words
+        assert json.loads(run("--db", direct, "search", "--json", *words).stdout) == through
+    write_leaf(Path.cwd() / "memory", "build.md", "How to build", body="Run make build.")
+    run("fact", "upsert", "build", "--hook", "build it")
+    assert "build" in run("fact", "list").stdout
+    doctor = run("doctor", expect=None).stdout
+    assert "?? pooler: the server is reached through a connection pooler" in doctor, doctor
+    assert _left_behind(url) == _left_behind(direct)[:1] + ([], [])
 
 
 def _declared(folder: Path, direct: str, run: RunCli) -> None:
@@ -269,3 +301,6 @@ def test_a_pooler_is_known_by_the_process_id_or_its_usual_address(
     from subrosa.pg import behind_pooler
 
     assert behind_pooler(url, pid) is pooled
+    # The server asked (subrosa.pg.settings()): its own process id, or another.
+    assert behind_pooler(url, pid, pid) is pooled
+    assert behind_pooler(url, pid, pid + 1) is True
