@@ -46,6 +46,8 @@ from subrosa.db import dispose_all
 REPO = Path(__file__).resolve().parent.parent
 Spawn = Callable[[list[str], "float | None"], "Outcome"]
 MAX_ATTEMPTS_PER_KILL = 10
+# The exit of a forked child whose Ctrl-C came before the CLI started (_child()).
+BEFORE_START = 75
 # Filler words for the transcripts the kill tests write (tests/test_crash.py,
 # tests/test_ingest_pipeline.py).
 LOREM = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "do")
@@ -79,7 +81,9 @@ class Tally:
 
 def _child(args: list[str], errors: Path | None = None) -> None:
     """In the forked child: run the CLI and leave with its exit code, never returning;
-    what it writes to stderr into `errors` (a traceback there too), else nowhere."""
+    what it writes to stderr into `errors` (a traceback there too), else nowhere.
+    SIGINT comes blocked (fork_cli()): a Ctrl-C that arrives before the CLI starts
+    ends the child with BEFORE_START, no trial (the CLI never ran)."""
     code = 70
     try:
         # A Ctrl-C is a KeyboardInterrupt, as at a terminal, also when the tests run with
@@ -93,6 +97,10 @@ def _child(args: list[str], errors: Path | None = None) -> None:
             sys.stderr = sys.stdout
         else:
             sys.stderr = open(errors, "w")  # noqa: SIM115
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        except KeyboardInterrupt:
+            os._exit(BEFORE_START)
         try:
             cli.main(list(args), prog_name="subrosa")
         except SystemExit as exc:
@@ -113,9 +121,14 @@ def fork_cli(args: list[str], errors: Path) -> int:
     dispose_all()
     sys.stdout.flush()
     sys.stderr.flush()
+    # Blocked until the child is ready to run the CLI (_child()): a Ctrl-C sent at
+    # once must not land in the child's set-up, nor in this process's code it runs
+    # between fork() and _child().
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     pid = os.fork()
     if pid == 0:
         _child(args, errors)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return pid
 
 
@@ -150,6 +163,9 @@ def interruptions(
         os.kill(pid, signal.SIGINT)
         code = wait_for(pid, 60)
         assert code is not None, f"{args} did not end after Ctrl-C"
+        if code == BEFORE_START:  # the CLI never ran: not a trial
+            assert integrity(workspace.db) == "ok"
+            continue
         # click's Abort after Ctrl-C: 1; 0 when the run ended before it.
         assert code in (0, 1), f"exit {code}: {errors.read_text()}"
         if code == 0:  # a faster run than the first: later Ctrl-Cs come sooner
