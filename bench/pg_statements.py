@@ -12,6 +12,10 @@ server's planning and execution, psycopg reading the result), the number of
 parameters, and the SQL's start; then the search's whole time, the statements' sum and
 the rest (the client's ranking, reading rows into Python values, psycopg's own work).
 SQLite's whole time of the same query, best of --runs, is the baseline beside it.
+With --explain, each statement of that run is then asked again with EXPLAIN (ANALYZE)
+on a second connection, in the same order and under the same planner settings, and
+the server's planning and execution times are printed beside it (warm: the search
+ran it just before).
 
 Nothing is changed on either archive. The figures are of this process on a shared
 machine: compare the two engines' columns of one run, not runs.
@@ -36,7 +40,7 @@ from subrosa.archive.pgstore import open_server  # noqa: E402
 from subrosa.query import Filters  # noqa: E402
 from subrosa.recall import search  # noqa: E402
 
-Statement = tuple[float, str, int]
+Statement = tuple[float, str, Any]
 
 
 def traced() -> list[Statement]:
@@ -47,13 +51,13 @@ def traced() -> list[Statement]:
     def timed_run(self: pg.Connection, sql: str, params: Any) -> Any:
         start = time.perf_counter()
         result = run(self, sql, params)
-        log.append((time.perf_counter() - start, " ".join(sql.split()), len(params or ())))
+        log.append((time.perf_counter() - start, sql, params))
         return result
 
     def timed_simple(self: pg.Connection, sql: str) -> None:
         start = time.perf_counter()
         simple(self, sql)
-        log.append((time.perf_counter() - start, sql, 0))
+        log.append((time.perf_counter() - start, sql, None))
 
     pg.Connection._run = timed_run  # type: ignore[method-assign]
     pg.Connection._simple = timed_simple  # type: ignore[method-assign]
@@ -73,6 +77,22 @@ def best(conn: Any, query: str, runs: int, log: list[Statement]) -> tuple[float,
     return fastest, statements
 
 
+def explained(raw: Any, statements: list[Statement]) -> list[str]:
+    """The server's planning and execution times of each statement, asked again in
+    order on `raw` (settings run as they are)."""
+    out = []
+    for _, sql, params in statements:
+        if params is None:
+            raw.execute(sql)
+            out.append("")
+            continue
+        plan = raw.execute(
+            "EXPLAIN (ANALYZE, SUMMARY, FORMAT JSON) " + pg._native(sql), params or None
+        ).fetchone()[0][0]
+        out.append(f"plan {plan['Planning Time']:5.2f} run {plan['Execution Time']:6.2f}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pg", required=True, help="the server archive's URL")
@@ -80,9 +100,11 @@ def main() -> None:
     parser.add_argument("--classes", default="common,some words", help="comma-separated")
     parser.add_argument("--runs", type=int, default=5, help="best of this many (default 5)")
     parser.add_argument("--width", type=int, default=110, help="characters of SQL shown")
+    parser.add_argument("--explain", action="store_true", help="the server's plan and run times")
     args = parser.parse_args()
     log = traced()
     lite = connect(str(args.sqlite))
+    other = pg.connect(args.pg) if args.explain else None
     with open_server(args.pg) as conn:
         for cls in args.classes.split(","):
             for query in CLASSES[cls]:
@@ -95,8 +117,13 @@ def main() -> None:
                     f" {(server_s - in_sql) * 1e3:.1f} ms), SQLite {sqlite_s * 1e3:.1f} ms:"
                     f" {server_s / sqlite_s:.2f}x"
                 )
-                for took, sql, count in statements:
-                    print(f"  {took * 1e3:6.2f} ms  [{count}] {sql[: args.width]}")
+                server = explained(other.raw, statements) if other else [""] * len(statements)
+                for (took, sql, params), times in zip(statements, server, strict=True):
+                    shown = " ".join(sql.split())[: args.width]
+                    count = len(params or ())
+                    print(f"  {took * 1e3:6.2f} ms  {times:22} [{count}] {shown}")
+    if other is not None:
+        other.close()
     lite.close()
 
 
