@@ -51,7 +51,7 @@ def traced() -> list[Statement]:
     def timed_run(self: pg.Connection, sql: str, params: Any) -> Any:
         start = time.perf_counter()
         result = run(self, sql, params)
-        log.append((time.perf_counter() - start, sql, params))
+        log.append((time.perf_counter() - start, sql, params or []))
         return result
 
     def timed_simple(self: pg.Connection, sql: str) -> None:

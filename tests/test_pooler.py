@@ -243,26 +243,26 @@ def test_a_cancel_key_that_looks_like_a_process_id_is_told_by_the_server(
 
     _, url, direct = pooled
     monkeypatch.setattr(pg, "recognised", lambda url, pid: False)
-    folder = _transcripts()
-    assert "migrated" in run("db", "upgrade").stdout
-    assert "new messages" in run("ingest", str(next(folder.glob("representative_*")))).stdout
-    assert "new messages" in run("ingest").stdout
-    for words in SEARCHES:
-        through = json.loads(run("search", "--json", *words).stdout)
-        assert through, words
-        assert json.loads(run("--db", direct, "search", "--json", *words).stdout) == through
-    write_leaf(Path.cwd() / "memory", "build.md", "How to build", body="Run make build.")
-    run("fact", "upsert", "build", "--hook", "build it")
-    assert "build" in run("fact", "list").stdout
-    doctor = run("doctor", expect=None).stdout
+    doctor = _every_command(_transcripts(), direct, run, "migrated")
     assert "?? pooler: the server is reached through a connection pooler" in doctor, doctor
     assert _left_behind(url) == _left_behind(direct)[:1] + ([], [])
 
 
 def _declared(folder: Path, direct: str, run: RunCli) -> None:
-    """Every command through the pooler declared in SUBROSA_DB (`direct`: the same
-    database without it) answers as without the pooler; doctor says it is declared."""
-    assert "revision 0" in run("db", "upgrade").stdout
+    """Every command through the pooler declared in SUBROSA_DB answers as without the
+    pooler; doctor says it is declared."""
+    doctor = _every_command(folder, direct, run, "revision 0")
+    assert (
+        "pooler: the server is reached through a connection pooler (declared by the URL's"
+        " subrosa_pooler=transaction)" in doctor
+    ), doctor
+
+
+def _every_command(folder: Path, direct: str, run: RunCli, upgraded: str) -> str:
+    """Every command through the pooler in SUBROSA_DB (`direct`: the same database
+    without it) answers as without the pooler, `db upgrade` saying `upgraded`; what
+    doctor says."""
+    assert upgraded in run("db", "upgrade").stdout
     assert "new messages" in run("ingest", str(next(folder.glob("representative_*")))).stdout
     assert "new messages" in run("ingest").stdout
     for words in SEARCHES:
@@ -272,11 +272,7 @@ def _declared(folder: Path, direct: str, run: RunCli) -> None:
     write_leaf(Path.cwd() / "memory", "build.md", "How to build", body="Run make build.")
     run("fact", "upsert", "build", "--hook", "build it")
     assert "build" in run("fact", "list").stdout
-    doctor = run("doctor", expect=None).stdout
-    assert (
-        "pooler: the server is reached through a connection pooler (declared by the URL's"
-        " subrosa_pooler=transaction)" in doctor
-    ), doctor
+    return str(run("doctor", expect=None).stdout)
 
 
 @pytest.mark.parametrize(
