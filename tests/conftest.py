@@ -29,6 +29,20 @@ if TYPE_CHECKING:
     from tests.postgres import Cluster
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Bytecode is written during the run, whatever PYTHONDONTWRITEBYTECODE says (the shell
+# of the machines this suite runs on sets it). Without it each pytest-xdist worker
+# rewrites and compiles every test module again at collection (pytest caches its
+# assertion rewrites only where bytecode may be written: ~8 s of CPU a worker, 15 s of
+# collection instead of 6.5), and `python -m subrosa` compiles subrosa and the test
+# helpers from source until some process that may write has written them. An
+# installed subrosa has its bytecode written at install time (bench/hooks.py drops the
+# variable for the same reason). What is written is what any Python run writes by
+# default: __pycache__ folders, which .gitignore leaves out. A test that must see no
+# such write sets the variable again for its own process (test_hostile_input.py).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 # Small real data vendored with the tests (tests/fixtures/SOURCES.md): a clone tests alone.
 FIXTURES = REPO / "tests" / "fixtures"
 # The larger shared corpus beside the checkout (helpers' worktrees sit one level deeper):
