@@ -228,35 +228,36 @@ def test_pending_sessions_are_ingested_before_a_search(memory_dir: Path, run: Ru
     assert len(_search(run, "blimpstack")) == 1
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        '"unbalanced',
-        "AND OR",
-        "*",
-        "NEAR(",
-        "-x",
-        "col:val",
-        '"',
-        "(",
-        ")",
-        "^",
-        "a:b:c",
-        "NOT",
-        '"a" OR "b"',
-        "text:deploy",
-        "cjk:x",
-        "dep**",
-        '""*',
-        "NEAR(a b, 2)",
-        "'",
-        "\\",
-    ],
-)
-def test_no_query_is_a_syntax_error(memory_dir: Path, run: RunCli, query: str) -> None:
+# Queries FTS5 would read as its own syntax (most of them errors there).
+HOSTILE_QUERIES = [
+    '"unbalanced',
+    "AND OR",
+    "*",
+    "NEAR(",
+    "-x",
+    "col:val",
+    '"',
+    "(",
+    ")",
+    "^",
+    "a:b:c",
+    "NOT",
+    '"a" OR "b"',
+    "text:deploy",
+    "cjk:x",
+    "dep**",
+    '""*',
+    "NEAR(a b, 2)",
+    "'",
+    "\\",
+]
+
+
+def test_no_query_is_a_syntax_error(memory_dir: Path, run: RunCli) -> None:
     _transcript("s-1.jsonl", _record("m1", "deploy x with text and col val OR AND NOT near"))
     _ingest(run)
-    assert isinstance(_search(run, "--", query), list)
+    for query in HOSTILE_QUERIES:  # one archive for all: nothing queued, a search writes none
+        assert isinstance(_search(run, "--", query), list), query
 
 
 @pytest.fixture(params=["exact", "rerank"])
