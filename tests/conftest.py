@@ -7,14 +7,22 @@ database of its own (see the `db` fixture and tests/postgres.py).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 import pytest
@@ -29,6 +37,20 @@ if TYPE_CHECKING:
     from tests.postgres import Cluster
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Bytecode is written during the run, whatever PYTHONDONTWRITEBYTECODE says (the shell
+# of the machines this suite runs on sets it). Without it each pytest-xdist worker
+# rewrites and compiles every test module again at collection (pytest caches its
+# assertion rewrites only where bytecode may be written: ~8 s of CPU a worker, 15 s of
+# collection instead of 6.5), and `python -m subrosa` compiles subrosa and the test
+# helpers from source until some process that may write has written them. An
+# installed subrosa has its bytecode written at install time (bench/hooks.py drops the
+# variable for the same reason). What is written is what any Python run writes by
+# default: __pycache__ folders, which .gitignore leaves out. A test that must see no
+# such write sets the variable again for its own process (test_hostile_input.py).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 # Small real data vendored with the tests (tests/fixtures/SOURCES.md): a clone tests alone.
 FIXTURES = REPO / "tests" / "fixtures"
 # The larger shared corpus beside the checkout (helpers' worktrees sit one level deeper):
@@ -382,6 +404,130 @@ def subrosa_process(
         timeout=120,
         **kw,
     )
+
+
+def subrosa_forked(
+    *args: str,
+    input: str | bytes | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `subrosa ARGS` as a real process forked from this one, as `python -m subrosa`
+    runs it: subrosa.cli.main (the hooks, the fast paths, then click) on its own
+    stdin, stdout, stderr, environment and working directory, its exit code as the
+    process's; what it leaves behind is checked after it has gone.
+
+    What it saves is the start of an interpreter and its imports: ~1 s of CPU a command
+    here (SQLAlchemy alone ~0.8 s), more than most commands' work. So it is for tests of
+    what commands do, where many run one after the other (roles, damaged databases).
+    What a command imports, and `python -m subrosa` itself, are tested with fresh
+    interpreters (subrosa_process, subrosa_loading), as are the hooks' start-up."""
+    data = input.encode() if isinstance(input, str) else input
+    env = dict(os.environ if env is None else env)
+    with (
+        tempfile.TemporaryFile() as stdin,
+        tempfile.TemporaryFile() as stdout,
+        tempfile.TemporaryFile() as stderr,
+    ):
+        stdin.write(data or b"")
+        stdin.seek(0)
+        dispose_all()  # no database connection may be shared with the child
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _forked_child(list(args), env, cwd, (stdin.fileno(), stdout.fileno(), stderr.fileno()))
+        code = _wait_for(pid, timeout, args)
+        stdout.seek(0)
+        stderr.seek(0)
+        return subprocess.CompletedProcess(["subrosa", *args], code, stdout.read(), stderr.read())
+
+
+def _wait_for(pid: int, timeout: float, args: tuple[str, ...]) -> int:
+    deadline = time.monotonic() + timeout
+    pause = 0.0005
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise subprocess.TimeoutExpired(["subrosa", *args], timeout)
+
+
+def _forked_child(
+    args: list[str], env: dict[str, str], cwd: str | Path | None, fds: tuple[int, int, int]
+) -> NoReturn:
+    """In subrosa_forked()'s child: become `python -m subrosa ARGS` and leave with its
+    exit code, never returning into pytest. What this process inherited from pytest and
+    a fresh interpreter would not have is set back first: the standard streams (pytest
+    captures them), the warning filters and their printing (pytest records warnings),
+    the root logger (pytest's handlers would swallow what the last-resort handler
+    prints), SIGINT's handler, exit handlers."""
+    code = 1
+    try:
+        atexit._clear()
+        for fd, target in zip(fds, (0, 1, 2), strict=True):
+            os.dup2(fd, target)
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the child exits
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stderr = open(  # noqa: SIM115
+            2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1
+        )
+        os.environ.clear()
+        os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        warnings.filters[:] = _FRESH_WARNING_FILTERS
+        warnings.showwarning = _show_warning
+        logging.root.handlers.clear()
+        logging.root.setLevel(logging.WARNING)
+        sys.argv = [str(REPO / "subrosa" / "__main__.py"), *args]
+        from subrosa.cli import main
+
+        try:
+            main()
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:  # sys.exit("message"), as the interpreter ends it
+                print(exc.code, file=sys.stderr)
+        else:
+            code = 0
+        atexit._run_exitfuncs()
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+# A fresh interpreter's warning filters (python -m, no -W, no PYTHONWARNINGS), and its
+# way of printing one: pytest's own are in place while a test runs.
+_FRESH_WARNING_FILTERS: list[Any] = [
+    ("default", None, DeprecationWarning, "__main__", 0),
+    ("ignore", None, DeprecationWarning, None, 0),
+    ("ignore", None, PendingDeprecationWarning, None, 0),
+    ("ignore", None, ImportWarning, None, 0),
+    ("ignore", None, ResourceWarning, None, 0),
+]
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def subrosa_loading(

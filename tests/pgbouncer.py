@@ -14,6 +14,7 @@ import contextlib
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -65,7 +66,7 @@ class Bouncer:
             f"listen_addr = 127.0.0.1\nlisten_port = {port}\n"
             f"unix_socket_dir =\nauth_type = trust\nauth_file = {directory}/users.txt\n"
             f"pool_mode = {mode}\ndefault_pool_size = {pool_size}\nmax_client_conn = 100\n"
-            f"logfile = {directory}/pgbouncer.log\npidfile =\n"
+            f"logfile = {directory}/pgbouncer.log\npidfile = {directory}/pgbouncer.pid\n"
             "ignore_startup_parameters = extra_float_digits\n"
             "server_reset_query_always = 0\nlog_connections = 0\nlog_disconnections = 0\n"
         )
@@ -108,7 +109,14 @@ class Bouncer:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
+            # pgbouncer itself is told (SIGTERM: its immediate shutdown), not runuser
+            # before it: runuser passes a signal on, then sleeps 2 s before it kills
+            # the child (util-linux su-common.c), and exits at once when its child does.
+            pid = self.directory / "pgbouncer.pid"
+            try:
+                os.kill(int(pid.read_text()), signal.SIGTERM)
+            except (OSError, ValueError):  # no pid file (yet): through runuser, then
+                self.process.terminate()
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:

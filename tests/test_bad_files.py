@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli, subrosa_process, write_leaf
+from tests.conftest import RunCli, subrosa_forked, subrosa_process, write_leaf
 
 COMMANDS = [
     ["generate"],
@@ -88,8 +88,9 @@ def test_a_database_that_is_not_subrosas_is_one_sentence_on_every_command(
     _damage(path, how)
     damaged = path.read_bytes()
     for command in COMMANDS:
-        # Real processes: `search` has a standard-library fast path of its own.
-        done = subrosa_process(*command, cwd=tmp_path)
+        # Real processes: `search` has a standard-library fast path of its own, and
+        # subrosa.cli.main sends generate, upsert and ingest down fast paths too.
+        done = subrosa_forked(*command, cwd=tmp_path)
         err = done.stderr.decode()
         if done.returncode == 0:  # a command that did not need the damaged part
             assert "Traceback" not in err, (command, err)
@@ -100,7 +101,7 @@ def test_a_database_that_is_not_subrosas_is_one_sentence_on_every_command(
         assert "not a readable subrosa database" in lines[0] and "subrosa rebuild" in lines[0]
     if how != "damaged inside":
         assert path.read_bytes() == damaged  # nothing was written into it
-    doctor = subrosa_process("doctor", cwd=tmp_path)
+    doctor = subrosa_forked("doctor", cwd=tmp_path)
     assert doctor.returncode == 1 and "Traceback" not in doctor.stderr.decode()
 
 
@@ -110,7 +111,7 @@ def test_each_way_of_not_being_a_database_is_refused_at_once(
     path = _good_database(run, memory_dir, tmp_path)
     for how in ("truncated", "empty file", "random bytes", "another program's"):
         _damage(path, how)
-        done = subrosa_process("generate", cwd=tmp_path)
+        done = subrosa_process("generate", cwd=tmp_path)  # a fresh interpreter: all of it
         assert done.returncode == 2, (how, done.stderr)
         path.unlink()
         path = _good_database(run, memory_dir, tmp_path)

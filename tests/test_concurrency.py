@@ -39,15 +39,20 @@ def _finish(procs: list[subprocess.Popen[bytes]]) -> list[str]:
 def test_writers_generators_and_ingests_lose_nothing(
     memory_dir: Path, tmp_path: Path, run: RunCli
 ) -> None:
-    """8 processes upsert 50 facts each while 4 others generate the index in a loop and 2
-    ingest transcripts that a 15th process keeps appending to."""
+    """8 processes upsert 20 facts each while 4 others generate the index in a loop and 2
+    ingest transcripts that a 15th process keeps appending to.
+
+    20 facts a writer races what 50 did: the 8 writers start together and write at once
+    for most of the run (nearly every upsert overlaps another writer's), and each
+    generator and ingester runs several times among them. The commit that made it 20
+    has the figures."""
     stop = tmp_path / "stop"
     transcripts = tmp_path / "transcripts"
     transcripts.mkdir()
     generators = [_spawn("loop", str(stop), "0.5", "generate") for _ in range(4)]
     ingesters = [_spawn("loop", str(stop), "0.3", "ingest", str(transcripts)) for _ in range(2)]
     sessions = _spawn("transcribe", str(transcripts), "4", "200")
-    writers = [_spawn("upsert", str(memory_dir), str(w), "50") for w in range(8)]
+    writers = [_spawn("upsert", str(memory_dir), str(w), "20") for w in range(8)]
     _finish([*writers, sessions])
     stop.touch()
     rounds = [int(out.split()[-1]) for out in _finish([*generators, *ingesters])]
@@ -60,10 +65,10 @@ def test_writers_generators_and_ingests_lose_nothing(
     assert sorted(s["message_count"] for s in listed) == [200] * 4  # each once, none lost
 
     facts = json.loads(run("fact", "list", "--json").stdout)
-    assert len(facts) == 400
-    assert sorted(f["position"] for f in facts) == list(range(1, 401))
+    assert len(facts) == 160
+    assert sorted(f["position"] for f in facts) == list(range(1, 161))
     state = (memory_dir / ".subrosa" / "facts.jsonl").read_text().splitlines()
-    assert len(state) == 400
+    assert len(state) == 160
     # One more generate accounts for every fact, each in exactly one of the two files.
     final = json.loads(run("generate", "--json").stdout)
     assert sorted(final["included"] + final["below_budget"]) == sorted(f["slug"] for f in facts)

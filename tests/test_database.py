@@ -16,7 +16,7 @@ from subrosa.config import resolve_db_url
 from subrosa.db import DatabaseError, database_url, get_engine, open_database
 from subrosa.errors import InvalidInput, hide_passwords
 from subrosa.paths import sqlite_path
-from tests.conftest import Db, RunCli, subrosa_process, write_leaf
+from tests.conftest import Db, RunCli, subrosa_forked, subrosa_process, write_leaf
 
 pytestmark = pytest.mark.engines
 
@@ -224,8 +224,9 @@ def test_a_database_in_a_folder_that_is_not_there_is_one_sentence(
 
     def refused(*args: str, env: dict[str, str] | None = None) -> None:
         for command in commands:
-            # A real process: the fast paths (search, generate, upsert) answer there.
-            done = subrosa_process(*args, *command, env=env)
+            # A real process: the fast paths (search, generate, upsert, ingest) answer
+            # there.
+            done = subrosa_forked(*args, *command, env=env)
             lines = done.stderr.decode().splitlines()
             assert done.returncode == 2, (command, lines)
             assert len(lines) == 1 and str(wanted) in lines[0], (command, lines)

@@ -352,31 +352,45 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize(("description", "body", "said"), HOSTILE)
-def test_a_hostile_remember_is_refused_and_writes_nothing(
-    memory_dir: Path, description: str, body: str, said: str
-) -> None:
+def refused_one_by_one(
+    memory_dir: Path, arguments: list[dict[str, Any]]
+) -> list[tuple[str, bool, dict[str, bytes]]]:
+    """Each `remember` in one server session, in turn: its text, whether it is an
+    error, and the memory dir's files right after it."""
+
+    async def body(session: ClientSession) -> list[tuple[str, bool, dict[str, bytes]]]:
+        answers = []
+        for each in arguments:
+            text, error = await call(session, "remember", each)
+            answers.append((text, error, files(memory_dir)))
+        return answers
+
+    return with_server(body)
+
+
+def test_a_hostile_remember_is_refused_and_writes_nothing(memory_dir: Path) -> None:
+    """Each refused in turn by one server (a server each cost ~2 s): what a refusal left
+    behind shows in the files right after it, or in the answers after it."""
     write_leaf(memory_dir, "keep.md", "Kept as it was.")
     before = files(memory_dir)
-    [(text, error)] = calls(
-        ("remember", {"slug": "evil", "type": "user", "description": description, "body": body})
-    )
-    assert error and text.startswith(said), text
-    assert "\n" not in text
-    assert files(memory_dir) == before
+    arguments = [
+        {"slug": "evil", "type": "user", "description": description, "body": body}
+        for description, body, _said in HOSTILE
+    ]
+    answers = refused_one_by_one(memory_dir, arguments)
+    for (description, _body, said), (text, error, after) in zip(HOSTILE, answers, strict=True):
+        assert error and text.startswith(said), (description, text)
+        assert "\n" not in text
+        assert after == before, description
 
 
-@pytest.mark.parametrize(
-    "slug", ["../escape", "MEMORY", "MEMORY_archive", ".hidden", "a/b", "x" * 101, "é"]
-)
-def test_a_remember_with_a_slug_that_is_no_plain_name_is_refused(
-    memory_dir: Path, slug: str
-) -> None:
-    [(text, error)] = calls(
-        ("remember", {"slug": slug, "type": "user", "description": "d", "body": "b"})
-    )
-    assert error and text.startswith("slug ")
-    assert files(memory_dir) == {}
+def test_a_remember_with_a_slug_that_is_no_plain_name_is_refused(memory_dir: Path) -> None:
+    slugs = ["../escape", "MEMORY", "MEMORY_archive", ".hidden", "a/b", "x" * 101, "é"]
+    arguments = [{"slug": slug, "type": "user", "description": "d", "body": "b"} for slug in slugs]
+    answers = refused_one_by_one(memory_dir, arguments)
+    for slug, (text, error, after) in zip(slugs, answers, strict=True):
+        assert error and text.startswith("slug "), (slug, text)
+        assert after == {}, slug
     assert not (memory_dir.parent / "escape.md").exists()
 
 

@@ -29,7 +29,7 @@ from subrosa.archive import pending
 from subrosa.archive.pgpostings import CHUNK
 from subrosa.archive.pgsearch import RANGE
 from subrosa.schema import SCHEMA_HEAD
-from tests.conftest import REPO, Db, subrosa_process, write_leaf
+from tests.conftest import REPO, Db, subrosa_forked, write_leaf
 from tests.postgres import Cluster
 from tests.test_team import SSH, _clone, _record, _session
 
@@ -64,7 +64,7 @@ class Team:
         self, role: str, *args: str, expect: int = 0, password: bool = False
     ) -> subprocess.CompletedProcess[str]:
         env = dict(self.env, SUBROSA_DB=self.url(role, password), SUBROSA_USER=role)
-        result = subrosa_process(*args, env=env, cwd=self.clone)
+        result = subrosa_forked(*args, env=env, cwd=self.clone)
         out, err = result.stdout.decode(), result.stderr.decode()
         assert result.returncode == expect, f"{role}: {args}: {result.returncode}\n{out}\n{err}"
         assert "Traceback" not in err and PASSWORD not in out + err
