@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
@@ -438,24 +437,14 @@ def subrosa_forked(
         pid = os.fork()
         if pid == 0:
             _forked_child(list(args), env, cwd, (stdin.fileno(), stdout.fileno(), stderr.fileno()))
-        code = _wait_for(pid, timeout, args)
+        from tests.crash import wait_for
+
+        code = wait_for(pid, timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(["subrosa", *args], timeout)
         stdout.seek(0)
         stderr.seek(0)
         return subprocess.CompletedProcess(["subrosa", *args], code, stdout.read(), stderr.read())
-
-
-def _wait_for(pid: int, timeout: float, args: tuple[str, ...]) -> int:
-    deadline = time.monotonic() + timeout
-    pause = 0.0005
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(pause)
-        pause = min(pause * 2, 0.02)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    raise subprocess.TimeoutExpired(["subrosa", *args], timeout)
 
 
 def _forked_child(
