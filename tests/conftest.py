@@ -50,6 +50,30 @@ REPO = Path(__file__).resolve().parent.parent
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# Each test's tmp_path (its HOME, its SQLite files, its memory dir) on a tmpfs where the
+# machine has one with room: the suite's SQLite commits, renames and fsyncs then cost
+# no disk I/O (a 2-core CI machine spends a good part of the run waiting on them). The
+# tests see a directory either way; one who set where temporary files go (TMPDIR,
+# PYTEST_DEBUG_TEMPROOT, --basetemp) keeps it. A passed test's tmp_path is removed as
+# it passes (pyproject.toml, tmp_path_retention_policy), so the tmpfs holds only the
+# running tests' and the failed ones' (kept for a look, the last three runs).
+SHM = Path("/dev/shm")
+SHM_ROOM = 2 << 30  # free bytes the tmpfs must have: a test writes megabytes, not more
+
+
+def _tmpfs_for_tmp_path() -> None:
+    if os.environ.get("TMPDIR") or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    try:
+        room = os.statvfs(SHM)
+    except OSError:
+        return
+    if os.access(SHM, os.W_OK | os.X_OK) and room.f_bavail * room.f_frsize >= SHM_ROOM:
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(SHM)
+
+
+_tmpfs_for_tmp_path()
+
 # Small real data vendored with the tests (tests/fixtures/SOURCES.md): a clone tests alone.
 FIXTURES = REPO / "tests" / "fixtures"
 # The larger shared corpus beside the checkout (helpers' worktrees sit one level deeper):
