@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,40 @@ def _in_memory() -> str | None:
     tmpfs."""
     shm = "/dev/shm"
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+# A cluster dir of an earlier run is swept (_sweep()) when no server runs in it and
+# nothing in it changed for this long: a run killed before its fixture's teardown (kill
+# -9, a CI timeout) leaves its files behind, on a tmpfs: in memory until a reboot.
+STALE_AFTER = 3600
+
+
+def _sweep(parent: str | None) -> None:
+    """Remove the cluster dirs of killed earlier runs under `parent` (the temp dir when
+    None). A dir is left alone while its postmaster.pid names a live process (a server
+    of this run's other workers, or of another run on the machine) or while anything in
+    it is younger than STALE_AFTER (another worker's cluster between initdb and start)."""
+    now = time.time()
+    for directory in glob.glob(os.path.join(parent or tempfile.gettempdir(), "subrosa-pg-*")):
+        try:
+            pid = int(Path(directory, "data", "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pid = 0
+        if pid > 0:
+            try:
+                os.kill(pid, 0)
+                continue  # a server runs there
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue  # alive, another user's
+        paths = [directory, os.path.join(directory, "data"), os.path.join(directory, "server.log")]
+        try:
+            newest = max(os.stat(path).st_mtime for path in paths if os.path.exists(path))
+        except (OSError, ValueError):
+            continue
+        if now - newest > STALE_AFTER:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def find_bindir() -> Path | None:
@@ -100,6 +135,7 @@ class Cluster:
         user = _server_user()
         # Not under pytest's tmp_path: a unix socket path must stay under ~100 bytes, and
         # the server's user must be able to reach the dir.
+        _sweep(_in_memory())
         directory = Path(tempfile.mkdtemp(prefix="subrosa-pg-", dir=_in_memory()))
         cluster = cls(
             admin=URL.create(
