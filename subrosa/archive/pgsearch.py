@@ -419,17 +419,13 @@ def existing(conn: Any, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
     that is nowhere. What one search asked already (existing_ahead()) is not asked
     again."""
     known: dict[str, bool] = conn.answers.setdefault("exists", {})
-    asked = list(dict.fromkeys(alt_query(alt) for alt in alts if alt_query(alt) not in known))
+    queries = [alt_query(alt) for alt in alts]
+    asked = {query: alt for query, alt in zip(queries, alts, strict=True) if query not in known}
     if asked:
-        walks = {alt_query(alt): _walk(conn, alt) for alt in alts}
-        row = conn.execute_without(
-            "enable_seqscan",
-            EXISTING,
-            [_text_array(asked), "{" + ",".join(str(walks[query]) for query in asked) + "}"],
-        )[0]
-        found = str(row[0])[1:-1].split(",")
-        known.update((query, hit == "t") for query, hit in zip(asked, found, strict=True))
-    return tuple(alt for alt in alts if known[alt_query(alt)])
+        walks = "{" + ",".join(str(_walk(conn, alt)) for alt in asked.values()) + "}"
+        row = conn.execute_without("enable_seqscan", EXISTING, [_text_array(list(asked)), walks])
+        known.update(zip(asked, parse_array(row[0][0], lambda hit: hit == "t"), strict=True))
+    return tuple(alt for alt, query in zip(alts, queries, strict=True) if known[query])
 
 
 def existing_ahead(conn: Any, alts: tuple[Alt, ...]) -> None:
