@@ -29,6 +29,8 @@ from click.testing import CliRunner, Result
 
 from subrosa.cli.app import cli
 from subrosa.db import dispose_all
+from tests.crash import wait_for
+from tests.tmpfs import tmpfs
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -57,19 +59,16 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # PYTEST_DEBUG_TEMPROOT, --basetemp) keeps it. A passed test's tmp_path is removed as
 # it passes (pyproject.toml, tmp_path_retention_policy), so the tmpfs holds only the
 # running tests' and the failed ones' (kept for a look, the last three runs).
-SHM = Path("/dev/shm")
 SHM_ROOM = 2 << 30  # free bytes the tmpfs must have: a test writes megabytes, not more
 
 
 def _tmpfs_for_tmp_path() -> None:
+    """pytest's temp root on the tmpfs (tests/tmpfs.py), unless one is set already."""
     if os.environ.get("TMPDIR") or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
         return
-    try:
-        room = os.statvfs(SHM)
-    except OSError:
-        return
-    if os.access(SHM, os.W_OK | os.X_OK) and room.f_bavail * room.f_frsize >= SHM_ROOM:
-        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(SHM)
+    shm = tmpfs(SHM_ROOM)
+    if shm is not None:
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = shm
 
 
 _tmpfs_for_tmp_path()
@@ -461,8 +460,6 @@ def subrosa_forked(
         pid = os.fork()
         if pid == 0:
             _forked_child(list(args), env, cwd, (stdin.fileno(), stdout.fileno(), stderr.fileno()))
-        from tests.crash import wait_for
-
         code = wait_for(pid, timeout)
         if code is None:
             raise subprocess.TimeoutExpired(["subrosa", *args], timeout)

@@ -27,6 +27,8 @@ from pathlib import Path
 import psycopg
 from sqlalchemy.engine import URL, make_url
 
+from tests.tmpfs import tmpfs
+
 SUPERUSER = "subrosa"
 # Durability off and a little more memory: the cluster lives for one test run.
 SERVER_OPTIONS = {
@@ -42,16 +44,6 @@ SERVER_OPTIONS = {
     # load). Subrosa never relies on it; the statistics change only when a test says so.
     "autovacuum": "off",
 }
-
-
-def _in_memory() -> str | None:
-    """Where the cluster's files go: a tmpfs (/dev/shm) when there is one to write to,
-    else the temp dir. A test database lives for one test and durability is off anyway;
-    on a disk, CREATE DATABASE (one per test) took 0.1-0.4 s here, its checkpoint and
-    copy waiting on the disk (the machine keeps little in its page cache), ~30 ms on a
-    tmpfs."""
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 # A cluster dir of an earlier run is swept (_sweep()) when no server runs in it and
@@ -135,8 +127,12 @@ class Cluster:
         user = _server_user()
         # Not under pytest's tmp_path: a unix socket path must stay under ~100 bytes, and
         # the server's user must be able to reach the dir.
-        _sweep(_in_memory())
-        directory = Path(tempfile.mkdtemp(prefix="subrosa-pg-", dir=_in_memory()))
+        # On a tmpfs where there is one (tests/tmpfs.py): on a disk, CREATE DATABASE (one
+        # per test) took 0.1-0.4 s here, its checkpoint and copy waiting on the disk;
+        # ~30 ms on a tmpfs. A test database lives for one test, durability is off.
+        parent = tmpfs()
+        _sweep(parent)
+        directory = Path(tempfile.mkdtemp(prefix="subrosa-pg-", dir=parent))
         cluster = cls(
             admin=URL.create(
                 "postgresql+psycopg",
