@@ -25,6 +25,12 @@ def main() -> None:
         sys.exit(run_hook(argv[1:]))
     try:
         _command(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C where click's own handler is not in place (while the fast paths run,
+        # or before click starts): what click says and returns for it, not a traceback.
+        # What the command was writing is rolled back as the exception unwinds.
+        sys.stderr.write("Aborted!\n")
+        sys.exit(1)
     except BrokenPipeError:
         # The reader of stdout went away (`subrosa transcript list | head -1`): stop
         # quietly, as a Unix tool killed by SIGPIPE does, with click's exit code for it.
