@@ -1,4 +1,5 @@
-"""Ctrl-C in a command that runs without click (the fast search, the witness's check):
+"""Ctrl-C in a command that runs without click (the fast search, the witness's check,
+the fact commands' and generate's fast path):
 the one line click prints for it and click's exit code, as for every other command,
 not a Python traceback."""
 
@@ -26,6 +27,7 @@ def _interrupted(*_args: Any, **_kwargs: Any) -> Any:
     [
         (("search", "pnpm"), "subrosa.recall.search"),  # subrosa.cli.fastsearch
         (("check",), "subrosa.memory.witness.load"),  # subrosa.cli.fastcheck
+        (("generate", "--dry-run"), "subrosa.cli.fastpath.generate_and_report"),
     ],
 )
 def test_ctrl_c_in_a_fast_command_is_aborted_not_a_traceback(

@@ -534,9 +534,6 @@ def main(argv: list[str]) -> int | None:
     command, root, opts = parsed
     try:
         command.run(root, opts)
-    except KeyboardInterrupt:
-        sys.stderr.write("Aborted!\n")  # click's word for it
-        return 1
     except BrokenPipeError:
         raise  # stdout's reader went away: no error to show (subrosa.cli.main)
     except Exception as exc:
