@@ -134,14 +134,16 @@ TAIL_MAX = 4 * CHUNK
 # matches or more (a common word's, `the`), the index reads them all: reading that many
 # rows through it costs most of the probe either way, and the postings' rows are more.
 TAIL_SHARE = 0.5
-# A unit the postings do not answer whose words are each in WALK_SHARE of the messages or
-# more (a phrase of common words: `"in the"`) is looked for first among the newest ids,
-# newest first, each row's stored vector tested (_walk_newest()): at most this many times
-# as many as the share of its least common word says hold SELECTIVE matches (the unit's
-# own share is unknown: a phrase is in at most as many messages as its words). Its
-# newest matches are then the first few thousand rows, where the range's index would
-# build the bitmap of both words' tens of thousands of matches and sort what it found.
-WALK_SPAN = 2.5
+# A phrase whose words are each in WALK_PHRASE of the messages or more (`"in the"`) is
+# looked for first among the newest ids, newest first, each row's stored vector tested
+# (_walk_newest()): at most WALK_SPAN times as many as the share of its least common word
+# says hold SELECTIVE matches (the phrase's own share is unknown: it is in at most as
+# many messages as its words). Its newest matches are then the first few thousand rows,
+# where the range's index would build both words' bitmaps of tens of thousands of
+# matches, read and test the rows they share, and sort what it found. (A unit of single
+# words needs no test of a row's vector: the index's matches are the answer.)
+WALK_PHRASE = 0.5
+WALK_SPAN = 2
 
 
 def _lexeme(token: str) -> str:
@@ -387,21 +389,23 @@ def _newest_by_range(
 def _walk_newest(
     conn: Any, query: str, newest: int, keep: int, rows: list[Any] | None
 ) -> tuple[list[int], int, int | None] | None:
-    """_newest_by_range()'s answer (and `rows`, as there) for a unit the postings do not
-    answer whose words are all common (WALK_SHARE; a phrase of them, most often): the
-    newest ids walked newest first, down to WALK_SPAN times as many as its words' share
-    says hold SELECTIVE matches, each row's stored vector tested, in one statement that
-    stops at the SELECTIVE-th match; when they hold fewer, the older ids are asked of
-    the range indexes as usual. None for a unit to ask the indexes alone.
+    """_newest_by_range()'s answer (and `rows`, as there) for a phrase of common words
+    (WALK_PHRASE): the newest ids walked newest first, down to WALK_SPAN times as many
+    as its words' share says hold SELECTIVE matches, each row's stored vector tested,
+    in one statement that stops at the SELECTIVE-th match. When they hold fewer, the
+    older ids are asked of the range indexes, from a floor set by the share of the
+    walked ids that matched (the phrase's own, where its words' share would set it too
+    shallow and the ranges be asked again and again deeper). None for a unit to ask the
+    indexes alone.
 
     `ts_match_vq()` is `@@` spelled as a function: the same test, which no GIN index
     offers to answer, so the planner walks the primary key for it (the statement's
     bitmap scans off), where for a phrase of two words it would otherwise build both
     words' bitmaps in the newest range (5.5 ms for `"in the"` at 1 GB: 39,656
-    matches), read and test what they share, then sort it: 15.4 ms against 8.7 ms
-    walked (4,000 of the newest 5,836 messages); `"deploy it"` 35 ms against 9 ms."""
+    matches), read and test what they share, then sort it: 17.8 ms against 10.1 ms
+    walked (4,000 of the newest 5,836 messages), the same for `"deploy it"`."""
     share = _share(conn, query)
-    if not share or share < WALK_SHARE:
+    if plain_lexemes(query) is not None or not share or share < WALK_PHRASE:
         return None
     span = math.ceil(WALK_SPAN * SELECTIVE / min(share, 1.0))
     floor = max(0, newest - span)  # the ids above are walked
@@ -432,10 +436,15 @@ def _walk_newest(
         if rows is not None:
             rows[:] = sorted(walked, reverse=True)
         return ids, count, None if head[2] is None else int(head[2])
-    # Fewer than SELECTIVE among the walked ids (all of them sent): the older ones'.
+    # Fewer than SELECTIVE among the walked ids (all of them sent): the older ones', from
+    # where the share found among the walked ids says the rest begin (none found: the
+    # ranges whole).
+    deeper = 0
+    if count:
+        deeper = max(0, floor - math.ceil(SPAN * (SELECTIVE - count) * (newest - floor) / count))
     older: list[Any] | None = None if rows is None else []
     more, total, last = _newest_by_range(
-        conn, query, floor, 0, keep=max(0, keep - len(ids)), rows=older, have=count
+        conn, query, floor, deeper, keep=max(0, keep - len(ids)), rows=older, have=count
     )
     if rows is not None:
         rows[:] = sorted(walked + (older or []), reverse=True)
