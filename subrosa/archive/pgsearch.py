@@ -725,8 +725,13 @@ def _from_postings(
     # sealed up to it, when it is not at a chunk's start.
     whole = low // CHUNK
     last = whole if low % CHUNK else whole - 1
+    # Plain index scans stay on: the postings' counts (`keys`) are then read from their
+    # key alone (an index-only scan, `n` is in it), not from one heap page a chunk as a
+    # bitmap scan must (0.5 ms of a 1.4 ms probe for `the` at 1 GB, 204 chunks). The
+    # tail's branches still take the range index's bitmap, combined with the primary
+    # key's for the ids past the postings (measured with 3,170 ids there).
     rows = conn.execute_without(
-        "enable_seqscan, enable_indexscan",
+        "enable_seqscan",
         f"WITH tail AS MATERIALIZED (SELECT id FROM ({' UNION ALL '.join(branches)}) u"
         f" LIMIT {SELECTIVE}),"
         " keys AS MATERIALIZED (SELECT chunk, max(n) AS n FROM postings"
