@@ -40,7 +40,9 @@ read. Where a range has no index yet, the walks above are taken.
 Since migration 0018 the ids of each word are also kept per sealed chunk of ids
 (subrosa.archive.pgpostings): a unit of single words the statistics list is probed from
 those few rows and the ids past them (_from_postings()), with the same answers; the
-index answers for the rest (phrases, prefixes, CJK runs, rare words, ANDs of units).
+index answers for the rest (phrases, prefixes, CJK runs, rare words, ANDs of units),
+except that a phrase of words each in half the messages or more (`"in the"`) is first
+looked for by walking the newest ids (_walk_newest()), again with the same answers.
 """
 
 from __future__ import annotations
