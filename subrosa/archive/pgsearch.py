@@ -336,6 +336,7 @@ def _newest_by_range(
     keep: int = SELECTIVE,
     rows: list[Any] | None = None,
     have: int = 0,
+    bounded: bool = False,
 ) -> tuple[list[int], int, int | None]:
     """The ids of the query's SELECTIVE newest matches, newest first (the newest `keep`
     of them: all when they are fewer than SELECTIVE), how many they are and the id of
@@ -362,12 +363,12 @@ def _newest_by_range(
     the statement found each match at (its ctid, valid within the statement), not
     looked up again through the primary key: a thousand lookups cost ~1.5 ms.
 
-    With `have`, that many matches were found above `newest` already (_walk_newest()):
-    only SELECTIVE less those are looked for below it, and counted on from there."""
+    `bounded`: there are ids above `newest`, asked elsewhere (_walk_newest()), and
+    `have` matches were found among them: only SELECTIVE less those are looked for, at
+    `newest` and below, and counted on from there."""
     ids: list[int] = []
-    count, last = have, None  # `have`: matches found above `newest` already (_walk_newest())
-    # (None found above: none there to be found twice, and the first part is cheaper whole.)
-    segments = _segments(newest, floor, bounded=bool(have))
+    count, last = have, None
+    segments = _segments(newest, floor, bounded)
     while count < SELECTIVE:
         parts = list(islice(segments, SEGMENTS))
         if not parts:
@@ -452,17 +453,13 @@ def _walk_newest(
         deeper = max(0, floor - math.ceil(SPAN * (SELECTIVE - count) * (newest - floor) / count))
     older: list[Any] | None = None if rows is None else []
     more, total, last = _newest_by_range(
-        conn, query, floor, deeper, keep=max(0, keep - len(ids)), rows=older, have=count
+        conn, query, floor, deeper, max(0, keep - len(ids)), older, have=count, bounded=True
     )
+    kept = (ids + more)[:keep] if total >= SELECTIVE else ids + more
     if rows is not None:
-        rows[:] = sorted(walked + (older or []), reverse=True)
-        if total >= SELECTIVE:
-            wanted = set((ids + more)[:keep])
-            rows[:] = [row for row in rows if row[0] in wanted]
-    ids += more
-    if last is None and ids:
-        last = ids[-1]
-    return (ids[:keep] if total >= SELECTIVE else ids), total, last
+        wanted = set(kept)
+        rows[:] = sorted((row for row in walked + (older or []) if row[0] in wanted), reverse=True)
+    return kept, total, kth if last is None else last
 
 
 def _common(conn: Any, alt: Alt) -> bool:
