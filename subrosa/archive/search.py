@@ -64,6 +64,10 @@ WALK_BATCH = 2000
 # unit's documents over its whole doclist (~0.1-0.3 s for a word in most of a million
 # messages) and score every match: the newest RERANK matches are ranked here instead.
 SELECTIVE = 4000
+# A phrase's probe lists the ids of its newest SELECTIVE matches, not only its newest
+# RERANK, when these are fewer than this share of the messages they span (a phrase of
+# common words, costly to walk: _probe_listing()).
+DENSE = 0.1
 # A --limit past these windows (RERANK, RERANK_BEST, RERANK_SOME) widens them to the
 # limit, so `--limit 5000` returns 5,000 results when that many messages match.
 RERANK = 1000
@@ -138,6 +142,11 @@ class Stats(NamedTuple):
     kth: int | None  # the rowid of its SELECTIVE-th newest match; None: fewer
     df: float
     idf: float
+    # The ids of its newest matches (RERANK or SELECTIVE of them), as FTS5 listed them
+    # ("3,2,1"), when its probe's walk read them (_probe_listing(): a phrase or a
+    # prefix, whose matches cost to walk): the tiers take its newest matches from them
+    # (_newest_listed()), not from a walk again.
+    newest: str = ""
 
 
 Row = tuple[int, str, "str | None", str]  # a candidate: row id, text, terms, role
@@ -333,6 +342,71 @@ def _probe(conn: sqlite3.Connection, expr: str) -> tuple[int | None, int]:
     return None, _count_upto(conn, expr, SELECTIVE)
 
 
+def _costly(alts: tuple[Alt, ...]) -> bool:
+    """Whether walking the matches of `alts` costs: FTS5 tests a phrase's positions in
+    every message holding all its words (`"dependency the"`: 90 ms for its newest
+    4,000 at 1 GB, two common words in 37% and 87% of the messages) and merges the
+    doclists of every word a prefix starts; a word's doclist is read straight (0.4 ms)."""
+    return any(len(alt.tokens) > 1 or alt.prefix for alt in alts)
+
+
+def _listed(
+    conn: sqlite3.Connection, expr: str, cap: int, below: int | None = None
+) -> tuple[str, int | None, int]:
+    """The ids of the newest `cap` matches of `expr` (below the id `below`), as FTS5
+    lists them ("3,2,1": a string, ~0.1 µs an id), the lowest and how many."""
+    under = "" if below is None else " AND rowid < ?"
+    found, lowest, count = conn.execute(
+        "SELECT group_concat(rowid), min(rowid), count(*) FROM (SELECT rowid FROM"
+        f" messages_fts WHERE messages_fts MATCH ?{under} ORDER BY rowid DESC LIMIT ?)",
+        [expr, *([] if below is None else [below]), cap],
+    ).fetchone()
+    return found or "", lowest, int(count)
+
+
+def _probe_listing(
+    conn: sqlite3.Connection, expr: str, alts: tuple[Alt, ...], total: int, reach: int | None
+) -> tuple[int | None, int, str]:
+    """_probe() for an expression whose matches cost to walk (_costly()), listing the
+    ids the walk reads for the tiers to take (Stats.newest, _newest_known()) instead of
+    walking again. A phrase lists its newest RERANK (the first tier's window), and the
+    rest of the newest SELECTIVE when they lie sparse (fewer than DENSE of the messages
+    they span: a phrase of common words, whose walk tests every message holding its
+    words); a dense phrase's walk costs less than listing its ids (`"in the"`: 0.8 ms
+    for 4,000 at 1 GB). A prefix lists the newest SELECTIVE at once: each statement
+    merges the doclists of every word it starts (`config*`: ~14 ms at 1 GB, past the
+    index's 3-letter prefixes), however few matches it reads. Fewer matches than
+    SELECTIVE are counted by the same walk. Past the first RERANK, nothing is listed
+    for a search that keeps no id above `reach` (a project whose messages are older)."""
+    first = SELECTIVE if any(alt.prefix for alt in alts) else RERANK
+    found, lowest, count = _listed(conn, expr, first)
+    if count < first or lowest is None:
+        return None, count, found
+    if count >= SELECTIVE:
+        return int(lowest), SELECTIVE, found
+    if reach is not None and reach < lowest:  # the search keeps none of them
+        found = ""
+    if not found or DENSE * (total - lowest + 1) <= RERANK:
+        row = conn.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid < ?"
+            " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            [expr, lowest, SELECTIVE - RERANK - 1],
+        ).fetchone()
+        if row is not None:
+            return int(row[0]), SELECTIVE, found
+        rest = conn.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+            " AND rowid < ? ORDER BY rowid DESC LIMIT ?)",
+            [expr, lowest, SELECTIVE],
+        ).fetchone()
+        return None, count + int(rest[0]), found
+    more, lower, extra = _listed(conn, expr, SELECTIVE - RERANK, lowest)
+    both = f"{found},{more}" if extra else found
+    if count + extra >= SELECTIVE and lower is not None:
+        return int(lower), SELECTIVE, both
+    return None, count + extra, both
+
+
 def _newest_id(conn: sqlite3.Connection) -> int:
     # Ids are dense (ingest hands them out in order), so the newest id is the count;
     # count(*) would read the whole table.
@@ -366,6 +440,7 @@ def unit_stats(
     units: Iterable[Unit],
     cache: Cache | None = None,
     texts_of: Unit | None = None,
+    reach: int | None = None,
 ) -> list[Stats]:
     """Each unit with the alternatives the index holds and its document frequency:
     counted when selective, else estimated from how far back its SELECTIVE newest
@@ -394,7 +469,13 @@ def unit_stats(
         ):
             alts += _existing(conn, unit.splits)
         expr = _expr(conn, unit, alts) if alts else ""
-        kth, matches = _probe(conn, expr) if expr else (None, 0)
+        newest = ""
+        if not expr:
+            kth, matches = None, 0
+        elif isinstance(conn, sqlite3.Connection) and _costly(alts):
+            kth, matches, newest = _probe_listing(conn, expr, alts, total, reach)
+        else:
+            kth, matches = _probe(conn, expr)
         if not expr:
             df = 0.0
         elif kth is None:
@@ -402,7 +483,7 @@ def unit_stats(
         else:
             df = min(float(total), SELECTIVE * total / max(1, total - kth + 1))
         idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
-        cache[unit] = Stats(unit, expr, alts, kth, df, idf)
+        cache[unit] = Stats(unit, expr, alts, kth, df, idf, newest)
         out.append(cache[unit])
     if texts_of is not None and total >= 0:
         _pg().texts_ahead(conn, False)
@@ -441,7 +522,7 @@ def read_misspelt(
     if not typed:
         return units, []
     texts_of = None if filters is None else _texts_of(conn, units, filters, limit)
-    stats = unit_stats(conn, units, cache, texts_of)
+    stats = unit_stats(conn, units, cache, texts_of, None if filters is None else _reach(filters))
     absent = [s.unit for s in stats if not s.expr and s.unit in typed][:MISSPELT]
     out: list[Unit] = []
     read: list[tuple[str, tuple[str, ...]]] = []
@@ -531,6 +612,105 @@ def _rowids(
             [match, *params, limit],
         )
     ]
+
+
+def _reach(filters: Filters) -> int | None:
+    """The highest id a search with `filters` may keep (None: the newest)."""
+    return filters.runs.bounds[1] if filters.runs is not None else None
+
+
+def _newest_listed(
+    conn: sqlite3.Connection, s: Stats, filters: Filters, limit: int
+) -> tuple[list[int], int] | None:
+    """Of the ids its probe listed (Stats.newest), those of the newest `limit` matches
+    of `s` that pass `filters`, newest first, and the id below which the index must
+    be asked for the rest (0: none, they are all there); None when the probe listed
+    none, or for a project of a small share (Runs.exact) whose listed matches hold too
+    few: its spans or walk read the index better (_spans())."""
+    if not s.newest:
+        return None
+    ids = sorted(map(int, s.newest.split(",")), reverse=True)
+    complete = s.kth is None and len(ids) >= s.df  # every match is listed
+    lowest = ids[-1]
+    runs = filters.runs
+    narrowed = filters._replace(runs=None)
+    if runs is not None:  # outside its spans, no message of the project
+        within = runs.exact or runs.spans[::-1]
+        ids = inside_runs(ids[::-1], [lo for lo, _ in within], [hi for _, hi in within])[::-1]
+        if runs.exact:  # and inside a run, only the project's
+            narrowed = narrowed._replace(transcript_project=None)
+    if narrowed.narrows_messages:  # a role, a time, a project: tested by the rows
+        _, where, params = _message_filters(narrowed)
+        # CROSS JOIN: the messages by id first (the planner would start from the project).
+        joins = (
+            " CROSS JOIN sessions s ON s.id = m.session_pk" if narrowed.transcript_project else ""
+        )
+        test = f"SELECT m.id FROM messages m{joins} WHERE 1{where} AND m.id IN"
+        kept: list[int] = []
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            passed = {int(row[0]) for row in _by_id(conn, test, batch, params)}
+            kept += [rowid for rowid in batch if rowid in passed]
+            if len(kept) >= limit:
+                break
+        ids = kept
+    if len(ids) >= limit or complete:
+        return ids[:limit], 0
+    if runs is not None and runs.exact:
+        return None
+    return ids, lowest
+
+
+def _below(
+    conn: sqlite3.Connection, select: str, expr: str, filters: Filters, below: int, limit: int
+) -> list[Any]:
+    """The rows of `select` (ending in FROM messages_fts f) for the newest `limit`
+    matches of `expr` that pass `filters` among the ids below `below`."""
+    # One range for FTS5 to walk: given two upper bounds, it may keep the looser.
+    lo, hi = filters.runs.bounds if filters.runs is not None else (0, below)
+    joins, where, params = _message_filters(filters._replace(runs=None))
+    if " m." in select and " JOIN messages m " not in joins:
+        joins = " JOIN messages m ON m.id = f.rowid" + joins
+    return conn.execute(
+        f"{select}{joins} WHERE messages_fts MATCH ?{where}"
+        " AND f.rowid BETWEEN ? AND ? ORDER BY f.rowid DESC LIMIT ?",
+        [expr, *params, lo, min(hi, below - 1), limit],
+    ).fetchall()
+
+
+def _newest_known(
+    conn: sqlite3.Connection, s: Stats, filters: Filters, limit: int
+) -> list[int] | None:
+    """The ids of the newest `limit` matches of `s` that pass `filters`, newest first:
+    _newest_listed(), and the rest from the index below them."""
+    listed = _newest_listed(conn, s, filters, limit)
+    if listed is None:
+        return None
+    ids, below = listed
+    if below:
+        ids += (
+            int(row[0])
+            for row in _below(
+                conn, "SELECT f.rowid FROM messages_fts f", s.expr, filters, below, limit - len(ids)
+            )
+        )
+    return ids
+
+
+def _newest_rows(
+    conn: sqlite3.Connection, s: Stats, filters: Filters, limit: int
+) -> list[Row] | None:
+    """_newest_known()'s messages with their text and terms (as _candidates() reads
+    them): the rest below the listed ids read with their text, not by id after."""
+    listed = _newest_listed(conn, s, filters, limit)
+    if listed is None:
+        return None
+    ids, below = listed
+    rows = sorted(_texts(conn, ids), reverse=True)
+    if below:
+        select = "SELECT f.rowid, m.text, m.terms, m.role FROM messages_fts f"
+        rows += _below(conn, select, s.expr, filters, below, limit - len(ids))
+    return rows
 
 
 def _by_id(
@@ -686,14 +866,18 @@ def _first_tier(
     match = _all_of(conn, [s.expr for s in required])
     window = max(RERANK, limit)
     df = required[0].df if len(required) == 1 else None
-    if not isinstance(conn, sqlite3.Connection) and all(s.kth is None for s in required):
+    selective = all(s.kth is None for s in required)
+    # The only required unit's probe may have listed its newest matches (Stats.newest).
+    only = required[0] if df is not None and required[0].newest else None
+    newest = None  # with every unit selective, the newest window + 1 matches' ids
+    if isinstance(conn, sqlite3.Connection) and selective:
+        newest = _newest_known(conn, only, filters, window + 1) if only else None
+        newest = _rowids(conn, match, filters, window + 1, df) if newest is None else newest
+    if not isinstance(conn, sqlite3.Connection) and selective:
         # A server has no bm25(): all the matches (fewer than SELECTIVE, as every unit
         # is selective) are ranked here, a superset of what FTS5's bm25 would pick.
         candidates = _candidates(conn, match, filters, max(SELECTIVE, limit))
-    elif (
-        all(s.kth is None for s in required)
-        and len(_rowids(conn, match, filters, window + 1, df)) > window
-    ):
+    elif newest is not None and len(newest) > window:
         # More matches than RERANK, but every unit's doclist is short: FTS5's bm25
         # picks the best RERANK_BEST of them all, exactly and cheaply, to rank here.
         joins, where, params = _message_filters(filters)
@@ -706,8 +890,11 @@ def _first_tier(
             )
         ]
         candidates = _texts(conn, best)
+    elif newest is not None and only:
+        candidates = sorted(_texts(conn, newest), reverse=True)
     else:
-        candidates = _candidates(conn, match, filters, window, df)
+        rows = _newest_rows(conn, only, filters, window) if only else None
+        candidates = rows if rows is not None else _candidates(conn, match, filters, window, df)
     present = [s for s in stats if s.expr]
     held = [SHOWN if s.unit.stop else ALL for s in present]
     texts = {row[0]: row for row in candidates}
@@ -728,7 +915,7 @@ def _second_tier(
     rarest units are ranked."""
     wide = list(dict.fromkeys(piece for s in stats for piece in pieces(s.unit)))[: 2 * MAX_UNITS]
     known = {s.unit: s for s in stats}
-    fresh = unit_stats(conn, [u for u in wide if u not in known], cache)
+    fresh = unit_stats(conn, [u for u in wide if u not in known], cache, reach=_reach(filters))
     by_unit = {**known, **{s.unit: s for s in fresh}}
     # Stopwords look for candidates only when no other word of the query is anywhere.
     present = [by_unit[u] for u in wide if by_unit[u].expr and not u.stop]
@@ -737,7 +924,8 @@ def _second_tier(
     weight: dict[int, float] = {}
     for s in present:
         cap = SELECTIVE if s.kth is None else max(RERANK, limit)
-        ids = _rowids(conn, s.expr, filters, cap, s.df)
+        listed = _newest_known(conn, s, filters, cap)
+        ids = listed if listed is not None else _rowids(conn, s.expr, filters, cap, s.df)
         held.append(Held(set(ids), complete=len(ids) < cap))
         for rowid in ids:
             if rowid not in exclude:
@@ -906,7 +1094,8 @@ def _ranked(
     """The first tier, then (unless `enough` of it) the second, best first in each
     (`limit` results wanted: it widens their windows past it)."""
     cache = {} if cache is None else cache
-    stats = _as_typed_first(unit_stats(conn, units, cache, _texts_of(conn, units, filters, limit)))
+    texts_of = _texts_of(conn, units, filters, limit)
+    stats = _as_typed_first(unit_stats(conn, units, cache, texts_of, _reach(filters)))
     hits, texts = _first_tier(conn, stats, filters, limit)
     hits, apart = _words_apart(stats, hits, texts)
     shown = [s for s in stats if s.expr]

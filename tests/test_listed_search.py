@@ -1,0 +1,133 @@
+"""A phrase's or a prefix's probe lists the ids of its newest matches, and the tiers
+take their candidates from that list instead of walking the index again
+(subrosa.archive.search._probe_listing(), _newest_listed()): `subrosa search` finds
+exactly what it finds without the list, for every way the list is read (a phrase's
+first window only or all its newest, a prefix's at once, a project's matches among
+them or below them, a role, a time, a limit)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subrosa.paths import project_transcript_dir
+from tests.conftest import RunCli
+from tests.test_archive import _interleaved, _record, _search, _uuid_of
+
+pytestmark = pytest.mark.engines("sqlite")  # a server's probes list nothing
+
+QUERIES = [
+    ['"the quokka"'],  # every message: dense
+    ['"quokka wombat"'],  # every third
+    ['"quokka wombat"', "--all-projects"],
+    ['"quokka wombat"', "--all-projects", "--limit", "40"],
+    ['"quokka wombat"', "--role", "assistant"],
+    ['"quokka wombat"', "--all-projects", "--since", "2026-03-01T10:00:20"],
+    ['"wombat note"', "--sessions"],
+    ['"quokka wombat"', "zzyzx"],  # never all in one: the second tier
+    ["quok*"],
+    ["quok*", "--all-projects", "--limit", "25"],
+    ['"note of"', "quokka", "--all-projects"],  # two required units: no list read
+    ['"wombat the"', "--all-projects"],  # nowhere
+]
+
+# How the list is made: (SELECTIVE, RERANK, DENSE). DENSE 0: a phrase lists its first
+# window only, the rest counted; a huge DENSE: all its newest SELECTIVE are listed.
+LISTS = [(10, 5, 0.0), (10, 5, 1e9), (40, 3, 0.0), (40, 3, 1e9), (1000, 5, 1e9), (4, 3, 1e9)]
+# How a project's matches are found: tested one by one (a big project: its spans), or
+# from its runs (a small one: spans or a walk when the list holds too few).
+PROJECTS = [{"SPAN_SHARE": 0.0}, {"SPAN_SHARE": 1.0, "SPAN_COST": 0}, {"SPAN_SHARE": 1.0}]
+
+
+def test_search_finds_the_same_from_the_list_and_from_the_index(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from subrosa.archive import search as archive_search
+
+    _interleaved(run)
+    (Path(project_transcript_dir()) / "replies.jsonl").write_text(
+        "\n".join(
+            _record(
+                f"reply-{n}",
+                f"the quokka wombat reply {n}",
+                role="assistant",
+                session="replies",
+                timestamp=f"2026-03-01T11:00:{n:02d}Z",
+            )
+            for n in range(6)
+        )
+        + "\n"
+    )
+    run("ingest", "--all-projects")
+    read: list[int] = []
+    listed = archive_search._newest_listed
+
+    def counted(*args: Any) -> Any:
+        found = listed(*args)
+        read.append(found is not None)
+        return found
+
+    monkeypatch.setattr(archive_search, "_newest_listed", counted)
+    for selective, rerank, dense in LISTS:
+        for project in PROJECTS:
+            with monkeypatch.context() as patch:
+                for name, value in {
+                    "SELECTIVE": selective,
+                    "RERANK": rerank,
+                    "DENSE": dense,
+                    **project,
+                }.items():
+                    patch.setattr(archive_search, name, value)
+                case = (selective, rerank, dense, project)
+                read.clear()
+                listing = [_search(run, *query) for query in QUERIES]
+                assert any(read), case  # the list was read, not only made
+                patch.setattr(archive_search, "_costly", lambda alts: False)
+                indexed = [_search(run, *query) for query in QUERIES]
+                assert listing == indexed, case
+    # What they find: the phrase, not its words apart; a prefix's words.
+    monkeypatch.setattr(archive_search, "SELECTIVE", 10)
+    monkeypatch.setattr(archive_search, "RERANK", 5)
+    found = _search(run, '"quokka wombat"', "--all-projects", "--limit", "200")
+    assert found and all("quokka wombat" in r["snippet"].replace("**", "") for r in found)
+    # (the six replies differ in a digit only: one result, its copies counted)
+    assert any(_uuid_of(r).startswith("reply-") for r in found)
+    assert _search(run, '"wombat the"', "--all-projects") == []
+    assert json.loads(run("search", "--json", "quok*").stdout)
+
+
+def test_a_rare_phrase_of_common_words_is_walked_once(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A phrase rarer than its words costs a walk over every message holding them: its
+    probe's walk is the only one (not a second to count it, nor a third for the
+    candidates)."""
+    from subrosa.archive import search as archive_search
+
+    _interleaved(run)
+    walks: list[str] = []
+
+    def trace(sql: str) -> None:
+        if "messages_fts MATCH" in sql and "'\"wombat note\"'" in sql:
+            walks.append(sql)
+
+    monkeypatch.setattr(archive_search, "SELECTIVE", 1000)
+    import sqlite3
+
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(trace)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    results = _search(run, '"wombat note"', "--all-projects", "--limit", "3")
+    assert len(results) == 3
+    # The existence check, then one listing walk; nothing else walks the phrase.
+    listing = [sql for sql in walks if "group_concat" in sql]
+    assert len(listing) == 1, walks
+    assert len([sql for sql in walks if "LIMIT 1)" not in sql]) == 1, walks
