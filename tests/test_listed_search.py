@@ -32,6 +32,7 @@ QUERIES = [
     ["quok*", "--all-projects", "--limit", "25"],
     ['"note of"', "quokka", "--all-projects"],  # two required units: no list read
     ['"wombat the"', "--all-projects"],  # nowhere
+    ["quokk*", "qqzz*"],  # a prefix nowhere
 ]
 
 # How the list is made: (SELECTIVE, RERANK, DENSE). DENSE 0: a phrase lists its first
@@ -97,6 +98,11 @@ def test_search_finds_the_same_from_the_list_and_from_the_index(
     assert any(_uuid_of(r).startswith("reply-") for r in found)
     assert _search(run, '"wombat the"', "--all-projects") == []
     assert json.loads(run("search", "--json", "quok*").stdout)
+    # A prefix's probe alone says whether the index holds it (no lookup before it): one
+    # found nowhere is a word the archive lacks, the query's other words still found.
+    assert _search(run, "qqzz*", "--all-projects") == []
+    some = _search(run, "qqzz*", "wombat", "--all-projects")
+    assert some and all("wombat" in r["snippet"].lower() for r in some)
 
 
 def test_a_rare_phrase_of_common_words_is_walked_once(

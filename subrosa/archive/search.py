@@ -463,7 +463,10 @@ def unit_stats(
                 _pg().existing_ahead(conn, tuple(a for u in ahead for a in (*u.alts, *u.splits)))
         if texts_of is not None:
             _pg().texts_ahead(conn, unit == texts_of)
-        alts = _existing(conn, unit.alts)
+        # A prefix alone on SQLite: its probe's one walk says whether the index holds
+        # it (each statement merges every word it starts: _probe_listing()).
+        prefix = isinstance(conn, sqlite3.Connection) and all(alt.prefix for alt in unit.alts)
+        alts = unit.alts if prefix else _existing(conn, unit.alts)
         if unit.splits and not (
             alts and _count_upto(conn, _expr(conn, unit, alts), SPLIT_BELOW) >= SPLIT_BELOW
         ):
@@ -476,6 +479,8 @@ def unit_stats(
             kth, matches, newest = _probe_listing(conn, expr, alts, total, reach)
         else:
             kth, matches = _probe(conn, expr)
+        if prefix and not matches:  # nowhere, as _existing() would have found
+            alts, expr = (), ""
         if not expr:
             df = 0.0
         elif kth is None:
