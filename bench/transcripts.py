@@ -85,6 +85,10 @@ RARE_PHRASES = [
     '"to a"',
     '"dependency the"',
 ]
+# Prefixes of one or two letters: past the index's 3-letter prefixes (prefix='3'), FTS5
+# merges the doclists of every word each starts over the whole index in every statement
+# (docs/search.md, "Ranking without scoring every match"); a GIN index reads a range's.
+SHORT_PREFIXES = ["co*", "de*", "ch*", "fi*", "t*"]
 # Words never all in one message (rare with rare or medium, stopwords around them): the
 # first tier is empty, the second ranks what holds some of them.
 SOME_WORDS = [
@@ -118,6 +122,7 @@ CLASSES = {
     "medium": MEDIUM,
     "common": COMMON,
     "rare phrases": RARE_PHRASES,
+    "short prefixes": SHORT_PREFIXES,
     "some words": SOME_WORDS,
     "all words": ALL_WORDS,
 }
