@@ -232,35 +232,47 @@ def _walk_spans(conn: sqlite3.Connection, match: str, filters: Filters, limit: i
     """The ids of the newest `limit` matches of `match` in the project: the index's
     ids read newest first, those inside one of the project's runs kept (Runs.exact:
     no other project's message is in one, so the project needs no test; the other
-    filters are tested, a batch at a time). The batches' sizes: see WALK_AHEAD. Each
-    is read as one string (group_concat: a row each would cost Python ~0.4 µs an id,
-    three times FTS5's reading)."""
+    filters are tested, a batch at a time). The batches' sizes: see WALK_AHEAD; each
+    is read as one string (_listed())."""
     assert filters.runs is not None and filters.runs.exact
     los = [lo for lo, _ in filters.runs.exact]
     his = [hi for _, hi in filters.runs.exact]
-    _, where, params = _message_filters(filters._replace(transcript_project=None, runs=None))
-    test = f"SELECT m.id FROM messages m WHERE 1{where} AND m.id IN"
+    others = filters._replace(transcript_project=None)
     size = max(WALK_BATCH, math.ceil(WALK_AHEAD * limit / max(filters.runs.share, 1e-9)))
     top = his[-1]
     out: list[int] = []
     while len(out) < limit:
-        found, lowest, count = conn.execute(
-            "SELECT group_concat(rowid), min(rowid), count(*) FROM (SELECT rowid FROM"
-            " messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?"
-            " ORDER BY rowid DESC LIMIT ?)",
-            [match, los[0], top, size],
-        ).fetchone()
+        found, lowest, count = _listed(conn, match, size, los[0], top)
         if not count:
             break
-        inside = inside_runs(sorted(map(int, found.split(","))), los, his)
-        if inside and where:
-            kept = {int(row[0]) for row in _by_id(conn, test, inside, params)}
-            inside = [rowid for rowid in inside if rowid in kept]
+        inside = _passing(conn, inside_runs(sorted(map(int, found.split(","))), los, his), others)
         out += reversed(inside)
         if count < size:
             break
-        top, size = int(lowest) - 1, 2 * size
+        top, size = lowest - 1, 2 * size
     return out[:limit]
+
+
+def _passing(
+    conn: sqlite3.Connection, ids: list[int], filters: Filters, enough: int | None = None
+) -> list[int]:
+    """The `ids`, in their order, of the messages passing `filters`' role, time and
+    project (not its runs), tested on the rows 500 at a time; only the first batches'
+    once `enough` pass."""
+    _, where, params = _message_filters(filters._replace(runs=None))
+    if not where:
+        return ids
+    # CROSS JOIN: the messages by id first (the planner would start from the project).
+    joins = " CROSS JOIN sessions s ON s.id = m.session_pk" if filters.transcript_project else ""
+    test = f"SELECT m.id FROM messages m{joins} WHERE 1{where} AND m.id IN"
+    kept: list[int] = []
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        passed = {int(row[0]) for row in _by_id(conn, test, batch, params)}
+        kept += [rowid for rowid in batch if rowid in passed]
+        if enough is not None and len(kept) >= enough:
+            break
+    return kept
 
 
 def inside_runs(ids: list[int], los: list[int], his: list[int]) -> list[int]:
@@ -351,17 +363,18 @@ def _costly(alts: tuple[Alt, ...]) -> bool:
 
 
 def _listed(
-    conn: sqlite3.Connection, expr: str, cap: int, below: int | None = None
-) -> tuple[str, int | None, int]:
-    """The ids of the newest `cap` matches of `expr` (below the id `below`), as FTS5
-    lists them ("3,2,1": a string, ~0.1 µs an id), the lowest and how many."""
-    under = "" if below is None else " AND rowid < ?"
+    conn: sqlite3.Connection, expr: str, cap: int, lo: int = 0, hi: int | None = None
+) -> tuple[str, int, int]:
+    """The ids of the newest `cap` matches of `expr` (from `lo` to `hi` when given),
+    as FTS5 lists them ("3,2,1": one string, read at ~0.1 µs an id where a row each
+    would cost Python ~0.4 µs), the lowest (0: none) and how many."""
+    within = "" if hi is None else " AND rowid BETWEEN ? AND ?"
     found, lowest, count = conn.execute(
         "SELECT group_concat(rowid), min(rowid), count(*) FROM (SELECT rowid FROM"
-        f" messages_fts WHERE messages_fts MATCH ?{under} ORDER BY rowid DESC LIMIT ?)",
-        [expr, *([] if below is None else [below]), cap],
+        f" messages_fts WHERE messages_fts MATCH ?{within} ORDER BY rowid DESC LIMIT ?)",
+        [expr, *([] if hi is None else [lo, hi]), cap],
     ).fetchone()
-    return found or "", lowest, int(count)
+    return found or "", int(lowest or 0), int(count)
 
 
 def _probe_listing(
@@ -380,10 +393,10 @@ def _probe_listing(
     for a search that keeps no id above `reach` (a project whose messages are older)."""
     first = SELECTIVE if any(alt.prefix for alt in alts) else RERANK
     found, lowest, count = _listed(conn, expr, first)
-    if count < first or lowest is None:
+    if count < first:
         return None, count, found
     if count >= SELECTIVE:
-        return int(lowest), SELECTIVE, found
+        return lowest, SELECTIVE, found
     if reach is not None and reach < lowest:  # the search keeps none of them
         found = ""
     if not found or DENSE * (total - lowest + 1) <= RERANK:
@@ -400,10 +413,10 @@ def _probe_listing(
             [expr, lowest, SELECTIVE],
         ).fetchone()
         return None, count + int(rest[0]), found
-    more, lower, extra = _listed(conn, expr, SELECTIVE - RERANK, lowest)
+    more, lower, extra = _listed(conn, expr, SELECTIVE - RERANK, hi=lowest - 1)
     both = f"{found},{more}" if extra else found
-    if count + extra >= SELECTIVE and lower is not None:
-        return int(lower), SELECTIVE, both
+    if count + extra >= SELECTIVE:
+        return lower, SELECTIVE, both
     return None, count + extra, both
 
 
@@ -527,7 +540,7 @@ def read_misspelt(
     if not typed:
         return units, []
     texts_of = None if filters is None else _texts_of(conn, units, filters, limit)
-    stats = unit_stats(conn, units, cache, texts_of, None if filters is None else _reach(filters))
+    stats = unit_stats(conn, units, cache, texts_of)
     absent = [s.unit for s in stats if not s.expr and s.unit in typed][:MISSPELT]
     out: list[Unit] = []
     read: list[tuple[str, tuple[str, ...]]] = []
@@ -638,27 +651,13 @@ def _newest_listed(
     complete = s.kth is None and len(ids) >= s.df  # every match is listed
     lowest = ids[-1]
     runs = filters.runs
-    narrowed = filters._replace(runs=None)
+    tested = filters
     if runs is not None:  # outside its spans, no message of the project
         within = runs.exact or runs.spans[::-1]
         ids = inside_runs(ids[::-1], [lo for lo, _ in within], [hi for _, hi in within])[::-1]
         if runs.exact:  # and inside a run, only the project's
-            narrowed = narrowed._replace(transcript_project=None)
-    if narrowed.narrows_messages:  # a role, a time, a project: tested by the rows
-        _, where, params = _message_filters(narrowed)
-        # CROSS JOIN: the messages by id first (the planner would start from the project).
-        joins = (
-            " CROSS JOIN sessions s ON s.id = m.session_pk" if narrowed.transcript_project else ""
-        )
-        test = f"SELECT m.id FROM messages m{joins} WHERE 1{where} AND m.id IN"
-        kept: list[int] = []
-        for start in range(0, len(ids), 500):
-            batch = ids[start : start + 500]
-            passed = {int(row[0]) for row in _by_id(conn, test, batch, params)}
-            kept += [rowid for rowid in batch if rowid in passed]
-            if len(kept) >= limit:
-                break
-        ids = kept
+            tested = filters._replace(transcript_project=None)
+    ids = _passing(conn, ids, tested, limit)  # a role, a time, a project
     if len(ids) >= limit or complete:
         return ids[:limit], 0
     if runs is not None and runs.exact:
