@@ -85,9 +85,10 @@ RARE_PHRASES = [
     '"to a"',
     '"dependency the"',
 ]
-# Prefixes of one or two letters: past the index's 3-letter prefixes (prefix='3'), FTS5
-# merges the doclists of every word each starts over the whole index in every statement
-# (docs/search.md, "Ranking without scoring every match"); a GIN index reads a range's.
+# Prefixes of one or two letters. Until migration 0020 the index held 3-letter prefixes
+# only (prefix='3'), and FTS5 merged the doclists of every word each of these starts, over
+# the whole index, in every statement (docs/search.md, "Short prefixes"); it now holds
+# 2-letter ones too (prefix='2 3'): one letter is still merged. A GIN index reads a range's.
 SHORT_PREFIXES = ["co*", "de*", "ch*", "fi*", "t*"]
 # Words never all in one message (rare with rare or medium, stopwords around them): the
 # first tier is empty, the second ranks what holds some of them.
@@ -128,6 +129,7 @@ CLASSES = {
 }
 _QUERY_TERM = re.compile(r'"[^"]*"\*?|\S+')
 TOKENIZE = "unicode61 remove_diacritics 2"
+PREFIX = "2 3"  # messages_fts's prefix index (subrosa.schema), which the floor builds too
 
 
 def corpus(size_mb: int, out: Path) -> tuple[Path, int]:
@@ -166,7 +168,7 @@ def floor(db: Path, work: Path) -> tuple[float, float]:
     dst.execute("PRAGMA journal_mode = WAL")
     dst.execute("PRAGMA synchronous = NORMAL")
     dst.execute(
-        f"CREATE VIRTUAL TABLE t USING fts5(text, terms, tokenize='{TOKENIZE}', prefix='3')"
+        f"CREATE VIRTUAL TABLE t USING fts5(text, terms, tokenize='{TOKENIZE}', prefix='{PREFIX}')"
     )
     spent = cpu = 0.0
     columns = {row[1] for row in src.execute("PRAGMA table_info(messages)")}

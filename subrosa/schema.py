@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from subrosa.paths import StrPath
 
-SCHEMA_HEAD = "0019"
+SCHEMA_HEAD = "0020"
 
 # What migrations 0001-0012 make on SQLite, in one place. When a migration is added,
 # this follows it (tests/test_schema.py compares the two, table by table).
@@ -125,7 +125,7 @@ SQLITE_SCHEMA = (
         PRIMARY KEY (id))""",
     """CREATE VIRTUAL TABLE messages_fts USING fts5(
         text, terms, content='messages', content_rowid='id',
-        tokenize='unicode61 remove_diacritics 2', prefix='3')""",
+        tokenize='unicode61 remove_diacritics 2', prefix='2 3')""",
     """CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages
     WHEN NOT EXISTS (SELECT 1 FROM archive_reindex WHERE old.id >= next_id) BEGIN
         INSERT INTO messages_fts(messages_fts, rowid, text, terms)

@@ -1,6 +1,7 @@
 """Migration 0003 on an archive that already holds messages: the schema changes at once,
 the full-text index is rebuilt in place (subrosa.archive.reindex), and a kill -9 at any
-point of it loses nothing: the next command continues where it stopped."""
+point of it loses nothing: the next command continues where it stopped. Migration 0020
+(two-letter prefixes) rebuilds the index by the same way, both up and down."""
 
 from __future__ import annotations
 
@@ -44,14 +45,24 @@ def _write(folder: Path, count: int) -> None:
                 handle.write(_record(f"{session}-{i}", text, session) + "\n")
 
 
-def _downgrade(db: Path) -> None:
-    """The database as revision 0002 left it (column `cjk`, the old index)."""
+def _downgrade(db: Path, revision: str = "0002") -> None:
+    """The database as `revision` left it (0002: column `cjk`, the old index)."""
     engine = get_engine(f"sqlite:///{db}")
     config = alembic_config(engine)
     with engine.begin() as conn:
         config.attributes["connection"] = conn
-        command.downgrade(config, "0002")
+        command.downgrade(config, revision)
     dispose_all()
+
+
+def _prefixes(db: Path) -> str:
+    """The prefix option messages_fts was created with."""
+    conn = sqlite3.connect(db)
+    try:
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()
+        return str(sql[0]).split("prefix=")[1].split("'")[1]
+    finally:
+        conn.close()
 
 
 def _index(db: Path) -> dict[str, object]:
@@ -95,6 +106,42 @@ def test_an_archive_from_before_is_indexed_again_in_place(
     # Any command that opens the archive migrates it and indexes it again first.
     found = json.loads(run("search", "--json", "--all-projects", "cache").stdout)
     assert len(found) == 10 and found[0]["match"] == "all"
+    assert _index(db) == fresh
+    assert state(db) == (True, False)
+
+
+def test_two_letter_prefixes_are_indexed_again_in_place(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    """0020 rebuilds messages_fts with prefix='2 3'; its downgrade, with prefix='3'. The
+    index holds every message at each step, and the searches find the same messages."""
+    transcripts = tmp_path / "transcripts"
+    _write(transcripts, 120)
+    run("ingest", str(transcripts))
+    db = Path(os.environ["SUBROSA_DB"])
+    assert _prefixes(db) == "2 3"
+    fresh = _index(db)
+    queries = ["lo*", "c*", "ad*", "ame*", '"sit amet" do*', "東*", "n1*"]
+
+    def found() -> list[object]:
+        results = []
+        for query in queries:
+            out = run("search", "--json", "--all-projects", "--limit", "50", query).stdout
+            results.append([(hit["uuid"], hit["match"]) for hit in json.loads(out)])
+        return results
+
+    before = found()
+    assert all(before[:6]) and len(before[0]) > 1
+    _downgrade(db, "0019")
+    assert _prefixes(db) == "3"
+    conn = sqlite3.connect(db)
+    marked = conn.execute("SELECT next_id FROM archive_reindex").fetchall()
+    conn.close()
+    assert marked == [(1,)]  # the downgrade rebuilds it too, from the first message
+    assert not is_current(db)
+    # Any command that opens the archive migrates it and indexes it again first.
+    assert found() == before
+    assert _prefixes(db) == "2 3"
     assert _index(db) == fresh
     assert state(db) == (True, False)
 

@@ -49,7 +49,7 @@ def test_blank_database_gets_tables_columns_and_triggers(tmp_path: Path) -> None
     columns = {row[1] for row in conn.execute("PRAGMA table_info(shared_messages)")}
     assert columns == {"session_pk", "message_id", "position"}
     fts = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()[0]
-    assert "content='messages'" in fts and "prefix='3'" in fts
+    assert "content='messages'" in fts and "prefix='2 3'" in fts
     assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == SCHEMA_HEAD
 
 

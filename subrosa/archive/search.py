@@ -388,7 +388,7 @@ def _probe_listing(
     words); a dense phrase's walk costs less than listing its ids (`"in the"`: 0.8 ms
     for 4,000 at 1 GB). A prefix lists the newest SELECTIVE at once: each statement
     merges the doclists of every word it starts (`config*`: ~14 ms at 1 GB, past the
-    index's 3-letter prefixes), however few matches it reads. Fewer matches than
+    index's 2- and 3-letter prefixes), however few matches it reads. Fewer matches than
     SELECTIVE are counted by the same walk. Past the first RERANK, nothing is listed
     for a search that keeps no id above `reach` (a project whose messages are older)."""
     first = SELECTIVE if any(alt.prefix for alt in alts) else RERANK
