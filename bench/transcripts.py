@@ -129,7 +129,6 @@ CLASSES = {
 }
 _QUERY_TERM = re.compile(r'"[^"]*"\*?|\S+')
 TOKENIZE = "unicode61 remove_diacritics 2"
-PREFIX = "2 3"  # messages_fts's prefix index (subrosa.schema), which the floor builds too
 
 
 def corpus(size_mb: int, out: Path) -> tuple[Path, int]:
@@ -167,9 +166,12 @@ def floor(db: Path, work: Path) -> tuple[float, float]:
     dst = sqlite3.connect(target, isolation_level=None)
     dst.execute("PRAGMA journal_mode = WAL")
     dst.execute("PRAGMA synchronous = NORMAL")
-    dst.execute(
-        f"CREATE VIRTUAL TABLE t USING fts5(text, terms, tokenize='{TOKENIZE}', prefix='{PREFIX}')"
-    )
+    # The prefix index the measured archive's messages_fts has (migration 0020 added
+    # two-letter prefixes: an older checkout's archive gives its own floor).
+    fts = src.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()[0]
+    prefix = re.search(r"prefix='([^']*)'", fts)
+    options = f", prefix='{prefix.group(1)}'" if prefix else ""
+    dst.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, terms, tokenize='{TOKENIZE}'{options})")
     spent = cpu = 0.0
     columns = {row[1] for row in src.execute("PRAGMA table_info(messages)")}
     extra = "terms" if "terms" in columns else "cjk"  # the column's name before 0003

@@ -113,8 +113,9 @@ def test_an_archive_from_before_is_indexed_again_in_place(
 def test_two_letter_prefixes_are_indexed_again_in_place(
     memory_dir: Path, run: RunCli, tmp_path: Path
 ) -> None:
-    """0020 rebuilds messages_fts with prefix='2 3'; its downgrade, with prefix='3'. The
-    index holds every message at each step, and the searches find the same messages."""
+    """0020 rebuilds messages_fts with prefix='2 3'; its downgrade, with prefix='3', marks
+    every message to be indexed again; the searches after the upgrade find the same
+    messages, and the index is the one a fresh ingest builds."""
     transcripts = tmp_path / "transcripts"
     _write(transcripts, 120)
     run("ingest", str(transcripts))

@@ -358,7 +358,9 @@ def _costly(alts: tuple[Alt, ...]) -> bool:
     """Whether walking the matches of `alts` costs: FTS5 tests a phrase's positions in
     every message holding all its words (`"dependency the"`: 90 ms for its newest
     4,000 at 1 GB, two common words in 37% and 87% of the messages) and merges the
-    doclists of every word a prefix starts; a word's doclist is read straight (0.4 ms)."""
+    doclists of every word a prefix of one letter or of four or more starts (the index
+    holds those of two and three: migration 0020); a word's doclist is read straight
+    (0.4 ms)."""
     return any(len(alt.tokens) > 1 or alt.prefix for alt in alts)
 
 
@@ -386,9 +388,9 @@ def _probe_listing(
     rest of the newest SELECTIVE when they lie sparse (fewer than DENSE of the messages
     they span: a phrase of common words, whose walk tests every message holding its
     words); a dense phrase's walk costs less than listing its ids (`"in the"`: 0.8 ms
-    for 4,000 at 1 GB). A prefix lists the newest SELECTIVE at once: each statement
-    merges the doclists of every word it starts (`config*`: ~14 ms at 1 GB, past the
-    index's 2- and 3-letter prefixes), however few matches it reads. Fewer matches than
+    for 4,000 at 1 GB). A prefix lists the newest SELECTIVE at once: past the index's
+    2- and 3-letter prefixes each statement merges the doclists of every word it starts
+    (`config*`: ~14 ms at 1 GB), however few matches it reads. Fewer matches than
     SELECTIVE are counted by the same walk. Past the first RERANK, nothing is listed
     for a search that keeps no id above `reach` (a project whose messages are older)."""
     first = SELECTIVE if any(alt.prefix for alt in alts) else RERANK
@@ -477,7 +479,8 @@ def unit_stats(
         if texts_of is not None:
             _pg().texts_ahead(conn, unit == texts_of)
         # A prefix alone on SQLite: its probe's one walk says whether the index holds
-        # it (each statement merges every word it starts: _probe_listing()).
+        # it (past the index's prefixes each statement merges every word it starts:
+        # _probe_listing()).
         prefix = isinstance(conn, sqlite3.Connection) and all(alt.prefix for alt in unit.alts)
         alts = unit.alts if prefix else _existing(conn, unit.alts)
         if unit.splits and not (
