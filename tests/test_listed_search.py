@@ -137,3 +137,68 @@ def test_a_rare_phrase_of_common_words_is_walked_once(
     listing = [sql for sql in walks if "group_concat" in sql]
     assert len(listing) == 1, walks
     assert len([sql for sql in walks if "LIMIT 1)" not in sql]) == 1, walks
+
+
+ONE_LETTER = [
+    "t",
+    "T9 rollout",
+    "the tiling",
+    "Tłumacz says tø",  # past ASCII after t (ł, ø: remove_diacritics keeps them)
+    "tá and té",  # folded: ta, te
+    "tʃ sound",
+    "a quiet wombat",  # no word starts with t (t inside words only)
+    "Tokyo tz2 tests stone",
+]
+
+
+@pytest.mark.parametrize("windows", [(4000, 1000), (1000, 3), (2, 1)])
+def test_a_one_letter_prefix_finds_what_the_merge_finds(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, windows: tuple[int, int]
+) -> None:
+    """`t*` is asked as the OR of the word t and its two-letter prefixes, the characters
+    past ASCII read from the index's vocabulary (_one_letter()): it finds exactly what
+    FTS5's merge of every t-word finds, in the same order, whether the prefix is
+    selective (bm25 over the units as typed), listed, or walked; and with more such
+    characters than WIDE_SECONDS, it is merged as before."""
+    import sqlite3
+
+    from subrosa.archive import search as archive_search
+
+    directory = Path(project_transcript_dir())
+    directory.mkdir(parents=True)
+    copies = [(text, word) for word in ("apple", "banana", "cherry") for text in ONE_LETTER]
+    lines = [  # no two alike: copies would be one result
+        _record(f"m-{n}", f"{text} {word}", timestamp=f"2026-03-01T10:{n:02d}:00Z")
+        for n, (text, word) in enumerate(copies)
+    ]
+    (directory / "s.jsonl").write_text("\n".join(lines) + "\n")
+    run("ingest")
+    selective, rerank = windows
+    monkeypatch.setattr(archive_search, "SELECTIVE", selective)
+    monkeypatch.setattr(archive_search, "RERANK", rerank)
+    asked: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(asked.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    queries = [["t*"], ["T*", "--limit", "40"], ["t*", "wombat"], ["t*", "rollout"], ["q*"]]
+    queries += [["st*"], ["ti*", "tz*"]]  # two letters (`st` is in "...rstu...")
+    expanded = [_search(run, *query) for query in queries]
+    assert any('"tł"*' in sql and '"tø"*' in sql and '"tʃ"*' in sql for sql in asked)
+    # (the facts' index, and FTS5's bm25 over the units as typed, read it merged)
+    merging = [sql for sql in asked if '"t"*' in sql and "facts_fts" not in sql]
+    assert not [sql for sql in merging if "bm25(" not in sql]
+    with monkeypatch.context() as patch:
+        patch.setattr(archive_search, "_is_one_letter", lambda alt: False)
+        merged = [_search(run, *query) for query in queries]
+    assert expanded == merged
+    found = {_uuid_of(r) for r in expanded[1]}
+    assert found == {f"m-{n}" for n in range(24) if n % 8 != 6}  # all but the wombat
+    asked.clear()
+    monkeypatch.setattr(archive_search, "WIDE_SECONDS", 2)  # tł, tø, tʃ: too many
+    assert [_search(run, *query) for query in queries] == merged
+    assert any('"t"*' in sql for sql in asked)

@@ -313,10 +313,76 @@ CJK_COLUMNS = "{text terms}"
 
 
 def _expr(conn: sqlite3.Connection, unit: Unit, alts: tuple[Alt, ...]) -> str:
-    """The index expression matching any of a unit's `alts`."""
+    """The index expression matching any of a unit's `alts` (a prefix of one letter as
+    the OR of its two-letter prefixes: _one_letter())."""
     if not isinstance(conn, sqlite3.Connection):
         return str(_pg().unit_query(unit, alts))
-    return unit.expr(CJK_COLUMNS, alts)
+    if not any(_is_one_letter(alt) for alt in alts):
+        return unit.expr(CJK_COLUMNS, alts)
+    exprs = [
+        (_one_letter(conn, alt.tokens[0]) if _is_one_letter(alt) else None) or alt.expr(CJK_COLUMNS)
+        for alt in alts
+    ]
+    return exprs[0] if len(exprs) == 1 else "(" + " OR ".join(exprs) + ")"
+
+
+# What may follow a token's first character in the index, in ASCII: unicode61 keeps
+# letters and digits (categories L*, N*, Co) and folds case; all else separates tokens.
+_SECONDS = "0123456789abcdefghijklmnopqrstuvwxyz"
+# A one-letter prefix followed in the index by more than this many characters past
+# ASCII (a Latin letter rarely is: remove_diacritics folds é to e) is merged by FTS5
+# as before: its expression would be too long to be worth it.
+WIDE_SECONDS = 32
+_VOCABULARY = "temp.subrosa_vocabulary"
+
+
+def _is_one_letter(alt: Alt) -> bool:
+    return (
+        alt.prefix
+        and not alt.cjk
+        and len(alt.tokens) == 1
+        and len(alt.tokens[0]) == 1
+        and alt.tokens[0] in _SECONDS
+    )
+
+
+def _one_letter(conn: sqlite3.Connection, letter: str) -> str | None:
+    """`t*` as the OR of the word `t` and of every two-letter prefix the index may hold
+    for it (`"t" OR "ta"* OR ... OR "tz"*`): the same matches, each read lazily as a
+    word's doclist (the index holds two-letter prefixes: migration 0020), where FTS5
+    would merge the doclists of every word starting with t, over the whole index, in
+    every statement (`t*`: ~240 ms at 1 GB, however few rows are read). The characters
+    past ASCII that follow the letter in the index (`tł`) are read from FTS5's
+    vocabulary, one seek each; None (merge as before) when there are more than
+    WIDE_SECONDS of them, or the vocabulary cannot be read."""
+    try:
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCABULARY}"
+            " USING fts5vocab(main, messages_fts, row)"
+        )
+        seconds = list(_SECONDS)
+        after, end = letter + "\x80", chr(ord(letter) + 1)
+        while True:
+            row = conn.execute(
+                f"SELECT term FROM {_VOCABULARY} WHERE term >= ? AND term < ? LIMIT 1",
+                [after, end],
+            ).fetchone()
+            if row is None:
+                break
+            if len(seconds) >= len(_SECONDS) + WIDE_SECONDS:
+                return None
+            second = row[0][1]
+            seconds.append(second)
+            following = ord(second) + 1
+            if 0xD800 <= following < 0xE000:  # no surrogate is a character
+                following = 0xE000
+            if following > 0x10FFFF:
+                break
+            after = letter + chr(following)
+    except sqlite3.Error:
+        return None
+    words = [Alt((letter,), True), *(Alt((letter + c,), True, prefix=True) for c in seconds)]
+    return "(" + " OR ".join(word.expr(None) for word in words) + ")"
 
 
 def _all_of(conn: sqlite3.Connection, exprs: list[str]) -> str:
@@ -887,13 +953,17 @@ def _first_tier(
     elif newest is not None and len(newest) > window:
         # More matches than RERANK, but every unit's doclist is short: FTS5's bm25
         # picks the best RERANK_BEST of them all, exactly and cheaply, to rank here.
+        # The units as typed: bm25() scores each phrase of an expression on its own,
+        # so a one-letter prefix asked as its two-letter ones (_one_letter()) would rank
+        # otherwise (its matches are few here: merging them costs little).
+        plain = _all_of(conn, [s.unit.expr(CJK_COLUMNS, s.alts) for s in required])
         joins, where, params = _message_filters(filters)
         best = [
             int(row[0])
             for row in conn.execute(
                 f"SELECT f.rowid FROM messages_fts f{joins} WHERE messages_fts MATCH ?{where}"
                 " ORDER BY bm25(messages_fts) LIMIT ?",
-                [match, *params, max(RERANK_BEST, limit)],
+                [plain, *params, max(RERANK_BEST, limit)],
             )
         ]
         candidates = _texts(conn, best)
