@@ -111,6 +111,46 @@ def test_both_engines_answer_alike(memory_dir: Path, db: Db, tmp_path: Path, run
             assert _answer(run, db.url, *around) == _answer(run, sqlite, *around)
 
 
+@pytest.mark.engines("postgresql")
+def test_a_phrase_past_its_window_ranks_alike_on_both_engines(
+    memory_dir: Path, db: Db, tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A phrase (or an identifier, also its parts' phrase) with more matches than RERANK
+    is counted no further (subrosa.archive.search._counted()): SQLite's probe stops its
+    walk there, a server's counts on and is read at the same match, so the two rank its
+    newest matches with the same document frequency, score for score."""
+    from subrosa.archive import search as archive_search
+
+    monkeypatch.setattr(archive_search, "RERANK", 4)
+    monkeypatch.setattr(archive_search, "SELECTIVE", 40)
+    words = ["bug", "fix", "flaky", "slow", "stale", "cold", "warm", "lost", "found", "late"]
+    records = [
+        _record(
+            f"m{n}",
+            f"the cache invalidation {word} in isSyncingBackfill"
+            + " again" * (n % 3)
+            + (" with the auth token" if n % 4 == 0 else ""),
+            role="assistant" if n % 2 else "user",
+            timestamp=f"2026-03-01T10:{n:02d}:00Z",
+        )
+        for n, word in enumerate(words * 2)
+    ]
+    _transcript("s.jsonl", *records)
+    sqlite = str(tmp_path / "twin.db")
+    for url in (db.url, sqlite):
+        assert _ingest_all(run, url)["new_messages"] == len(records)
+    for query in (
+        ['"cache invalidation"'],
+        ['"cache invalidation"', "auth"],
+        ['"invalidation stale"', "again"],
+        ["isSyncingBackfill", "token"],
+        ['"the cache"', "--limit", "15"],
+    ):
+        args = ["search", *query, "--all-projects"]
+        on_server, on_file = _answer(run, db.url, *args), _answer(run, sqlite, *args)
+        assert on_file and on_server == on_file, query
+
+
 @pytest.mark.engines
 def test_reingest_stores_nothing_twice(memory_dir: Path, db: Db, run: RunCli) -> None:
     path = _transcript("s-1.jsonl", *(_record(f"m{i}", f"message {i}") for i in range(20)))

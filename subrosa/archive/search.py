@@ -64,10 +64,6 @@ WALK_BATCH = 2000
 # unit's documents over its whole doclist (~0.1-0.3 s for a word in most of a million
 # messages) and score every match: the newest RERANK matches are ranked here instead.
 SELECTIVE = 4000
-# A phrase's probe lists the ids of its newest SELECTIVE matches, not only its newest
-# RERANK, when these are fewer than this share of the messages they span (a phrase of
-# common words, costly to walk: _probe_listing()).
-DENSE = 0.1
 # A --limit past these windows (RERANK, RERANK_BEST, RERANK_SOME) widens them to the
 # limit, so `--limit 5000` returns 5,000 results when that many messages match.
 RERANK = 1000
@@ -139,7 +135,9 @@ class Stats(NamedTuple):
     unit: Unit
     expr: str  # "" when no alternative is in the index
     alts: tuple[Alt, ...]
-    kth: int | None  # the rowid of its SELECTIVE-th newest match; None: fewer
+    # The rowid of its newest match counted last (the SELECTIVE-th, a phrase's RERANK-th:
+    # _counted()) when it has more; None: every match was counted.
+    kth: int | None
     df: float
     idf: float
     # The ids of its newest matches (RERANK or SELECTIVE of them), as FTS5 listed them
@@ -420,6 +418,20 @@ def _probe(conn: sqlite3.Connection, expr: str) -> tuple[int | None, int]:
     return None, _count_upto(conn, expr, SELECTIVE)
 
 
+def _nth_newest(conn: sqlite3.Connection, expr: str, n: int) -> int | None:
+    """The rowid of the expression's `n`-th newest match (None: fewer); a server reads
+    it from the ids its probe sent."""
+    if not isinstance(conn, sqlite3.Connection):
+        found: int | None = _pg().nth_newest(conn, expr, n)
+        return found
+    row = conn.execute(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+        " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        [expr, n - 1],
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
 def _costly(alts: tuple[Alt, ...]) -> bool:
     """Whether walking the matches of `alts` costs: FTS5 tests a phrase's positions in
     every message holding all its words (`"dependency the"`: 90 ms for its newest
@@ -446,46 +458,34 @@ def _listed(
 
 
 def _probe_listing(
-    conn: sqlite3.Connection, expr: str, alts: tuple[Alt, ...], total: int, reach: int | None
+    conn: sqlite3.Connection, expr: str, alts: tuple[Alt, ...]
 ) -> tuple[int | None, int, str]:
     """_probe() for an expression whose matches cost to walk (_costly()), listing the
     ids the walk reads for the tiers to take (Stats.newest, _newest_known()) instead of
-    walking again. A phrase lists its newest RERANK (the first tier's window), and the
-    rest of the newest SELECTIVE when they lie sparse (fewer than DENSE of the messages
-    they span: a phrase of common words, whose walk tests every message holding its
-    words); a dense phrase's walk costs less than listing its ids (`"in the"`: 0.8 ms
-    for 4,000 at 1 GB). A prefix lists the newest SELECTIVE at once: past the index's
-    2- and 3-letter prefixes each statement merges the doclists of every word it starts
-    (`config*`: ~14 ms at 1 GB), however few matches it reads. Fewer matches than
-    SELECTIVE are counted by the same walk. Past the first RERANK, nothing is listed
-    for a search that keeps no id above `reach` (a project whose messages are older)."""
-    first = SELECTIVE if any(alt.prefix for alt in alts) else RERANK
+    walking again. A prefix lists its newest SELECTIVE at once: past the index's 2- and
+    3-letter prefixes each statement merges the doclists of every word it starts
+    (`config*`: ~14 ms at 1 GB), however few matches it reads. A phrase lists its
+    newest RERANK (the first tier's window) and is counted no further (_counted()).
+    Returns the rowid of the last match listed when the walk stopped there (None: it
+    listed every match), how many it listed, and the list."""
+    first = RERANK if _counted(alts) == RERANK else SELECTIVE
     found, lowest, count = _listed(conn, expr, first)
-    if count < first:
-        return None, count, found
-    if count >= SELECTIVE:
-        return lowest, SELECTIVE, found
-    if reach is not None and reach < lowest:  # the search keeps none of them
-        found = ""
-    if not found or DENSE * (total - lowest + 1) <= RERANK:
-        row = conn.execute(
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid < ?"
-            " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            [expr, lowest, SELECTIVE - RERANK - 1],
-        ).fetchone()
-        if row is not None:
-            return int(row[0]), SELECTIVE, found
-        rest = conn.execute(
-            "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-            " AND rowid < ? ORDER BY rowid DESC LIMIT ?)",
-            [expr, lowest, SELECTIVE],
-        ).fetchone()
-        return None, count + int(rest[0]), found
-    more, lower, extra = _listed(conn, expr, SELECTIVE - RERANK, hi=lowest - 1)
-    both = f"{found},{more}" if extra else found
-    if count + extra >= SELECTIVE:
-        return lower, SELECTIVE, both
-    return None, count + extra, both
+    return (lowest if count >= first else None), count, found
+
+
+def _counted(alts: tuple[Alt, ...]) -> int:
+    """How many matches a unit's probe counts: SELECTIVE, or RERANK for a phrase (or an
+    identifier, also looked for as the phrase of its parts). FTS5 tests a phrase's
+    positions in every message holding all its words, so counting its matches walks
+    every such message: `"deploy the"` has 3,685 matches at 1 GB, spread over the whole
+    archive, and in two words found in 79 % and 87 % of the messages; its walk took
+    ~90 ms, and FTS5's bm25() over them (every unit selective) walked twice more,
+    280 ms in all. With more than RERANK matches a phrase is ranked as a common word is,
+    its newest RERANK matches, its document frequency estimated from how far back they
+    reach; a server's probe, which counted further, is read the same way
+    (unit_stats()), so both engines rank alike."""
+    phrase = any(len(alt.tokens) > 1 for alt in alts) and not any(alt.prefix for alt in alts)
+    return RERANK if phrase else SELECTIVE
 
 
 def _newest_id(conn: sqlite3.Connection) -> int:
@@ -521,11 +521,11 @@ def unit_stats(
     units: Iterable[Unit],
     cache: Cache | None = None,
     texts_of: Unit | None = None,
-    reach: int | None = None,
 ) -> list[Stats]:
     """Each unit with the alternatives the index holds and its document frequency:
-    counted when selective, else estimated from how far back its SELECTIVE newest
-    matches reach. Alternatives that are nowhere (most generated forms) are dropped
+    counted when selective, else estimated from how far back its newest matches reach
+    (SELECTIVE of them, RERANK of a phrase's: _counted()). Alternatives that are
+    nowhere (most generated forms) are dropped
     here, so the queries that follow look up only real terms. `cache` keeps what one
     search already asked. On a server, the probe of `texts_of` (the first tier's only
     required unit) sends its candidates' rows along (pgsearch.texts_ahead())."""
@@ -558,9 +558,12 @@ def unit_stats(
         if not expr:
             kth, matches = None, 0
         elif isinstance(conn, sqlite3.Connection) and _costly(alts):
-            kth, matches, newest = _probe_listing(conn, expr, alts, total, reach)
+            kth, matches, newest = _probe_listing(conn, expr, alts)
         else:
             kth, matches = _probe(conn, expr)
+            if _counted(alts) < SELECTIVE and matches >= RERANK:  # a server's phrase
+                nth = _nth_newest(conn, expr, RERANK)
+                kth, matches = (kth, matches) if nth is None else (nth, RERANK)
         if prefix and not matches:  # nowhere, as _existing() would have found
             alts, expr = (), ""
         if not expr:
@@ -568,7 +571,7 @@ def unit_stats(
         elif kth is None:
             df = float(matches)
         else:
-            df = min(float(total), SELECTIVE * total / max(1, total - kth + 1))
+            df = min(float(total), matches * total / max(1, total - kth + 1))
         idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
         cache[unit] = Stats(unit, expr, alts, kth, df, idf, newest)
         out.append(cache[unit])
@@ -699,11 +702,6 @@ def _rowids(
             [match, *params, limit],
         )
     ]
-
-
-def _reach(filters: Filters) -> int | None:
-    """The highest id a search with `filters` may keep (None: the newest)."""
-    return filters.runs.bounds[1] if filters.runs is not None else None
 
 
 def _newest_listed(
@@ -992,7 +990,7 @@ def _second_tier(
     rarest units are ranked."""
     wide = list(dict.fromkeys(piece for s in stats for piece in pieces(s.unit)))[: 2 * MAX_UNITS]
     known = {s.unit: s for s in stats}
-    fresh = unit_stats(conn, [u for u in wide if u not in known], cache, reach=_reach(filters))
+    fresh = unit_stats(conn, [u for u in wide if u not in known], cache)
     by_unit = {**known, **{s.unit: s for s in fresh}}
     # Stopwords look for candidates only when no other word of the query is anywhere.
     present = [by_unit[u] for u in wide if by_unit[u].expr and not u.stop]
@@ -1172,7 +1170,7 @@ def _ranked(
     (`limit` results wanted: it widens their windows past it)."""
     cache = {} if cache is None else cache
     texts_of = _texts_of(conn, units, filters, limit)
-    stats = _as_typed_first(unit_stats(conn, units, cache, texts_of, _reach(filters)))
+    stats = _as_typed_first(unit_stats(conn, units, cache, texts_of))
     hits, texts = _first_tier(conn, stats, filters, limit)
     hits, apart = _words_apart(stats, hits, texts)
     shown = [s for s in stats if s.expr]
