@@ -478,9 +478,8 @@ def _counted(alts: tuple[Alt, ...]) -> int:
     identifier, also looked for as the phrase of its parts). FTS5 tests a phrase's
     positions in every message holding all its words, so counting its matches walks
     every such message: `"deploy the"` has 3,685 matches at 1 GB, spread over the whole
-    archive, and in two words found in 79 % and 87 % of the messages; its walk took
-    ~90 ms, and FTS5's bm25() over them (every unit selective) walked twice more,
-    280 ms in all. With more than RERANK matches a phrase is ranked as a common word is,
+    archive, its words each in 84-86 % of the messages; its count took ~90 ms, and
+    FTS5's bm25() over them (every unit selective) walked twice more, 288 ms in all. With more than RERANK matches a phrase is ranked as a common word is,
     its newest RERANK matches, its document frequency estimated from how far back they
     reach; a server's probe, which counted further, is read the same way
     (unit_stats()), so both engines rank alike."""
