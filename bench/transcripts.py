@@ -88,7 +88,8 @@ RARE_PHRASES = [
 # Prefixes of one or two letters. Until migration 0020 the index held 3-letter prefixes
 # only (prefix='3'), and FTS5 merged the doclists of every word each of these starts, over
 # the whole index, in every statement (docs/search.md, "Short prefixes"); it now holds
-# 2-letter ones too (prefix='2 3'): one letter is still merged. A GIN index reads a range's.
+# 2-letter ones too (prefix='2 3'), and one letter is asked as its two-letter prefixes
+# (subrosa.archive.search._one_letter). A GIN index reads a range's.
 SHORT_PREFIXES = ["co*", "de*", "ch*", "fi*", "t*"]
 # Words never all in one message (rare with rare or medium, stopwords around them): the
 # first tier is empty, the second ranks what holds some of them.
