@@ -119,10 +119,12 @@ def test_a_phrase_past_its_window_ranks_alike_on_both_engines(
     is counted no further (subrosa.archive.search._counted()): SQLite's probe stops its
     walk there, a server's counts on and is read at the same match, so the two rank its
     newest matches with the same document frequency, score for score."""
+    from subrosa.archive import pgsearch
     from subrosa.archive import search as archive_search
 
-    monkeypatch.setattr(archive_search, "RERANK", 4)
-    monkeypatch.setattr(archive_search, "SELECTIVE", 40)
+    for module in (archive_search, pgsearch):  # pgsearch holds its own copies
+        monkeypatch.setattr(module, "RERANK", 4)
+        monkeypatch.setattr(module, "SELECTIVE", 40)
     words = ["bug", "fix", "flaky", "slow", "stale", "cold", "warm", "lost", "found", "late"]
     records = [
         _record(
