@@ -69,18 +69,24 @@ def test_the_walk_answers_as_the_range_indexes_do(
             for selective in (3, 10, 20, 200):
                 monkeypatch.setattr(pgsearch, "SELECTIVE", selective)
                 for query in QUERIES:
-                    for keep in (2, 5, 100):
+                    # target: a phrase counted to fewer than SELECTIVE (pgsearch._target())
+                    for keep, target in ((2, None), (5, None), (100, None), (5, 2), (100, 7)):
                         expected_rows: list[Any] = []
                         expected = pgsearch._newest_by_range(
-                            conn, query, newest, 0, keep, rows=expected_rows
+                            conn, query, newest, 0, keep, rows=expected_rows, target=target
                         )
                         walked_rows: list[Any] = []
-                        walked = pgsearch._walk_newest(conn, query, newest, keep, walked_rows)
-                        case = (query, span, selective, keep)
+                        walked = pgsearch._walk_newest(
+                            conn, query, newest, keep, walked_rows, target
+                        )
+                        case = (query, span, selective, keep, target)
                         assert walked == expected, case
                         assert walked_rows == expected_rows, case
                         assert walked_rows == [every[rowid] for rowid in walked[0]], case
-                        assert pgsearch._walk_newest(conn, query, newest, keep, None) == walked
+                        again = pgsearch._walk_newest(conn, query, newest, keep, None, target)
+                        assert again == walked, case
+                        if target is not None:  # counted to the target, not past it
+                            assert walked[1] <= target, case
         # A unit with a word in few messages, or of single words (the index's matches
         # need no test of a row's vector), is left to the indexes.
         assert pgsearch._walk_newest(conn, "'the'", newest, 5, None) is None

@@ -301,14 +301,17 @@ def _summed(found_rows: list[Any]) -> tuple[int, int | None, list[int], list[Any
     return int(head[0]), None if head[2] is None else int(head[2]), _ids(head[1]), sent
 
 
-def _segments(newest: int, floor: int, bounded: bool = False) -> Iterator[str]:
+def _segments(
+    newest: int, floor: int, bounded: bool = False, target: int | None = None
+) -> Iterator[str]:
     """The parts of the ids _newest_by_range() asks in turn, newest first, each as a
     condition on `m.id`: a range (RANGE_INDEX), whole or cut (see there). `newest` is
     the newest id there is, unless `bounded` (ids above it are asked elsewhere): then
     the first part is cut there too."""
     top = newest + 1  # the ids below this one are left to ask
-    # ... down to this one, at first (SELECTIVE matches need as many ids at least)
-    depth = top if not floor else max(SELECTIVE, top - floor - 1)
+    # ... down to this one, at first (`target` matches need as many ids at least)
+    target = SELECTIVE if target is None else target
+    depth = top if not floor else max(target, top - floor - 1)
     bottom = max(0, top - depth)
     while top > 0:
         k = (top - 1) // RANGE
@@ -337,6 +340,7 @@ def _newest_by_range(
     rows: list[Any] | None = None,
     have: int = 0,
     bounded: bool = False,
+    target: int | None = None,
 ) -> tuple[list[int], int, int | None]:
     """The ids of the query's SELECTIVE newest matches, newest first (the newest `keep`
     of them: all when they are fewer than SELECTIVE), how many they are and the id of
@@ -365,15 +369,19 @@ def _newest_by_range(
 
     `bounded`: there are ids above `newest`, asked elsewhere (_walk_newest()), and
     `have` matches were found among them: only SELECTIVE less those are looked for, at
-    `newest` and below, and counted on from there."""
+    `newest` and below, and counted on from there.
+
+    `target` stands for SELECTIVE where a phrase is counted to RERANK only
+    (_target())."""
+    target = SELECTIVE if target is None else target
     ids: list[int] = []
     count, last = have, None
-    segments = _segments(newest, floor, bounded)
-    while count < SELECTIVE:
+    segments = _segments(newest, floor, bounded, target)
+    while count < target:
         parts = list(islice(segments, SEGMENTS))
         if not parts:
             break
-        want = SELECTIVE - count
+        want = target - count
         room = max(0, keep - len(ids))
         columns = "m.id, m.ctid" if rows is not None else "m.id"
         branches = " UNION ALL ".join(
@@ -401,7 +409,7 @@ def _newest_by_range(
         if found:
             count, last = count + int(found), int(lowest)
             ids += some or []
-    kept = ids[:keep] if count >= SELECTIVE else ids
+    kept = ids[:keep] if count >= target else ids
     if rows is not None:
         wanted = set(kept)
         rows[:] = sorted((row for row in rows if row[0] in wanted), reverse=True)
@@ -409,7 +417,12 @@ def _newest_by_range(
 
 
 def _walk_newest(
-    conn: Any, query: str, newest: int, keep: int, rows: list[Any] | None
+    conn: Any,
+    query: str,
+    newest: int,
+    keep: int,
+    rows: list[Any] | None,
+    target: int | None = None,
 ) -> tuple[list[int], int, int | None] | None:
     """_newest_by_range()'s answer (and `rows`, as there) for a phrase of common words
     (WALK_PHRASE): the newest ids walked newest first, down to WALK_SPAN times as many
@@ -425,23 +438,25 @@ def _walk_newest(
     bitmap scans off), where for a phrase of two words it would otherwise build both
     words' bitmaps in the newest range (5.5 ms for `"in the"` at 1 GB: 39,656
     matches), read and test what they share, then sort it: 14.5 ms against 8.7 ms
-    walked (4,000 of the newest 5,836 messages), the same for `"deploy it"`."""
+    walked (4,000 of the newest 5,836 messages), the same for `"deploy it"`. A phrase
+    is counted to RERANK, not SELECTIVE (`target`: _target())."""
     share = _share(conn, query)
     if plain_lexemes(query) is not None or not share or share < WALK_PHRASE:
         return None
-    span = math.ceil(WALK_SPAN * SELECTIVE / min(share, 1.0))
+    target = SELECTIVE if target is None else target
+    span = math.ceil(WALK_SPAN * target / min(share, 1.0))
     floor = max(0, newest - span)  # the ids above are walked
     sql = (
         "WITH x AS MATERIALIZED (SELECT m.id, m.ctid FROM messages m WHERE m.id > ?"
         f" AND m.id <= ? AND ts_match_vq({VECTOR}, ?::tsquery) ORDER BY m.id DESC"
-        f" LIMIT {SELECTIVE}), s AS MATERIALIZED (SELECT {_summary(SELECTIVE, keep)} FROM x)"
+        f" LIMIT {target}), s AS MATERIALIZED (SELECT {_summary(target, keep)} FROM x)"
         + _SUMMED
         + (_SENT_ROWS if rows is not None else "")
     )
     count, kth, ids, walked = _summed(
         conn.execute_without("enable_seqscan, enable_bitmapscan", sql, [floor, newest, query])
     )
-    if count >= SELECTIVE or not floor:
+    if count >= target or not floor:
         if rows is not None:
             rows[:] = sorted(walked, reverse=True)
         return ids, count, kth
@@ -450,12 +465,20 @@ def _walk_newest(
     # ranges whole).
     deeper = 0
     if count:
-        deeper = max(0, floor - math.ceil(SPAN * (SELECTIVE - count) * (newest - floor) / count))
+        deeper = max(0, floor - math.ceil(SPAN * (target - count) * (newest - floor) / count))
     older: list[Any] | None = None if rows is None else []
     more, total, last = _newest_by_range(
-        conn, query, floor, deeper, max(0, keep - len(ids)), older, have=count, bounded=True
+        conn,
+        query,
+        floor,
+        deeper,
+        max(0, keep - len(ids)),
+        older,
+        have=count,
+        bounded=True,
+        target=target,
     )
-    kept = (ids + more)[:keep] if total >= SELECTIVE else ids + more
+    kept = (ids + more)[:keep] if total >= target else ids + more
     if rows is not None:
         wanted = set(kept)
         rows[:] = sorted((row for row in walked + (older or []) if row[0] in wanted), reverse=True)
@@ -555,6 +578,14 @@ def _share(conn: Any, query: str) -> float | None:
     )
 
 
+def _target(query: str) -> int:
+    """How many matches a unit's probe counts: SELECTIVE, or RERANK for a phrase (a
+    unit with a `<->` and no prefix; search._counted() says why), whose walk tests
+    every row holding its words. The first tier's AND of units is counted on."""
+    phrase = "<->" in query and ":*" not in query and " & " not in query
+    return min(RERANK, SELECTIVE) if phrase else SELECTIVE
+
+
 def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     """How many messages match a unit's query, up to SELECTIVE, and the id of the last
     of them (its SELECTIVE-th newest match when it has that many), with what
@@ -574,11 +605,12 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
         return known
     share = _share(conn, query)
     newest = int(conn.matches.get("") or newest_id(conn))
+    target = _target(query)  # SELECTIVE, but RERANK for a phrase
     if share and _by_range(conn, newest):
-        floor = max(0, newest - math.ceil(SPAN * SELECTIVE / share))
-        return _probe_by_range(conn, query, newest, floor)
+        floor = max(0, newest - math.ceil(SPAN * target / share))
+        return _probe_by_range(conn, query, newest, floor, target)
     walk = share is None or share >= WALK_SHARE
-    floor = 0 if walk or not share else max(0, newest - math.ceil(SPAN * SELECTIVE / share))
+    floor = 0 if walk or not share else max(0, newest - math.ceil(SPAN * target / share))
     # The ids come along: all of them, or a common query's newest RERANK (what search
     # ranks of it; 4,000 would cost more to send and read than they save).
     if floor:
@@ -591,30 +623,30 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
             " hits AS MATERIALIZED (SELECT id, ctid FROM near UNION ALL SELECT id, ctid FROM far"
             " ORDER BY id DESC LIMIT ?)"
         )
-        params: list[Any] = [query, floor, SELECTIVE, SELECTIVE, floor, query, SELECTIVE]
-        params.append(SELECTIVE)
+        params: list[Any] = [query, floor, target, target, floor, query, target]
+        params.append(target)
     else:  # every match is wanted, or a common query's newest: one walk
         hits = (
             "hits AS MATERIALIZED (SELECT m.id, m.ctid FROM messages m WHERE"
             f" {VECTOR} @@ ?::tsquery ORDER BY m.id DESC LIMIT ?)"
         )
-        params = [query, SELECTIVE]
+        params = [query, target]
     # The ids sent: all when fewer than SELECTIVE (search ranks them all), else the
     # newest RERANK of a walked query (4,000 would cost more to send and read than they
     # save), SELECTIVE of another. Rows: all the matches of a query in at most PREFETCH
     # messages (a rare word's), or asked ahead (texts_ahead()) those of the newest
     # RERANK (the candidates). The rows are read by the ctid the statement found each
     # match at; the summary rides as one row more in their columns, its role NULL.
-    sent = RERANK if walk else SELECTIVE
+    sent = RERANK if walk else target
     texts = bool(conn.answers.get("texts"))
     sql = (
         f"WITH {hits}, counted AS (SELECT count(*) AS n, min(id) AS kth FROM hits)"
         " SELECT c.n, (SELECT array_agg(id) FROM (SELECT id FROM hits ORDER BY id DESC"
-        f" LIMIT CASE WHEN c.n >= {SELECTIVE} THEN {sent} END) x)::text, c.kth::text,"
+        f" LIMIT CASE WHEN c.n >= {target} THEN {sent} END) x)::text, c.kth::text,"
         " NULL::varchar FROM counted c"
         " UNION ALL SELECT m.id, m.text, m.terms, m.role FROM messages m"
         " WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM hits ORDER BY id DESC"
-        f" LIMIT CASE WHEN (SELECT n FROM counted) >= {SELECTIVE} THEN {RERANK} END))"
+        f" LIMIT CASE WHEN (SELECT n FROM counted) >= {target} THEN {RERANK} END))"
         " AND (SELECT n FROM counted) <= ?"
     )
     params.append(SELECTIVE if texts else PREFETCH)
@@ -633,7 +665,9 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
     return count, kth
 
 
-def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple[int, int | None]:
+def _probe_by_range(
+    conn: Any, query: str, newest: int, floor: int = 0, target: int | None = None
+) -> tuple[int, int | None]:
     """_probe_ahead()'s answers for a query the column's statistics list, its newest
     matches found in the postings (_from_postings()), by walking the newest ids
     (_walk_newest()) or range by range (_newest_by_range()); their rows too when the
@@ -646,9 +680,11 @@ def _probe_by_range(conn: Any, query: str, newest: int, floor: int = 0) -> tuple
         if rows is not None:
             rows[:] = texts(conn, ids)  # newest first, as the ids are
     else:
-        found = _walk_newest(conn, query, newest, RERANK, rows)
+        found = _walk_newest(conn, query, newest, RERANK, rows, target)
         if found is None:
-            found = _newest_by_range(conn, query, newest, floor, keep=RERANK, rows=rows)
+            found = _newest_by_range(
+                conn, query, newest, floor, keep=RERANK, rows=rows, target=target
+            )
         ids, count, kth = found
     conn.answers[("probe", query)] = (count, kth)
     conn.answers[("ids", query)] = ids
@@ -990,7 +1026,7 @@ def _among(conn: Any, query: str) -> set[int] | None:
     for part in query.split(" & "):
         ids: list[int] | None = conn.answers.get(("ids", part))
         probed = conn.answers.get(("probe", part))
-        if ids is None or probed is None or probed[0] >= SELECTIVE or len(ids) != probed[0]:
+        if ids is None or probed is None or probed[0] >= _target(part) or len(ids) != probed[0]:
             continue
         among = set(ids) if among is None else among & set(ids)
     return among
@@ -999,7 +1035,9 @@ def _among(conn: Any, query: str) -> set[int] | None:
 def count_upto(conn: Any, query: str, cap: int) -> int:
     """How many messages match `query`, counted up to `cap`."""
     if cap <= SELECTIVE:
-        return min(_probe_ahead(conn, query)[0], cap)
+        count = _probe_ahead(conn, query)[0]
+        if count < _target(query) or cap <= count:  # else counted short of `cap`
+            return min(count, cap)
     row = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM messages m WHERE {VECTOR} @@ ?::tsquery LIMIT ?) x",
         [query, cap],
@@ -1024,6 +1062,7 @@ def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
     (with what count_upto() and candidates() ask next: _probe_ahead())."""
     if selective == SELECTIVE:
         row: Any = _probe_ahead(conn, query)
+        selective = _target(query)  # a phrase's probe counts to RERANK
     else:
         row = conn.execute(
             f"SELECT count(*), min(id) FROM (SELECT m.id FROM messages m WHERE {VECTOR}"
@@ -1048,7 +1087,7 @@ def _newest_known(conn: Any, query: str, filters: Filters, limit: int) -> list[i
     if ids is None:
         return None
     count = conn.answers[("probe", query)][0]
-    every = len(ids) == count < SELECTIVE  # all the query's matches were sent
+    every = len(ids) == count < _target(query)  # all the query's matches were sent
     if filters.narrows_messages:
         runs = filters.runs
         if filters.role or filters.since or runs is None or not runs.exact:

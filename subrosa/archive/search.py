@@ -479,12 +479,13 @@ def _counted(alts: tuple[Alt, ...]) -> int:
     positions in every message holding all its words, so counting its matches walks
     every such message: `"deploy the"` has 3,685 matches at 1 GB, spread over the whole
     archive, its words each in 84-86 % of the messages; its count took ~90 ms, and
-    FTS5's bm25() over them (every unit selective) walked twice more, 288 ms in all. With more than RERANK matches a phrase is ranked as a common word is,
-    its newest RERANK matches, its document frequency estimated from how far back they
-    reach; a server's probe, which counted further, is read the same way
-    (unit_stats()), so both engines rank alike."""
+    FTS5's bm25() over them (every unit selective) walked twice more, 288 ms in all.
+    With more than RERANK matches a phrase is ranked as a common word is, by its newest
+    RERANK matches, its document frequency estimated from how far back they reach. A
+    server counts a phrase to RERANK as well (pgsearch._target()), and one whose probe
+    counted further is read at the same match (unit_stats()): both engines rank alike."""
     phrase = any(len(alt.tokens) > 1 for alt in alts) and not any(alt.prefix for alt in alts)
-    return RERANK if phrase else SELECTIVE
+    return min(RERANK, SELECTIVE) if phrase else SELECTIVE
 
 
 def _newest_id(conn: sqlite3.Connection) -> int:
