@@ -468,7 +468,7 @@ def _probe_listing(
     newest RERANK (the first tier's window) and is counted no further (_counted()).
     Returns the rowid of the last match listed when the walk stopped there (None: it
     listed every match), how many it listed, and the list."""
-    first = RERANK if _counted(alts) == RERANK else SELECTIVE
+    first = _counted(alts)
     found, lowest, count = _listed(conn, expr, first)
     return (lowest if count >= first else None), count, found
 
@@ -525,8 +525,8 @@ def unit_stats(
     """Each unit with the alternatives the index holds and its document frequency:
     counted when selective, else estimated from how far back its newest matches reach
     (SELECTIVE of them, RERANK of a phrase's: _counted()). Alternatives that are
-    nowhere (most generated forms) are dropped
-    here, so the queries that follow look up only real terms. `cache` keeps what one
+    nowhere (most generated forms) are dropped here, so the queries that follow look
+    up only real terms. `cache` keeps what one
     search already asked. On a server, the probe of `texts_of` (the first tier's only
     required unit) sends its candidates' rows along (pgsearch.texts_ahead())."""
     cache = {} if cache is None else cache
@@ -561,9 +561,10 @@ def unit_stats(
             kth, matches, newest = _probe_listing(conn, expr, alts)
         else:
             kth, matches = _probe(conn, expr)
-            if _counted(alts) < SELECTIVE and matches >= RERANK:  # a server's phrase
-                nth = _nth_newest(conn, expr, RERANK)
-                kth, matches = (kth, matches) if nth is None else (nth, RERANK)
+            counted = _counted(alts)
+            if counted < SELECTIVE and matches >= counted:  # a server's phrase
+                nth = _nth_newest(conn, expr, counted)
+                kth, matches = (kth, matches) if nth is None else (nth, counted)
         if prefix and not matches:  # nowhere, as _existing() would have found
             alts, expr = (), ""
         if not expr:
