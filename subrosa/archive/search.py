@@ -408,13 +408,9 @@ def _probe(conn: sqlite3.Connection, expr: str) -> tuple[int | None, int]:
     if not isinstance(conn, sqlite3.Connection):
         found: tuple[int | None, int] = _pg().probe(conn, expr, SELECTIVE)
         return found
-    row = conn.execute(
-        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-        " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        [expr, SELECTIVE - 1],
-    ).fetchone()
-    if row is not None:
-        return int(row[0]), SELECTIVE
+    kth = _nth_newest(conn, expr, SELECTIVE)
+    if kth is not None:
+        return kth, SELECTIVE
     return None, _count_upto(conn, expr, SELECTIVE)
 
 
