@@ -35,9 +35,10 @@ QUERIES = [
     ["quokk*", "qqzz*"],  # a prefix nowhere
 ]
 
-# How the list is made: (SELECTIVE, RERANK). A prefix lists its newest SELECTIVE, a
-# phrase its newest RERANK (_counted()).
-LISTS = [(10, 5), (40, 3), (1000, 5), (4, 3), (1000, 1000)]
+# How the list is made: (SELECTIVE, RERANK, PHRASES_COUNTED). A prefix lists its newest
+# SELECTIVE, a phrase its newest RERANK in an archive larger than PHRASES_COUNTED, else
+# its newest SELECTIVE as a word (_counted()).
+LISTS = [(10, 5, 0), (40, 3, 0), (1000, 5, 0), (4, 3, 0), (1000, 1000, 0), (10, 5, 10**9)]
 # How a project's matches are found: tested one by one (a big project: its spans), or
 # from its runs (a small one: spans or a walk when the list holds too few).
 PROJECTS = [{"SPAN_SHARE": 0.0}, {"SPAN_SHARE": 1.0, "SPAN_COST": 0}, {"SPAN_SHARE": 1.0}]
@@ -72,16 +73,17 @@ def test_search_finds_the_same_from_the_list_and_from_the_index(
         return found
 
     monkeypatch.setattr(archive_search, "_newest_listed", counted)
-    for selective, rerank in LISTS:
+    for selective, rerank, counted in LISTS:
         for project in PROJECTS:
             with monkeypatch.context() as patch:
                 for name, value in {
                     "SELECTIVE": selective,
                     "RERANK": rerank,
+                    "PHRASES_COUNTED": counted,
                     **project,
                 }.items():
                     patch.setattr(archive_search, name, value)
-                case = (selective, rerank, project)
+                case = (selective, rerank, counted, project)
                 read.clear()
                 listing = [_search(run, *query) for query in QUERIES]
                 assert any(read), case  # the list was read, not only made

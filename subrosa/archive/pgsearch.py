@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from itertools import islice
 
 from subrosa.archive.pgpostings import CHUNK
-from subrosa.archive.search import RERANK, SELECTIVE, SPAN_SHARE, inside_runs
+from subrosa.archive.search import PHRASES_COUNTED, RERANK, SELECTIVE, SPAN_SHARE, inside_runs
 from subrosa.lazyre import compile_lazily
 from subrosa.libpq import parse_array
 from subrosa.query import Alt, Filters, Unit
@@ -221,6 +221,7 @@ def newest_id(conn: Any) -> int:
         ).fetchone()
     newest, conn.ranges, conn.sealed = int(row[0]), _ranges_of(row[1]), int(row[2])
     _remember(conn, "", newest)
+    conn.answers["newest"] = newest  # for _target(): the search's own
     return newest
 
 
@@ -578,12 +579,14 @@ def _share(conn: Any, query: str) -> float | None:
     )
 
 
-def _target(query: str) -> int:
+def _target(conn: Any, query: str) -> int:
     """How many matches a unit's probe counts: SELECTIVE, or RERANK for a phrase (a
-    unit with a `<->` and no prefix; search._counted() says why), whose walk tests
-    every row holding its words. The first tier's AND of units is counted on."""
+    unit with a `<->` and no prefix; search._counted() says why) in an archive of more
+    than PHRASES_COUNTED messages, whose walk tests every row holding its words. The
+    first tier's AND of units is counted on."""
     phrase = "<->" in query and ":*" not in query and " & " not in query
-    return min(RERANK, SELECTIVE) if phrase else SELECTIVE
+    large = int(conn.answers.get("newest") or 0) > PHRASES_COUNTED
+    return min(RERANK, SELECTIVE) if phrase and large else SELECTIVE
 
 
 def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
@@ -605,7 +608,7 @@ def _probe_ahead(conn: Any, query: str) -> tuple[int, int | None]:
         return known
     share = _share(conn, query)
     newest = int(conn.matches.get("") or newest_id(conn))
-    target = _target(query)  # SELECTIVE, but RERANK for a phrase
+    target = _target(conn, query)  # SELECTIVE, but RERANK for a phrase
     if share and _by_range(conn, newest):
         floor = max(0, newest - math.ceil(SPAN * target / share))
         return _probe_by_range(conn, query, newest, floor, target)
@@ -1026,7 +1029,12 @@ def _among(conn: Any, query: str) -> set[int] | None:
     for part in query.split(" & "):
         ids: list[int] | None = conn.answers.get(("ids", part))
         probed = conn.answers.get(("probe", part))
-        if ids is None or probed is None or probed[0] >= _target(part) or len(ids) != probed[0]:
+        if (
+            ids is None
+            or probed is None
+            or probed[0] >= _target(conn, part)
+            or len(ids) != probed[0]
+        ):
             continue
         among = set(ids) if among is None else among & set(ids)
     return among
@@ -1036,7 +1044,7 @@ def count_upto(conn: Any, query: str, cap: int) -> int:
     """How many messages match `query`, counted up to `cap`."""
     if cap <= SELECTIVE:
         count = _probe_ahead(conn, query)[0]
-        if count < _target(query) or cap <= count:  # else counted short of `cap`
+        if count < _target(conn, query) or cap <= count:  # else counted short of `cap`
             return min(count, cap)
     row = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM messages m WHERE {VECTOR} @@ ?::tsquery LIMIT ?) x",
@@ -1062,7 +1070,7 @@ def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
     (with what count_upto() and candidates() ask next: _probe_ahead())."""
     if selective == SELECTIVE:
         row: Any = _probe_ahead(conn, query)
-        selective = _target(query)  # a phrase's probe counts to RERANK
+        selective = _target(conn, query)  # a phrase's probe counts to RERANK
     else:
         row = conn.execute(
             f"SELECT count(*), min(id) FROM (SELECT m.id FROM messages m WHERE {VECTOR}"
@@ -1087,7 +1095,7 @@ def _newest_known(conn: Any, query: str, filters: Filters, limit: int) -> list[i
     if ids is None:
         return None
     count = conn.answers[("probe", query)][0]
-    every = len(ids) == count < _target(query)  # all the query's matches were sent
+    every = len(ids) == count < _target(conn, query)  # all the query's matches were sent
     if filters.narrows_messages:
         runs = filters.runs
         if filters.role or filters.since or runs is None or not runs.exact:

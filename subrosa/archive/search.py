@@ -64,6 +64,12 @@ WALK_BATCH = 2000
 # unit's documents over its whole doclist (~0.1-0.3 s for a word in most of a million
 # messages) and score every match: the newest RERANK matches are ranked here instead.
 SELECTIVE = 4000
+# In an archive of more messages than this, a phrase is counted to its RERANK-th match
+# only, not SELECTIVE: FTS5 tests its positions in every message holding its words, and
+# counting a phrase of common words walks them all (_counted()). In a smaller archive
+# that walk costs little (~11 ms for 100,000 messages of the 1 GB bench's, its words in
+# 85 % of them), and a phrase is counted as a word is.
+PHRASES_COUNTED = 100_000
 # A --limit past these windows (RERANK, RERANK_BEST, RERANK_SOME) widens them to the
 # limit, so `--limit 5000` returns 5,000 results when that many messages match.
 RERANK = 1000
@@ -454,24 +460,26 @@ def _listed(
 
 
 def _probe_listing(
-    conn: sqlite3.Connection, expr: str, alts: tuple[Alt, ...]
+    conn: sqlite3.Connection, expr: str, alts: tuple[Alt, ...], total: int
 ) -> tuple[int | None, int, str]:
     """_probe() for an expression whose matches cost to walk (_costly()), listing the
     ids the walk reads for the tiers to take (Stats.newest, _newest_known()) instead of
     walking again. A prefix lists its newest SELECTIVE at once: past the index's 2- and
     3-letter prefixes each statement merges the doclists of every word it starts
     (`config*`: ~14 ms at 1 GB), however few matches it reads. A phrase lists its
-    newest RERANK (the first tier's window) and is counted no further (_counted()).
+    newest RERANK (the first tier's window) in a large archive and is counted no
+    further (_counted()).
     Returns the rowid of the last match listed when the walk stopped there (None: it
     listed every match), how many it listed, and the list."""
-    first = _counted(alts)
+    first = _counted(alts, total)
     found, lowest, count = _listed(conn, expr, first)
     return (lowest if count >= first else None), count, found
 
 
-def _counted(alts: tuple[Alt, ...]) -> int:
+def _counted(alts: tuple[Alt, ...], total: int) -> int:
     """How many matches a unit's probe counts: SELECTIVE, or RERANK for a phrase (or an
-    identifier, also looked for as the phrase of its parts). FTS5 tests a phrase's
+    identifier, also looked for as the phrase of its parts) in an archive of more than
+    PHRASES_COUNTED messages (`total`, the newest id). FTS5 tests a phrase's
     positions in every message holding all its words, so counting its matches walks
     every such message: `"deploy the"` has 3,685 matches at 1 GB, spread over the whole
     archive, its words each in 84-86 % of the messages; its count took ~90 ms, and
@@ -481,7 +489,7 @@ def _counted(alts: tuple[Alt, ...]) -> int:
     server counts a phrase to RERANK as well (pgsearch._target()), and one whose probe
     counted further is read at the same match (unit_stats()): both engines rank alike."""
     phrase = any(len(alt.tokens) > 1 for alt in alts) and not any(alt.prefix for alt in alts)
-    return min(RERANK, SELECTIVE) if phrase else SELECTIVE
+    return min(RERANK, SELECTIVE) if phrase and total > PHRASES_COUNTED else SELECTIVE
 
 
 def _newest_id(conn: sqlite3.Connection) -> int:
@@ -554,10 +562,10 @@ def unit_stats(
         if not expr:
             kth, matches = None, 0
         elif isinstance(conn, sqlite3.Connection) and _costly(alts):
-            kth, matches, newest = _probe_listing(conn, expr, alts)
+            kth, matches, newest = _probe_listing(conn, expr, alts, total)
         else:
             kth, matches = _probe(conn, expr)
-            counted = _counted(alts)
+            counted = _counted(alts, total)
             if counted < SELECTIVE and matches >= counted:  # a server's phrase
                 nth = _nth_newest(conn, expr, counted)
                 kth, matches = (kth, matches) if nth is None else (nth, counted)
