@@ -160,9 +160,12 @@ class Unit(NamedTuple):
         empty when none is usable (a CJK phrase where there is no terms column)."""
         usable = [alt for alt in (self.alts if alts is None else alts)]
         exprs = [alt.expr(cjk_column) for alt in usable if cjk_column is not None or not alt.cjk]
-        if not exprs:
-            return ""
-        return exprs[0] if len(exprs) == 1 else "(" + " OR ".join(exprs) + ")"
+        return any_of(exprs) if exprs else ""
+
+
+def any_of(exprs: list[str]) -> str:
+    """FTS5 expressions joined by OR (in parentheses when more than one)."""
+    return exprs[0] if len(exprs) == 1 else "(" + " OR ".join(exprs) + ")"
 
 
 def _word_unit(text: str, tokens: list[str], german: bool = False) -> Unit:

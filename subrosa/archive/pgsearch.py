@@ -1053,16 +1053,6 @@ def count_upto(conn: Any, query: str, cap: int) -> int:
     return int(row[0])
 
 
-def nth_newest(conn: Any, query: str, n: int) -> int | None:
-    """The id of the query's `n`-th newest match, from the ids its probe sent (at least
-    its newest RERANK when it has more: _probe_ahead(), _probe_by_range()); None when
-    they hold fewer."""
-    ids = conn.answers.get(("ids", query))
-    if not ids or len(ids) < n:
-        return None
-    return int(sorted(ids, reverse=True)[n - 1])
-
-
 def probe(conn: Any, query: str, selective: int) -> tuple[int | None, int]:
     """The id of the query's `selective`-th newest match (None when it has fewer) and
     how many matches it has up to `selective`, in one statement: the server walks the

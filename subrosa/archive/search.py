@@ -27,6 +27,7 @@ from subrosa.query import (
     Runs,
     Unit,
     alt_shown,
+    any_of,
     one_line,
     pieces,
     significant,
@@ -323,11 +324,13 @@ def _expr(conn: sqlite3.Connection, unit: Unit, alts: tuple[Alt, ...]) -> str:
         return str(_pg().unit_query(unit, alts))
     if not any(_is_one_letter(alt) for alt in alts):
         return unit.expr(CJK_COLUMNS, alts)
-    exprs = [
-        (_one_letter(conn, alt.tokens[0]) if _is_one_letter(alt) else None) or alt.expr(CJK_COLUMNS)
-        for alt in alts
-    ]
-    return exprs[0] if len(exprs) == 1 else "(" + " OR ".join(exprs) + ")"
+    return any_of(
+        [
+            (_one_letter(conn, alt.tokens[0]) if _is_one_letter(alt) else None)
+            or alt.expr(CJK_COLUMNS)
+            for alt in alts
+        ]
+    )
 
 
 # What may follow a token's first character in the index, in ASCII: unicode61 keeps
@@ -386,7 +389,7 @@ def _one_letter(conn: sqlite3.Connection, letter: str) -> str | None:
     except sqlite3.Error:
         return None
     words = [Alt((letter,), True), *(Alt((letter + c,), True, prefix=True) for c in seconds)]
-    return "(" + " OR ".join(word.expr(None) for word in words) + ")"
+    return any_of([word.expr(None) for word in words])
 
 
 def _all_of(conn: sqlite3.Connection, exprs: list[str]) -> str:
@@ -407,37 +410,28 @@ def _count_upto(conn: sqlite3.Connection, expr: str, cap: int) -> int:
     return int(row[0])
 
 
-def _probe(conn: sqlite3.Connection, expr: str) -> tuple[int | None, int]:
-    """The rowid of the expression's SELECTIVE-th newest match (None when it has fewer)
-    and how many matches it has up to SELECTIVE (FTS5 walks doclists newest-first
-    lazily: this reads SELECTIVE entries at most; a server answers both at once)."""
+def _probe(conn: sqlite3.Connection, expr: str, cap: int = SELECTIVE) -> tuple[int | None, int]:
+    """The rowid of the expression's `cap`-th newest match (None when it has fewer)
+    and how many matches it has up to `cap` (FTS5 walks doclists newest-first lazily:
+    this reads `cap` entries at most). A server answers both at once, counting a unit
+    to what pgsearch._target() says, as _counted() does here."""
     if not isinstance(conn, sqlite3.Connection):
         found: tuple[int | None, int] = _pg().probe(conn, expr, SELECTIVE)
-        return found
-    kth = _nth_newest(conn, expr, SELECTIVE)
-    if kth is not None:
-        return kth, SELECTIVE
-    return None, _count_upto(conn, expr, SELECTIVE)
-
-
-def _nth_newest(conn: sqlite3.Connection, expr: str, n: int) -> int | None:
-    """The rowid of the expression's `n`-th newest match (None: fewer); a server reads
-    it from the ids its probe sent."""
-    if not isinstance(conn, sqlite3.Connection):
-        found: int | None = _pg().nth_newest(conn, expr, n)
         return found
     row = conn.execute(
         "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
         " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        [expr, n - 1],
+        [expr, cap - 1],
     ).fetchone()
-    return None if row is None else int(row[0])
+    if row is not None:
+        return int(row[0]), cap
+    return None, _count_upto(conn, expr, cap)
 
 
 def _costly(alts: tuple[Alt, ...]) -> bool:
     """Whether walking the matches of `alts` costs: FTS5 tests a phrase's positions in
-    every message holding all its words (`"dependency the"`: 90 ms for its newest
-    4,000 at 1 GB, two common words in 37% and 87% of the messages) and merges the
+    every message holding all its words (`"dependency the"`: ~90 ms for all its 4,026
+    matches at 1 GB, its two words each in 84-86 % of the messages) and merges the
     doclists of every word a prefix of one letter or of four or more starts (the index
     holds those of two and three: migration 0020); a word's doclist is read straight
     (0.4 ms)."""
@@ -486,8 +480,8 @@ def _counted(alts: tuple[Alt, ...], total: int) -> int:
     FTS5's bm25() over them (every unit selective) walked twice more, 288 ms in all.
     With more than RERANK matches a phrase is ranked as a common word is, by its newest
     RERANK matches, its document frequency estimated from how far back they reach. A
-    server counts a phrase to RERANK as well (pgsearch._target()), and one whose probe
-    counted further is read at the same match (unit_stats()): both engines rank alike."""
+    server's probe counts a phrase to RERANK as well (pgsearch._target(), told by its
+    query): both engines rank alike."""
     phrase = any(len(alt.tokens) > 1 for alt in alts) and not any(alt.prefix for alt in alts)
     return min(RERANK, SELECTIVE) if phrase and total > PHRASES_COUNTED else SELECTIVE
 
@@ -564,11 +558,7 @@ def unit_stats(
         elif isinstance(conn, sqlite3.Connection) and _costly(alts):
             kth, matches, newest = _probe_listing(conn, expr, alts, total)
         else:
-            kth, matches = _probe(conn, expr)
-            counted = _counted(alts, total)
-            if counted < SELECTIVE and matches >= counted:  # a server's phrase
-                nth = _nth_newest(conn, expr, counted)
-                kth, matches = (kth, matches) if nth is None else (nth, counted)
+            kth, matches = _probe(conn, expr, _counted(alts, total))
         if prefix and not matches:  # nowhere, as _existing() would have found
             alts, expr = (), ""
         if not expr:
