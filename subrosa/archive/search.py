@@ -1093,7 +1093,8 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
     within its first and last id. A project holding twice that share of the sessions
     or more takes those from the archive's ends (_ends(): its runs would cost ~1 µs
     each, 5 ms at 1 GB for 40 % of the messages), its share then being that of the
-    sessions (it only chooses how to search)."""
+    sessions (it only chooses how to search); one holding that share of the sessions
+    or more (else the ends are elsewhere) sums its runs in one statement first."""
     if not filters.transcript_project or filters.runs:
         return filters
     project = filters.transcript_project
@@ -1108,10 +1109,12 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
         return None
     tables = " FROM sessions s JOIN message_runs r ON r.session_pk = s.id WHERE s.project = ?"
     newest = max(1, int(row[2]))
-    if row[0] >= 2 * SPAN_SHARE * row[1]:
-        ends = _ends(conn, project)
+    if row[0] >= SPAN_SHARE * row[1]:
+        ends = _ends(conn, project) if row[0] >= 2 * SPAN_SHARE * row[1] else None
         if ends is not None:
             return filters._replace(runs=Runs((ends,), row[0] / row[1]))
+        # Likely searched as one span: its bounds summed in SQL (~2 ms for 3,272 runs
+        # at 1 GB, where listing and sorting them costs ~6 ms).
         bounds = conn.execute(
             f"SELECT min(r.lo), max(r.hi), sum(r.hi - r.lo + 1){tables}", [project]
         ).fetchone()
