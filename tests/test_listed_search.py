@@ -149,6 +149,7 @@ ONE_LETTER = [
     "tʃ sound",
     "a quiet wombat",  # no word starts with t (t inside words only)
     "Tokyo tz2 tests stone",
+    "Élan über Ärger",  # folded: elan, uber, arger (é* is e*, Ä* is a*)
 ]
 
 
@@ -188,8 +189,11 @@ def test_a_one_letter_prefix_finds_what_the_merge_finds(
     monkeypatch.setattr(sqlite3, "connect", traced)
     queries = [["t*"], ["T*", "--limit", "40"], ["t*", "wombat"], ["t*", "rollout"], ["q*"]]
     queries += [["st*"], ["ti*", "tz*"]]  # two letters (`st` is in "...rstu...")
+    queries += [["é*"], ["Ä*", "--limit", "40"], ["ü*", "apple"]]  # folded by the index
     expanded = [_search(run, *query) for query in queries]
     assert any('"tł"*' in sql and '"tø"*' in sql and '"tʃ"*' in sql for sql in asked)
+    assert any('"e" OR "e0"*' in sql for sql in asked)
+    assert any('"u" OR "u0"*' in sql for sql in asked)
     # (the facts' index, and FTS5's bm25 over the units as typed, read it merged)
     merging = [sql for sql in asked if '"t"*' in sql and "facts_fts" not in sql]
     assert not [sql for sql in merging if "bm25(" not in sql]
@@ -198,7 +202,11 @@ def test_a_one_letter_prefix_finds_what_the_merge_finds(
         merged = [_search(run, *query) for query in queries]
     assert expanded == merged
     found = {_uuid_of(r) for r in expanded[1]}
-    assert found == {f"m-{n}" for n in range(24) if n % 8 != 6}  # all but the wombat
+    # all but the wombat and Élan
+    assert found == {f"m-{n}" for n in range(27) if n % 9 not in (6, 8)}
+    elan = {f"m-{n}" for n in range(27) if n % 9 == 8}
+    assert {_uuid_of(r) for r in expanded[-3]} == elan  # é*: no other word starts with e
+    assert elan <= {_uuid_of(r) for r in expanded[-2]}
     asked.clear()
     monkeypatch.setattr(archive_search, "WIDE_SECONDS", 2)  # tł, tø, tʃ: too many
     assert [_search(run, *query) for query in queries] == merged
