@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 from subrosa.archive.search import (
     Cache,
+    for_project,
+    project_span,
     read_misspelt,
     search_messages,
     search_sessions,
@@ -78,13 +80,15 @@ def filters_for(
     )
 
 
-def _archive_idf(conn: sqlite3.Connection, cache: Cache) -> Callable[[Unit], float | None]:
+def _archive_idf(
+    conn: sqlite3.Connection, cache: Cache, span: tuple[int, int] | None = None
+) -> Callable[[Unit], float | None]:
     """A unit's idf over the archived messages (None when the archive is empty), so
-    that facts are scored on the messages' scale."""
+    that facts are scored on the messages' scale (the search's `span`: unit_stats())."""
     has_messages: list[bool] = []
 
     def idf(unit: Unit) -> float | None:
-        stats = unit_stats(conn, [unit], cache)[0]
+        stats = unit_stats(conn, [unit], cache, span=span)[0]
         if not stats.df:
             if not has_messages:
                 has_messages.append(_has_messages(conn))
@@ -120,6 +124,11 @@ def search(
         return []
     cache: Cache = {}  # what the archive said about each unit, asked once
     messages_next = sessions or not facts_only
+    # Where the project's messages are, asked once: every question the search asks
+    # of the archive counts a costly unit within the same span (unit_stats()).
+    scoped = for_project(conn, filters) if messages_next else None
+    if scoped is not None:
+        filters = scoped
     units, read = read_misspelt(conn, units, cache, filters if messages_next else None, limit)
     READ_AS.extend(read)
     if sessions:
@@ -127,7 +136,8 @@ def search(
     facts: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
     if facts_only or not transcripts_only:
-        facts = search_facts(conn, units, filters, limit, _archive_idf(conn, cache))
+        idf = _archive_idf(conn, cache, project_span(filters))
+        facts = search_facts(conn, units, filters, limit, idf)
     if transcripts_only or not facts_only:
         messages = search_messages(conn, units, filters, limit, cache)
     # The first tier (every word, and the replies ranked among those messages) in its

@@ -163,6 +163,78 @@ def test_a_phrase_past_its_window_ranks_alike_on_both_engines(
     assert found[0, first] != found[10**9, first]
 
 
+@pytest.mark.engines("postgresql")
+def test_a_costly_unit_counted_in_its_project_ranks_alike_on_both_engines(
+    memory_dir: Path, db: Db, tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In an archive larger than PROJECT_COUNTED, a search of one project whose messages
+    are one span of ids counts a phrase or a prefix within that span, not over the
+    archive (subrosa.archive.search._probe_span()): both engines count the same
+    matches and rank alike, score for score, every way the span's count is read (the
+    tiers, the facts' idf, sessions, a role, a limit); and the scores then differ from
+    the archive's count (the other project holds the phrase in every message)."""
+    from subrosa.archive import pgsearch
+    from subrosa.archive import search as archive_search
+    from subrosa.paths import project_transcript_dir
+
+    for module in (archive_search, pgsearch):  # pgsearch holds its own copies
+        monkeypatch.setattr(module, "RERANK", 4)
+        monkeypatch.setattr(module, "SELECTIVE", 12)
+    words = ["bug", "fix", "flaky", "slow", "stale", "cold", "warm", "lost", "found", "late"]
+    records = [
+        _record(
+            f"m{n}",
+            ("the cache invalidation" if n % 2 else "the cache was")
+            + f" {word} in isSyncingBackfill"
+            + (" with the auth token" if n % 4 == 0 else ""),
+            role="assistant" if n % 2 else "user",
+            timestamp=f"2026-03-01T10:{n:02d}:00Z",
+        )
+        for n, word in enumerate(words * 2)
+    ]
+    _transcript("s.jsonl", *records)
+    other = Path(project_transcript_dir()).parent / "-other-project"
+    other.mkdir()
+    (other / "o.jsonl").write_text(
+        "\n".join(
+            _record(
+                f"o{n}",
+                f"the cache invalidation in another project, take {n}",
+                session="o",
+                timestamp=f"2026-03-02T10:{n:02d}:00Z",
+            )
+            for n in range(30)
+        )
+        + "\n"
+    )
+    write_leaf(memory_dir, "cache-rule", body="The cache invalidation runs before the hook.")
+    sqlite = str(tmp_path / "twin.db")
+    for url in (db.url, sqlite):
+        ingested = json.loads(run("--db", url, "ingest", "--all-projects", "--json").stdout)
+        assert ingested["new_messages"] == len(records) + 30
+        run("--db", url, "adopt")
+    queries = (
+        ['"cache invalidation"'],
+        ['"cache invalidation"', "auth"],
+        ["inval*"],
+        ["isSyncingBackfill", "token"],
+        ['"the cache"', "--limit", "15"],
+        ['"cache invalidation"', "--sessions"],
+        ['"cache invalidation"', "--role", "assistant"],
+    )
+    found = {}
+    for counted in (0, 10**9):  # a large archive, a small one
+        monkeypatch.setattr(archive_search, "PROJECT_COUNTED", counted)
+        for query in queries:
+            args = ["search", *query]  # this project's (the default)
+            on_server, on_file = _answer(run, db.url, *args), _answer(run, sqlite, *args)
+            assert on_file and on_server == on_file, (query, counted)
+            found[counted, tuple(query)] = on_file
+    first = tuple(queries[0])
+    assert [r.get("uuid") for r in found[0, first]] == [r.get("uuid") for r in found[10**9, first]]
+    assert found[0, first] != found[10**9, first]  # the span's count: other scores
+
+
 @pytest.mark.engines
 def test_reingest_stores_nothing_twice(memory_dir: Path, db: Db, run: RunCli) -> None:
     path = _transcript("s-1.jsonl", *(_record(f"m{i}", f"message {i}") for i in range(20)))

@@ -140,6 +140,49 @@ def test_a_rare_phrase_of_common_words_is_walked_once(
     assert len([sql for sql in walks if "LIMIT 1)" not in sql]) == 1, walks
 
 
+def test_a_phrase_in_a_project_is_walked_once_within_its_span(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In an archive larger than PROJECT_COUNTED, a project searched as one span counts
+    a phrase within the span (_probe_span()): that one walk lists its newest matches
+    there, which the tiers then take; the archive's newest (another project's) are not
+    walked first. The results are those of the walk over the archive, in the same
+    order."""
+    from subrosa.archive import search as archive_search
+
+    _interleaved(run)
+    monkeypatch.setattr(archive_search, "SPAN_SHARE", 0.0)  # one span, whatever its share
+    walks: list[str] = []
+
+    def trace(sql: str) -> None:
+        if "messages_fts MATCH" in sql and "'\"wombat note\"'" in sql:
+            walks.append(sql)
+
+    import sqlite3
+
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(trace)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    found = {}
+    for counted in (0, 10**9):
+        monkeypatch.setattr(archive_search, "PROJECT_COUNTED", counted)
+        walks.clear()
+        found[counted] = _search(run, '"wombat note"', "--limit", "3")
+        listing = [sql for sql in walks if "group_concat" in sql]
+        assert len(listing) == 1, walks
+        assert ("BETWEEN" in listing[0]) == (counted == 0), listing
+        if counted == 0:  # the existence check, then the span's listing: nothing else
+            assert len([sql for sql in walks if "LIMIT 1)" not in sql]) == 1, walks
+    assert len(found[0]) == 3
+    assert [_uuid_of(r) for r in found[0]] == [_uuid_of(r) for r in found[10**9]]
+    assert all(_uuid_of(r).startswith("mine-") for r in found[0])
+
+
 ONE_LETTER = [
     "t",
     "T9 rollout",

@@ -71,6 +71,15 @@ SELECTIVE = 4000
 # that walk costs little (~11 ms for 100,000 messages of the 1 GB bench's, its words in
 # 85 % of them), and a phrase is counted as a word is.
 PHRASES_COUNTED = 100_000
+# In an archive of more messages than this, a search of one project whose messages lie
+# in one span of ids (a project holding SPAN_SHARE of them or more: for_project())
+# counts a unit whose matches cost to walk (a phrase, a prefix: _costly()) within that
+# span, not over the archive: its newest matches there are what the first tier ranks,
+# so one walk gives both its count and its candidates (_probe_span()), where counting
+# over the archive walked the newest messages of every project first (`"dependency
+# the"` in the oldest of the 1 GB bench's four projects: 40 ms, then 48 ms for the
+# project's own). Its document frequency is then the span's, over the span's ids.
+PROJECT_COUNTED = 100_000
 # A --limit past these windows (RERANK, RERANK_BEST, RERANK_SOME) widens them to the
 # limit, so `--limit 5000` returns 5,000 results when that many messages match.
 RERANK = 1000
@@ -501,6 +510,34 @@ def _probe_listing(
     return (lowest if count >= first else None), count, found
 
 
+def _probe_span(
+    conn: sqlite3.Connection,
+    expr: str,
+    alts: tuple[Alt, ...],
+    total: int,
+    span: tuple[int, int],
+) -> tuple[int | None, int, str]:
+    """_probe_listing() within a project's span of ids (PROJECT_COUNTED): its newest
+    matches there, as many as _counted() says, each engine the same. Returns the id of
+    the last when the walk stopped there (None: it listed every match in the span),
+    how many, and their ids as FTS5 lists them (on a server, "": its tiers ask again)."""
+    first = _counted(alts, total)
+    lo, hi = span
+    if isinstance(conn, sqlite3.Connection):
+        found, lowest, count = _listed(conn, expr, first, lo, hi)
+    else:
+        ids = _pg().rowids(conn, expr, Filters(runs=Runs(((lo, hi),), 1.0)), first)
+        found, lowest, count = "", (ids[-1] if ids else 0), len(ids)
+    return (lowest if count >= first else None), count, found
+
+
+def project_span(filters: Filters | None) -> tuple[int, int] | None:
+    """The first and last id of the project a search is limited to, when its messages
+    are searched as one span (Runs without `exact`: for_project())."""
+    runs = None if filters is None else filters.runs
+    return runs.bounds if runs is not None and not runs.exact else None
+
+
 def _counted(alts: tuple[Alt, ...], total: int) -> int:
     """How many matches a unit's probe counts: SELECTIVE, or RERANK for a phrase (or an
     identifier, also looked for as the phrase of its parts) in an archive of more than
@@ -550,6 +587,7 @@ def unit_stats(
     units: Iterable[Unit],
     cache: Cache | None = None,
     texts_of: Unit | None = None,
+    span: tuple[int, int] | None = None,
 ) -> list[Stats]:
     """Each unit with the alternatives the index holds and its document frequency:
     counted when selective, else estimated from how far back its newest matches reach
@@ -557,7 +595,10 @@ def unit_stats(
     nowhere (most generated forms) are dropped here, so the queries that follow look
     up only real terms. `cache` keeps what one
     search already asked. On a server, the probe of `texts_of` (the first tier's only
-    required unit) sends its candidates' rows along (pgsearch.texts_ahead())."""
+    required unit) sends its candidates' rows along (pgsearch.texts_ahead()).
+    `span`: the first and last id of the project searched, when its messages are one
+    span (project_span()): a unit that costs to walk is counted there (PROJECT_COUNTED).
+    Every call of one search passes the same `span` with the same `cache`."""
     cache = {} if cache is None else cache
     units = list(units)
     total = -1
@@ -584,21 +625,27 @@ def unit_stats(
             alts += _existing(conn, unit.splits)
         expr = _expr(conn, unit, alts) if alts else ""
         newest = ""
+        size, top = total, total  # the ids counted over, and the newest of them
+        spanned = bool(expr) and span is not None and total > PROJECT_COUNTED and _costly(alts)
         if not expr:
             kth, matches = None, 0
+        elif spanned:
+            assert span is not None
+            kth, matches, newest = _probe_span(conn, expr, alts, total, span)
+            size, top = span[1] - span[0] + 1, span[1]
         elif isinstance(conn, sqlite3.Connection) and _costly(alts):
             kth, matches, newest = _probe_listing(conn, expr, alts, total)
         else:
             kth, matches = _probe(conn, expr, _counted(alts, total))
-        if prefix and not matches:  # nowhere, as _existing() would have found
+        if prefix and not matches and not spanned:  # nowhere, as _existing() would say
             alts, expr = (), ""
         if not expr:
             df = 0.0
         elif kth is None:
             df = float(matches)
         else:
-            df = min(float(total), matches * total / max(1, total - kth + 1))
-        idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+            df = min(float(size), matches * size / max(1, top - kth + 1))
+        idf = math.log(1 + (size - df + 0.5) / (df + 0.5))
         cache[unit] = Stats(unit, expr, alts, kth, df, idf, newest)
         out.append(cache[unit])
     if texts_of is not None and total >= 0:
@@ -638,7 +685,7 @@ def read_misspelt(
     if not typed:
         return units, []
     texts_of = None if filters is None else _texts_of(conn, units, filters, limit)
-    stats = unit_stats(conn, units, cache, texts_of)
+    stats = unit_stats(conn, units, cache, texts_of, project_span(filters))
     absent = [s.unit for s in stats if not s.expr and s.unit in typed][:MISSPELT]
     out: list[Unit] = []
     read: list[tuple[str, tuple[str, ...]]] = []
@@ -1016,7 +1063,7 @@ def _second_tier(
     rarest units are ranked."""
     wide = list(dict.fromkeys(piece for s in stats for piece in pieces(s.unit)))[: 2 * MAX_UNITS]
     known = {s.unit: s for s in stats}
-    fresh = unit_stats(conn, [u for u in wide if u not in known], cache)
+    fresh = unit_stats(conn, [u for u in wide if u not in known], cache, span=project_span(filters))
     by_unit = {**known, **{s.unit: s for s in fresh}}
     # Stopwords look for candidates only when no other word of the query is anywhere.
     present = [by_unit[u] for u in wide if by_unit[u].expr and not u.stop]
@@ -1199,7 +1246,7 @@ def _ranked(
     (`limit` results wanted: it widens their windows past it)."""
     cache = {} if cache is None else cache
     texts_of = _texts_of(conn, units, filters, limit)
-    stats = _as_typed_first(unit_stats(conn, units, cache, texts_of))
+    stats = _as_typed_first(unit_stats(conn, units, cache, texts_of, project_span(filters)))
     hits, texts = _first_tier(conn, stats, filters, limit)
     hits, apart = _words_apart(stats, hits, texts)
     shown = [s for s in stats if s.expr]
