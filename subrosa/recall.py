@@ -125,8 +125,9 @@ def search(
     cache: Cache = {}  # what the archive said about each unit, asked once
     messages_next = sessions or not facts_only
     # Where the project's messages are, asked once: every question the search asks
-    # of the archive counts a costly unit within the same span (unit_stats()).
-    scoped = for_project(conn, filters) if messages_next else None
+    # of the archive counts a costly unit within the same span (unit_stats()), the
+    # facts' idf too, whether messages are searched or not.
+    scoped = for_project(conn, filters)
     if scoped is not None:
         filters = scoped
     units, read = read_misspelt(conn, units, cache, filters if messages_next else None, limit)

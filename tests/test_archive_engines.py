@@ -199,7 +199,7 @@ def test_a_costly_unit_counted_in_its_project_ranks_alike_on_both_engines(
         "\n".join(
             _record(
                 f"o{n}",
-                f"the cache invalidation in another project, take {n}",
+                f"the cache invalidation in another project's isSyncingBackfill, take {n}",
                 session="o",
                 timestamp=f"2026-03-02T10:{n:02d}:00Z",
             )

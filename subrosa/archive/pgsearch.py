@@ -55,7 +55,7 @@ from subrosa.archive.pgpostings import CHUNK
 from subrosa.archive.search import PHRASES_COUNTED, RERANK, SELECTIVE, SPAN_SHARE, inside_runs
 from subrosa.lazyre import compile_lazily
 from subrosa.libpq import parse_array
-from subrosa.query import Alt, Filters, Unit
+from subrosa.query import Alt, Filters, Runs, Unit
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -1142,6 +1142,15 @@ def rowids(conn: Any, query: str, filters: Filters, limit: int) -> list[int]:
     if ids is None:
         return [int(row[0]) for row in _newest(conn, "m.id", query, filters, limit)]
     return ids
+
+
+def newest_in_span(conn: Any, query: str, lo: int, hi: int, limit: int) -> list[int]:
+    """The ids of the newest `limit` messages matching `query` among the ids from `lo`
+    to `hi` (a project's span: search._probe_span()), asked of the index: not from
+    what a probe over the whole archive sent (_newest_known()), whose ids may lie
+    outside the span."""
+    span = Filters(runs=Runs(((lo, hi),), 1.0))
+    return [int(row[0]) for row in _newest(conn, "m.id", query, span, limit)]
 
 
 def in_lexicon(conn: Any, words: list[str]) -> list[str]:

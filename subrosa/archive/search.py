@@ -526,7 +526,7 @@ def _probe_span(
     if isinstance(conn, sqlite3.Connection):
         found, lowest, count = _listed(conn, expr, first, lo, hi)
     else:
-        ids = _pg().rowids(conn, expr, Filters(runs=Runs(((lo, hi),), 1.0)), first)
+        ids: list[int] = _pg().newest_in_span(conn, expr, lo, hi, first)
         found, lowest, count = "", (ids[-1] if ids else 0), len(ids)
     return (lowest if count >= first else None), count, found
 
