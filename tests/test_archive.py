@@ -55,9 +55,11 @@ def _record(uuid: str, text: str, role: str = "user", session: str = "s-1", **ex
     )
 
 
-def _transcript(name: str, *records: str) -> Path:
-    """A transcript in this project's Claude Code folder."""
+def _transcript(name: str, *records: str, project: str | None = None) -> Path:
+    """A transcript in this project's Claude Code folder (or in `project`'s, beside it)."""
     directory = Path(project_transcript_dir())
+    if project is not None:
+        directory = directory.parent / project
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
     path.write_text("".join(r + "\n" for r in records), encoding="utf-8")

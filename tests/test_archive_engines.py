@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,21 @@ def test_both_engines_answer_alike(memory_dir: Path, db: Db, tmp_path: Path, run
             assert _answer(run, db.url, *around) == _answer(run, sqlite, *around)
 
 
+def _cache_session(text: Callable[[int, str], str]) -> list[str]:
+    """Twenty records of one session about a cache, the user's and the assistant's in
+    turn, a minute apart: `text(n, word)` writes the n-th, `word` one of ten."""
+    words = ["bug", "fix", "flaky", "slow", "stale", "cold", "warm", "lost", "found", "late"]
+    return [
+        _record(
+            f"m{n}",
+            text(n, word),
+            role="assistant" if n % 2 else "user",
+            timestamp=f"2026-03-01T10:{n:02d}:00Z",
+        )
+        for n, word in enumerate(words * 2)
+    ]
+
+
 @pytest.mark.engines("postgresql")
 def test_a_phrase_past_its_window_ranks_alike_on_both_engines(
     memory_dir: Path, db: Db, tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
@@ -126,18 +142,13 @@ def test_a_phrase_past_its_window_ranks_alike_on_both_engines(
     for module in (archive_search, pgsearch):  # pgsearch holds its own copies
         monkeypatch.setattr(module, "RERANK", 4)
         monkeypatch.setattr(module, "SELECTIVE", 40)
-    words = ["bug", "fix", "flaky", "slow", "stale", "cold", "warm", "lost", "found", "late"]
-    records = [
-        _record(
-            f"m{n}",
+    records = _cache_session(
+        lambda n, word: (
             f"the cache invalidation {word} in isSyncingBackfill"
             + " again" * (n % 3)
-            + (" with the auth token" if n % 4 == 0 else ""),
-            role="assistant" if n % 2 else "user",
-            timestamp=f"2026-03-01T10:{n:02d}:00Z",
+            + (" with the auth token" if n % 4 == 0 else "")
         )
-        for n, word in enumerate(words * 2)
-    ]
+    )
     _transcript("s.jsonl", *records)
     sqlite = str(tmp_path / "twin.db")
     for url in (db.url, sqlite):
@@ -175,38 +186,28 @@ def test_a_costly_unit_counted_in_its_project_ranks_alike_on_both_engines(
     the archive's count (the other project holds the phrase in every message)."""
     from subrosa.archive import pgsearch
     from subrosa.archive import search as archive_search
-    from subrosa.paths import project_transcript_dir
 
     for module in (archive_search, pgsearch):  # pgsearch holds its own copies
         monkeypatch.setattr(module, "RERANK", 4)
         monkeypatch.setattr(module, "SELECTIVE", 12)
-    words = ["bug", "fix", "flaky", "slow", "stale", "cold", "warm", "lost", "found", "late"]
-    records = [
-        _record(
-            f"m{n}",
+    records = _cache_session(
+        lambda n, word: (
             ("the cache invalidation" if n % 2 else "the cache was")
             + f" {word} in isSyncingBackfill"
-            + (" with the auth token" if n % 4 == 0 else ""),
-            role="assistant" if n % 2 else "user",
-            timestamp=f"2026-03-01T10:{n:02d}:00Z",
+            + (" with the auth token" if n % 4 == 0 else "")
         )
-        for n, word in enumerate(words * 2)
-    ]
-    _transcript("s.jsonl", *records)
-    other = Path(project_transcript_dir()).parent / "-other-project"
-    other.mkdir()
-    (other / "o.jsonl").write_text(
-        "\n".join(
-            _record(
-                f"o{n}",
-                f"the cache invalidation in another project's isSyncingBackfill, take {n}",
-                session="o",
-                timestamp=f"2026-03-02T10:{n:02d}:00Z",
-            )
-            for n in range(30)
-        )
-        + "\n"
     )
+    _transcript("s.jsonl", *records)
+    elsewhere = (
+        _record(
+            f"o{n}",
+            f"the cache invalidation in another project's isSyncingBackfill, take {n}",
+            session="o",
+            timestamp=f"2026-03-02T10:{n:02d}:00Z",
+        )
+        for n in range(30)
+    )
+    _transcript("o.jsonl", *elsewhere, project="-other-project")
     write_leaf(memory_dir, "cache-rule", body="The cache invalidation runs before the hook.")
     sqlite = str(tmp_path / "twin.db")
     for url in (db.url, sqlite):

@@ -8,6 +8,7 @@ them or below them, a role, a time, a limit)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,30 @@ LISTS = [(10, 5, 0), (40, 3, 0), (1000, 5, 0), (4, 3, 0), (1000, 1000, 0), (10, 
 # How a project's matches are found: tested one by one (a big project: its spans), or
 # from its runs (a small one: spans or a walk when the list holds too few).
 PROJECTS = [{"SPAN_SHARE": 0.0}, {"SPAN_SHARE": 1.0, "SPAN_COST": 0}, {"SPAN_SHARE": 1.0}]
+
+
+def _traced(monkeypatch: pytest.MonkeyPatch, seen: Callable[[str], None]) -> None:
+    """Every statement of each SQLite connection opened from now on told to `seen`."""
+    import sqlite3
+
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(seen)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+
+
+def _walks_of(phrase: str, walks: list[str]) -> Callable[[str], None]:
+    """A trace that keeps in `walks` the statements asking the index for `phrase`."""
+
+    def trace(sql: str) -> None:
+        if "messages_fts MATCH" in sql and f"'{phrase}'" in sql:
+            walks.append(sql)
+
+    return trace
 
 
 def test_search_finds_the_same_from_the_list_and_from_the_index(
@@ -117,21 +142,8 @@ def test_a_rare_phrase_of_common_words_is_walked_once(
     _interleaved(run)
     walks: list[str] = []
 
-    def trace(sql: str) -> None:
-        if "messages_fts MATCH" in sql and "'\"wombat note\"'" in sql:
-            walks.append(sql)
-
     monkeypatch.setattr(archive_search, "SELECTIVE", 1000)
-    import sqlite3
-
-    connect = sqlite3.connect
-
-    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(trace)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
+    _traced(monkeypatch, _walks_of('"wombat note"', walks))
     results = _search(run, '"wombat note"', "--all-projects", "--limit", "3")
     assert len(results) == 3
     # The existence check, then one listing walk; nothing else walks the phrase.
@@ -154,20 +166,7 @@ def test_a_phrase_in_a_project_is_walked_once_within_its_span(
     monkeypatch.setattr(archive_search, "SPAN_SHARE", 0.0)  # one span, whatever its share
     walks: list[str] = []
 
-    def trace(sql: str) -> None:
-        if "messages_fts MATCH" in sql and "'\"wombat note\"'" in sql:
-            walks.append(sql)
-
-    import sqlite3
-
-    connect = sqlite3.connect
-
-    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(trace)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
+    _traced(monkeypatch, _walks_of('"wombat note"', walks))
     found = {}
     for counted in (0, 10**9):
         monkeypatch.setattr(archive_search, "PROJECT_COUNTED", counted)
@@ -205,7 +204,6 @@ def test_a_one_letter_prefix_finds_what_the_merge_finds(
     FTS5's merge of every t-word finds, in the same order, whether the prefix is
     selective (bm25 over the units as typed), listed, or walked; and with more such
     characters than WIDE_SECONDS, it is merged as before."""
-    import sqlite3
 
     from subrosa.archive import search as archive_search
 
@@ -222,14 +220,7 @@ def test_a_one_letter_prefix_finds_what_the_merge_finds(
     monkeypatch.setattr(archive_search, "SELECTIVE", selective)
     monkeypatch.setattr(archive_search, "RERANK", rerank)
     asked: list[str] = []
-    connect = sqlite3.connect
-
-    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(asked.append)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
+    _traced(monkeypatch, asked.append)
     queries = [["t*"], ["T*", "--limit", "40"], ["t*", "wombat"], ["t*", "rollout"], ["q*"]]
     queries += [["st*"], ["ti*", "tz*"]]  # two letters (`st` is in "...rstu...")
     queries += [["é*"], ["Ä*", "--limit", "40"], ["ü*", "apple"]]  # folded by the index
