@@ -311,12 +311,15 @@ class Runs(NamedTuple):
     ids they cover. A span may hold other projects' messages too: the project is still
     tested for each match in one. `exact`: the runs themselves, oldest first (read for
     a project holding a small share): each holds the project's messages only, so a
-    match inside one needs no test of its project."""
+    match inside one needs no test of its project. `whole`: one span that the
+    project's runs fill, every id in it the project's: no match in it needs the test
+    either (on SQLite; a server tests it still, with the same answer)."""
 
     spans: tuple[tuple[int, int], ...]
     share: float
     exact: tuple[tuple[int, int], ...] = ()
     sessions: tuple[int, ...] = ()  # with `exact`: the project's sessions holding messages
+    whole: bool = False
 
     @property
     def bounds(self) -> tuple[int, int]:

@@ -16,7 +16,7 @@ import pytest
 
 from subrosa.paths import project_transcript_dir
 from tests.conftest import RunCli
-from tests.test_archive import _interleaved, _record, _search, _uuid_of
+from tests.test_archive import _interleaved, _record, _search, _transcript, _uuid_of
 
 pytestmark = pytest.mark.engines("sqlite")  # a server's probes list nothing
 
@@ -180,6 +180,53 @@ def test_a_phrase_in_a_project_is_walked_once_within_its_span(
     assert len(found[0]) == 3
     assert [_uuid_of(r) for r in found[0]] == [_uuid_of(r) for r in found[10**9]]
     assert all(_uuid_of(r).startswith("mine-") for r in found[0])
+
+
+def test_a_project_whose_runs_fill_its_span_is_not_tested_match_by_match(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project whose runs fill its one span of ids (Runs.whole: its sessions were
+    ingested together) keeps its messages by the rowid range alone: no statement over
+    the messages joins a match's session to test its project, and every search finds
+    what the test finds (a role, a time, a limit, sessions, both tiers)."""
+    from subrosa.archive import search as archive_search
+
+    for name, project in (("mine", None), ("busy", "-some-busy-project")):
+        for k in range(3):
+            records = (
+                _record(
+                    f"{name}-{k}-{n}",
+                    f"the quokka {'wombat ' if n % 3 == 0 else ''}note {n} of {name}",
+                    role="assistant" if n % 2 else "user",
+                    session=f"{name}-{k}",
+                    timestamp=f"2026-03-0{k + 1}T10:{n:02d}:00Z",
+                )
+                for n in range(12)
+            )
+            _transcript(f"{name}-{k}.jsonl", *records, project=project)
+        run("ingest", "--all-projects")
+    # Half the sessions: read as one span from its runs (not from the archive's ends,
+    # which a project of a quarter of the sessions or more takes, runs unread).
+    monkeypatch.setattr(archive_search, "SPAN_SHARE", 0.3)
+    asked: list[str] = []
+    _traced(monkeypatch, asked.append)
+    queries = [
+        ["quokka"],
+        ['"wombat note"'],
+        ["quok*", "--limit", "20"],
+        ["wombat", "--role", "assistant"],
+        ["quokka", "--since", "2026-03-02"],
+        ["wombat", "--sessions"],
+        ["wombat", "zzyzx"],  # never all in one: the second tier
+    ]
+    found = [_search(run, *query) for query in queries]
+    tested = [sql for sql in asked if "s.project = " in sql and "message_runs" not in sql]
+    assert not tested, tested
+    assert all(found) and all(r["project"] != "-some-busy-project" for f in found for r in f)
+    asked.clear()
+    monkeypatch.setattr(archive_search, "_untested", lambda filters: filters)
+    assert [_search(run, *query) for query in queries] == found
+    assert [sql for sql in asked if "s.project = " in sql and "message_runs" not in sql]
 
 
 ONE_LETTER = [
