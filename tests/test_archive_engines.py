@@ -180,7 +180,7 @@ def test_a_costly_unit_counted_in_its_project_ranks_alike_on_both_engines(
 ) -> None:
     """In an archive larger than PROJECT_COUNTED, a search of one project whose messages
     are one span of ids counts a phrase or a prefix within that span, not over the
-    archive (subrosa.archive.search._probe_span()): both engines count the same
+    archive (subrosa.archive.search._probe_listing()): both engines count the same
     matches and rank alike, score for score, every way the span's count is read (the
     tiers, the facts' idf, sessions, a role, a limit); and the scores then differ from
     the archive's count (the other project holds the phrase in every message)."""

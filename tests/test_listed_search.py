@@ -156,7 +156,7 @@ def test_a_phrase_in_a_project_is_walked_once_within_its_span(
     memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In an archive larger than PROJECT_COUNTED, a project searched as one span counts
-    a phrase within the span (_probe_span()): that one walk lists its newest matches
+    a phrase within the span (_probe_listing() given it): one walk lists its newest matches
     there, which the tiers then take; the archive's newest (another project's) are not
     walked first. The results are those of the walk over the archive, in the same
     order."""

@@ -1146,7 +1146,7 @@ def rowids(conn: Any, query: str, filters: Filters, limit: int) -> list[int]:
 
 def newest_in_span(conn: Any, query: str, lo: int, hi: int, limit: int) -> list[int]:
     """The ids of the newest `limit` messages matching `query` among the ids from `lo`
-    to `hi` (a project's span: search._probe_span()), asked of the index: not from
+    to `hi` (a project's span: search._probe_listing()), asked of the index: not from
     what a probe over the whole archive sent (_newest_known()), whose ids may lie
     outside the span."""
     span = Filters(runs=Runs(((lo, hi),), 1.0))

@@ -75,7 +75,7 @@ PHRASES_COUNTED = 100_000
 # in one span of ids (a project holding SPAN_SHARE of them or more: for_project())
 # counts a unit whose matches cost to walk (a phrase, a prefix: _costly()) within that
 # span, not over the archive: its newest matches there are what the first tier ranks,
-# so one walk gives both its count and its candidates (_probe_span()), where counting
+# so one walk gives both its count and its candidates (_probe_listing()), where counting
 # over the archive walked the newest messages of every project first (`"dependency
 # the"` in the oldest of the 1 GB bench's four projects: 40 ms, then 48 ms for the
 # project's own). Its document frequency is then the span's, over the span's ids.
@@ -188,7 +188,9 @@ def _untested(filters: Filters) -> Filters:
     return filters
 
 
-def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
+def _message_filters(filters: Filters, ranged: bool = True) -> tuple[str, str, list[Any]]:
+    """The joins, conditions and parameters that keep the messages `filters` allows
+    (`ranged`: within its runs' first and last id too)."""
     filters = _untested(filters)
     joins, where = "", ""
     params: list[Any] = []
@@ -204,7 +206,7 @@ def _message_filters(filters: Filters) -> tuple[str, str, list[Any]]:
         joins += " JOIN sessions s ON s.id = m.session_pk"
         where += " AND s.project = ?"
         params.append(filters.transcript_project)
-    if filters.runs:
+    if filters.runs and ranged:
         where += " AND f.rowid BETWEEN ? AND ?"
         params += filters.runs.bounds
     return joins, where, params
@@ -239,7 +241,7 @@ def _in_spans(
     """The newest `limit` rows of `select` (ending in its FROM and joins) for `match`,
     asked of each span of the project in turn, newest first, until there are enough."""
     assert filters.runs is not None
-    _, where, params = _message_filters(filters._replace(runs=None))
+    _, where, params = _message_filters(filters, ranged=False)
     out: list[Any] = []
     for lo, hi in filters.runs.spans:
         out += conn.execute(
@@ -283,7 +285,7 @@ def _passing(
     """The `ids`, in their order, of the messages passing `filters`' role, time and
     project (not its runs), tested on the rows 500 at a time; only the first batches'
     once `enough` pass."""
-    _, where, params = _message_filters(_untested(filters)._replace(runs=None))
+    _, where, params = _message_filters(filters, ranged=False)
     if not where:
         return ids
     # CROSS JOIN: the messages by id first (the planner would start from the project).
@@ -505,7 +507,11 @@ def _listed(
 
 
 def _probe_listing(
-    conn: sqlite3.Connection, expr: str, alts: tuple[Alt, ...], total: int
+    conn: sqlite3.Connection,
+    expr: str,
+    alts: tuple[Alt, ...],
+    total: int,
+    span: tuple[int, int] | None = None,
 ) -> tuple[int | None, int, str]:
     """_probe() for an expression whose matches cost to walk (_costly()), listing the
     ids the walk reads for the tiers to take (Stats.newest, _newest_known()) instead of
@@ -513,31 +519,16 @@ def _probe_listing(
     3-letter prefixes each statement merges the doclists of every word it starts
     (`config*`: ~14 ms at 1 GB), however few matches it reads. A phrase lists its
     newest RERANK (the first tier's window) in a large archive and is counted no
-    further (_counted()).
+    further (_counted()). Within a project's `span` of ids (PROJECT_COUNTED) on either
+    engine, the same count there; a server sends no list ("": its tiers ask again).
     Returns the rowid of the last match listed when the walk stopped there (None: it
     listed every match), how many it listed, and the list."""
     first = _counted(alts, total)
-    found, lowest, count = _listed(conn, expr, first)
-    return (lowest if count >= first else None), count, found
-
-
-def _probe_span(
-    conn: sqlite3.Connection,
-    expr: str,
-    alts: tuple[Alt, ...],
-    total: int,
-    span: tuple[int, int],
-) -> tuple[int | None, int, str]:
-    """_probe_listing() within a project's span of ids (PROJECT_COUNTED): its newest
-    matches there, as many as _counted() says, each engine the same. Returns the id of
-    the last when the walk stopped there (None: it listed every match in the span),
-    how many, and their ids as FTS5 lists them (on a server, "": its tiers ask again)."""
-    first = _counted(alts, total)
-    lo, hi = span
     if isinstance(conn, sqlite3.Connection):
-        found, lowest, count = _listed(conn, expr, first, lo, hi)
+        found, lowest, count = _listed(conn, expr, first, *(span or ()))
     else:
-        ids: list[int] = _pg().newest_in_span(conn, expr, lo, hi, first)
+        assert span is not None  # a server's unit is listed only within a span
+        ids: list[int] = _pg().newest_in_span(conn, expr, *span, first)
         found, lowest, count = "", (ids[-1] if ids else 0), len(ids)
     return (lowest if count >= first else None), count, found
 
@@ -637,18 +628,17 @@ def unit_stats(
         expr = _expr(conn, unit, alts) if alts else ""
         newest = ""
         size, top = total, total  # the ids counted over, and the newest of them
-        spanned = bool(expr) and span is not None and total > PROJECT_COUNTED and _costly(alts)
+        within = span if span and total > PROJECT_COUNTED and _costly(alts) else None
         if not expr:
             kth, matches = None, 0
-        elif spanned:
-            assert span is not None
-            kth, matches, newest = _probe_span(conn, expr, alts, total, span)
-            size, top = span[1] - span[0] + 1, span[1]
+        elif within is not None:
+            kth, matches, newest = _probe_listing(conn, expr, alts, total, within)
+            size, top = within[1] - within[0] + 1, within[1]
         elif isinstance(conn, sqlite3.Connection) and _costly(alts):
             kth, matches, newest = _probe_listing(conn, expr, alts, total)
         else:
             kth, matches = _probe(conn, expr, _counted(alts, total))
-        if prefix and not matches and not spanned:  # nowhere, as _existing() would say
+        if prefix and not matches and within is None:  # nowhere, as _existing() would say
             alts, expr = (), ""
         if not expr:
             df = 0.0
@@ -823,7 +813,7 @@ def _below(
     matches of `expr` that pass `filters` among the ids below `below`."""
     # One range for FTS5 to walk: given two upper bounds, it may keep the looser.
     lo, hi = filters.runs.bounds if filters.runs is not None else (0, below)
-    joins, where, params = _message_filters(_untested(filters)._replace(runs=None))
+    joins, where, params = _message_filters(filters, ranged=False)
     if " m." in select and " JOIN messages m " not in joins:
         joins = " JOIN messages m ON m.id = f.rowid" + joins
     return conn.execute(
@@ -1217,10 +1207,11 @@ def for_project(conn: sqlite3.Connection, filters: Filters) -> Filters | None:
     if not listed:
         return None
     exact = sorted((int(lo), int(hi)) for lo, hi, _ in listed)
-    share = sum(hi - lo + 1 for lo, hi in exact) / newest
+    covered = sum(hi - lo + 1 for lo, hi in exact)
+    share = covered / newest
     if share >= SPAN_SHARE:
         first, last = exact[0][0], exact[-1][1]
-        whole = sum(hi - lo + 1 for lo, hi in exact) == last - first + 1
+        whole = covered == last - first + 1  # its runs fill the span
         return filters._replace(runs=Runs(((first, last),), share, whole=whole))
     spans: list[tuple[int, int]] = []
     for lo, hi in reversed(exact):
