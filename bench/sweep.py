@@ -25,15 +25,16 @@ import argparse
 import os
 import sqlite3
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _table import print_table  # noqa: E402
+from transcripts import run_measured  # noqa: E402
 
 from subrosa.archive.connection import connect  # noqa: E402
 from subrosa.query import Filters  # noqa: E402
@@ -70,15 +71,34 @@ QUERIES = [
 ]
 
 
-def scopes(project: str) -> list[tuple[str, Filters, dict[str, bool], int]]:
-    """Each scope's name, filters, keywords and limit."""
+class Scope(NamedTuple):
+    """Where a query is asked: in-process (filters, keywords, limit) and as the command
+    line says it (flags)."""
+
+    name: str
+    filters: Filters
+    keywords: dict[str, bool]
+    limit: int
+    flags: list[str]
+
+
+def scopes(project: str) -> list[Scope]:
+    every = ["--all-projects"]
     return [
-        ("every project", Filters(), {}, 10),
-        ("one project", Filters(transcript_project=project), {}, 10),
-        ("--sessions", Filters(), {"sessions": True}, 10),
-        ("--role assistant", Filters(role="assistant"), {}, 10),
-        ("--since", Filters(since="2026-06-01 00:00:00"), {}, 10),
-        ("--limit 200", Filters(), {}, 200),
+        Scope("every project", Filters(), {}, 10, every),
+        Scope("one project", Filters(transcript_project=project), {}, 10, ["--project", project]),
+        Scope("--sessions", Filters(), {"sessions": True}, 10, [*every, "--sessions"]),
+        Scope(
+            "--role assistant", Filters(role="assistant"), {}, 10, [*every, "--role", "assistant"]
+        ),
+        Scope(
+            "--since",
+            Filters(since="2026-06-01 00:00:00"),
+            {},
+            10,
+            [*every, "--since", "2026-06-01"],
+        ),
+        Scope("--limit 200", Filters(), {}, 200, [*every, "--limit", "200"]),
     ]
 
 
@@ -98,26 +118,12 @@ def timed(
     return best
 
 
-def whole(archive: Path, query: str, name: str, project: str) -> float:
+def whole(archive: Path, query: str, scope: Scope) -> float:
     """The median of three `subrosa search` processes, in ms."""
-    flags = {
-        "every project": ["--all-projects"],
-        "one project": ["--project", project],
-        "--sessions": ["--all-projects", "--sessions"],
-        "--role assistant": ["--all-projects", "--role", "assistant"],
-        "--since": ["--all-projects", "--since", "2026-06-01"],
-        "--limit 200": ["--all-projects", "--limit", "200"],
-    }[name]
     env = {**os.environ, "SUBROSA_DB": str(archive), "HOME": str(archive.parent)}
     subrosa = str(Path(sys.executable).parent / "subrosa")
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        subprocess.run(
-            [subrosa, "search", *flags, "--", query], env=env, check=True, stdout=subprocess.DEVNULL
-        )
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+    args = [subrosa, "search", *scope.flags, "--", query]
+    return statistics.median(run_measured(args, env)[0] for _ in range(3)) * 1000
 
 
 def main() -> None:
@@ -145,24 +151,23 @@ def main() -> None:
     found = []
     yardsticks = []
     for query in QUERIES:
-        for name, filters, keywords, limit in scopes(project):
-            yardsticks.append(timed(conn, YARDSTICK, filters, keywords, limit, args.rounds))
-            found.append((timed(conn, query, filters, keywords, limit, args.rounds), query, name))
+        for scope in scopes(project):
+            asked = (scope.filters, scope.keywords, scope.limit, args.rounds)
+            yardsticks.append(timed(conn, YARDSTICK, *asked))
+            found.append((timed(conn, query, *asked), query, scope))
     yardstick = statistics.median(yardsticks)
-    found.sort(reverse=True)
+    found.sort(key=lambda item: item[0], reverse=True)
     print(
         f"{len(found)} searches ({len(QUERIES)} queries x 6 scopes) of {args.archive}"
         f" ({messages:,} messages); yardstick: `{YARDSTICK}` in the same scopes,"
         f" median {yardstick * 1000:.1f} ms in-process\n"
     )
     rows = []
-    for rank, (seconds, query, name) in enumerate(found[: args.top]):
-        process = (
-            f"{whole(args.archive, query, name, project):.0f} ms" if rank < args.whole else "-"
-        )
+    for rank, (seconds, query, scope) in enumerate(found[: args.top]):
+        process = f"{whole(args.archive, query, scope):.0f} ms" if rank < args.whole else "-"
         rows.append(
             (
-                f"`{query}` {name}",
+                f"`{query}` {scope.name}",
                 f"{seconds * 1000:.1f} ms",
                 f"{yardstick * 1000:.1f} ms",
                 f"{seconds / yardstick:.1f}x",
