@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from subrosa.paths import StrPath
 
-SCHEMA_HEAD = "0020"
+SCHEMA_HEAD = "0021"
 
 # What migrations 0001-0012 make on SQLite, in one place. When a migration is added,
 # this follows it (tests/test_schema.py compares the two, table by table).

@@ -236,32 +236,70 @@ def test_a_costly_unit_counted_in_its_project_ranks_alike_on_both_engines(
     assert found[0, first] != found[10**9, first]  # the span's count: other scores
 
 
+ACCENTED = [
+    ("m1", "the café on the corner has wifi"),
+    ("m2", "the cafe menu changed"),
+    ("m3", "Größe und Ärger: über alles"),
+    ("m4", "ecole and école, and ÉCOLE in capitals"),
+    ("m5", "e\u0301cole written decomposed, and cafe\u0301 too"),  # macOS file names are
+    ("m6", "straße, smørrebrød and łódź keep what FTS5 keeps"),
+    ("m7", "the naïveCoder_résumé identifier"),
+]
+ACCENTED_QUERIES = [
+    ["café"],
+    ["cafe"],
+    ["CAFÉ"],
+    ["é*"],
+    ["ec*"],
+    ["uber"],
+    ["ärger"],
+    ["grosse"],
+    ["école"],
+    ["ecole", "capitals"],
+    ['"café on the"'],
+    ['"cafe menu"'],
+    ["strasse"],
+    ["straße"],
+    ["smørrebrød"],
+    ["lodz"],
+    ["łódź"],
+    ["naive"],
+    ["resume"],
+    ["naïvecoder"],
+    ["crème", "brûlée"],  # facts only
+    ["creme*"],
+]
+
+
 @pytest.mark.engines("postgresql")
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 16: FTS5's unicode61 folds diacritics (remove_diacritics 2: `cafe` finds"
-    " café, `é*` is `e*`); the server's words column (to_tsvector 'simple', migration"
-    " 0007) keeps them, so an accented word or prefix finds other messages there",
-)
 def test_accented_words_find_alike_on_both_engines(
     memory_dir: Path, db: Db, tmp_path: Path, run: RunCli
 ) -> None:
     """What a word with a diacritic finds, and the same word typed without it, is the
-    same on both engines (found on the real transcripts by bench/sweep.py's shapes: `é*`
-    there finds 20 messages on SQLite and none on a server)."""
+    same on both engines: FTS5's unicode61 folds é to e in the index and the query, and
+    a server folds its words with the same table (migration 0021). Found on the real
+    transcripts by bench/sweep.py's shapes: `é*` there found 20 messages on SQLite and
+    none on a server."""
     _transcript(
         "s.jsonl",
-        _record("m1", "the café on the corner has wifi", timestamp="2026-03-01T10:00:00Z"),
-        _record("m2", "the cafe menu changed", timestamp="2026-03-01T10:01:00Z"),
-        _record("m3", "Größe und Ärger: über alles", timestamp="2026-03-01T10:02:00Z"),
-        _record("m4", "ecole and école", timestamp="2026-03-01T10:03:00Z"),
+        *(
+            _record(uuid, text, timestamp=f"2026-03-01T10:0{n}:00Z")
+            for n, (uuid, text) in enumerate(ACCENTED)
+        ),
     )
+    write_leaf(memory_dir, "dessert.md", "Crème brûlée is the café's dessert.", body="Très bon.")
+    write_leaf(memory_dir, "plain.md", "Creme brulee typed plainly.")
     sqlite = str(tmp_path / "twin.db")
     for url in (db.url, sqlite):
-        assert _ingest_all(run, url)["new_messages"] == 4
-    for query in (["café"], ["cafe"], ["é*"], ["uber"], ["ärger"], ["grosse"]):
+        run("--db", url, "generate")
+        assert _ingest_all(run, url)["new_messages"] == len(ACCENTED)
+    for query in ACCENTED_QUERIES:
         args = ["search", *query, "--all-projects"]
         assert _answer(run, db.url, *args) == _answer(run, sqlite, *args), query
+    found = _answer(run, db.url, "search", "cafe", "--all-projects", "--transcripts")
+    assert {r["uuid"] for r in found} == {"m1", "m2", "m5"}
+    facts = _answer(run, db.url, "search", "creme", "brulee", "--all-projects", "--facts")
+    assert len(facts) == 2
 
 
 @pytest.mark.engines

@@ -53,6 +53,7 @@ from itertools import islice
 
 from subrosa.archive.pgpostings import CHUNK
 from subrosa.archive.search import PHRASES_COUNTED, RERANK, SELECTIVE, SPAN_SHARE, inside_runs
+from subrosa.fold import fold
 from subrosa.lazyre import compile_lazily
 from subrosa.libpq import parse_array
 from subrosa.query import Alt, Filters, Runs, Unit
@@ -149,6 +150,9 @@ WALK_SPAN = 2
 
 
 def _lexeme(token: str) -> str:
+    """A query word as a tsquery's lexeme: its diacritics folded as the column's words
+    are (migration 0021, subrosa.fold), quoted."""
+    token = fold(token)
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
@@ -489,7 +493,7 @@ def _walk_newest(
 def _common(conn: Any, alt: Alt) -> bool:
     """Whether an alternative may be in many messages: a prefix, or words all among
     the column's most common lexemes (ANALYZE's list; it only chooses a plan)."""
-    return alt.prefix or all(token in (conn.common or {}) for token in alt.tokens)
+    return alt.prefix or all(fold(token) in (conn.common or {}) for token in alt.tokens)
 
 
 def _walk(conn: Any, alt: Alt) -> int:
@@ -503,7 +507,7 @@ def _walk(conn: Any, alt: Alt) -> int:
     if alt.prefix:
         return NEWEST
     common: dict[str, float] = conn.common or {}
-    share = min(common[token] for token in alt.tokens)
+    share = min(common[fold(token)] for token in alt.tokens)
     if share < WALK_EXISTS:
         return NEWEST
     return max(NEWEST, min(EXIST_WALK_MAX, math.ceil(EXIST_TRIES / share)))
@@ -1159,10 +1163,11 @@ def in_lexicon(conn: Any, words: list[str]) -> list[str]:
     bitmap scan, ~1-6 ms (a query word's misspellings are ~50 per letter)."""
     if not words:
         return []
+    folded = sorted({fold(word) for word in words})  # as the lexicon holds them
     found = {
         row[0]
         for row in conn.execute(
-            f"SELECT term FROM lexicon WHERE term IN ({','.join('?' * len(words))})", words
+            f"SELECT term FROM lexicon WHERE term IN ({','.join('?' * len(folded))})", folded
         ).fetchall()
     }
-    return [word for word in words if word in found]
+    return [word for word in words if fold(word) in found]

@@ -4,7 +4,8 @@ index of migration 0005 instead of FTS5. The ranking is recall.py's, on both eng
 
 `VECTOR` is the index's expression word for word (PostgreSQL uses an expression index
 only for a query that spells it): each field cut into the words unicode61 would see,
-weighted title A, description and hook B, body D. The candidates are the CANDIDATES
+weighted title A, description and hook B, body D, their diacritics folded as unicode61
+folds them (migration 0021). The candidates are the CANDIDATES
 best by ts_rank with those weights, where SQLite takes FTS5's bm25 with the same
 field weights: facts are few, so the two pick the same facts but in the largest
 projects, and recall.py ranks them exactly either way.
@@ -12,6 +13,7 @@ projects, and recall.py ranks them exactly either way.
 
 from __future__ import annotations
 
+from subrosa.fold import fold
 from subrosa.query import Alt, Unit, unit_written
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
@@ -20,26 +22,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _field(name: str, weight: str) -> str:
-    return (
-        f"setweight(to_tsvector('simple'::regconfig,"
-        f" regexp_replace(x.{name}, '[^[:alnum:]]+', ' ', 'g')), '{weight}')"
-    )
-
-
-VECTOR = (
-    "("
-    + " || ".join(
-        _field(name, weight)
-        for name, weight in (("title", "A"), ("description", "B"), ("hook", "B"), ("body", "D"))
-    )
-    + ")"
-)
+# Migration 0021's function: 0005's weighted vector of the four fields, its diacritics
+# folded as FTS5 folds them (subrosa.fold) when a field holds one.
+VECTOR = "subrosa_fact_words(x.title, x.description, x.hook, x.body)"
 # ts_rank's weights for D, C, B, A: FTS5's 1, -, 5, 10, over ten.
 RANK_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
 
 
 def _lexeme(token: str) -> str:
+    token = fold(token)  # as the index's words are
     return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
 
 

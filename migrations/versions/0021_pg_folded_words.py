@@ -1,0 +1,209 @@
+"""PostgreSQL folds diacritics in its words as SQLite's FTS5 does: `cafe` finds café.
+
+FTS5's tokenizer (`unicode61 remove_diacritics 2`) folds a Latin letter with a diacritic
+to its plain letter, in the index and in the query: `cafe` and `café` find the same
+messages, `é*` is `e*`. The server's `words` column (0007: `to_tsvector('simple', …)`)
+kept them, so a word or a prefix with or without a diacritic found other messages there,
+and counted others (other scores for the whole query). Found on the real transcripts by
+bench/sweep.py's shapes (docs/team.md, "Diacritics").
+
+The fold is FTS5's own table (subrosa.fold: 488 letters to a plain ASCII letter,
+25 combining marks dropped), in two IMMUTABLE SQL functions:
+- `subrosa_fold(tsvector)`: the vector with each lexeme's letters folded (lexemes that
+  fold alike merged, their positions and weights kept), rebuilt from its text form;
+- `subrosa_words(text, terms)`: the vector 0007 stored, and, only for a row whose text
+  or terms hold a letter or mark of the table (a regular expression's test: the rest,
+  most rows, pay nothing else), the marks dropped from both first (FTS5 keeps a mark
+  inside its word; PostgreSQL's `[:alnum:]` does not) and the vector folded.
+`subrosa_fact_words(title, description, hook, body)` does the same for the facts' index
+(0005's weighted vector, subrosa.memory.pgfacts spells the call).
+
+PostgreSQL 15 cannot change a generated column's expression, so `words` is dropped and
+added again (every row rewritten, with 0019's STORAGE MAIN in the same statement), and
+with it what hangs on it: `ix_messages_words`, the id-range indexes of 0008 (those that
+existed, built again), the lexicon of 0016 (emptied and filled again with the folded
+words), and the postings of 0018 (emptied, their lexemes were the unfolded ones, and
+sealed again by 0018's own code, with the caller's progress bar). The column's
+statistics are gathered again (search plans with its most common words). The rewrite
+holds the table's lock for its length: minutes at 1 GB, which writers wait out.
+
+From now on the expression is a function: a later change of the fold can replace the
+function and rewrite the rows, without dropping the column. The query side folds its
+words with the same table in Python (subrosa.archive.pgsearch, subrosa.memory.pgfacts).
+Nothing on SQLite (FTS5 folds already).
+
+Revision ID: 0021
+Revises: 0020
+Create Date: 2026-12-03
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import context, op
+
+from subrosa.fold import FROM, MARKS, TO
+
+revision = "0021"
+down_revision = "0020"
+branch_labels = None
+depends_on = None
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+# A text holding any letter or mark the fold changes (none of them is special in a
+# bracket expression: they are all past ASCII).
+_FOLDABLE = _literal("[" + FROM + "]")
+_FROM, _TO = _literal(FROM), _literal(TO)
+# The marks FTS5 drops from a word, dropped from a text first (a regular expression's
+# pass: a text without one is only read; translate() would compare each character with
+# every mark).
+_UNMARKED = "regexp_replace({}, " + _literal("[" + MARKS + "]+") + ", '', 'g')"
+
+# The text form of a tsvector's lexeme `u`, folded: quoted, its quotes and backslashes
+# doubled (standard_conforming_strings: '\' is one backslash), then its positions with
+# their weights (`'cafe':3A,7D`).
+_FOLDED = f"translate(u.lexeme, {_FROM}, {_TO})"
+_ENTRY = (
+    f"'''' || replace(replace({_FOLDED}, '\\', '\\\\'), '''', '''''') || ''''"
+    " || coalesce(':' || (SELECT string_agg(p.pos::text || p.weight, ',')"
+    " FROM unnest(u.positions, u.weights) AS p (pos, weight)), '')"
+)
+# Only the lexemes holding a letter or mark of the table are rebuilt (a message's vector
+# may hold thousands of lexemes): the vector less them, as text, followed by them
+# folded, read back as one vector (the text form may name a lexeme twice, `cafe` as
+# written and folded from `café`: reading it merges their positions). A lexeme of
+# marks alone folds to nothing and is dropped.
+FOLD = (
+    "CREATE OR REPLACE FUNCTION subrosa_fold(v tsvector) RETURNS tsvector"
+    " LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$"
+    " SELECT CASE WHEN count(*) = 0 THEN v ELSE (ts_delete(v, array_agg(u.lexeme))::text"
+    f" || ' ' || coalesce(string_agg({_ENTRY}, ' ') FILTER (WHERE {_FOLDED} <> ''), ''))"
+    f"::tsvector END FROM unnest(v) u WHERE u.lexeme ~ {_FOLDABLE} $$"
+)
+
+
+def _vector(text: str, terms: str) -> str:
+    """0007's vector of a text and its terms."""
+    return (
+        f"to_tsvector('simple'::regconfig, regexp_replace({text}, '[^[:alnum:]]+', ' ', 'g'))"
+        f" || to_tsvector('simple'::regconfig, {terms})"
+    )
+
+
+_TEXT, _TERMS = "left($1, 250000)", "left(coalesce($2, ''), 250000)"
+WORDS = (
+    "CREATE OR REPLACE FUNCTION subrosa_words(text, text) RETURNS tsvector"
+    " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE"
+    f" WHEN {_TEXT} ~ {_FOLDABLE} OR {_TERMS} ~ {_FOLDABLE} THEN subrosa_fold("
+    + _vector(_UNMARKED.format(_TEXT), _UNMARKED.format(_TERMS))
+    + f") ELSE {_vector(_TEXT, _TERMS)} END $$"
+)
+
+_WEIGHTS = (("$1", "A"), ("$2", "B"), ("$3", "B"), ("$4", "D"))
+
+
+def _fact_vector(field: str) -> str:
+    return " || ".join(
+        f"setweight(to_tsvector('simple'::regconfig,"
+        f" regexp_replace({field.format(c)}, '[^[:alnum:]]+', ' ', 'g')), '{w}')"
+        for c, w in _WEIGHTS
+    )
+
+
+FACT_WORDS = (
+    "CREATE OR REPLACE FUNCTION subrosa_fact_words(text, text, text, text) RETURNS tsvector"
+    " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE"
+    f" WHEN ($1 || $2 || $3 || $4) ~ {_FOLDABLE}"
+    f" THEN subrosa_fold({_fact_vector(_UNMARKED)}) ELSE {_fact_vector('{}')} END $$"
+)
+
+# 0005's facts index, as it was.
+OLD_FACTS = (
+    "CREATE INDEX ix_facts_words ON facts USING gin (("
+    + " || ".join(
+        f"setweight(to_tsvector('simple'::regconfig,"
+        f" regexp_replace({c}, '[^[:alnum:]]+', ' ', 'g')), '{w}')"
+        for c, w in (("title", "A"), ("description", "B"), ("hook", "B"), ("body", "D"))
+    )
+    + "))"
+)
+NEW_FACTS = (
+    "CREATE INDEX ix_facts_words ON facts USING gin"
+    " ((subrosa_fact_words(title, description, hook, body)))"
+)
+
+# 0007's expression, word for word.
+OLD_WORDS = (
+    "to_tsvector('simple'::regconfig,"
+    " regexp_replace(left(text, 250000), '[^[:alnum:]]+', ' ', 'g'))"
+    " || to_tsvector('simple'::regconfig, left(coalesce(terms, ''), 250000))"
+)
+NEW_WORDS = "subrosa_words(text, terms)"
+
+# 0016's statement filling the lexicon from every message.
+FILL_LEXICON = (
+    "INSERT INTO lexicon (term) SELECT DISTINCT w.term"
+    " FROM messages m, unnest(tsvector_to_array(m.words)) AS w(term)"
+    " ORDER BY 1 ON CONFLICT DO NOTHING"
+)
+RANGE_NAME = "ix_messages_words_r"
+
+
+def _rewrite(expression: str) -> None:
+    """`words` dropped and added again as `expression`, and what hangs on it."""
+    bind = op.get_bind()
+    ranges = list(
+        bind.execute(
+            sa.text(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+                " AND tablename = 'messages' AND indexname LIKE 'ix\\_messages\\_words\\_r%'"
+            )
+        )
+    )
+    # The postings' lexemes are the old vectors': none is kept (0018 asks a migration
+    # that changes the expression to empty both tables; the triggers see no rewrite),
+    # and they are sealed again below.
+    op.execute("LOCK TABLE postings, sealed_chunks IN EXCLUSIVE MODE")
+    op.execute("DELETE FROM postings")
+    op.execute("DELETE FROM sealed_chunks")
+    op.execute("DROP INDEX IF EXISTS ix_messages_words")
+    op.execute("ALTER TABLE messages DROP COLUMN words")  # its range indexes with it
+    op.execute(
+        f"ALTER TABLE messages ADD COLUMN words tsvector GENERATED ALWAYS AS ({expression})"
+        " STORED, ALTER COLUMN words SET STORAGE MAIN"
+    )
+    op.execute("CREATE INDEX ix_messages_words ON messages USING gin (words)")
+    for _, definition in ranges:
+        op.execute(definition)
+    op.execute("DELETE FROM lexicon")
+    op.execute(FILL_LEXICON)
+    # Sealed again as 0018 sealed an archive: every complete chunk, then the newest in
+    # part, telling the caller's progress bar (its own code, not a copy of it).
+    context.script.get_revision("0018").module._seal_complete(bind)
+    op.execute("ANALYZE messages (words)")
+
+
+def upgrade() -> None:
+    if op.get_bind().dialect.name != "postgresql":
+        return
+    op.execute(FOLD)
+    op.execute(WORDS)
+    op.execute(FACT_WORDS)
+    _rewrite(NEW_WORDS)
+    op.execute("DROP INDEX IF EXISTS ix_facts_words")
+    op.execute(NEW_FACTS)
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name != "postgresql":
+        return
+    _rewrite(OLD_WORDS)
+    op.execute("DROP INDEX IF EXISTS ix_facts_words")
+    op.execute(OLD_FACTS)
+    op.execute("DROP FUNCTION IF EXISTS subrosa_fact_words(text, text, text, text)")
+    op.execute("DROP FUNCTION IF EXISTS subrosa_words(text, text)")
+    op.execute("DROP FUNCTION IF EXISTS subrosa_fold(tsvector)")
