@@ -79,7 +79,7 @@ def main() -> None:
         conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
         conn.execute(f"CREATE SCHEMA {SCHEMA}")
         conn.execute(f"SET search_path = {SCHEMA}, public")
-        for statement in (made.FOLD, made.WORDS):
+        for statement in (made.FOLD, made.words(SCHEMA)):
             conn.execute(statement)
         conn.execute("CREATE TABLE plain (text text, terms text)")
         conn.execute("CREATE TABLE accented (text text, terms text)")

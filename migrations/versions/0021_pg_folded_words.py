@@ -95,13 +95,21 @@ def _vector(text: str, terms: str) -> str:
 
 
 _TEXT, _TERMS = "left($1, 250000)", "left(coalesce($2, ''), 250000)"
-WORDS = (
-    "CREATE OR REPLACE FUNCTION subrosa_words(text, text) RETURNS tsvector"
-    " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE"
-    f" WHEN {_TEXT} ~ {_FOLDABLE} OR {_TERMS} ~ {_FOLDABLE} THEN subrosa_fold("
-    + _vector(_UNMARKED.format(_TEXT), _UNMARKED.format(_TERMS))
-    + f") ELSE {_vector(_TEXT, _TERMS)} END $$"
-)
+
+
+# The two functions a column and an index compute name subrosa_fold() with its schema:
+# a function's body is resolved when it runs, under the caller's search_path, and
+# pg_dump restores with an empty one. (Everything else they call is pg_catalog's.)
+def words(schema: str) -> str:
+    """The statement making subrosa_words(text, terms) in `schema` (quoted)."""
+    return (
+        "CREATE OR REPLACE FUNCTION subrosa_words(text, text) RETURNS tsvector"
+        " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE"
+        f" WHEN {_TEXT} ~ {_FOLDABLE} OR {_TERMS} ~ {_FOLDABLE} THEN {schema}.subrosa_fold("
+        + _vector(_UNMARKED.format(_TEXT), _UNMARKED.format(_TERMS))
+        + f") ELSE {_vector(_TEXT, _TERMS)} END $$"
+    )
+
 
 _WEIGHTS = (("$1", "A"), ("$2", "B"), ("$3", "B"), ("$4", "D"))
 
@@ -114,12 +122,22 @@ def _fact_vector(field: str) -> str:
     )
 
 
-FACT_WORDS = (
-    "CREATE OR REPLACE FUNCTION subrosa_fact_words(text, text, text, text) RETURNS tsvector"
-    " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE"
-    f" WHEN ($1 || $2 || $3 || $4) ~ {_FOLDABLE}"
-    f" THEN subrosa_fold({_fact_vector(_UNMARKED)}) ELSE {_fact_vector('{}')} END $$"
-)
+def fact_words(schema: str) -> str:
+    """The statement making subrosa_fact_words(title, description, hook, body)."""
+    return (
+        "CREATE OR REPLACE FUNCTION subrosa_fact_words(text, text, text, text)"
+        " RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE"
+        f" WHEN ($1 || $2 || $3 || $4) ~ {_FOLDABLE}"
+        f" THEN {schema}.subrosa_fold({_fact_vector(_UNMARKED)})"
+        f" ELSE {_fact_vector('{}')} END $$"
+    )
+
+
+def schema_of(bind: sa.Connection) -> str:
+    """The schema the migration makes its objects in, quoted."""
+    name = str(bind.execute(sa.text("SELECT current_schema()")).scalar())
+    return '"' + name.replace('"', '""') + '"'
+
 
 # 0005's facts index, as it was.
 OLD_FACTS = (
@@ -190,9 +208,10 @@ def _rewrite(expression: str) -> None:
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
+    schema = schema_of(op.get_bind())
     op.execute(FOLD)
-    op.execute(WORDS)
-    op.execute(FACT_WORDS)
+    op.execute(words(schema))
+    op.execute(fact_words(schema))
     _rewrite(NEW_WORDS)
     op.execute("DROP INDEX IF EXISTS ix_facts_words")
     op.execute(NEW_FACTS)
