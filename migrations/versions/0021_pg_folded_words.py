@@ -8,13 +8,13 @@ and counted others (other scores for the whole query). Found on the real transcr
 bench/sweep.py's shapes (docs/team.md, "Diacritics").
 
 The fold is FTS5's own table (subrosa.fold: 488 letters to a plain ASCII letter,
-25 combining marks dropped), in two IMMUTABLE SQL functions:
-- `subrosa_fold(tsvector)`: the vector with each lexeme's letters folded (lexemes that
-  fold alike merged, their positions and weights kept), rebuilt from its text form;
-- `subrosa_words(text, terms)`: the vector 0007 stored, and, only for a row whose text
-  or terms hold a letter or mark of the table (a regular expression's test: the rest,
-  most rows, pay nothing else), the marks dropped from both first (FTS5 keeps a mark
-  inside its word; PostgreSQL's `[:alnum:]` does not) and the vector folded.
+25 combining marks dropped), in IMMUTABLE SQL functions:
+- `subrosa_fold(text)`: the text with its marks dropped (FTS5 keeps a mark inside its
+  word, PostgreSQL's `[:alnum:]` does not) and its letters folded, by a translate()
+  given only the letters the text holds;
+- `subrosa_words(text, terms)`: the vector 0007 stored, of the text and terms folded
+  when a row holds a letter or mark of the table (a regular expression's test: the
+  rest, most rows, pay nothing else).
 `subrosa_fact_words(title, description, hook, body)` does the same for the facts' index
 (0005's weighted vector, subrosa.memory.pgfacts spells the call).
 
@@ -57,32 +57,20 @@ def _literal(value: str) -> str:
 # A text holding any letter or mark the fold changes (none of them is special in a
 # bracket expression: they are all past ASCII).
 _FOLDABLE = _literal("[" + FROM + "]")
-_FROM, _TO = _literal(FROM), _literal(TO)
-# The marks FTS5 drops from a word, dropped from a text first (a regular expression's
-# pass: a text without one is only read; translate() would compare each character with
-# every mark).
-_UNMARKED = "regexp_replace({}, " + _literal("[" + MARKS + "]+") + ", '', 'g')"
+LETTERS = FROM[: len(TO)]  # each folds to the letter at its place in TO; MARKS to nothing
 
-# The text form of a tsvector's lexeme `u`, folded: quoted, its quotes and backslashes
-# doubled (standard_conforming_strings: '\' is one backslash), then its positions with
-# their weights (`'cafe':3A,7D`).
-_FOLDED = f"translate(u.lexeme, {_FROM}, {_TO})"
-_ENTRY = (
-    f"'''' || replace(replace({_FOLDED}, '\\', '\\\\'), '''', '''''') || ''''"
-    " || coalesce(':' || (SELECT string_agg(p.pos::text || p.weight, ',')"
-    " FROM unnest(u.positions, u.weights) AS p (pos, weight)), '')"
-)
-# Only the lexemes holding a letter or mark of the table are rebuilt (a message's vector
-# may hold thousands of lexemes): the vector less them, as text, followed by them
-# folded, read back as one vector (the text form may name a lexeme twice, `cafe` as
-# written and folded from `café`: reading it merges their positions). A lexeme of
-# marks alone folds to nothing and is dropped.
+# A text folded: its marks dropped (a regular expression's pass), then its letters
+# translated. translate() compares each character of the text with each of the
+# characters it is given, so it is given only the letters the text holds (found by a
+# regular expression, a handful in a French or German text), not the table's 488.
 FOLD = (
-    "CREATE OR REPLACE FUNCTION subrosa_fold(v tsvector) RETURNS tsvector"
+    "CREATE OR REPLACE FUNCTION subrosa_fold(text) RETURNS text"
     " LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$"
-    " SELECT CASE WHEN count(*) = 0 THEN v ELSE (ts_delete(v, array_agg(u.lexeme))::text"
-    f" || ' ' || coalesce(string_agg({_ENTRY}, ' ') FILTER (WHERE {_FOLDED} <> ''), ''))"
-    f"::tsvector END FROM unnest(v) u WHERE u.lexeme ~ {_FOLDABLE} $$"
+    " SELECT CASE WHEN h.letters IS NULL THEN u.t"
+    f" ELSE translate(u.t, h.letters, translate(h.letters, {_literal(LETTERS)}, {_literal(TO)}))"
+    f" END FROM (SELECT regexp_replace($1, {_literal('[' + MARKS + ']+')}, '', 'g') AS t) u,"
+    " LATERAL (SELECT string_agg(DISTINCT f.m[1], '') AS letters"
+    f" FROM regexp_matches(u.t, {_literal('([' + LETTERS + '])')}, 'g') AS f (m)) h $$"
 )
 
 
@@ -101,13 +89,16 @@ _TEXT, _TERMS = "left($1, 250000)", "left(coalesce($2, ''), 250000)"
 # a function's body is resolved when it runs, under the caller's search_path, and
 # pg_dump restores with an empty one. (Everything else they call is pg_catalog's.)
 def words(schema: str) -> str:
-    """The statement making subrosa_words(text, terms) in `schema` (quoted)."""
+    """The statement making subrosa_words(text, terms) in `schema` (quoted): a row
+    holding no letter or mark of the table (most rows: one regular expression's test)
+    gets 0007's vector, another the vector of its text and terms folded."""
+    fold = schema + ".subrosa_fold({})"
     return (
         "CREATE OR REPLACE FUNCTION subrosa_words(text, text) RETURNS tsvector"
         " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE"
-        f" WHEN {_TEXT} ~ {_FOLDABLE} OR {_TERMS} ~ {_FOLDABLE} THEN {schema}.subrosa_fold("
-        + _vector(_UNMARKED.format(_TEXT), _UNMARKED.format(_TERMS))
-        + f") ELSE {_vector(_TEXT, _TERMS)} END $$"
+        f" WHEN {_TEXT} ~ {_FOLDABLE} OR {_TERMS} ~ {_FOLDABLE}"
+        f" THEN {_vector(fold.format(_TEXT), fold.format(_TERMS))}"
+        f" ELSE {_vector(_TEXT, _TERMS)} END $$"
     )
 
 
@@ -128,7 +119,7 @@ def fact_words(schema: str) -> str:
         "CREATE OR REPLACE FUNCTION subrosa_fact_words(text, text, text, text)"
         " RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE"
         f" WHEN ($1 || $2 || $3 || $4) ~ {_FOLDABLE}"
-        f" THEN {schema}.subrosa_fold({_fact_vector(_UNMARKED)})"
+        f" THEN {_fact_vector(schema + '.subrosa_fold({})')}"
         f" ELSE {_fact_vector('{}')} END $$"
     )
 
@@ -225,4 +216,4 @@ def downgrade() -> None:
     op.execute(OLD_FACTS)
     op.execute("DROP FUNCTION IF EXISTS subrosa_fact_words(text, text, text, text)")
     op.execute("DROP FUNCTION IF EXISTS subrosa_words(text, text)")
-    op.execute("DROP FUNCTION IF EXISTS subrosa_fold(tsvector)")
+    op.execute("DROP FUNCTION IF EXISTS subrosa_fold(text)")
