@@ -3,8 +3,8 @@
     .venv/bin/python bench/pg_fold.py --pg URL --sqlite PATH [--rows 50000] [--rounds 5]
 
 Since 0021 a server stores each message's words as `subrosa_words(text, terms)`: 0007's
-vector, and, for a row whose text or terms hold a letter or mark the fold changes, the
-vector rebuilt with those letters folded (subrosa.fold). Every ingest computes it once a
+vector, of the text and terms folded (subrosa.fold: `subrosa_fold(text)`) when the row
+holds a letter or mark the fold changes. Every ingest computes it once a
 row. This script copies the newest --rows messages (text and terms) of a SQLite archive
 PATH into a temporary table of the server URL, makes the migration's functions there
 (in a schema of its own, dropped at the end), and computes, in turn for --rounds rounds,

@@ -4,9 +4,10 @@ FTS5's `unicode61 remove_diacritics 2` (subrosa.schema) folds a Latin letter wit
 diacritic to its plain letter in the index and in the query: `cafe` finds café, `é*` is
 `e*`, `über` is `uber`; ß, æ, ł and ø stay as they are. A server's `words` vector
 (to_tsvector 'simple') kept them, so the two engines found other messages for the same
-query (docs/team.md, "Diacritics"). Since migration 0021 the server folds its vectors'
-words with this table (the SQL function `subrosa_fold()`, IMMUTABLE, in the generated
-column), and its queries fold their words with it in Python (`fold()`).
+query (docs/team.md, "Diacritics"). Since migration 0021 the server folds the text and
+terms its words are cut from with this table (the SQL function `subrosa_fold(text)`,
+IMMUTABLE, in the generated column), and its queries fold their words with it in
+Python (`fold()`).
 
 The table is FTS5's own: every code point whose token under `remove_diacritics 2`
 differs from its token under `remove_diacritics 0`, read from FTS5

@@ -25,7 +25,8 @@ existed, built again), the lexicon of 0016 (emptied and filled again with the fo
 words), and the postings of 0018 (emptied, their lexemes were the unfolded ones, and
 sealed again by 0018's own code, with the caller's progress bar). The column's
 statistics are gathered again (search plans with its most common words). The rewrite
-holds the table's lock for its length: minutes at 1 GB, which writers wait out.
+holds the table's lock for its length (332 s for the 1 GB bench archive, 0.56x
+its ingest), which searches and writers wait out.
 
 From now on the expression is a function: a later change of the fold can replace the
 function and rewrite the rows, without dropping the column. The query side folds its
