@@ -426,6 +426,44 @@ def test_a_search_asks_which_words_exist_once(memory_dir: Path, db: Db, run: Run
         assert alone == found
 
 
+@pytest.mark.engines("postgresql")
+def test_a_phrase_of_common_words_is_looked_for_among_the_newest_first(
+    memory_dir: Path, db: Db, run: RunCli
+) -> None:
+    """Whether a phrase of common words is anywhere is asked of the newest messages
+    first, up to EXIST_WALK_MAX of them, not after the words' share: it may be far
+    rarer than its words (`"of the"` at 1 GB: the index's bitmap of every message
+    holding both cost ~140 ms). The answer is the index's."""
+    from subrosa.archive import pgsearch
+    from subrosa.archive.pgstore import open_server
+    from subrosa.query import Filters
+    from subrosa.recall import search
+    from tests.test_postings_store import _sql
+
+    records = [_record("old", "the best of the lot", timestamp="2026-03-01T09:00:00Z")]
+    records += [
+        _record(f"m{i}", f"the {i} items of {i} boxes", timestamp=f"2026-03-01T10:{i:02d}:00Z")
+        for i in range(40)
+    ]
+    _transcript("s-1.jsonl", *records)
+    run("ingest")
+    _sql(db.url, "ANALYZE messages")
+    with open_server(db.url) as conn:
+        asked: list[Any] = []
+        run_statement = conn._run  # type: ignore[attr-defined]
+
+        def kept(sql: str, params: Any) -> Any:
+            if sql.startswith("SELECT array_agg((a.walk > 0"):
+                asked.append(params)
+            return run_statement(sql, params)
+
+        conn._run = kept  # type: ignore[attr-defined]
+        found = search(conn, '"of the"', Filters(), 10)
+    assert [r["uuid"] for r in found if r["kind"] == "message"] == ["old"]
+    walks = [w for params in asked for w in params[1].strip("{}").split(",")]
+    assert walks == [str(pgsearch.EXIST_WALK_MAX)]
+
+
 def test_in_lists_go_to_the_server_as_one_array() -> None:
     """sqlite3's `IN (?,…)` is sent as `= ANY(?)` with the values as one array (one
     statement text for any number of ids), the other parameters kept in place; a list
