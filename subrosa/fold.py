@@ -100,9 +100,24 @@ MARKS = (
 FROM = "".join(FOLDS.values()) + MARKS
 TO = "".join(letter * len(variants) for letter, variants in FOLDS.items())
 _TABLE = str.maketrans(FROM[: len(TO)], TO, MARKS)
+_LETTERS = str.maketrans(FROM[: len(TO)], TO)
 
 
 def fold(word: str) -> str:
     """A word with its diacritics folded as FTS5 folds them (`Élan` and `élan` -> `elan`,
     `über` -> `uber`); characters outside the table are kept as they are."""
     return word.translate(_TABLE) if not word.isascii() else word
+
+
+def fold_text(text: str) -> tuple[str, list[int] | None]:
+    """`text` folded as the index folds it (its letters folded, its marks dropped), and
+    where each of its characters is in `text` (then len(text)), for marking where a
+    message matched a folded word (`cafe` in `Café`); None for the places when they
+    are the same (no mark dropped: most texts)."""
+    if text.isascii():
+        return text, None
+    if not any(mark in text for mark in MARKS):
+        return text.translate(_LETTERS), None
+    kept = [i for i, char in enumerate(text) if char not in MARKS]
+    folded = "".join(text[i] for i in kept).translate(_LETTERS)
+    return folded, [*kept, len(text)]

@@ -10,9 +10,11 @@ of a result's score and snippet. Why the query runs the way it does: docs/search
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from datetime import UTC, datetime
 
 from subrosa.cjk import cjk_runs, has_cjk
+from subrosa.fold import fold, fold_text
 from subrosa.lazyre import compile_lazily
 from subrosa.terms import (
     MAX_IDENTIFIER,
@@ -383,7 +385,7 @@ def snippet_pattern(alts: list[Alt]) -> re.Pattern[str] | None:
         if written is not None:
             parts.append(_shown_pattern(written))
             continue
-        body = r"[\W_]*".join(re.escape(token) for token in alt.tokens)
+        body = r"[\W_]*".join(re.escape(fold(token)) for token in alt.tokens)
         parts.append(r"(?<![^\W_])" + body + (r"\w*" if alt.prefix else r"(?![^\W_])"))
     return re.compile("|".join(parts), re.IGNORECASE) if parts else None
 
@@ -414,9 +416,16 @@ def _shown_pattern(written: tuple[str, ...]) -> str:
 def text_snippet(text: str, pattern: re.Pattern[str] | None, width: int = 110) -> str:
     """About `width` characters of `text` around its first match, matches in bold (the
     text is in hand; FTS5's snippet() would look the terms up in the index again,
-    milliseconds each for a word in most messages, and sees one column only)."""
-    first = pattern.search(text) if pattern is not None else None
-    at = first.start() if first else 0
+    milliseconds each for a word in most messages, and sees one column only). The
+    pattern's words are folded as the index folds them (snippet_pattern()) and are
+    looked for in the text folded alike, so `cafe` marks `Café`."""
+    folded, places = fold_text(text)
+
+    def place(i: int) -> int:  # a place in `folded`, in `text`
+        return i if places is None else places[i]
+
+    first = pattern.search(folded) if pattern is not None else None
+    at = place(first.start()) if first else 0
     start = max(0, at - width // 3)
     if start:
         space = text.find(" ", start, at)
@@ -429,7 +438,14 @@ def text_snippet(text: str, pattern: re.Pattern[str] | None, width: int = 110) -
     if pattern is not None:
         # Matches that touch (CJK words, written without spaces) are one bold run.
         runs = re.compile(f"(?:{pattern.pattern})+", pattern.flags)
-        window = runs.sub(lambda m: f"{MARK[0]}{m.group(0)}{MARK[1]}", window)
+        low = start if places is None else bisect_left(places, start)
+        high = end if places is None else bisect_left(places, end)
+        marked, done = [], 0
+        for run in runs.finditer(folded[low:high]):
+            a, b = place(low + run.start()) - start, place(low + run.end()) - start
+            marked += [window[done:a], MARK[0], window[a:b], MARK[1]]
+            done = b
+        window = "".join(marked) + window[done:]
     return ("…" if start else "") + window + ("…" if end < len(text) else "")
 
 

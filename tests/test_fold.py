@@ -135,3 +135,37 @@ def test_the_servers_fold_is_the_tables(db: Db) -> None:
 
 
 LETTERS_TEXT = " ".join(FROM[i : i + 7] for i in range(0, len(FROM), 7))
+
+
+def test_a_snippet_marks_the_word_in_any_of_its_forms() -> None:
+    """A snippet marks where a message matched as the index matched it: `cafe` in
+    `Café`, `café` in `cafe`, a decomposed `été` whole (its marks inside the mark),
+    and the text around kept as it was written."""
+    from subrosa.query import Alt, snippet_pattern, text_snippet
+
+    cafe = snippet_pattern([Alt(("cafe",), False)])
+    assert text_snippet("Das CAFÉ-Menü, nicht das Café", cafe) == (
+        "Das **CAFÉ**-Menü, nicht das **Café**"
+    )
+    assert text_snippet("a cafe here", snippet_pattern([Alt(("café",), False)])) == (
+        "a **cafe** here"
+    )
+    ete = snippet_pattern([Alt(("été",), False)])
+    decomposed = "l'e\u0301te\u0301 dernier, " + "x" * 150
+    assert text_snippet(decomposed, ete).startswith("l'**e\u0301te\u0301** dernier")
+    far = "y" * 200 + " the cafe\u0301 at last"
+    assert text_snippet(far, cafe) == "…the **cafe\u0301** at last"
+
+
+def test_search_marks_what_folding_found(memory_dir: Path, run: RunCli) -> None:
+    _transcript(
+        "s.jsonl",
+        _record("m1", "Wir sitzen im Café am Markt", timestamp="2026-03-01T10:00:00Z"),
+        _record("m2", "the cafe menu", timestamp="2026-03-01T10:01:00Z"),
+    )
+    run("ingest")
+    found = json.loads(run("search", "--json", "--all-projects", "cafe").stdout)
+    assert {r["uuid"]: r["snippet"] for r in found} == {
+        "m1": "Wir sitzen im **Café** am Markt",
+        "m2": "the **cafe** menu",
+    }

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from functools import partial
 
 from subrosa.errors import InvalidInput, LockTimeout, denied
+from subrosa.fold import fold_text
 from subrosa.fsutil import file_lock, held_here
 from subrosa.memory.marker import LOCK_FILE
 from subrosa.paths import is_dir, join, state_dir
@@ -191,7 +192,9 @@ def search_facts(
     for fact_id, tier, score in scored[:limit]:
         _, slug, fact_type, status, project, title, description, hook, body = rows[fact_id]
         shown = (body, description, hook, title)
-        best = next((f for f in shown if pattern is not None and pattern.search(f)), body)
+        best = next(
+            (f for f in shown if pattern is not None and pattern.search(fold_text(f)[0])), body
+        )
         results.append(
             {
                 "kind": "fact",
