@@ -130,6 +130,19 @@ class Alt(NamedTuple):
         phrase = _quote(" ".join(self.tokens)) + ("*" if self.prefix else "")
         return f"{cjk_column} : {phrase}" if self.cjk else phrase
 
+    def tsquery(self) -> str:
+        """This alternative as a PostgreSQL tsquery: a word, a phrase of words (`<->`),
+        a prefix (`:*`); each token a quoted lexeme (never a syntax error), its
+        diacritics folded as a server's words are (migration 0021, subrosa.fold)."""
+        parts = ["'" + _tsquoted(fold(token)) + "'" for token in self.tokens]
+        if self.prefix:
+            parts[-1] += ":*"
+        return parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
+
+
+def _tsquoted(lexeme: str) -> str:
+    return lexeme.replace("\\", "\\\\").replace("'", "''")
+
 
 class Unit(NamedTuple):
     """What must match for a text to hold one word (or phrase, prefix, CJK run) of the

@@ -149,21 +149,6 @@ WALK_PHRASE = 0.5
 WALK_SPAN = 2
 
 
-def _lexeme(token: str) -> str:
-    """A query word as a tsquery's lexeme: its diacritics folded as the column's words
-    are (migration 0021, subrosa.fold), quoted."""
-    token = fold(token)
-    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def alt_query(alt: Alt) -> str:
-    """One alternative as a tsquery: a word, or a phrase of words (`<->`), a prefix."""
-    parts = [_lexeme(token) for token in alt.tokens]
-    if alt.prefix:
-        parts[-1] += ":*"
-    return parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
-
-
 def unit_query(unit: Unit, alts: tuple[Alt, ...] | None = None) -> str:
     """A unit as a tsquery: any of `alts` (default: its own); CJK runs included (their
     characters are in the vector, from the terms column)."""
@@ -172,7 +157,7 @@ def unit_query(unit: Unit, alts: tuple[Alt, ...] | None = None) -> str:
 
 def unit_query_of(alts: tuple[Alt, ...]) -> str:
     """Any of `alts`, as a tsquery."""
-    queries = [alt_query(alt) for alt in alts]
+    queries = [alt.tsquery() for alt in alts]
     if not queries:
         return ""
     return queries[0] if len(queries) == 1 else "(" + " | ".join(queries) + ")"
@@ -545,7 +530,7 @@ def existing(conn: Any, alts: tuple[Alt, ...]) -> tuple[Alt, ...]:
     that is nowhere. What one search asked already (existing_ahead()) is not asked
     again."""
     known: dict[str, bool] = conn.answers.setdefault("exists", {})
-    queries = [alt_query(alt) for alt in alts]
+    queries = [alt.tsquery() for alt in alts]
     asked = {query: alt for query, alt in zip(queries, alts, strict=True) if query not in known}
     if asked:
         walks = "{" + ",".join(str(_walk(conn, alt)) for alt in asked.values()) + "}"

@@ -13,8 +13,7 @@ projects, and recall.py ranks them exactly either way.
 
 from __future__ import annotations
 
-from subrosa.fold import fold
-from subrosa.query import Alt, Unit, unit_written
+from subrosa.query import Unit, unit_written
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -29,21 +28,9 @@ VECTOR = "subrosa_fact_words(x.title, x.description, x.hook, x.body)"
 RANK_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
 
 
-def _lexeme(token: str) -> str:
-    token = fold(token)  # as the index's words are
-    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _alt(alt: Alt) -> str:
-    parts = [_lexeme(token) for token in alt.tokens]
-    if alt.prefix:
-        parts[-1] += ":*"
-    return parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
-
-
 def unit_query(unit: Unit) -> str:
     """A unit with its cuts, as a tsquery (CJK runs are tested on the text instead)."""
-    queries = [_alt(alt) for alt in unit.alts + unit.splits if not alt.cjk]
+    queries = [alt.tsquery() for alt in unit.alts + unit.splits if not alt.cjk]
     return "" if not queries else "(" + " | ".join(queries) + ")"
 
 
