@@ -19,6 +19,7 @@ from itertools import compress, repeat
 from operator import ge
 
 from subrosa.archive.conversation import session_label
+from subrosa.fold import fold
 from subrosa.lazyre import compile_lazily
 from subrosa.query import (
     MAX_UNITS,
@@ -349,7 +350,7 @@ def _expr(conn: sqlite3.Connection, unit: Unit, alts: tuple[Alt, ...]) -> str:
         return unit.expr(CJK_COLUMNS, alts)
     return any_of(
         [
-            (_one_letter(conn, letter) if (letter := _letter(conn, alt)) else None)
+            (_one_letter(conn, letter) if (letter := _letter(alt)) else None)
             or alt.expr(CJK_COLUMNS)
             for alt in alts
         ]
@@ -364,8 +365,6 @@ _SECONDS = "0123456789abcdefghijklmnopqrstuvwxyz"
 # as before: its expression would be too long to be worth it.
 WIDE_SECONDS = 32
 _VOCABULARY = "temp.subrosa_vocabulary"
-# A character as the index's tokenizer folds it (_letter()).
-_FOLD, _FOLDED = "temp.subrosa_fold", "temp.subrosa_folded"
 
 
 def _is_one_letter(alt: Alt) -> bool:
@@ -374,36 +373,16 @@ def _is_one_letter(alt: Alt) -> bool:
     return alt.prefix and not alt.cjk and len(alt.tokens) == 1 and len(alt.tokens[0]) == 1
 
 
-def _letter(conn: sqlite3.Connection, alt: Alt) -> str | None:
+def _letter(alt: Alt) -> str | None:
     """The letter or digit of _SECONDS a one-character prefix is in the index (None:
     none, FTS5 merges it as before): itself, or a character past ASCII as the index's
-    tokenizer folds it (é, É and ä to e, e and a; ł and ø stay as they are), read from a
-    TEMP FTS5 table made with the index's own tokenizer. Without it `ä*` was merged
-    as `a*` is, over the whole index (~410 ms at 1 GB, against ~20 ms asked as its
-    two-letter prefixes)."""
+    tokenizer folds it (é, É and ä to e, e and a; ł and ø stay as they are:
+    subrosa.fold, FTS5's own table). Without it `ä*` was merged as `a*` is, over the
+    whole index (~410 ms at 1 GB, against ~20 ms asked as its two-letter prefixes)."""
     if not _is_one_letter(alt):
         return None
-    char = alt.tokens[0]
-    if char in _SECONDS:
-        return char
-    try:
-        row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()
-        tokenize = re.search(r"tokenize\s*=\s*('[^']*')", row[0] if row else "")
-        if tokenize is None:
-            return None
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {_FOLD} USING fts5(x, tokenize={tokenize[1]})"
-        )
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {_FOLDED} USING fts5vocab(temp, subrosa_fold, row)"
-        )
-        conn.execute(f"DELETE FROM {_FOLD}")
-        conn.execute(f"INSERT INTO {_FOLD}(x) VALUES (?)", [char])
-        terms = conn.execute(f"SELECT term FROM {_FOLDED}").fetchall()
-    except sqlite3.Error:
-        return None
-    folded = terms[0][0] if len(terms) == 1 else ""
-    return folded if len(folded) == 1 and folded in _SECONDS else None
+    letter = fold(alt.tokens[0].lower())
+    return letter if letter in _SECONDS else None
 
 
 def _one_letter(conn: sqlite3.Connection, letter: str) -> str | None:
