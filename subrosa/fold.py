@@ -19,6 +19,8 @@ the table does not move with SQLite's version.
 
 from __future__ import annotations
 
+from functools import cache
+
 FOLDS = {
     "a": (
         "\xc0\xc1\xc2\xc3\xc4\xc5\xe0\xe1\xe2\xe3\xe4\xe5\u0100\u0101\u0102\u0103\u0104"
@@ -99,14 +101,20 @@ MARKS = (
 # FROM's characters past TO's length (the marks) are dropped.
 FROM = "".join(FOLDS.values()) + MARKS
 TO = "".join(letter * len(variants) for letter, variants in FOLDS.items())
-_TABLE = str.maketrans(FROM[: len(TO)], TO, MARKS)
-_LETTERS = str.maketrans(FROM[: len(TO)], TO)
+
+
+@cache
+def _tables() -> tuple[dict[int, int | None], dict[int, int]]:
+    """str.translate()'s tables: letters folded and marks dropped; letters alone. Made
+    when a text past ASCII first asks (~0.2 ms: `subrosa search` imports this module,
+    and most of what it folds is ASCII)."""
+    return str.maketrans(FROM[: len(TO)], TO, MARKS), str.maketrans(FROM[: len(TO)], TO)
 
 
 def fold(word: str) -> str:
     """A word with its diacritics folded as FTS5 folds them (`Élan` and `élan` -> `elan`,
     `über` -> `uber`); characters outside the table are kept as they are."""
-    return word.translate(_TABLE) if not word.isascii() else word
+    return word.translate(_tables()[0]) if not word.isascii() else word
 
 
 def fold_text(text: str) -> tuple[str, list[int] | None]:
@@ -117,7 +125,7 @@ def fold_text(text: str) -> tuple[str, list[int] | None]:
     if text.isascii():
         return text, None
     if not any(mark in text for mark in MARKS):
-        return text.translate(_LETTERS), None
+        return text.translate(_tables()[1]), None
     kept = [i for i, char in enumerate(text) if char not in MARKS]
-    folded = "".join(text[i] for i in kept).translate(_LETTERS)
+    folded = "".join(text[i] for i in kept).translate(_tables()[1])
     return folded, [*kept, len(text)]
