@@ -70,6 +70,18 @@ def _ingest_all(run: RunCli, db: str) -> dict[str, Any]:
     return json.loads(run("--db", db, "ingest", "--json").stdout)  # type: ignore[no-any-return]
 
 
+def _twin(run: RunCli, server: str, tmp_path: Path, messages: int, generate: bool = True) -> str:
+    """The transcripts written so far ingested (the facts generated first) into the
+    server's database and into a SQLite twin under tmp_path, `messages` new in each:
+    the twin's path."""
+    sqlite = str(tmp_path / "twin.db")
+    for url in (server, sqlite):
+        if generate:
+            run("--db", url, "generate")
+        assert _ingest_all(run, url)["new_messages"] == messages
+    return sqlite
+
+
 def _answer(run: RunCli, db: str, *args: str) -> Any:
     """What a command prints as JSON, less the row numbers (each engine numbers its own)."""
     found = json.loads(run("--db", db, *args, "--json").stdout)
@@ -93,10 +105,7 @@ def test_both_engines_answer_alike(memory_dir: Path, db: Db, tmp_path: Path, run
     _transcript("s.jsonl", *records)
     write_leaf(memory_dir, "cache_rule.md", "Clear the cache before a deploy.", body="A fact.")
     write_leaf(memory_dir, "keeping.md", "A fact worth keeping about 页面.")
-    sqlite = str(tmp_path / "twin.db")
-    for url in (db.url, sqlite):
-        run("--db", url, "generate")
-        assert _ingest_all(run, url)["new_messages"] == len(MESSAGES)
+    sqlite = _twin(run, db.url, tmp_path, len(MESSAGES))
     for query in QUERIES:
         args = ["search", *query, "--all-projects"]
         on_server, on_file = _answer(run, db.url, *args), _answer(run, sqlite, *args)
@@ -150,9 +159,7 @@ def test_a_phrase_past_its_window_ranks_alike_on_both_engines(
         )
     )
     _transcript("s.jsonl", *records)
-    sqlite = str(tmp_path / "twin.db")
-    for url in (db.url, sqlite):
-        assert _ingest_all(run, url)["new_messages"] == len(records)
+    sqlite = _twin(run, db.url, tmp_path, len(records), generate=False)
     queries = (
         ['"cache invalidation"'],
         ['"cache invalidation"', "auth"],
@@ -289,10 +296,7 @@ def test_accented_words_find_alike_on_both_engines(
     )
     write_leaf(memory_dir, "dessert.md", "Crème brûlée is the café's dessert.", body="Très bon.")
     write_leaf(memory_dir, "plain.md", "Creme brulee typed plainly.")
-    sqlite = str(tmp_path / "twin.db")
-    for url in (db.url, sqlite):
-        run("--db", url, "generate")
-        assert _ingest_all(run, url)["new_messages"] == len(ACCENTED)
+    sqlite = _twin(run, db.url, tmp_path, len(ACCENTED))
     for query in ACCENTED_QUERIES:
         args = ["search", *query, "--all-projects"]
         assert _answer(run, db.url, *args) == _answer(run, sqlite, *args), query
