@@ -292,3 +292,75 @@ def test_a_one_letter_prefix_finds_what_the_merge_finds(
     monkeypatch.setattr(archive_search, "WIDE_SECONDS", 2)  # tł, tø, tʃ: too many
     assert [_search(run, *query) for query in queries] == merged
     assert any('"t"*' in sql for sql in asked)
+
+
+LONG_PREFIX = [
+    "deploy",
+    "Deployed the app",
+    "deploying tonight",
+    "redeploy later",
+    "deployłódź and deployé",  # past ASCII after the prefix (ł kept, é folded to e)
+    "deployManager restarted",  # an identifier: its parts in the terms column too
+    "deploy_check passed",
+    "dep and depl only",  # shorter than the prefix
+    "a quiet wombat",
+    "2026-03-01 and 20260301 and 2026x",  # digits
+]
+
+
+@pytest.mark.parametrize("windows", [(4000, 1000), (1000, 3), (2, 1)])
+def test_a_long_prefix_finds_what_the_merge_finds(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, windows: tuple[int, int]
+) -> None:
+    """`deploy*` in a large archive is asked as the OR of the words the index holds that
+    start with it, read from FTS5's vocabulary of instances (_long_prefix()): it finds
+    exactly what FTS5's merge of every such word finds, in the same order, whether the
+    prefix is selective, listed or walked, in every scope; past LONG_WORDS words, or in
+    an archive of LONG_FROM messages or fewer, it is merged as before."""
+
+    from subrosa.archive import search as archive_search
+
+    directory = Path(project_transcript_dir())
+    directory.mkdir(parents=True)
+    copies = [(text, word) for word in ("apple", "banana", "cherry") for text in LONG_PREFIX]
+    lines = [  # no two alike: copies would be one result
+        _record(
+            f"m-{n}",
+            f"{text} {word}",
+            role="assistant" if n % 2 else "user",
+            session=f"s-{n % 3}",
+            timestamp=f"2026-03-0{1 + n % 3}T10:{n:02d}:00Z",
+        )
+        for n, (text, word) in enumerate(copies)
+    ]
+    (directory / "s.jsonl").write_text("\n".join(lines) + "\n")
+    run("ingest")
+    selective, rerank = windows
+    monkeypatch.setattr(archive_search, "SELECTIVE", selective)
+    monkeypatch.setattr(archive_search, "RERANK", rerank)
+    monkeypatch.setattr(archive_search, "LONG_FROM", 0)  # this archive is "large"
+    asked: list[str] = []
+    _traced(monkeypatch, asked.append)
+    queries = [["deploy*"], ["Deploy*", "--limit", "40"], ["deploy*", "apple"], ["depl*"]]
+    queries += [["deploy*", "--role", "assistant"], ["deploy*", "--sessions"]]
+    queries += [["deploy*", "--since", "2026-03-02"], ["deploy*", "wombat"]]
+    queries += [["deploym*"], ["2026*"], ["deployz*"], ["deploy*", "deploying"]]
+    expanded = [_search(run, *query) for query in queries]
+    assert any('"deploy" OR "deploye" OR "deployed"' in sql for sql in asked)  # é folded
+    assert any('"deploymanager" OR "deployłodz")' in sql for sql in asked)  # ł kept
+    assert any('"2026" OR "20260301" OR "2026x"' in sql for sql in asked)
+    with monkeypatch.context() as patch:
+        patch.setattr(archive_search, "_is_long", lambda alt: False)
+        merged = [_search(run, *query) for query in queries]
+    assert expanded == merged
+    found = {_uuid_of(r) for r in expanded[1]}
+    # (redeploy, an assistant's message right after a prompt saying deploying, as
+    # the prompt's reply: docs/search.md, "The reply to a match")
+    assert found == {f"m-{n}" for n in range(30) if n % 10 < 7}  # not dep, depl, ...
+    assert not expanded[10]  # deployz*: nowhere
+    for large, words in ((0, 2), (10**9, archive_search.LONG_WORDS)):  # merged as before
+        asked.clear()
+        monkeypatch.setattr(archive_search, "LONG_FROM", large)
+        monkeypatch.setattr(archive_search, "LONG_WORDS", words)
+        assert [_search(run, *query) for query in queries] == merged
+        assert any('"deploy"*' in sql and "bm25(" not in sql for sql in asked)
