@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from subrosa.memory.indexfile import parse_index
 from tests.conftest import CORPUS, FIXTURES, Db, RunCli, write_leaf
@@ -418,6 +419,29 @@ def test_fix_frontmatter_keeps_the_body_byte_for_byte(memory_dir: Path, run: Run
         assert head.startswith("---") and "\n" not in head.replace(newline, "")
         assert rest.lstrip("\r\n") == body.lstrip("\r\n"), name
         run("fact", "upsert", name)
+
+
+def test_fix_frontmatter_writes_the_description_and_type_the_user_wrote(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # The canonical frontmatter holds the user's words, not the index's escaped view of
+    # them (`<rev>` is no `‹rev›` in a leaf, `[x](y.md)` gets no backslash), and a type
+    # the user gave under a tab-indented `metadata:` is theirs, not the filename's guess.
+    (memory_dir / "feedback_tabby.md").write_text(
+        "---\nname: tabby\ndescription: use git show <rev>:<path>, see [x](y.md)\n"
+        "metadata:\n\ttype: user\n---\nBody.\n"
+    )
+    (memory_dir / "project_plain.md").write_text("Run `make <target>` from [the root](r.md).\n")
+    result = json.loads(run("adopt", "--fix-frontmatter", "--json").stdout)
+    assert sorted(result["fixed_frontmatter"]) == ["feedback_tabby.md", "project_plain.md"]
+    for name, description, kind in (
+        ("feedback_tabby", "use git show <rev>:<path>, see [x](y.md)", "user"),
+        ("project_plain", "Run `make <target>` from [the root](r.md).", "project"),
+    ):
+        run("fact", "upsert", name)  # the strict reader takes the rewritten leaf
+        meta = yaml.safe_load((memory_dir / f"{name}.md").read_text().split("---")[1])
+        assert meta["description"] == description
+        assert meta["metadata"]["type"] == kind
 
 
 def test_frontmatter_yaml_cannot_read_in_a_crlf_file_keeps_its_description(

@@ -725,7 +725,9 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
         name=str(meta.get("name") or slug.replace("_", "-")),
         title=sanitize_field(title) or humanize(slug),
         type=fact_type,
-        description=sanitize_field(description),
+        # The user's words on one line, not sanitized: `--fix-frontmatter` writes this
+        # into the leaf, and the store sanitizes what it shows (values.leaf_values).
+        description=" ".join(description.split()),
         body=body,
         content_hash=content_hash(raw),
         mtime=_mtime(st),
@@ -753,7 +755,9 @@ def _salvaged(fm: str) -> dict[str, str]:
     found: dict[str, str] = {}
     under = None  # the top-level key with no text above an indented line
     for line in fm.replace("\r\n", "\n").split("\n"):
-        nested = _PLAIN_LINE.fullmatch(line.lstrip(" ")) if line.startswith(" ") else None
+        # Indented by spaces or by tabs (which YAML refuses, often why it cannot read it).
+        indented = line.startswith((" ", "\t"))
+        nested = _PLAIN_LINE.fullmatch(line.lstrip(" \t")) if indented else None
         if nested and under == "metadata" and nested.group(1) == "type" and nested.group(2):
             found.setdefault("type", nested.group(2).strip())  # the canonical metadata.type
             continue
