@@ -161,6 +161,22 @@ def test_a_note_in_a_subfolder_survives_a_generate_on_a_new_database(
     assert "notes/design" in (memory_dir / ".subrosa" / "facts.jsonl").read_text()
 
 
+def test_forget_delete_leaf_deletes_a_note_in_a_subfolder_as_it_says(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # It said "deleted notes/design.md" (`leaf_deleted: true`) and left the note there.
+    (memory_dir / "notes").mkdir()
+    note = memory_dir / "notes" / "design.md"
+    note.write_text("# Design\n\nThe design.\n")
+    (memory_dir / "MEMORY.md").write_text("- [Design](notes/design.md) — how it is built\n")
+    run("adopt", str(memory_dir))
+    forgotten = json.loads(
+        run("fact", "forget", "notes/design", "--delete-leaf", "--yes", "--json").stdout
+    )
+    assert forgotten["leaf_deleted"] is True and not note.exists()
+    assert "notes/design" not in _facts(run, memory_dir)
+
+
 def test_a_note_outside_or_hidden_is_not_read(
     memory_dir: Path, tmp_path: Path, run: RunCli
 ) -> None:
