@@ -251,6 +251,37 @@ def test_fix_frontmatter_sweeps_what_a_killed_adopt_left_in_its_backups(
     assert (keep / "broken_front.md").is_file()
 
 
+def _by_slug(run: RunCli) -> dict[str, dict[str, Any]]:
+    listed = json.loads(run("fact", "list", "--all", "--json").stdout)
+    return {f["slug"]: f for f in listed}
+
+
+def test_a_leaf_unreadable_for_a_while_keeps_its_hook_pin_and_status(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path
+) -> None:
+    # A leaf saved once in Latin-1 (or grown past 1 MiB) cannot be registered; a rebuild,
+    # or a generate on a new database (a clone), rewrote the sidecar without its line, so
+    # what only subrosa knew of it (hook, pin, archived) was gone once the leaf was mended.
+    for name in ("kept", "other"):
+        write_leaf(memory_dir, f"{name}.md", f"The {name} fact.")
+    run("generate")
+    run("fact", "upsert", "kept", "--hook", "the hook I wrote", "--pin")
+    run("fact", "archive", "other", "--reason", "done with it")
+    before = _by_slug(run)
+    good = {name: (memory_dir / f"{name}.md").read_bytes() for name in ("kept", "other")}
+    for name in good:
+        (memory_dir / f"{name}.md").write_bytes(good[name] + b"caf\xe9\n")
+    run("rebuild", "--yes")
+    run("--db", str(tmp_path / "clone.sqlite"), "generate")
+    for name in good:
+        (memory_dir / f"{name}.md").write_bytes(good[name])
+    run("rebuild", "--yes")
+    after = _by_slug(run)
+    for slug in good:
+        for key in ("hook", "pinned", "status", "archive_reason", "archived_at", "position"):
+            assert after[slug][key] == before[slug][key], (slug, key)
+
+
 def test_rebuild_recovers_everything_but_hits(memory_dir: Path, db: Db, run: RunCli) -> None:
     for name, kind in (
         ("alpha", "user"),
