@@ -638,7 +638,12 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     known = {"name", "description", "metadata", "type", "title"}
     extra = {k: v for k, v in meta.items() if k not in known}
     title_value = meta.get("title")
-    if title_value is not None and not isinstance(title_value, list | dict):
+    if isinstance(title_value, list | dict):  # `[a, b]` as written, never Python's repr
+        fm = _between_boundaries(text)
+        title_value = _salvaged(fm).get("title") if fm is not None else None
+        if title_value is None:
+            warnings.append("has a title that is not a line of text; it is not used")
+    elif title_value is not None:
         title_value = _text_of(title_value, text, "title")
     heading = _first_heading(content)
     title = str(title_value) if title_value else heading or humanize(slug)
