@@ -239,3 +239,44 @@ def test_hostile_queries_through_the_fast_path(
         assert len(err.strip().splitlines()) <= 1, (query, err)
         if proc.returncode == 0:
             assert isinstance(json.loads(proc.stdout), list)
+
+
+def test_a_local_command_filed_as_a_system_record_is_kept(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # Claude Code 2.1.x files some commands the person types (/memory, /mcp, /fork,
+    # /model …) and their output as `system` records of subtype local_command, where
+    # others (/context, a skill's command) are `user` records. The command is theirs
+    # either way (kept as said), its output a tool's (as docs/commands.md says).
+    folder = tmp_path / "commands"
+    folder.mkdir()
+    typed = (
+        "<command-name>/fork</command-name>\n            <command-message>fork"
+        "</command-message>\n            <command-args>try the WALRUS idea</command-args>"
+    )
+    printed = "<local-command-stdout>Forked conversation. NARWHAL</local-command-stdout>"
+
+    def system(uuid: str, content: str) -> dict[str, Any]:
+        return {
+            "type": "system",
+            "subtype": "local_command",
+            "level": "info",
+            "uuid": uuid,
+            "sessionId": "hostile",
+            "timestamp": "2026-03-01T10:00:01Z",
+            "content": content,
+            "isMeta": False,
+        }
+
+    lines = [_record("u-1", "first prompt"), system("s-1", typed), system("s-2", printed)]
+    path = folder / "commands.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert _ingest(run, str(path))["new_messages"] == 3
+    shown = json.loads(run("transcript", "show", "hostile", "--json").stdout)["messages"]
+    assert [(m["kind"], m["text"]) for m in shown] == [
+        ("user", "first prompt"),
+        ("user", typed),
+        ("tool result", f"[tool result] {printed}"),
+    ]
+    assert [r["uuid"] for r in json.loads(run("search", "--json", "walrus").stdout)] == ["s-1"]
+    assert _ingest(run, str(path))["new_messages"] == 0
