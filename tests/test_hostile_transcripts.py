@@ -280,3 +280,19 @@ def test_a_local_command_filed_as_a_system_record_is_kept(
     ]
     assert [r["uuid"] for r in json.loads(run("search", "--json", "walrus").stdout)] == ["s-1"]
     assert _ingest(run, str(path))["new_messages"] == 0
+
+
+def test_a_transcript_that_starts_with_a_bom_keeps_its_first_line(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # A transcript saved by an editor that writes a UTF-8 byte order mark (Windows'
+    # Notepad, PowerShell's Set-Content) keeps its first message.
+    folder = tmp_path / "bom"
+    folder.mkdir()
+    lines = [_record("u-1", "the first PELICAN line"), _record("u-2", "the second line")]
+    path = folder / "bom.jsonl"
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    report = _ingest(run, str(path))
+    assert (report["new_messages"], report["skipped"]) == (2, {})
+    assert [r["uuid"] for r in json.loads(run("search", "--json", "pelican").stdout)] == ["u-1"]

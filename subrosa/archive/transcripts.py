@@ -806,6 +806,9 @@ def _parse_line(
         parse_record(generic, default_session, tool_result_chars, parsed, clean, own)
         return
     except msgspec.DecodeError:
+        if line.startswith(_BOM):  # an editor's byte order mark before the first line
+            _parse_line(line[len(_BOM) :], default_session, tool_result_chars, parsed, clean, own)
+            return
         if _is_utf8(line):
             parsed.skipped["not json"] += 1
             return
@@ -840,6 +843,9 @@ def _parse_line(
         )
     else:
         parse_record(_as_dict(struct), default_session, tool_result_chars, parsed, clean, own)
+
+
+_BOM = b"\xef\xbb\xbf"
 
 
 def _is_utf8(line: bytes) -> bool:
