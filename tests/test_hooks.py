@@ -668,3 +668,21 @@ def test_session_start_keeps_a_spelling_joiner_and_no_hidden_run(
     assert "- [A](a.md) — می\u200cخواهم 👨\u200d👩\u200d👧" in context
     assert "- [B](b.md) — an innocent hook, pass علیرضا" in context
     assert not re.search("[\u200c\u200d]{2}", context)
+
+
+def test_checkpoint_clear_dismisses_an_unreadable_queue_entry(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # SessionEnd writes its queue entry without an fsync: a power cut can leave it empty.
+    # SessionStart counts it (by file name); checkpoint-clear, which it names as what
+    # dismisses the queue, must then remove it too, or the nudge never goes.
+    path = transcript(tmp_path, "s1")
+    hook("session-end", event("s1", path, tmp_path, reason="other"))
+    queue = memory_dir / ".extract" / "queue"
+    (queue / "s2.json").write_bytes(b"")
+    (queue / "s3.json").write_bytes(b"\xff{not json")
+    nudge = hook("session-start", event("s4", path, tmp_path, source="startup")).stdout
+    assert "3 earlier sessions" in nudge and "checkpoint-clear` alone dismisses" in nudge
+    assert "cleared 3 queued sessions" in run("checkpoint-clear").stdout
+    assert list(queue.iterdir()) == []
+    assert hook("session-start", event("s5", path, tmp_path, source="startup")).stdout == ""
