@@ -296,3 +296,31 @@ def test_a_transcript_that_starts_with_a_bom_keeps_its_first_line(
     report = _ingest(run, str(path))
     assert (report["new_messages"], report["skipped"]) == (2, {})
     assert [r["uuid"] for r in json.loads(run("search", "--json", "pelican").stdout)] == ["u-1"]
+
+
+def test_a_transcript_rewritten_in_place_past_its_first_4_kb_is_read_again(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # Copied over in place (`cp`, `rsync --inplace` keep the inode) with its first
+    # bytes unchanged and a line after them rewritten: the offset the last ingest ended
+    # at is now inside a line. Reading on from there lost that line and the next.
+    folder = tmp_path / "rewritten"
+    folder.mkdir()
+    path = folder / "rewritten.jsonl"
+
+    def write(*records: dict[str, Any]) -> None:
+        with path.open("r+b" if path.exists() else "wb") as handle:  # same inode
+            handle.truncate(0)
+            handle.write("".join(json.dumps(r) + "\n" for r in records).encode())
+
+    head = _record("u-0", "padding " + "p" * 5000)
+    write(head, _record("u-1", "short one"), _record("u-2", "short two"))
+    inode = path.stat().st_ino
+    assert _ingest(run, str(path))["new_messages"] == 3
+    longer = "a much longer line that moves every offset after it CHEETAH"
+    write(head, _record("u-1b", longer), _record("u-2b", "JAGUAR"), _record("u-3b", "LEOPARD"))
+    assert path.stat().st_ino == inode
+    report = _ingest(run, str(path))
+    assert (report["new_messages"], report["files_restarted"], report["skipped"]) == (3, 1, {})
+    for word in ("cheetah", "jaguar", "leopard"):
+        assert len(json.loads(run("search", "--json", word).stdout)) == 1
