@@ -494,6 +494,26 @@ def test_a_resumed_session_gets_the_index_once(memory_dir: Path, tmp_path: Path)
     assert "Fact number 0" in context_of(hook("session-start", missing))
 
 
+def test_a_resumed_session_whose_transcript_is_a_fifo_does_not_hang(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    # SessionStart on resume reads the transcript to see whether the index is there
+    # already: a FIFO at that path (nothing writes to it) must not block the hook until
+    # Claude Code's timeout. It cannot tell, so it gives the index.
+    (memory_dir / "MEMORY.md").write_text(_index(3))
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    result = subprocess.run(
+        [sys.executable, "-m", "subrosa", "hook", "session-start"],
+        input=json.dumps(event("s1", fifo, tmp_path, source="resume")),
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Fact number 0" in context_of(result)
+
+
 def test_a_resumed_session_is_not_an_earlier_session_to_catch_up_on(
     memory_dir: Path, tmp_path: Path
 ) -> None:
