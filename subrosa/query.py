@@ -51,6 +51,8 @@ _BETWEEN_EMOJI = "[\u200d\ufe0e\ufe0f\U0001f3fb-\U0001f3ff]*"
 _AFTER_EMOJI = "[\ufe0e\ufe0f\U0001f3fb-\U0001f3ff]*"
 _TERM = compile_lazily(r'"([^"]*)"(\*?)|([^\s"]+)')
 _CONTROL = compile_lazily(r"[\x00-\x1f\x7f]")
+# PostgreSQL's `sfloat` token at the start of a longer word (_server_words()).
+_SFLOAT = compile_lazily(r"([0-9]+[eE][0-9]+)(.+)", re.DOTALL)
 _WORD = WORD  # words as unicode61 cuts them (subrosa.terms)
 
 
@@ -134,10 +136,23 @@ class Alt(NamedTuple):
         """This alternative as a PostgreSQL tsquery: a word, a phrase of words (`<->`),
         a prefix (`:*`); each token a quoted lexeme (never a syntax error), its
         diacritics folded as a server's words are (migration 0021, subrosa.fold)."""
-        parts = ["'" + _tsquoted(fold(token)) + "'" for token in self.tokens]
+        parts = [
+            "'" + _tsquoted(part) + "'"
+            for token in self.tokens
+            for part in _server_words(fold(token))
+        ]
         if self.prefix:
             parts[-1] += ":*"
         return parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
+
+
+def _server_words(token: str) -> tuple[str, ...]:
+    """A token as a server's vector holds it: PostgreSQL's parser reads a word that
+    starts with digits, `e` and digits as a number in scientific notation and the rest
+    as a word of its own (`93e64f7bc6`, a git hash: `93e64` and `f7bc6`; `4e0e`: `4e0`
+    and `e`), where FTS5 keeps one token."""
+    number = _SFLOAT.match(token)
+    return (number.group(1), number.group(2)) if number else (token,)
 
 
 def _tsquoted(lexeme: str) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from subrosa.memory.indexfile import parse_index
 from tests.conftest import CORPUS, FIXTURES, Db, RunCli, write_leaf
@@ -250,6 +251,37 @@ def test_fix_frontmatter_sweeps_what_a_killed_adopt_left_in_its_backups(
     assert (keep / "broken_front.md").is_file()
 
 
+def _by_slug(run: RunCli) -> dict[str, dict[str, Any]]:
+    listed = json.loads(run("fact", "list", "--all", "--json").stdout)
+    return {f["slug"]: f for f in listed}
+
+
+def test_a_leaf_unreadable_for_a_while_keeps_its_hook_pin_and_status(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path
+) -> None:
+    # A leaf saved once in Latin-1 (or grown past 1 MiB) cannot be registered; a rebuild,
+    # or a generate on a new database (a clone), rewrote the sidecar without its line, so
+    # what only subrosa knew of it (hook, pin, archived) was gone once the leaf was mended.
+    for name in ("kept", "other"):
+        write_leaf(memory_dir, f"{name}.md", f"The {name} fact.")
+    run("generate")
+    run("fact", "upsert", "kept", "--hook", "the hook I wrote", "--pin")
+    run("fact", "archive", "other", "--reason", "done with it")
+    before = _by_slug(run)
+    good = {name: (memory_dir / f"{name}.md").read_bytes() for name in ("kept", "other")}
+    for name in good:
+        (memory_dir / f"{name}.md").write_bytes(good[name] + b"caf\xe9\n")
+    run("rebuild", "--yes")
+    run("--db", str(tmp_path / "clone.sqlite"), "generate")
+    for name in good:
+        (memory_dir / f"{name}.md").write_bytes(good[name])
+    run("rebuild", "--yes")
+    after = _by_slug(run)
+    for slug in good:
+        for key in ("hook", "pinned", "status", "archive_reason", "archived_at", "position"):
+            assert after[slug][key] == before[slug][key], (slug, key)
+
+
 def test_rebuild_recovers_everything_but_hits(memory_dir: Path, db: Db, run: RunCli) -> None:
     for name, kind in (
         ("alpha", "user"),
@@ -418,6 +450,29 @@ def test_fix_frontmatter_keeps_the_body_byte_for_byte(memory_dir: Path, run: Run
         assert head.startswith("---") and "\n" not in head.replace(newline, "")
         assert rest.lstrip("\r\n") == body.lstrip("\r\n"), name
         run("fact", "upsert", name)
+
+
+def test_fix_frontmatter_writes_the_description_and_type_the_user_wrote(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # The canonical frontmatter holds the user's words, not the index's escaped view of
+    # them (`<rev>` is no `‹rev›` in a leaf, `[x](y.md)` gets no backslash), and a type
+    # the user gave under a tab-indented `metadata:` is theirs, not the filename's guess.
+    (memory_dir / "feedback_tabby.md").write_text(
+        "---\nname: tabby\ndescription: use git show <rev>:<path>, see [x](y.md)\n"
+        "metadata:\n\ttype: user\n---\nBody.\n"
+    )
+    (memory_dir / "project_plain.md").write_text("Run `make <target>` from [the root](r.md).\n")
+    result = json.loads(run("adopt", "--fix-frontmatter", "--json").stdout)
+    assert sorted(result["fixed_frontmatter"]) == ["feedback_tabby.md", "project_plain.md"]
+    for name, description, kind in (
+        ("feedback_tabby", "use git show <rev>:<path>, see [x](y.md)", "user"),
+        ("project_plain", "Run `make <target>` from [the root](r.md).", "project"),
+    ):
+        run("fact", "upsert", name)  # the strict reader takes the rewritten leaf
+        meta = yaml.safe_load((memory_dir / f"{name}.md").read_text().split("---")[1])
+        assert meta["description"] == description
+        assert meta["metadata"]["type"] == kind
 
 
 def test_frontmatter_yaml_cannot_read_in_a_crlf_file_keeps_its_description(

@@ -306,6 +306,47 @@ def test_accented_words_find_alike_on_both_engines(
     assert len(facts) == 2
 
 
+NUMBERED = [
+    ("h1", "reverted 93e64f7bc67a1b75928f300ebc218d512fa4ec7e on main"),
+    ("h2", "the short hash is 93e64f7 in the log"),
+    ("h3", "tile 4e0e, then 0e0b and 12e34e56"),
+    ("h4", "1e5 is a number in scientific notation"),
+]
+NUMBERED_QUERIES = [
+    ["93e64f7bc67a1b75928f300ebc218d512fa4ec7e"],
+    ["93e64f7"],
+    ["93e64f*"],
+    ["4e0e"],
+    ["0e0b"],
+    ["12e34e56"],
+    ["1e5"],
+    ['"tile 4e0e"'],
+    ["4e0e*"],
+]
+
+
+@pytest.mark.engines("postgresql")
+def test_hex_words_with_a_digit_e_digit_find_alike_on_both_engines(
+    memory_dir: Path, db: Db, tmp_path: Path, run: RunCli
+) -> None:
+    """A word that starts like a number in scientific notation (`93e64f7bc6…`, a git
+    hash; `4e0e`) is found on both engines: PostgreSQL's parser stores it as two words
+    (`93e64`, `f7bc6…`) where FTS5 stores one. Found on the real transcripts: a commit
+    hash found nothing on a server."""
+    _transcript(
+        "s.jsonl",
+        *(
+            _record(uuid, text, timestamp=f"2026-03-01T10:0{n}:00Z")
+            for n, (uuid, text) in enumerate(NUMBERED)
+        ),
+    )
+    sqlite = _twin(run, db.url, tmp_path, len(NUMBERED), generate=False)
+    for query in NUMBERED_QUERIES:
+        args = ["search", *query, "--all-projects"]
+        on_server, on_file = _answer(run, db.url, *args), _answer(run, sqlite, *args)
+        assert on_file and on_server == on_file, query
+
+
 @pytest.mark.engines
 def test_reingest_stores_nothing_twice(memory_dir: Path, db: Db, run: RunCli) -> None:
     path = _transcript("s-1.jsonl", *(_record(f"m{i}", f"message {i}") for i in range(20)))

@@ -141,6 +141,42 @@ def test_a_link_to_a_note_in_a_subfolder_is_its_fact(memory_dir: Path, run: RunC
     assert json.loads(run("generate", "--json").stdout)["missing"] == ["notes/design"]
 
 
+def test_a_note_in_a_subfolder_survives_a_generate_on_a_new_database(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # A clone on a new machine (or a lost database) runs generate, not rebuild: the note
+    # the sidecar names was left out of MEMORY.md and then out of the sidecar too, so
+    # its hook (the user's line) was gone even for a later `rebuild`.
+    (memory_dir / "notes").mkdir()
+    (memory_dir / "notes" / "design.md").write_text("# Design\n\nThe design.\n")
+    (memory_dir / "MEMORY.md").write_text("- [Design](notes/design.md) — how it is built\n")
+    run("adopt", str(memory_dir))
+    index = (memory_dir / "MEMORY.md").read_text()
+    fresh = ("--db", str(tmp_path / "new-machine.sqlite"))
+    result = json.loads(run(*fresh, "generate", "--json").stdout)
+    assert "notes/design" in result["included"]
+    assert (memory_dir / "MEMORY.md").read_text() == index
+    listed = json.loads(run(*fresh, "fact", "list", "--all", "--json").stdout)
+    assert [(f["slug"], f["hook"]) for f in listed] == [("notes/design", "how it is built")]
+    assert "notes/design" in (memory_dir / ".subrosa" / "facts.jsonl").read_text()
+
+
+def test_forget_delete_leaf_deletes_a_note_in_a_subfolder_as_it_says(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # It said "deleted notes/design.md" (`leaf_deleted: true`) and left the note there.
+    (memory_dir / "notes").mkdir()
+    note = memory_dir / "notes" / "design.md"
+    note.write_text("# Design\n\nThe design.\n")
+    (memory_dir / "MEMORY.md").write_text("- [Design](notes/design.md) — how it is built\n")
+    run("adopt", str(memory_dir))
+    forgotten = json.loads(
+        run("fact", "forget", "notes/design", "--delete-leaf", "--yes", "--json").stdout
+    )
+    assert forgotten["leaf_deleted"] is True and not note.exists()
+    assert "notes/design" not in _facts(run, memory_dir)
+
+
 def test_a_note_outside_or_hidden_is_not_read(
     memory_dir: Path, tmp_path: Path, run: RunCli
 ) -> None:

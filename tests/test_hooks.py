@@ -494,6 +494,26 @@ def test_a_resumed_session_gets_the_index_once(memory_dir: Path, tmp_path: Path)
     assert "Fact number 0" in context_of(hook("session-start", missing))
 
 
+def test_a_resumed_session_whose_transcript_is_a_fifo_does_not_hang(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    # SessionStart on resume reads the transcript to see whether the index is there
+    # already: a FIFO at that path (nothing writes to it) must not block the hook until
+    # Claude Code's timeout. It cannot tell, so it gives the index.
+    (memory_dir / "MEMORY.md").write_text(_index(3))
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    result = subprocess.run(
+        [sys.executable, "-m", "subrosa", "hook", "session-start"],
+        input=json.dumps(event("s1", fifo, tmp_path, source="resume")),
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Fact number 0" in context_of(result)
+
+
 def test_a_resumed_session_is_not_an_earlier_session_to_catch_up_on(
     memory_dir: Path, tmp_path: Path
 ) -> None:
@@ -668,3 +688,21 @@ def test_session_start_keeps_a_spelling_joiner_and_no_hidden_run(
     assert "- [A](a.md) — می\u200cخواهم 👨\u200d👩\u200d👧" in context
     assert "- [B](b.md) — an innocent hook, pass علیرضا" in context
     assert not re.search("[\u200c\u200d]{2}", context)
+
+
+def test_checkpoint_clear_dismisses_an_unreadable_queue_entry(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # SessionEnd writes its queue entry without an fsync: a power cut can leave it empty.
+    # SessionStart counts it (by file name); checkpoint-clear, which it names as what
+    # dismisses the queue, must then remove it too, or the nudge never goes.
+    path = transcript(tmp_path, "s1")
+    hook("session-end", event("s1", path, tmp_path, reason="other"))
+    queue = memory_dir / ".extract" / "queue"
+    (queue / "s2.json").write_bytes(b"")
+    (queue / "s3.json").write_bytes(b"\xff{not json")
+    nudge = hook("session-start", event("s4", path, tmp_path, source="startup")).stdout
+    assert "3 earlier sessions" in nudge and "checkpoint-clear` alone dismisses" in nudge
+    assert "cleared 3 queued sessions" in run("checkpoint-clear").stdout
+    assert list(queue.iterdir()) == []
+    assert hook("session-start", event("s5", path, tmp_path, source="startup")).stdout == ""

@@ -239,3 +239,88 @@ def test_hostile_queries_through_the_fast_path(
         assert len(err.strip().splitlines()) <= 1, (query, err)
         if proc.returncode == 0:
             assert isinstance(json.loads(proc.stdout), list)
+
+
+def test_a_local_command_filed_as_a_system_record_is_kept(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # Claude Code 2.1.x files some commands the person types (/memory, /mcp, /fork,
+    # /model …) and their output as `system` records of subtype local_command, where
+    # others (/context, a skill's command) are `user` records. The command is theirs
+    # either way (kept as said), its output a tool's (as docs/commands.md says).
+    folder = tmp_path / "commands"
+    folder.mkdir()
+    typed = (
+        "<command-name>/fork</command-name>\n            <command-message>fork"
+        "</command-message>\n            <command-args>try the WALRUS idea</command-args>"
+    )
+    printed = "<local-command-stdout>Forked conversation. NARWHAL</local-command-stdout>"
+
+    def system(uuid: str, content: str) -> dict[str, Any]:
+        return {
+            "type": "system",
+            "subtype": "local_command",
+            "level": "info",
+            "uuid": uuid,
+            "sessionId": "hostile",
+            "timestamp": "2026-03-01T10:00:01Z",
+            "content": content,
+            "isMeta": False,
+        }
+
+    lines = [_record("u-1", "first prompt"), system("s-1", typed), system("s-2", printed)]
+    path = folder / "commands.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert _ingest(run, str(path))["new_messages"] == 3
+    shown = json.loads(run("transcript", "show", "hostile", "--json").stdout)["messages"]
+    assert [(m["kind"], m["text"]) for m in shown] == [
+        ("user", "first prompt"),
+        ("user", typed),
+        ("tool result", f"[tool result] {printed}"),
+    ]
+    assert [r["uuid"] for r in json.loads(run("search", "--json", "walrus").stdout)] == ["s-1"]
+    assert _ingest(run, str(path))["new_messages"] == 0
+
+
+def test_a_transcript_that_starts_with_a_bom_keeps_its_first_line(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # A transcript saved by an editor that writes a UTF-8 byte order mark (Windows'
+    # Notepad, PowerShell's Set-Content) keeps its first message.
+    folder = tmp_path / "bom"
+    folder.mkdir()
+    lines = [_record("u-1", "the first PELICAN line"), _record("u-2", "the second line")]
+    path = folder / "bom.jsonl"
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    report = _ingest(run, str(path))
+    assert (report["new_messages"], report["skipped"]) == (2, {})
+    assert [r["uuid"] for r in json.loads(run("search", "--json", "pelican").stdout)] == ["u-1"]
+
+
+def test_a_transcript_rewritten_in_place_past_its_first_4_kb_is_read_again(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # Copied over in place (`cp`, `rsync --inplace` keep the inode) with its first
+    # bytes unchanged and a line after them rewritten: the offset the last ingest ended
+    # at is now inside a line. Reading on from there lost that line and the next.
+    folder = tmp_path / "rewritten"
+    folder.mkdir()
+    path = folder / "rewritten.jsonl"
+
+    def write(*records: dict[str, Any]) -> None:
+        with path.open("r+b" if path.exists() else "wb") as handle:  # same inode
+            handle.truncate(0)
+            handle.write("".join(json.dumps(r) + "\n" for r in records).encode())
+
+    head = _record("u-0", "padding " + "p" * 5000)
+    write(head, _record("u-1", "short one"), _record("u-2", "short two"))
+    inode = path.stat().st_ino
+    assert _ingest(run, str(path))["new_messages"] == 3
+    longer = "a much longer line that moves every offset after it CHEETAH"
+    write(head, _record("u-1b", longer), _record("u-2b", "JAGUAR"), _record("u-3b", "LEOPARD"))
+    assert path.stat().st_ino == inode
+    report = _ingest(run, str(path))
+    assert (report["new_messages"], report["files_restarted"], report["skipped"]) == (3, 1, {})
+    for word in ("cheetah", "jaguar", "leopard"):
+        assert len(json.loads(run("search", "--json", word).stdout)) == 1

@@ -204,6 +204,19 @@ def test_a_title_yaml_reads_as_no_text_is_the_text_as_written(tmp_path: Path, wr
     assert parse_leaf(path).title == written
 
 
+@pytest.mark.parametrize("written", ["[Deploy, Notes]", "{a: 1}"])
+def test_a_title_yaml_reads_as_a_list_or_mapping_is_the_text_as_written(
+    tmp_path: Path, written: str
+) -> None:
+    # It was Python's repr in MEMORY.md (`['Deploy', 'Notes']`), text nobody wrote.
+    path = write_leaf(tmp_path, "note.md", extra=f"title: {written}\n")
+    assert parse_leaf(path).title == written
+    block = write_leaf(tmp_path, "block.md", body="# The heading", extra="title:\n  - a\n")
+    leaf = parse_leaf(block)
+    assert leaf.title == "The heading"
+    assert any("title that is not a line of text" in w for w in leaf.warnings)
+
+
 def test_frontmatter_without_its_closing_line_is_named_so(tmp_path: Path) -> None:
     # It was refused as "empty frontmatter", which sends the user looking for keys that
     # are all there.

@@ -369,3 +369,16 @@ def test_sessions_carry_the_summary_transcript_list_shows(memory_dir: Path, run:
     found = _search(run, "lockfile", "--sessions")
     assert found[0]["summary"] == "Moved the webshop to pnpm" and found[0]["title"] is None
     assert "Moved the webshop to pnpm" in run("search", "lockfile", "--sessions").stdout
+
+
+def test_a_sessions_long_summary_is_cut_as_transcript_list_cuts_it(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # A summary is the transcript's text, any length: the session's line shows it cut,
+    # as `transcript list` does, not 20,000 characters on one line.
+    summary = json.dumps({"type": "summary", "summary": "Long " + "S" * 20_000})
+    _transcript("s-9.jsonl", summary, _record("m1", "switch the lockfile", session="s-9"))
+    _ingest(run)
+    head = run("search", "lockfile", "--sessions").stdout.splitlines()[0]
+    listed = run("transcript", "list").stdout.splitlines()[0]
+    assert ("Long " + "S" * 75) in head and len(head) < 200 and len(listed) < 200

@@ -209,6 +209,24 @@ def test_the_leaf_on_disk_is_the_truth(memory_dir: Path, run: RunCli, tmp_path: 
     assert {f["status"] for f in _facts(run, "--all")} == {"active"}
 
 
+def test_a_status_line_in_a_code_block_is_an_example_not_the_leafs_state(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # A leaf that shows a ticket's template (or an outcome heading) in a fenced block says
+    # nothing about its own work: with an old date in the hook it was archived for sure.
+    bodies = {
+        "ticket_template": "Our tickets end with:\n\n```\nStatus: Done\n```\n\nWe still use it.",
+        "report_template": "The report reads:\n\n~~~md\n## Outcome\n\nCompleted.\n~~~\n\nKeep it.",
+    }
+    for slug, body in bodies.items():
+        write_leaf(memory_dir, f"{slug}.md", body=body)
+        run("fact", "upsert", slug, "--hook", "Template; next check 2026-01-05")
+    report = _stale(run, "--apply")
+    assert report["archived"] == []
+    assert {item["slug"] for item in report["flagged"]} == set(bodies)
+    assert {f["status"] for f in _facts(run, "--all")} == {"active"}
+
+
 def test_nothing_stale(memory_dir: Path, run: RunCli) -> None:
     assert run("stale", "--today", TODAY).stdout == "Nothing looks stale.\n"
     assert _stale(run) == {

@@ -263,6 +263,22 @@ def _head_hash_of(path: str, length: int) -> str:
         return ""
 
 
+def _ends_a_line(path: str, offset: int) -> bool:
+    """Whether `offset` (where the last read ended) still follows a line's end: a file
+    rewritten in place (`cp` and `rsync --inplace` keep the inode) past its first
+    HEAD_BYTES can hold a longer line there now, which a read from `offset` would cut.
+    (A last line kept without its newline, a whole object, ends in "}", or in the "\\r"
+    of a CRLF.)"""
+    if offset == 0:
+        return True
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset - 1)
+            return handle.read(1) in (b"\n", b"\r", b"}")
+    except OSError:
+        return False
+
+
 class _Plan(NamedTuple):
     """A file to read, its stat when planned, the offset to read from, and the queue's
     state there (a prompt still queued when the last read ended: kept once)."""
@@ -538,6 +554,7 @@ class Ingester:
             state.inode == stat.st_ino
             and stat.st_size >= state.offset
             and _head_hash_of(key, state.offset) == state.head_hash
+            and _ends_a_line(key, state.offset)
         ):
             return _Plan(source, stat, state.offset, state.queue_state)
         self.report.files_restarted += 1

@@ -340,6 +340,22 @@ def parse_record(
             _queue_operation(parsed, record, session_id, tool_result_chars, clean)
         elif kind == "attachment" and _is_queued_command(record):
             _queued_command(parsed, record, session_id, tool_result_chars, clean)
+        elif _is_local_command(record):
+            # A command the person typed (/fork, /model …) or its output, which Claude
+            # Code 2.1.x files as a `system` record where other commands are `user`
+            # records: kept as those are (the output labelled a tool's, _NOT_SAID).
+            fields = (record.get("cwd"), record.get("gitBranch"), record.get("timestamp"))
+            content = record.get("content")
+            _add_message(
+                parsed,
+                session_id,
+                "user",
+                "user",
+                content,
+                (*fields, record.get("uuid")),
+                tool_result_chars,
+                clean,
+            )
         elif not _note_title(parsed, record, session_id, clean):
             parsed.skipped[f"type:{kind}" if isinstance(kind, str) else "type:?"] += 1
         return
@@ -517,6 +533,14 @@ def _take_one(counts: dict[tuple[str, str], int], key: tuple[str, str]) -> None:
         del counts[key]
 
 
+def _is_local_command(record: dict[str, object]) -> bool:
+    return (
+        record.get("type") == "system"
+        and record.get("subtype") == "local_command"
+        and isinstance(record.get("content"), str)
+    )
+
+
 def _is_queued_command(record: dict[str, object]) -> bool:
     attachment = record.get("attachment")
     return isinstance(attachment, dict) and attachment.get("type") == "queued_command"
@@ -692,6 +716,7 @@ class _Record(msgspec.Struct):
     customTitle: Any = None  # noqa: N815
     aiTitle: Any = None  # noqa: N815
     title: Any = None
+    subtype: Any = None  # a `system` record's: local_command is a command typed
 
 
 _DECODER = msgspec.json.Decoder(_Record)
@@ -705,7 +730,7 @@ def _as_dict(record: _Record) -> dict[str, object]:
         value = getattr(record, name)
         if value is not None:
             out[name] = value
-    if record.type in _QUEUE_RECORDS:
+    if record.type in _QUEUE_RECORDS or record.subtype == "local_command":
         for name in _RAW:
             raw = getattr(record, name)
             if raw:
@@ -781,6 +806,9 @@ def _parse_line(
         parse_record(generic, default_session, tool_result_chars, parsed, clean, own)
         return
     except msgspec.DecodeError:
+        if line.startswith(_BOM):  # an editor's byte order mark before the first line
+            _parse_line(line[len(_BOM) :], default_session, tool_result_chars, parsed, clean, own)
+            return
         if _is_utf8(line):
             parsed.skipped["not json"] += 1
             return
@@ -815,6 +843,9 @@ def _parse_line(
         )
     else:
         parse_record(_as_dict(struct), default_session, tool_result_chars, parsed, clean, own)
+
+
+_BOM = b"\xef\xbb\xbf"
 
 
 def _is_utf8(line: bytes) -> bool:

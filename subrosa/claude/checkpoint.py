@@ -534,25 +534,32 @@ def queue_listing(memory_dir: StrPath) -> list[dict[str, Any]]:
     return [listed(entry) for entry in queued(memory_dir)]
 
 
-def queue_count(memory_dir: StrPath, besides: str | None = None) -> int:
-    """How many sessions are queued (by file count: SessionStart needs no more), the
-    session `besides` (a `safe_session_id`: the one starting, when resumed) not counted."""
+def _entry_names(memory_dir: StrPath) -> list[str]:
+    """The queue's entries by file name, readable or not (not a write in progress)."""
     try:
         names = os.listdir(join(extract_dir(memory_dir), QUEUE))
     except OSError:
-        return 0
+        return []
+    return [name for name in names if name.endswith(".json") and not name.startswith(".")]
+
+
+def queue_count(memory_dir: StrPath, besides: str | None = None) -> int:
+    """How many sessions are queued (by file count: SessionStart needs no more), the
+    session `besides` (a `safe_session_id`: the one starting, when resumed) not counted."""
     mine = f"{besides}.json" if besides else None
-    return sum(
-        1 for name in names if name.endswith(".json") and not name.startswith(".") and name != mine
-    )
+    return sum(1 for name in _entry_names(memory_dir) if name != mine)
 
 
 def clear_queue(memory_dir: StrPath) -> int:
-    """Remove every queued session present now; return how many went."""
-    removed = 0
-    for entry in queued(memory_dir):
-        removed += remove_file(entry["_file"], FileNotFoundError)
-    return removed
+    """Remove every queued session present now; return how many went. An entry that
+    cannot be read (left empty by a power cut: SessionEnd does not fsync it) goes too:
+    queue_count counts it, and SessionStart names this as what dismisses the queue."""
+    directory = join(extract_dir(memory_dir), QUEUE)
+    names = _entry_names(memory_dir)
+    if names:
+        refuse_link(directory)  # `.extract/queue` -> elsewhere: nothing removed there
+    # Any OSError: a folder named like an entry is not one, and stays.
+    return sum(remove_file(join(directory, name)) for name in names)
 
 
 # --- housekeeping ----------------------------------------------------------------------

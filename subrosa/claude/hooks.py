@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from stat import S_ISREG
 
 from subrosa.claude import checkpoint
 from subrosa.fsutil import JSON_CAP, read_capped
@@ -680,8 +681,10 @@ def already_in_context(transcript: str | None, context: str) -> bool:
 
     needle = json.dumps(context, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass")
     try:
-        with open(transcript, "rb") as handle:
-            if not os.fstat(handle.fileno()).st_size:
+        # Non-blocking: a FIFO at the path would block a plain open until a writer came.
+        with open(os.open(transcript, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            found = os.fstat(handle.fileno())
+            if not S_ISREG(found.st_mode) or not found.st_size:
                 return False
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 start = data.rfind(COMPACT_BOUNDARY)

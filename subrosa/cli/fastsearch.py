@@ -140,7 +140,7 @@ def _head(result: dict[str, Any], who: bool = False) -> str:
         head = f"fact {one_line(result['slug'])} ({result['type']}, {result['status']})"
     elif result["kind"] == "session":
         label = result.get("title") or result.get("summary")  # as `transcript list` shows it
-        title = f" {one_line(label)}" if label else ""
+        title = f" {one_line(label)[:80]}" if label else ""  # and cut as it cuts it
         head = (
             f"session {one_line(result['session_id'])} {result['last_at'] or '-'}"
             f" ({result['messages']} matching){title}"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from subrosa.errors import InvalidInput
 from subrosa.memory import rows, values
-from subrosa.memory.leaf import parse_leaf, resolve_leaf_path
+from subrosa.memory.leaf import parse_leaf, resolve_leaf_path, subfolder_note
 from subrosa.memory.project import Project
 from subrosa.secrets import find_secret
 
@@ -168,9 +168,12 @@ def forget(
             )
         store.forget(session, project, fact.slug)
         session.flush()
-        if present and leaf.parent == project.memory_dir:
+        # A note in a subfolder (`notes/x.md`) is deleted too, when it is one subrosa reads.
+        note = "/" in fact.path and subfolder_note(project.memory_dir, fact.path) is not None
+        deleted = present and (leaf.parent == project.memory_dir or note)
+        if deleted:
             leaf.unlink()
-        data["leaf_deleted"] = present
+        data["leaf_deleted"] = deleted
         return data
 
 

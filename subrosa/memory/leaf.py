@@ -638,7 +638,12 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     known = {"name", "description", "metadata", "type", "title"}
     extra = {k: v for k, v in meta.items() if k not in known}
     title_value = meta.get("title")
-    if title_value is not None and not isinstance(title_value, list | dict):
+    if isinstance(title_value, list | dict):  # `[a, b]` as written, never Python's repr
+        fm = _between_boundaries(text)
+        title_value = _salvaged(fm).get("title") if fm is not None else None
+        if title_value is None:
+            warnings.append("has a title that is not a line of text; it is not used")
+    elif title_value is not None:
         title_value = _text_of(title_value, text, "title")
     heading = _first_heading(content)
     title = str(title_value) if title_value else heading or humanize(slug)
@@ -725,7 +730,9 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
         name=str(meta.get("name") or slug.replace("_", "-")),
         title=sanitize_field(title) or humanize(slug),
         type=fact_type,
-        description=sanitize_field(description),
+        # The user's words on one line, not sanitized: `--fix-frontmatter` writes this
+        # into the leaf, and the store sanitizes what it shows (values.leaf_values).
+        description=" ".join(description.split()),
         body=body,
         content_hash=content_hash(raw),
         mtime=_mtime(st),
@@ -753,7 +760,9 @@ def _salvaged(fm: str) -> dict[str, str]:
     found: dict[str, str] = {}
     under = None  # the top-level key with no text above an indented line
     for line in fm.replace("\r\n", "\n").split("\n"):
-        nested = _PLAIN_LINE.fullmatch(line.lstrip(" ")) if line.startswith(" ") else None
+        # Indented by spaces or by tabs (which YAML refuses, often why it cannot read it).
+        indented = line.startswith((" ", "\t"))
+        nested = _PLAIN_LINE.fullmatch(line.lstrip(" \t")) if indented else None
         if nested and under == "metadata" and nested.group(1) == "type" and nested.group(2):
             found.setdefault("type", nested.group(2).strip())  # the canonical metadata.type
             continue

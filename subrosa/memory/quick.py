@@ -17,8 +17,9 @@ database has it. This path does that reconcile on an SQLite file at the newest s
 It gives up (None), having written nothing, whenever the full take-over
 (subrosa.memory.takeover) has work this path does not do: an index file someone else
 wrote to since the last run, MEMORY.md not subrosa's, a sidecar changed under the
-database (a git pull), a new leaf whose slug a fact already has. Tests run generate
-both ways over the same changes and compare the rows, files and report.
+database (a git pull), a new leaf whose slug a fact already has, a note in a subfolder
+that only the sidecar names (a clone's). Tests run generate both ways over the same
+changes and compare the rows, files and report.
 """
 
 from __future__ import annotations
@@ -133,6 +134,9 @@ class _Run:
             row = state.get(fact.slug)
             if row is not None and values.changed(fact, values.state_values(row)):
                 return None
+        registered = {fact.slug for fact in self.facts}
+        if any("/" in slug and slug not in registered for slug in state):
+            return None  # a note in a subfolder only the sidecar names: take_over finds it
         return state
 
     # -- the leaves -------------------------------------------------------------------

@@ -30,6 +30,7 @@ from datetime import date
 from typing import Literal
 
 from subrosa.lazyre import compile_lazily
+from subrosa.memory.witness import load as load_witness
 from subrosa.text import sanitize_line, truncate_bytes
 
 OLD_DATE_DAYS = 30
@@ -356,6 +357,9 @@ def leaf_signal(text: str) -> Signal | None:
     Outcome-like section reporting completion, a closing paragraph saying so.
     """
     front, body = _split_frontmatter(text)
+    # A fenced block is an example (a ticket template, a report's shape), not the leaf
+    # saying where its own work stands; the witness's fence rules, as the take-over's.
+    body = load_witness().without_fences(body)
     status = _status_line(front) or _status_line(body)
     if status is not None:
         return Signal("leaf", "status", status)

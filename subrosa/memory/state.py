@@ -96,13 +96,34 @@ def sidecar_matches(memory_dir: Path, rows: list[dict[str, Any]]) -> bool:
 
 
 def save_state(memory_dir: Path, rows: list[dict[str, Any]]) -> None:
-    """Rewrite the sidecar atomically (the caller holds the project lock)."""
+    """Rewrite the sidecar atomically (the caller holds the project lock). A line of a
+    fact the database does not hold whose leaf is still on disk is kept (_unregistered)."""
     path = state_path(memory_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_state(rows)
+    text = render_state(rows + _unregistered(memory_dir, rows))
     if _read_sidecar(memory_dir) == text:
         return
     atomic_write_text(path, text, new_mode=new_file_mode(memory_dir))
+
+
+def _unregistered(memory_dir: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sidecar's rows of facts missing from `rows` whose leaf is still on disk: a leaf
+    that cannot be registered for now (not UTF-8, over 1 MiB) on a new database or after
+    a rebuild. What only subrosa knew of it (hook, pin, status, place) waits there until
+    the leaf is mended; a fact forgotten has no leaf left, so its line goes."""
+    text = _read_sidecar(memory_dir)
+    if not text:
+        return []
+    try:
+        state = _parse(text, state_path(memory_dir))
+    except InvalidInput:
+        return []
+    known = {str(row["slug"]) for row in rows}
+    return [
+        row
+        for slug, row in state.items()
+        if slug not in known and memory_dir.joinpath(f"{slug}.md").is_file()
+    ]
 
 
 def update_state(

@@ -275,7 +275,11 @@ def take_over(
     """
     report = Report()
     facts = {f.slug: f for f in store.facts_without_body(session, project)}
-    on_disk = files_on_disk(project.memory_dir, sources, (f.path for f in facts.values()))
+    state = load_state(project.memory_dir)
+    # A note in a subfolder is found through a line that links it, its fact, or its
+    # sidecar row: a new database (a clone, a lost file) has only the last.
+    registered = [f.path for f in facts.values()] + [f"{slug}.md" for slug in state]
+    on_disk = files_on_disk(project.memory_dir, sources, registered)
     virtual: Virtual = {}
     placed = _materialize_loose(
         project.memory_dir,
@@ -292,7 +296,6 @@ def take_over(
         first_line[filename] = origin
     # The sidecar is rewritten by every change, so where it disagrees with the database
     # it was changed under it (a git pull, another machine): it wins.
-    state = load_state(project.memory_dir)
     for slug, row in state.items():
         if slug in facts and store.apply_state(facts[slug], row):
             report.synced.append(slug)
