@@ -52,7 +52,7 @@ _AFTER_EMOJI = "[\ufe0e\ufe0f\U0001f3fb-\U0001f3ff]*"
 _TERM = compile_lazily(r'"([^"]*)"(\*?)|([^\s"]+)')
 _CONTROL = compile_lazily(r"[\x00-\x1f\x7f]")
 # PostgreSQL's `sfloat` token at the start of a longer word (_server_words()).
-_SFLOAT = compile_lazily(r"([0-9]+[eE][0-9]+)(.+)", re.DOTALL)
+_SFLOAT = compile_lazily(r"([0-9]+[eE][0-9]+)([^0-9].*)", re.DOTALL)
 _WORD = WORD  # words as unicode61 cuts them (subrosa.terms)
 
 

@@ -309,8 +309,9 @@ def test_accented_words_find_alike_on_both_engines(
 NUMBERED = [
     ("h1", "reverted 93e64f7bc67a1b75928f300ebc218d512fa4ec7e on main"),
     ("h2", "the short hash is 93e64f7 in the log"),
-    ("h3", "tile 4e0e, then 0e0b and 12e34e56"),
+    ("h3", "tile 4e0e, then 0e0b"),
     ("h4", "1e5 is a number in scientific notation"),
+    ("h5", "build 085e2218 of 9e30, then 9e14291e04c"),
 ]
 NUMBERED_QUERIES = [
     ["93e64f7bc67a1b75928f300ebc218d512fa4ec7e"],
@@ -318,10 +319,12 @@ NUMBERED_QUERIES = [
     ["93e64f*"],
     ["4e0e"],
     ["0e0b"],
-    ["12e34e56"],
     ["1e5"],
     ['"tile 4e0e"'],
     ["4e0e*"],
+    ["085e2218"],
+    ["9e30"],
+    ["9e14*"],
 ]
 
 
