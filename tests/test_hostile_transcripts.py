@@ -324,3 +324,28 @@ def test_a_transcript_rewritten_in_place_past_its_first_4_kb_is_read_again(
     assert (report["new_messages"], report["files_restarted"], report["skipped"]) == (3, 1, {})
     for word in ("cheetah", "jaguar", "leopard"):
         assert len(json.loads(run("search", "--json", word).stdout)) == 1
+
+
+def test_a_line_a_crash_cut_short_loses_only_itself(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # A crash cut the last line short; the resumed session appended its next records
+    # after it, so the first of them shares that line. That record is read (the torn
+    # one is lost and counted); so is a record with nested objects, and a line that is
+    # only garbage is "not json" as before.
+    folder = tmp_path / "torn"
+    folder.mkdir()
+    path = folder / "torn.jsonl"
+    whole = json.dumps(_record("u-1", "before the crash"))
+    torn = json.dumps(_record("u-2", "cut short by the OSPREY crash"))[:50]
+    path.write_text(whole + "\n" + torn)
+    assert _ingest(run, str(path))["new_messages"] == 1
+    nested = _record("u-3", [{"type": "text", "text": "after the restart, a HERON"}])
+    with path.open("a") as handle:
+        handle.write(json.dumps(nested) + "\n" + json.dumps(_record("u-4", "the next")) + "\n")
+        handle.write('{"type": "user", garbage {"not": "a record"}\n')
+    report = _ingest(run, str(path))
+    assert report["new_messages"] == 2
+    assert report["skipped"] == {"torn line": 1, "not json": 1}
+    assert [r["uuid"] for r in json.loads(run("search", "--json", "heron").stdout)] == ["u-3"]
+    assert json.loads(run("search", "--json", "osprey").stdout) == []

@@ -810,7 +810,10 @@ def _parse_line(
             _parse_line(line[len(_BOM) :], default_session, tool_result_chars, parsed, clean, own)
             return
         if _is_utf8(line):
-            parsed.skipped["not json"] += 1
+            record = _after_torn(line)
+            parsed.skipped["torn line" if record else "not json"] += 1
+            if record:  # the record written after a line a crash cut short
+                _parse_line(record, default_session, tool_result_chars, parsed, clean, own)
             return
         # Keep what the line says; only its bad bytes become U+FFFD (and it is counted).
         parsed.repaired["invalid UTF-8, read with U+FFFD"] += 1
@@ -846,6 +849,29 @@ def _parse_line(
 
 
 _BOM = b"\xef\xbb\xbf"
+# How many places _after_torn() tries, from the line's end: a record's nested objects
+# come before its own start, each tried in vain (they end before the record's `}`).
+TORN_TRIES = 64
+
+
+def _after_torn(line: bytes) -> bytes | None:
+    """The whole record at the end of a line that is not JSON, when the line is one a
+    crash cut short with the next record appended to it (`{"type":"user","uu{"type":…}`):
+    the rightmost `{"` whose rest of the line is a JSON object with a `type` (a nested
+    object is always followed by its parent's `}`, so none is taken for a record).
+    None when there is none, or TORN_TRIES places were tried."""
+    end = len(line)
+    for _ in range(TORN_TRIES):
+        at = line.rfind(b'{"', 1, end)
+        if at < 0:
+            return None
+        try:
+            value = msgspec.json.decode(line[at:])
+        except msgspec.DecodeError:
+            end = at
+            continue
+        return line[at:] if isinstance(value, dict) and isinstance(value.get("type"), str) else None
+    return None
 
 
 def _is_utf8(line: bytes) -> bool:
