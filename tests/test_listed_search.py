@@ -229,6 +229,42 @@ def test_a_project_whose_runs_fill_its_span_is_not_tested_match_by_match(
     assert [sql for sql in asked if "s.project = " in sql and "message_runs" not in sql]
 
 
+def _thrice(
+    run: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    windows: tuple[int, int],
+    texts: list[str],
+    mixed: bool = False,
+) -> list[str]:
+    """An archive of each of `texts` three times, with apple, banana or cherry after it
+    (no two alike: copies would be one result; `mixed`: every other one the assistant's,
+    in three sessions and on three days), searched with the windows (SELECTIVE, RERANK);
+    the statements every connection runs from now on."""
+    from subrosa.archive import search as archive_search
+
+    directory = Path(project_transcript_dir())
+    directory.mkdir(parents=True)
+    copies = [(text, word) for word in ("apple", "banana", "cherry") for text in texts]
+    lines = [
+        _record(
+            f"m-{n}",
+            f"{text} {word}",
+            role="assistant" if mixed and n % 2 else "user",
+            session=f"s-{n % 3}" if mixed else "s-1",
+            timestamp=f"2026-03-0{1 + n % 3 if mixed else 1}T10:{n:02d}:00Z",
+        )
+        for n, (text, word) in enumerate(copies)
+    ]
+    (directory / "s.jsonl").write_text("\n".join(lines) + "\n")
+    run("ingest")
+    selective, rerank = windows
+    monkeypatch.setattr(archive_search, "SELECTIVE", selective)
+    monkeypatch.setattr(archive_search, "RERANK", rerank)
+    asked: list[str] = []
+    _traced(monkeypatch, asked.append)
+    return asked
+
+
 ONE_LETTER = [
     "t",
     "T9 rollout",
@@ -254,20 +290,7 @@ def test_a_one_letter_prefix_finds_what_the_merge_finds(
 
     from subrosa.archive import search as archive_search
 
-    directory = Path(project_transcript_dir())
-    directory.mkdir(parents=True)
-    copies = [(text, word) for word in ("apple", "banana", "cherry") for text in ONE_LETTER]
-    lines = [  # no two alike: copies would be one result
-        _record(f"m-{n}", f"{text} {word}", timestamp=f"2026-03-01T10:{n:02d}:00Z")
-        for n, (text, word) in enumerate(copies)
-    ]
-    (directory / "s.jsonl").write_text("\n".join(lines) + "\n")
-    run("ingest")
-    selective, rerank = windows
-    monkeypatch.setattr(archive_search, "SELECTIVE", selective)
-    monkeypatch.setattr(archive_search, "RERANK", rerank)
-    asked: list[str] = []
-    _traced(monkeypatch, asked.append)
+    asked = _thrice(run, monkeypatch, windows, ONE_LETTER)
     queries = [["t*"], ["T*", "--limit", "40"], ["t*", "wombat"], ["t*", "rollout"], ["q*"]]
     queries += [["st*"], ["ti*", "tz*"]]  # two letters (`st` is in "...rstu...")
     queries += [["é*"], ["Ä*", "--limit", "40"], ["ü*", "apple"]]  # folded by the index
@@ -320,27 +343,8 @@ def test_a_long_prefix_finds_what_the_merge_finds(
 
     from subrosa.archive import search as archive_search
 
-    directory = Path(project_transcript_dir())
-    directory.mkdir(parents=True)
-    copies = [(text, word) for word in ("apple", "banana", "cherry") for text in LONG_PREFIX]
-    lines = [  # no two alike: copies would be one result
-        _record(
-            f"m-{n}",
-            f"{text} {word}",
-            role="assistant" if n % 2 else "user",
-            session=f"s-{n % 3}",
-            timestamp=f"2026-03-0{1 + n % 3}T10:{n:02d}:00Z",
-        )
-        for n, (text, word) in enumerate(copies)
-    ]
-    (directory / "s.jsonl").write_text("\n".join(lines) + "\n")
-    run("ingest")
-    selective, rerank = windows
-    monkeypatch.setattr(archive_search, "SELECTIVE", selective)
-    monkeypatch.setattr(archive_search, "RERANK", rerank)
+    asked = _thrice(run, monkeypatch, windows, LONG_PREFIX, mixed=True)
     monkeypatch.setattr(archive_search, "LONG_FROM", 0)  # this archive is "large"
-    asked: list[str] = []
-    _traced(monkeypatch, asked.append)
     queries = [["deploy*"], ["Deploy*", "--limit", "40"], ["deploy*", "apple"], ["depl*"]]
     queries += [["deploy*", "--role", "assistant"], ["deploy*", "--sessions"]]
     queries += [["deploy*", "--since", "2026-03-02"], ["deploy*", "wombat"]]
