@@ -117,6 +117,16 @@ def _child(args: list[str], errors: Path | None = None) -> None:
             code = exc.code if isinstance(exc.code, int) else 1
         else:
             code = 0
+    except KeyboardInterrupt as late:
+        # A Ctrl-C that landed once the command had ended, in the handler of its exit
+        # (seen once under a loaded machine): the command's own exit code stands.
+        ended = late.__context__
+        if not isinstance(ended, SystemExit):
+            traceback.print_exc()
+        elif isinstance(ended.code, int):
+            code = ended.code
+        else:
+            code = 1
     except BaseException:
         traceback.print_exc()
     finally:
