@@ -536,3 +536,36 @@ def test_files_made_beside_a_private_index_are_private(
     for path, mode in before.items():
         if path.exists():
             assert stat.S_IMODE(path.stat().st_mode) == mode, path
+
+
+def test_a_secret_in_a_leafs_description_or_title_is_kept_and_said(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # `fact upsert` refuses a description holding a secret; generate and adopt take the
+    # leaves a person wrote as they are (the leaf is theirs), and say which field shows
+    # what looks like a secret in MEMORY.md and the sidecar, both meant for git.
+    (memory_dir / "reference_aws.md").write_text(
+        "---\nname: reference-aws\ndescription: the key is AKIAIOSFODNN7EXAMPLE\n"
+        "metadata:\n  type: reference\n---\nBody.\n"
+    )
+    (memory_dir / "project_token.md").write_text(
+        "# token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n\nA note without frontmatter.\n"
+    )
+    (memory_dir / "project_plain.md").write_text(
+        "---\nname: project-plain\ndescription: nothing secret\n"
+        "metadata:\n  type: project\n---\nBody.\n"
+    )
+    result = json.loads(run("generate", "--json").stdout)
+    said = [w for w in result["warnings"] if "looks like a secret" in w]
+    assert [w for w in said if "reference_aws.md" in w] == [
+        f"{memory_dir / 'reference_aws.md'}: its description holds what looks like a secret"
+        " (aws-access-key), which MEMORY.md and .subrosa/facts.jsonl (meant for git) show;"
+        " move it out of the leaf"
+    ]
+    # (with no frontmatter, its heading is the title and its first line the description)
+    assert {w.split(": its ")[1].split()[0] for w in said if "project_token.md" in w} == {
+        "title",
+        "description",
+    }
+    assert not [w for w in said if "project_plain" in w]
+    assert "AKIAIOSFODNN7EXAMPLE" in (memory_dir / "MEMORY.md").read_text()  # kept as written

@@ -647,6 +647,7 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
         title_value = _text_of(title_value, text, "title")
     heading = _first_heading(content)
     title = str(title_value) if title_value else heading or humanize(slug)
+    warnings.extend(_secret_warnings(title, description))
     return Leaf(
         path=path,
         slug=slug,
@@ -724,6 +725,7 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
     if not isinstance(description, str) or not description.strip():
         description = _first_text_line(body) or humanize(slug)
     title = _first_heading(body) or humanize(slug)
+    warnings.extend(_secret_warnings(title, description))
     return Leaf(
         path=path,
         slug=slug,
@@ -740,6 +742,20 @@ def parse_leaf_lenient(path: Path, read: Read | None = None, *, given: bytes | N
         warnings=warnings,
         stat=_stat_key(st),
     )
+
+
+def _secret_warnings(title: str, description: str) -> list[str]:
+    """What MEMORY.md and the sidecar, both meant for git, would show of a secret in a
+    leaf's title or description: kept as the user wrote it (the leaf is theirs), and
+    said, as `fact upsert` refuses such a description (subrosa.secrets)."""
+    from subrosa.secrets import find_secret  # not on the hooks' path
+
+    return [
+        f"its {field} holds what looks like a secret ({kind}), which MEMORY.md and"
+        " .subrosa/facts.jsonl (meant for git) show; move it out of the leaf"
+        for field, value in (("title", title), ("description", description))
+        if (kind := find_secret(value)) is not None
+    ]
 
 
 def _text_of(value: object, text: str, key: str) -> str:
