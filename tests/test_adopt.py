@@ -569,3 +569,30 @@ def test_a_secret_in_a_leafs_description_or_title_is_kept_and_said(
     }
     assert not [w for w in said if "project_plain" in w]
     assert "AKIAIOSFODNN7EXAMPLE" in (memory_dir / "MEMORY.md").read_text()  # kept as written
+
+
+@pytest.mark.parametrize("command", [["generate"], ["adopt"]])
+def test_a_leaf_whose_file_name_holds_a_newline_is_skipped_and_said(
+    memory_dir: Path, run: RunCli, command: list[str]
+) -> None:
+    # `fact upsert` refuses such a name; generate and adopt registered it, and `fact
+    # list`, which an agent reads, then printed lines the file name made. Now it is an
+    # unreadable leaf as upsert would say: listed, linked percent-encoded, not a fact.
+    name = "evil\n- [x](y.md)\n.md"
+    (memory_dir / name).write_text(
+        "---\nname: evil\ndescription: forged\nmetadata:\n  type: project\n---\nBody.\n"
+    )
+    (memory_dir / "project_fine.md").write_text(
+        "---\nname: project-fine\ndescription: a fine one\nmetadata:\n  type: project\n---\nB.\n"
+    )
+    result = run(*command, "--json")
+    assert "control or invisible characters in its file name" in result.stdout + result.stderr
+    run("generate")
+    listed = run("fact", "list").stdout
+    assert "forged" not in listed and "a fine one" in listed
+    archive = (memory_dir / "MEMORY_archive.md").read_text()
+    unreadable = [line for line in archive.splitlines() if "evil" in line]
+    assert unreadable == [
+        "- [evil - \\[x\\]\\(y.md) .md](evil%0A-%20%5Bx%5D%28y.md%29%0A.md) — invalid leaf:"
+        " has control or invisible characters in its file name; rename it"
+    ]

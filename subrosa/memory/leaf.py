@@ -596,6 +596,9 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     file (InvalidLeaf when its frontmatter is YAML but no mapping of text keys). `read`
     is its bytes and the stat taken before reading them, when the caller read it
     already; `given` its bytes when it is not on disk yet (what a dry run would write)."""
+    named = filename_problem(path.name)
+    if named is not None:  # as fact upsert refuses it: generate and adopt skip it, said
+        raise InvalidLeaf(path, named)
     raw, text, st = _read_text(path, read, given)
     if not _FRONTMATTER_START.match(text):
         raise LeafError(path, "has no YAML frontmatter (it must start with a '---' line)")
