@@ -30,7 +30,7 @@ from subrosa.archive.search import (
     unit_stats,
 )
 from subrosa.memory.recall import record_hits, search_facts
-from subrosa.query import Filters, Unit, parse_query, parse_since, query_units
+from subrosa.query import Filters, QueryError, Unit, parse_query, parse_since, query_units
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -55,6 +55,9 @@ def readings() -> list[str]:
     ]
 
 
+BOTH_SCOPES = "--all-projects and --project name two scopes: give one of them."
+
+
 def filters_for(
     *,
     since: str | None,
@@ -65,10 +68,12 @@ def filters_for(
 ) -> Filters:
     """The filters of a search run for the project of `memory_dir` (and of the current
     working directory's transcripts), or for the project named `project`, or of every
-    project. Raises QueryError for a --since that is not a date."""
+    project. Raises QueryError for a --since that is not a date, or for both scopes."""
     from subrosa.identity import facts_key, sessions_key
     from subrosa.paths import resolved
 
+    if all_projects and project:
+        raise QueryError(BOTH_SCOPES)
     key = facts_key(memory_dir)
     facts, sessions = (project, project) if project else (key, sessions_key())
     return Filters(

@@ -375,7 +375,8 @@ def test_other_projects_only_with_all_projects(memory_dir: Path, run: RunCli) ->
     ):
         shown = run("transcript", "list", *flags).stdout
         assert said in shown and "subrosa ingest" not in shown, shown
-        assert "--all-projects" in shown, shown
+        # (pointing to --all-projects, unless it was given)
+        assert ("--all-projects" in shown) == ("--all-projects" not in flags), shown
     # --limit leaving sessions out says so on stderr; --json stays the list alone.
     run("ingest", "--all-projects")
     (other / "s-8.jsonl").write_text(_record("m8", "a second one", session="s-8") + "\n")
@@ -1361,3 +1362,19 @@ def test_a_queued_prompt_read_across_a_batch_boundary_is_archived_once(
     shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)
     said = [m["text"] for m in shown["messages"] if m["kind"] == "user"]
     assert said == ["Sleep a little.", "also the QUOKKA cache", "then the WALLABY logs"]
+
+
+def test_two_scopes_are_refused_and_an_unknown_message_named(memory_dir: Path, run: RunCli) -> None:
+    # `--all-projects --project X` was one scope silently (the other dropped); an
+    # empty listing of every project suggested --all-projects; --around named only
+    # numbers, though it takes a uuid too.
+    _transcript("s-1.jsonl", _record("m1", "the zanzibarite deployment plan"))
+    _ingest(run)
+    both = "--all-projects and --project name two scopes: give one of them."
+    for command in (["search", "zanzibarite"], ["transcript", "list"]):
+        refused = run(*command, "--all-projects", "--project", "x", expect=2)
+        assert both in refused.stderr, refused.stderr
+    listed = run("transcript", "list", "--all-projects", "--by", "nobody").stdout
+    assert listed.strip() == "no archived sessions from nobody in any project"
+    shown = run("transcript", "show", "s-1", "--around", "no-such-uuid", expect=2)
+    assert "no-such-uuid: no message of session s-1 has this number or uuid" in shown.stderr

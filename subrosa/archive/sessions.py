@@ -134,8 +134,8 @@ def session_shown(
         at = next((i for i, r in enumerate(rows) if str(r[0]) == around or r[1] == around), None)
         if at is None:
             raise NotFound(
-                f"{around}: no message of session {session_id} has this number "
-                "(`subrosa transcript show SESSION` numbers them)."
+                f"{around}: no message of session {session_id} has this number or uuid "
+                "(`subrosa transcript show SESSION` numbers them; `search --json` gives uuids)."
             )
         rows = rows[max(0, at - context) : at + context + 1]
     messages = [

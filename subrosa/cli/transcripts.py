@@ -100,7 +100,10 @@ def list_cmd(
     the same in every clone) or by the settings file's [projects] table, else this
     folder. --json adds each session's project, folder, branch, host and username."""
     from subrosa.archive.sessions import list_sessions
+    from subrosa.recall import BOTH_SCOPES
 
+    if all_projects and project:
+        raise InvalidInput(BOTH_SCOPES)
     with reindex_bar(enabled=is_terminal() and not as_json) as progress:
         sessions = list_sessions(
             app.db_url,
@@ -119,7 +122,9 @@ def list_cmd(
         # Under a filter the archive may be full: say what was asked, not "ingest".
         scope = "" if all_projects else f" of project {project}" if project else ""
         by_whom = f" from {by}" if by else ""
-        if scope or by_whom:
+        if all_projects:
+            say(f"no archived sessions{by_whom} in any project")
+        elif scope or by_whom:
             say(f"no archived sessions{scope}{by_whom} (`--all-projects` lists every project's)")
         elif list_sessions(app.db_url, all_projects=True, limit=1):
             # Sessions recorded under another project (another folder, another remote)
