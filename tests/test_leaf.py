@@ -224,3 +224,13 @@ def test_frontmatter_without_its_closing_line_is_named_so(tmp_path: Path) -> Non
     path.write_text("---\nname: note\ndescription: A fact.\nmetadata:\n  type: project\nBody.\n")
     with pytest.raises(LeafError, match="no closing '---' line"):
         parse_leaf(path)
+
+
+@pytest.mark.parametrize(("written", "nested"), [("true", True), ("010", False), ("no", True)])
+def test_an_unknown_type_is_named_as_written(tmp_path: Path, written: str, nested: bool) -> None:
+    # YAML reads `true` as True and `010` as 8: the error named Python's spelling.
+    path = tmp_path / "note.md"
+    kind = f"metadata:\n  type: {written}\n" if nested else f"type: {written}\n"
+    path.write_text(f"---\nname: note\ndescription: A fact.\n{kind}---\nBody.\n")
+    with pytest.raises(LeafError, match=f"has unknown type '{written}' "):
+        parse_leaf(path)

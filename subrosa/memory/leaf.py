@@ -626,7 +626,7 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     if "\n" in description or "\r" in description:
         raise LeafError(path, "has a description of several lines; it must be one line")
 
-    fact_type = _leaf_type(path, meta, warnings)
+    fact_type = _leaf_type(path, meta, warnings, text)
     warnings.extend(_duplicate_warnings(text))
 
     name = meta.get("name")
@@ -668,7 +668,7 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     )
 
 
-def _leaf_type(path: Path, meta: dict[str, Any], warnings: list[str]) -> str:
+def _leaf_type(path: Path, meta: dict[str, Any], warnings: list[str], text: str) -> str:
     metadata = meta.get("metadata")
     nested = metadata.get("type") if isinstance(metadata, dict) else None
     top = meta.get("type")
@@ -678,8 +678,9 @@ def _leaf_type(path: Path, meta: dict[str, Any], warnings: list[str]) -> str:
     if value is None:
         raise LeafError(path, f"has no type (metadata.type must be one of {', '.join(FACT_TYPES)})")
     if str(value) not in FACT_TYPES:
+        written = _text_of(value, text, "type")  # `true` as written, not Python's True
         raise LeafError(
-            path, f"has unknown type {value!r} (expected one of {', '.join(FACT_TYPES)})"
+            path, f"has unknown type {written!r} (expected one of {', '.join(FACT_TYPES)})"
         )
     return str(value)
 
