@@ -596,3 +596,26 @@ def test_a_leaf_whose_file_name_holds_a_newline_is_skipped_and_said(
         "- [evil - \\[x\\]\\(y.md) .md](evil%0A-%20%5Bx%5D%28y.md%29%0A.md) — invalid leaf:"
         " has control or invisible characters in its file name; rename it"
     ]
+
+
+def test_adopt_json_names_the_lines_without_a_leaf_when_it_stops(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # Refusing them, adopt --json printed nothing on stdout: the documented `loose` key
+    # was only ever []. Now the refusal is one JSON document too (exit 1, nothing written).
+    (memory_dir / "MEMORY.md").write_text(
+        "# My memory\n- [Gone](project_gone.md) — a file that is not there\n"
+        "- a bullet with no link\n"
+    )
+    before = (memory_dir / "MEMORY.md").read_bytes()
+    result = run("adopt", "--json", expect=1)
+    refused = json.loads(result.stdout)
+    assert refused["refused"] is True and refused["dir"] == str(memory_dir)
+    assert [(item["line"], item["target"]) for item in refused["loose"]] == [
+        (2, "project_gone.md"),
+        (3, None),
+    ]
+    assert all(set(item) == {"file", "line", "target", "text"} for item in refused["loose"])
+    assert "--materialize" in result.stderr
+    assert (memory_dir / "MEMORY.md").read_bytes() == before
+    assert not (memory_dir / "MEMORY.md.pre-subrosa").exists()

@@ -54,16 +54,27 @@ def adopt(
     """
     memory_dir = Path(directory).expanduser().absolute() if directory else app.memory_dir
     settings = app.settings
-    result = adoption.adopt(
-        app.db_url,
-        memory_dir,
-        budget=settings.budget,
-        max_lines=settings.max_lines,
-        weights=settings.type_weights,
-        materialize=materialize,
-        fix=fix,
-        dry_run=dry_run,
-    )
+    try:
+        result = adoption.adopt(
+            app.db_url,
+            memory_dir,
+            budget=settings.budget,
+            max_lines=settings.max_lines,
+            weights=settings.type_weights,
+            materialize=materialize,
+            fix=fix,
+            dry_run=dry_run,
+        )
+    except adoption.LooseLines as refused:
+        if as_json:  # what stopped it, for a script: the items, as a real run's `loose`
+            print_json(
+                {
+                    "dir": str(refused.memory_dir),
+                    "refused": True,
+                    "loose": [item.to_dict() for item in refused.loose],
+                }
+            )
+        raise
     outcome = result.outcome
     report_problems(outcome.report, shared=is_server(app.db_url))
     report_too_long(outcome.plan.too_long, settings.budget)

@@ -101,14 +101,23 @@ class Adoption:
         return data
 
 
+class LooseLines(ProblemFound):
+    """Adopt stopped: index items have no leaf (`loose`, for `--json`)."""
+
+    def __init__(self, memory_dir: Path, loose: list[takeover.Loose]) -> None:
+        super().__init__(
+            f"{memory_dir}: {len(loose)} index item(s) have no leaf ("
+            + "; ".join(item.describe() for item in loose[:5])
+            + (", …" if len(loose) > 5 else "")
+            + "); nothing was written. Run again with --materialize to make each a "
+            "leaf of its own, or give them a leaf by hand."
+        )
+        self.memory_dir = memory_dir
+        self.loose = loose
+
+
 def _refuse_loose(memory_dir: Path, loose: list[takeover.Loose]) -> None:
-    raise ProblemFound(
-        f"{memory_dir}: {len(loose)} index item(s) have no leaf ("
-        + "; ".join(item.describe() for item in loose[:5])
-        + (", …" if len(loose) > 5 else "")
-        + "); nothing was written. Run again with --materialize to make each a "
-        "leaf of its own, or give them a leaf by hand."
-    )
+    raise LooseLines(memory_dir, loose)
 
 
 def adopt(
