@@ -422,6 +422,18 @@ def test_a_line_too_long_for_any_index_is_named_so(memory_dir: Path, run: RunCli
     assert json.loads(run("generate", "--json", expect=1).stdout)["too_long"] == ["huge"]
 
 
+def test_a_line_cap_too_small_for_any_line_blames_no_line(memory_dir: Path, run: RunCli) -> None:
+    # With --max-lines 3 every fact is below the cap, and each was reported as a line of
+    # "N bytes, more than a MEMORY.md of 23,000 bytes has room for": shorten the title,
+    # it said, of a 90-byte line. The cap leaves no room; no line is too long.
+    write_leaf(memory_dir, "a.md")
+    write_leaf(memory_dir, "b.md")
+    result = run("generate", "--json", "--max-lines", "3")
+    data = json.loads(result.stdout)
+    assert data["included"] == [] and sorted(data["below_budget"]) == ["a", "b"]
+    assert data["too_long"] == [] and "bytes has room for" not in result.stderr
+
+
 def test_a_link_in_a_fenced_code_block_is_text_to_both(memory_dir: Path, run: RunCli) -> None:
     # An example in a fenced block links nothing, for the witness as for the take-over
     # (which took a ~~~ block's link over as a fact's line).

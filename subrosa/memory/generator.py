@@ -230,7 +230,7 @@ def plan(
     too_long = [
         (e.slug, len(lines[e.slug].encode()))
         for e in below
-        if not fits_alone(e, lines[e.slug], budget, max_lines)
+        if not fits_alone(e, lines[e.slug], budget)
     ]
     archived_sorted = sorted(
         archived_entries,
@@ -250,11 +250,13 @@ def plan(
     )
 
 
-def fits_alone(entry: Entry, line: str, budget: int, max_lines: int) -> bool:
-    """Whether `line` (`entry`'s) would fit in a MEMORY.md holding nothing else."""
-    extra_bytes, extra_lines = _overhead(section_name(entry))
-    used_bytes = len(INDEX_HEADER.encode()) + extra_bytes + len(line.encode()) + 1
-    return used_bytes <= budget and INDEX_HEADER.count("\n") + extra_lines + 1 <= max_lines
+def fits_alone(entry: Entry, line: str, budget: int) -> bool:
+    """Whether `line` (`entry`'s) is short enough for a MEMORY.md of `budget` bytes
+    holding nothing else: a line too long to fit is the line's to shorten. (A --max-lines
+    too small for the header and one line leaves every fact below the budget, none of
+    them too long: that is the cap's doing, not the line's.)"""
+    extra_bytes, _ = _overhead(section_name(entry))
+    return len(INDEX_HEADER.encode()) + extra_bytes + len(line.encode()) + 1 <= budget
 
 
 def _ts(value: datetime | None) -> float:
