@@ -257,6 +257,32 @@ def test_facts_import_into_and_export_from_every_engine(
     assert _content(fresh) == _content(personal)
 
 
+@pytest.mark.engines
+@pytest.mark.parametrize(("key", "value"), [("position", 2**40), ("hits", 2**63)])
+def test_a_number_no_column_holds_is_refused_and_nothing_is_written(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch, key: str, value: int
+) -> None:
+    """A fact's number edited past what its column holds (PostgreSQL's integer, SQLite's
+    64 bits) is a bad record like any other: refused in one sentence before anything is
+    written, not a driver's traceback after the sessions were committed."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "personal.db"))
+    _archive(memory, run)
+    lines = _good_lines(tmp_path, run)
+    at = _fact_line(lines)
+    lines[at] = json.dumps({**json.loads(lines[at]), key: value})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    run("--db", db.url, "db", "upgrade")
+    before = db.snapshot()
+    message = run("--db", db.url, "import", str(bad), expect=2).stderr.strip()
+    assert f"line {at + 1} has a {key!r} too large" in message, message
+    assert len(message.splitlines()) == 1 and message.endswith("nothing was imported.")
+    assert db.snapshot() == before
+
+
 def test_import_shows_a_bar_on_a_terminal(tmp_path: Path, db: Db) -> None:
     """On a terminal (a pseudo-terminal here) import shows its bar on stderr, counting
     messages; the summary goes to stdout alone."""
