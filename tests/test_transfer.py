@@ -283,6 +283,31 @@ def test_a_number_no_column_holds_is_refused_and_nothing_is_written(
     assert db.snapshot() == before
 
 
+@pytest.mark.engines
+def test_keys_holding_nul_import_once_into_every_engine(
+    tmp_path: Path, db: Db, run: RunCli
+) -> None:
+    """A transcript whose session id and uuid hold NUL is archived on SQLite as it is;
+    the server stores NUL as U+FFFD and looks the keys up the same way: the file
+    imports (no driver traceback) and a second import adds nothing."""
+    transcript = tmp_path / "nul.jsonl"
+    records = [
+        {"type": "user", "timestamp": "2025-07-01T12:00:00Z", "cwd": str(tmp_path),
+         "sessionId": "s\x00id", "uuid": f"u\x00{i}",
+         "message": {"role": "user", "content": f"a nul keyed message {i}"}}
+        for i in range(2)
+    ]  # fmt: skip
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    personal = str(tmp_path / "personal.db")
+    run("--db", personal, "ingest", str(transcript))
+    run("--db", personal, "export", "--all-projects", str(tmp_path / "nul-export.jsonl"))
+    first = _json(run, "--db", db.url, "import", str(tmp_path / "nul-export.jsonl"))
+    assert (first["sessions"]["added"], first["messages"]["added"]) == (1, 2)
+    again = _json(run, "--db", db.url, "import", str(tmp_path / "nul-export.jsonl"))
+    assert (again["sessions"]["added"], again["messages"]["added"]) == (0, 0)
+    assert again["messages"]["present"] == 2
+
+
 def test_import_shows_a_bar_on_a_terminal(tmp_path: Path, db: Db) -> None:
     """On a terminal (a pseudo-terminal here) import shows its bar on stderr, counting
     messages; the summary goes to stdout alone."""
