@@ -46,6 +46,9 @@ from subrosa.errors import InvalidInput
 FORMAT = "subrosa-export"
 VERSION = 1
 GZIP_MAGIC = b"\x1f\x8b"
+# The largest number a fact's position or hits may be: PostgreSQL's `integer` (the
+# columns' type); a larger one would fail in the facts' write, after the sessions'.
+MAX_INTEGER = 2**31 - 1
 # Sessions and messages written per call of the archive's batch writer.
 BATCH_MESSAGES = 2000
 
@@ -252,6 +255,8 @@ def _fact_problem(record: dict[str, Any]) -> str | None:
         problem = _need(record, key, (int,))
         if problem or record[key] < 0:
             return problem or f"has a negative {key!r}"
+        if record[key] > MAX_INTEGER:
+            return f"has a {key!r} too large ({record[key]}; at most {MAX_INTEGER})"
     if not isinstance(record.get("pinned"), bool):
         return "has no 'pinned' true or false"
     if record["type"] not in FACT_TYPES:

@@ -86,6 +86,15 @@ def test_passwords_are_hidden_in_any_text() -> None:
     assert str(DatabaseError(message)) == shown
 
 
+def test_a_password_given_as_a_query_parameter_is_hidden_too() -> None:
+    # libpq takes `?password=` as it takes `user:password@`: the same secret, spelled
+    # where a URL copied from a managed service's dialog or a script may carry it.
+    message = "postgresql://me@db/team?sslmode=require&password=hunter2&x=1 and ?password=s3cr"
+    shown = hide_passwords(message)
+    assert "hunter2" not in shown and "s3cr" not in shown
+    assert shown == "postgresql://me@db/team?sslmode=require&password=***&x=1 and ?password=***"
+
+
 def test_a_malformed_url_is_one_sentence_without_its_password(run: RunCli) -> None:
     result = run("--db", "postgresql://me:hunter2@db:notaport/team", "db", "status", expect=1)
     assert "hunter2" not in result.output
@@ -116,6 +125,19 @@ def test_the_password_is_never_printed(db: Db, run: RunCli, tmp_path: Path) -> N
     for output in outputs:
         assert "hunter2" not in output and "s3cr" not in output, output
     assert "subrosa:***@" in outputs[1]
+
+
+@pytest.mark.engines("postgresql")
+def test_a_password_in_the_query_is_never_printed(db: Db, run: RunCli, tmp_path: Path) -> None:
+    url = make_url(db.url).update_query_dict({"password": "hunter2"}).render_as_string(False)
+    on = ["--db", url, "--memory-dir", str(tmp_path)]
+    outputs = [run(*on, "db", "status").output, run(*on, "db", "status", "--json").output]
+    outputs.append(run(*on, "doctor", "--json", expect=None).output)
+    missing = make_url(url).set(database="no_such_database").render_as_string(False)
+    outputs.append(run("--db", missing, "db", "status", expect=1).output)
+    outputs.append(run("--db", missing, "search", "x", expect=1).output)
+    for output in outputs:
+        assert "hunter2" not in output and "password=***" in output, output
 
 
 @pytest.mark.engines("postgresql")

@@ -257,6 +257,57 @@ def test_facts_import_into_and_export_from_every_engine(
     assert _content(fresh) == _content(personal)
 
 
+@pytest.mark.engines
+@pytest.mark.parametrize(("key", "value"), [("position", 2**40), ("hits", 2**63)])
+def test_a_number_no_column_holds_is_refused_and_nothing_is_written(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch, key: str, value: int
+) -> None:
+    """A fact's number edited past what its column holds (PostgreSQL's integer, SQLite's
+    64 bits) is a bad record like any other: refused in one sentence before anything is
+    written, not a driver's traceback after the sessions were committed."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "personal.db"))
+    _archive(memory, run)
+    lines = _good_lines(tmp_path, run)
+    at = _fact_line(lines)
+    lines[at] = json.dumps({**json.loads(lines[at]), key: value})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    run("--db", db.url, "db", "upgrade")
+    before = db.snapshot()
+    message = run("--db", db.url, "import", str(bad), expect=2).stderr.strip()
+    assert f"line {at + 1} has a {key!r} too large" in message, message
+    assert len(message.splitlines()) == 1 and message.endswith("nothing was imported.")
+    assert db.snapshot() == before
+
+
+@pytest.mark.engines
+def test_keys_holding_nul_import_once_into_every_engine(
+    tmp_path: Path, db: Db, run: RunCli
+) -> None:
+    """A transcript whose session id and uuid hold NUL is archived on SQLite as it is;
+    the server stores NUL as U+FFFD and looks the keys up the same way: the file
+    imports (no driver traceback) and a second import adds nothing."""
+    transcript = tmp_path / "nul.jsonl"
+    records = [
+        {"type": "user", "timestamp": "2025-07-01T12:00:00Z", "cwd": str(tmp_path),
+         "sessionId": "s\x00id", "uuid": f"u\x00{i}",
+         "message": {"role": "user", "content": f"a nul keyed message {i}"}}
+        for i in range(2)
+    ]  # fmt: skip
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    personal = str(tmp_path / "personal.db")
+    run("--db", personal, "ingest", str(transcript))
+    run("--db", personal, "export", "--all-projects", str(tmp_path / "nul-export.jsonl"))
+    first = _json(run, "--db", db.url, "import", str(tmp_path / "nul-export.jsonl"))
+    assert (first["sessions"]["added"], first["messages"]["added"]) == (1, 2)
+    again = _json(run, "--db", db.url, "import", str(tmp_path / "nul-export.jsonl"))
+    assert (again["sessions"]["added"], again["messages"]["added"]) == (0, 0)
+    assert again["messages"]["present"] == 2
+
+
 def test_import_shows_a_bar_on_a_terminal(tmp_path: Path, db: Db) -> None:
     """On a terminal (a pseudo-terminal here) import shows its bar on stderr, counting
     messages; the summary goes to stdout alone."""

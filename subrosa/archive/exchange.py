@@ -178,14 +178,15 @@ def _present(conn: Any, sql: str, keys: list[str]) -> set[str]:
 
 
 def _write(ingester: Any, batch: list[SessionBatch]) -> Written:
-    ids = list(dict.fromkeys(b.session["session_id"] for b in batch))
+    key = ingester.stored_key
+    ids = list(dict.fromkeys(key(b.session["session_id"]) for b in batch))
     known = _present(
         ingester.conn, "SELECT session_id FROM sessions WHERE session_id IN ({marks})", ids
     )
     # Messages the target holds already get no terms (most of the cost of importing a
     # file a second time): ingest leaves them out by their uuid, and records them as
     # shared when another session holds them (a fork's history).
-    uuids = [m["uuid"] for b in batch for m in b.messages]
+    uuids = [key(m["uuid"]) for b in batch for m in b.messages]
     held = _present(ingester.conn, "SELECT uuid FROM messages WHERE uuid IN ({marks})", uuids)
     before = (ingester.report.new_messages, ingester.report.duplicate_messages)
     for session, messages in batch:
@@ -203,7 +204,7 @@ def _write(ingester: Any, batch: list[SessionBatch]) -> Written:
                 m["role"],
                 _stored_time(m["timestamp"]),
                 m["text"],
-                None if m["uuid"] in held else index_terms(m["text"]),
+                None if key(m["uuid"]) in held else index_terms(m["text"]),
             )
             for m in messages
         ]

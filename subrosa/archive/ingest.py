@@ -436,6 +436,11 @@ class CommitBehind:
 class Ingester:
     """Reads transcripts into an open archive connection."""
 
+    @staticmethod
+    def stored_key(value: str) -> str:
+        """A session id or message uuid as this archive stores it (SQLite: as it is)."""
+        return value
+
     def __init__(
         self,
         conn: sqlite3.Connection,

@@ -209,6 +209,12 @@ class PgIngester(Ingester):
 
     conn: Any  # a subrosa.pg.Connection
 
+    @staticmethod
+    def stored_key(value: str) -> str:
+        """A key as the server stores it: NUL as U+FFFD (a server refuses NUL even in a
+        query's parameter, so a key is looked up as it was written)."""
+        return value.replace("\x00", "\ufffd")
+
     def _tune_connection(self) -> None:
         # A commit returns before its WAL reaches the disk (docs/team.md, "Writes"): a
         # server crash may lose the last batches, their files' offsets with them, and
