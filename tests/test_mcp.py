@@ -254,6 +254,23 @@ def test_bad_arguments_are_one_sentence_tool_errors(memory_dir: Path) -> None:
     assert not error and text.startswith("MEMORY.md: none yet in ")
 
 
+def test_a_number_in_a_string_that_int_refuses_is_the_same_sentence(memory_dir: Path) -> None:
+    """A limit of "--5", a superscript digit or 5,000 digits passed str.isdigit(), then made
+    int() raise: the tool answered with a ValueError's words instead of the rule."""
+    answers = calls(
+        ("search", {"query": "x", "limit": "--5"}),
+        ("search", {"query": "x", "limit": "\u00b2"}),
+        ("get", {"id": "x", "around": "9" * 5000}),
+        ("search", {"query": "x", "limit": " 5 "}),
+    )
+    assert answers[:3] == [
+        ("limit: must be a whole number from 1 to 50.", True),
+        ("limit: must be a whole number from 1 to 50.", True),
+        ("around: must be a whole number from 0 to 20.", True),
+    ]
+    assert answers[3] == ("No facts or messages match 'x'.", False)
+
+
 @pytest.mark.engines
 def test_search_says_which_misspelt_word_it_read_as_which(archived: str, memory_dir: Path) -> None:
     """As `subrosa search` says it on stderr, the tool says it above its hits."""
