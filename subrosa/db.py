@@ -90,7 +90,7 @@ def shown(url: URL) -> str:
     without the password."""
     if url.get_backend_name() == "sqlite" and url.database:
         return url.database
-    return url.render_as_string(hide_password=True)
+    return hide_passwords(url.render_as_string(hide_password=True))
 
 
 def get_engine(url: str) -> Engine:
@@ -405,7 +405,7 @@ def status(url: str) -> dict[str, Any]:
         if problem is not None:
             raise InvalidInput(problem)
         return {
-            "url": database_url(url).render_as_string(hide_password=True),
+            "url": hide_passwords(database_url(url).render_as_string(hide_password=True)),
             "revision": None,
             "head": SCHEMA_HEAD,
             "current": False,
@@ -414,7 +414,7 @@ def status(url: str) -> dict[str, Any]:
     engine = get_engine(url)
     revision = current_revision(engine)
     return {
-        "url": engine.url.render_as_string(hide_password=True),
+        "url": hide_passwords(engine.url.render_as_string(hide_password=True)),
         "revision": revision,
         "head": SCHEMA_HEAD,
         "current": revision == SCHEMA_HEAD,

@@ -126,7 +126,7 @@ def check_database(subject: Subject) -> Check:
         if not isinstance(exc, SubrosaError):  # subrosa's own errors name the database
             said = f"cannot open {hide_passwords(subject.db_url)}: {said}"
         return Check("database", False, said, _database_fix(subject.db_url))
-    where = engine.url.render_as_string(hide_password=True)
+    where = hide_passwords(engine.url.render_as_string(hide_password=True))
     if is_newer(revision):
         return Check(
             "database",

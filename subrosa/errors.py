@@ -17,13 +17,17 @@ if TYPE_CHECKING:
 # and `/` as %40 and %2F but leaves spaces, so the password runs to the next `@` on its
 # line unless a `/` comes first (then the colon was a port's).
 _URL_PASSWORD = compile_lazily(r"(?P<head>\b[A-Za-z][\w+]*://[^:/@\s]*):(?P<password>[^@/\n]*)@")
+# libpq also takes the password as a query parameter (`…/db?password=…`), which
+# SQLAlchemy's hide_password leaves as it is. It runs to the next `&`, space or end
+# (a `:` before a space is the message's, as in `URL: cannot connect`).
+_QUERY_PASSWORD = compile_lazily(r"(?i)(?P<head>[?&]password=)[^&\s]*?(?=&|:?(?:\s|$))")
 
 
 def hide_passwords(text: str) -> str:
     """`text` fit to print: the password of any URL in it replaced by `***`, as
     SQLAlchemy's `render_as_string(hide_password=True)` does, but for any text (an
     error message, a malformed URL)."""
-    return _URL_PASSWORD.sub(r"\g<head>:***@", text)
+    return _QUERY_PASSWORD.sub(r"\g<head>***", _URL_PASSWORD.sub(r"\g<head>:***@", text))
 
 
 def one_line_reason(text: str) -> str:
