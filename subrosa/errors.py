@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 # line unless a `/` comes first (then the colon was a port's).
 _URL_PASSWORD = compile_lazily(r"(?P<head>\b[A-Za-z][\w+]*://[^:/@\s]*):(?P<password>[^@/\n]*)@")
 # `?password=…` or `&password=…`: libpq reads a URL's query parameter as it reads
-# `user:password@`, so a URL may carry its password there instead (sslpassword alike).
-_QUERY_PASSWORD = compile_lazily(r"(?P<head>[?&](?:ssl)?password=)[^&#\s]*")
+# `user:password@`, so a URL may carry its password there instead (sslpassword alike),
+# which SQLAlchemy's hide_password leaves as it is. It runs to the next `&`, `#`, space
+# or end (a `:` before a space is the message's, as in `URL: cannot connect`).
+_QUERY_PASSWORD = compile_lazily(r"(?i)(?P<head>[?&](?:ssl)?password=)[^&#\s]*?(?=[&#]|:?(?:\s|$))")
 
 
 def hide_passwords(text: str) -> str:

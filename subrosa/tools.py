@@ -76,6 +76,24 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + f" […{len(text) - limit:,} more]"
 
 
+def _cut_framed(text: str, limit: int) -> str:
+    """`text` cut so that, framed (each line behind its gutter), it holds about `limit`
+    characters: a text of short lines framed to three times `limit` and more."""
+    from subrosa.archive.conversation import _LINE_BREAKS, GUTTER
+
+    spent = position = 0
+    for brk in _LINE_BREAKS.finditer(text):
+        cost = brk.end() - position + len(GUTTER)
+        if spent + cost > limit:
+            break
+        spent, position = spent + cost, brk.end()
+    else:
+        if spent + len(text) - position <= limit:
+            return text
+    end = position + max(0, limit - spent)
+    return text[:end].rstrip() + f" […{len(text) - end:,} more]"
+
+
 def _time(value: Any) -> str:
     return str(value)[:16] if value else "-"
 
@@ -187,7 +205,7 @@ def _leaf_text(memory_dir: Path, ident: str) -> str | None:
     if text is None:
         return None
     head = f"fact {one_line(ident.removesuffix('.md'))} · {one_line(str(memory_dir / name))}"
-    return "\n".join([head, *framed_lines(_cut(text.rstrip(), WHOLE_CHARS))])
+    return "\n".join([head, *framed_lines(_cut_framed(text.rstrip(), WHOLE_CHARS))])
 
 
 def render_messages(shown: Any, *, target: str | None) -> str:
@@ -209,7 +227,7 @@ def render_messages(shown: Any, *, target: str | None) -> str:
     for message in shown.messages:
         hit = target in (str(message["message_id"]), message["uuid"])
         text = str(message["text"])
-        text = _cut(text, WHOLE_CHARS if hit else NEIGHBOUR_CHARS)
+        text = _cut_framed(text, WHOLE_CHARS if hit else NEIGHBOUR_CHARS)
         line = header({**message, "text": text})
         if hit:
             line = f"▶ {line} {terminal_line(str(message['uuid']))}"

@@ -109,6 +109,20 @@ def test_a_server_doctor_cannot_reach_is_not_said_to_grant_access(
     assert "s3cret-pw" not in json.dumps(checks)
 
 
+def test_a_password_given_as_a_query_parameter_is_never_printed(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libpq takes `?password=` as well as `user:password@`; SQLAlchemy's hide_password
+    hides only the latter, so doctor, and the error of any command, printed it."""
+    monkeypatch.setenv(
+        "SUBROSA_DB", "postgresql://me@127.0.0.1:1/team?connect_timeout=1&password=s3cret-pw"
+    )
+    for args in (("doctor",), ("doctor", "--json"), ("search", "anything")):
+        result = run(*args, expect=1)
+        assert "s3cret-pw" not in result.stdout + result.stderr, args
+        assert "password=***" in result.stdout + result.stderr, args
+
+
 def _claude_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, says: str) -> None:
     """A `claude` on PATH (alone there: the real one, if any, is not reached) that
     answers --version as `says`; anything else fails."""

@@ -254,6 +254,47 @@ def test_bad_arguments_are_one_sentence_tool_errors(memory_dir: Path) -> None:
     assert not error and text.startswith("MEMORY.md: none yet in ")
 
 
+def test_a_number_in_a_string_that_int_refuses_is_the_same_sentence(memory_dir: Path) -> None:
+    """A limit of "--5", a superscript digit or 5,000 digits passed str.isdigit(), then made
+    int() raise: the tool answered with a ValueError's words instead of the rule."""
+    answers = calls(
+        ("search", {"query": "x", "limit": "--5"}),
+        ("search", {"query": "x", "limit": "\u00b2"}),
+        ("get", {"id": "x", "around": "9" * 5000}),
+        ("search", {"query": "x", "limit": " 5 "}),
+    )
+    assert answers[:3] == [
+        ("limit: must be a whole number from 1 to 50.", True),
+        ("limit: must be a whole number from 1 to 50.", True),
+        ("around: must be a whole number from 0 to 20.", True),
+    ]
+    assert answers[3] == ("No facts or messages match 'x'.", False)
+
+
+def test_a_text_of_short_lines_is_cut_framed_not_three_times_over(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """Each line is shown behind a gutter of four characters: a leaf or message of
+    400,000 two-character lines, cut at 20,000 characters before framing, came back as
+    60,000 (some 15,000 tokens where the tool promises ~5,000)."""
+    directory = Path(project_transcript_dir())
+    directory.mkdir(parents=True)
+    lines = [_record(f"m-{i}", f"{i}\n" * 15_000, "user", i) for i in range(3)]
+    (directory / f"{SESSION}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run("ingest")
+    body = "y\n" * 400_000
+    (_, error), (leaf, _), (message, _) = calls(
+        ("remember", {"slug": "lines", "type": "user", "description": "d", "body": body}),
+        ("get", {"id": "lines"}),
+        ("get", {"id": "m-1", "around": 1}),
+    )
+    assert not error
+    assert len(leaf) < 20_200 and leaf.endswith(" more]"), len(leaf)
+    # the message whole up to 20,000 framed, each neighbour up to 600
+    assert len(message) < 20_000 + 2 * 600 + 300, len(message)
+    assert message.count(" more]") == 3
+
+
 @pytest.mark.engines
 def test_search_says_which_misspelt_word_it_read_as_which(archived: str, memory_dir: Path) -> None:
     """As `subrosa search` says it on stderr, the tool says it above its hits."""

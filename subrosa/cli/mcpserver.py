@@ -18,6 +18,7 @@ kept, which takes a lock per call besides) serves one call at a time.
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -242,8 +243,12 @@ def _integer(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+    if isinstance(value, str):
+        text = value.strip()
+        # ASCII digits only, and few: str.isdigit() also takes "²", and int() refuses
+        # a string of more than 4,300 digits (either was a traceback, not a sentence).
+        if re.fullmatch(r"-?[0-9]{1,20}", text, re.ASCII):
+            return int(text)
     return None
 
 
