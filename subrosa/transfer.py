@@ -236,6 +236,25 @@ def _time(record: dict[str, Any], key: str) -> str | None:
     return None
 
 
+def _place_problem(slug: str, path: str) -> str | None:
+    """Why a fact's leaf path cannot be in a memory dir, or its slug is not that path
+    without `.md` (as generate names a leaf's or a subfolder note's fact), or None:
+    a slug like `../../evil` named no leaf, and doctor then asked to forget it."""
+    from subrosa.memory.leaf import filename_problem
+
+    parts = path.split("/")
+    if (
+        "\\" in path
+        or any(not part or part.startswith(".") for part in parts)
+        or not path.lower().endswith(".md")
+        or filename_problem(path) is not None
+    ):
+        return f"has a path {path[:80]!r} that is no leaf of a memory dir"
+    if slug != path[: -len(".md")]:
+        return f"has a slug {slug[:80]!r} that is not its path {path[:80]!r} without .md"
+    return None
+
+
 def _fact_problem(record: dict[str, Any]) -> str | None:
     from subrosa.config import FACT_TYPES
 
@@ -259,6 +278,9 @@ def _fact_problem(record: dict[str, Any]) -> str | None:
             return f"has a {key!r} too large ({record[key]}; at most {MAX_INTEGER})"
     if not isinstance(record.get("pinned"), bool):
         return "has no 'pinned' true or false"
+    problem = _place_problem(record["slug"], record["path"])
+    if problem:
+        return problem
     if record["type"] not in FACT_TYPES:
         return f"has an unknown type {record['type']!r}"
     if record["status"] not in ("active", "archived"):

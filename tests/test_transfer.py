@@ -283,6 +283,38 @@ def test_a_number_no_column_holds_is_refused_and_nothing_is_written(
     assert db.snapshot() == before
 
 
+@pytest.mark.parametrize(
+    ("slug", "path", "said"),
+    [
+        ("../../evil", "../../evil.md", "that is no leaf of a memory dir"),
+        ("../../evil", "project_ok.md", "that is not its path"),
+        ("/etc/evil", "/etc/evil.md", "that is no leaf of a memory dir"),
+        ("notes/.hidden", "notes/.hidden.md", "that is no leaf of a memory dir"),
+        ("evil\n- [x](y.md)", "evil\n- [x](y.md).md", "that is no leaf of a memory dir"),
+    ],
+)
+def test_a_fact_whose_slug_or_path_names_no_leaf_is_refused(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, slug: str, path: str, said: str
+) -> None:
+    """A hand-edited export's fact named `../../evil` was imported; doctor then failed
+    on its leaf and asked to forget it. Its path must be a leaf's in a memory dir (or a
+    subfolder note's), its slug that path without `.md`, as generate names them."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "personal.db"))
+    _archive(memory, run)
+    lines = _good_lines(tmp_path, run)
+    at = _fact_line(lines)
+    lines[at] = json.dumps({**json.loads(lines[at]), "slug": slug, "path": path})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    other = str(tmp_path / "other.db")
+    message = run("--db", other, "import", str(bad), expect=2).stderr.strip()
+    assert f"line {at + 1} has a " in message and said in message, message
+    assert len(message.splitlines()) == 1 and message.endswith("nothing was imported.")
+
+
 @pytest.mark.engines
 def test_keys_holding_nul_import_once_into_every_engine(
     tmp_path: Path, db: Db, run: RunCli
