@@ -257,6 +257,24 @@ def test_facts_import_into_and_export_from_every_engine(
     assert _content(fresh) == _content(personal)
 
 
+def _with_a_fact_edited(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch, changes: dict[str, Any]
+) -> tuple[Path, int]:
+    """A personal archive's export with its first fact's record edited by hand, and the
+    index of that line."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "personal.db"))
+    _archive(memory, run)
+    lines = _good_lines(tmp_path, run)
+    at = _fact_line(lines)
+    lines[at] = json.dumps({**json.loads(lines[at]), **changes})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return bad, at
+
+
 @pytest.mark.engines
 @pytest.mark.parametrize(("key", "value"), [("position", 2**40), ("hits", 2**63)])
 def test_a_number_no_column_holds_is_refused_and_nothing_is_written(
@@ -265,16 +283,7 @@ def test_a_number_no_column_holds_is_refused_and_nothing_is_written(
     """A fact's number edited past what its column holds (PostgreSQL's integer, SQLite's
     64 bits) is a bad record like any other: refused in one sentence before anything is
     written, not a driver's traceback after the sessions were committed."""
-    memory = tmp_path / "memory"
-    memory.mkdir()
-    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
-    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "personal.db"))
-    _archive(memory, run)
-    lines = _good_lines(tmp_path, run)
-    at = _fact_line(lines)
-    lines[at] = json.dumps({**json.loads(lines[at]), key: value})
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    bad, at = _with_a_fact_edited(tmp_path, run, monkeypatch, {key: value})
     run("--db", db.url, "db", "upgrade")
     before = db.snapshot()
     message = run("--db", db.url, "import", str(bad), expect=2).stderr.strip()
@@ -299,16 +308,7 @@ def test_a_fact_whose_slug_or_path_names_no_leaf_is_refused(
     """A hand-edited export's fact named `../../evil` was imported; doctor then failed
     on its leaf and asked to forget it. Its path must be a leaf's in a memory dir (or a
     subfolder note's), its slug that path without `.md`, as generate names them."""
-    memory = tmp_path / "memory"
-    memory.mkdir()
-    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
-    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "personal.db"))
-    _archive(memory, run)
-    lines = _good_lines(tmp_path, run)
-    at = _fact_line(lines)
-    lines[at] = json.dumps({**json.loads(lines[at]), "slug": slug, "path": path})
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    bad, at = _with_a_fact_edited(tmp_path, run, monkeypatch, {"slug": slug, "path": path})
     other = str(tmp_path / "other.db")
     message = run("--db", other, "import", str(bad), expect=2).stderr.strip()
     assert f"line {at + 1} has a " in message and said in message, message
