@@ -390,3 +390,23 @@ def test_the_install_hint_installs_from_where_this_subrosa_came(
     from subrosa.claude.install import source_of
 
     assert source_of(recorded) == source
+
+
+def test_a_handler_of_the_users_that_runs_subrosa_is_theirs(project: Path, run: RunCli) -> None:
+    # Uninstall deleted `subrosa hook stop; notify-send done` whole, the person's
+    # notify-send with it: any command naming `subrosa hook NAME` counted as ours. Only
+    # a command that runs it and nothing else is; theirs stays byte for byte, and install
+    # adds no second one beside it (the hook would run twice).
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    theirs = {"type": "command", "command": "subrosa hook stop; notify-send done"}
+    path.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [theirs]}]}}, indent=2))
+    before = path.read_bytes()
+    installed = run("install").stdout
+    assert "= Stop: subrosa hook stop (run by a handler of yours, left)" in installed
+    assert "+ SessionStart" in installed and "+ SessionEnd" in installed
+    data = json.loads(path.read_text())
+    assert data["hooks"]["Stop"] == [{"hooks": [theirs]}]
+    assert ours(data, "Stop") == []
+    run("install", "--uninstall")
+    assert path.read_bytes() == before

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from subrosa.claude.settings import EVENTS, Registrations, is_ours
+from subrosa.claude.settings import EVENTS, Registrations, is_ours, runs_ours
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import (
     JSON_CAP,
@@ -312,6 +312,16 @@ def merge_hooks(data: dict[str, Any], runner: Runner = PLUGIN) -> tuple[dict[str
         ]
         if mine == [hook_handler(name, runner)]:
             changes.append(f"= {event}: subrosa hook {name} (already there)")
+            continue
+        theirs = [
+            handler
+            for group in groups
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for handler in group["hooks"]
+            if runs_ours(handler) and not is_ours(handler)
+        ]
+        if theirs and not mine:  # a second one would run it twice
+            changes.append(f"= {event}: subrosa hook {name} (run by a handler of yours, left)")
             continue
         kept, _ = _strip_ours(groups)
         hooks[event] = [*kept, {"hooks": [hook_handler(name, runner)]}]

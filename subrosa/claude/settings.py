@@ -29,11 +29,29 @@ PLUGIN_NAME = "subrosa"
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 # `subrosa hook NAME`, also by a quoted absolute path (`'/venv/bin/subrosa' hook NAME`).
 _OURS = compile_lazily(r"\bsubrosa['\"]?\s+hook\s+(session-start|stop|session-end)\b")
+# A command that is only that: bare (by any path, or `python -m subrosa`), or inside the
+# wrapper every version of install wrote (`if TEST; then … hook NAME; else echo … >&2;
+# fi; exit 0`: subrosa.claude.install.hook_command).
+_RUN = r"[^;&|\n]*?\bsubrosa['\"]?\s+hook\s+(?:session-start|stop|session-end)"
+_ONLY_OURS = compile_lazily(
+    rf"\s*(?:{_RUN}|if [^;\n]+; then {_RUN}; else echo [^\n]* >&2; fi; exit 0)\s*"
+)
+
+
+def runs_ours(handler: object) -> bool:
+    """A hook handler whose command runs `subrosa hook NAME` (maybe among its own)."""
+    return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
 
 
 def is_ours(handler: object) -> bool:
-    """A hook handler that runs `subrosa hook NAME`."""
-    return isinstance(handler, dict) and bool(_OURS.search(str(handler.get("command", ""))))
+    """A hook handler install wrote: its command runs `subrosa hook NAME` and nothing
+    else. A person's own command that also runs it (`subrosa hook stop; notify-send
+    done`) is theirs: install and uninstall leave it as it is."""
+    return (
+        isinstance(handler, dict)
+        and runs_ours(handler)
+        and bool(_ONLY_OURS.fullmatch(str(handler.get("command", ""))))
+    )
 
 
 class Found:
@@ -99,7 +117,7 @@ def our_events(data: dict[str, Any]) -> list[str]:
         for event in EVENTS
         if isinstance(hooks.get(event), list)
         and any(
-            is_ours(handler)
+            runs_ours(handler)
             for group in hooks[event]
             if isinstance(group, dict) and isinstance(group.get("hooks"), list)
             for handler in group["hooks"]
