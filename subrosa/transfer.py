@@ -240,15 +240,9 @@ def _place_problem(slug: str, path: str) -> str | None:
     """Why a fact's leaf path cannot be in a memory dir, or its slug is not that path
     without `.md` (as generate names a leaf's or a subfolder note's fact), or None:
     a slug like `../../evil` named no leaf, and doctor then asked to forget it."""
-    from subrosa.memory.leaf import filename_problem
+    from subrosa.memory.leaf import is_leaf_path
 
-    parts = path.split("/")
-    if (
-        "\\" in path
-        or any(not part or part.startswith(".") for part in parts)
-        or not path.lower().endswith(".md")
-        or filename_problem(path) is not None
-    ):
+    if not is_leaf_path(path):
         return f"has a path {path[:80]!r} that is no leaf of a memory dir"
     if slug != path[: -len(".md")]:
         return f"has a slug {slug[:80]!r} that is not its path {path[:80]!r} without .md"

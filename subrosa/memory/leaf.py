@@ -509,19 +509,25 @@ def read_leaf_text(memory_dir: Path, filename: str, root: Path | None = None) ->
     return raw.decode("utf-8", errors="replace")
 
 
+def is_leaf_path(rel: str) -> bool:
+    """Whether `rel` may name a leaf or a note in a memory dir, by its spelling alone: a
+    relative `.md` path through no `..`, hidden folder (`.subrosa/`, `.git/`) or empty
+    part, its name free of what filename_problem refuses."""
+    return (
+        rel.lower().endswith(".md")
+        and "\\" not in rel
+        and not any(not part or part.startswith(".") for part in rel.split("/"))
+        and filename_problem(rel) is None
+    )
+
+
 def subfolder_note(memory_dir: Path, rel: str, root: Path | None = None) -> Path | None:
     """The note an index line links in a subfolder of the memory dir (`notes/x.md`), or
     None when it is not one subrosa may read: a regular `.md` file inside the memory dir
     once symlinks are resolved, reached through no `..` and no hidden folder (`.subrosa/`,
     `.git/`), its name free of what filename_problem refuses."""
     parts = rel.split("/")
-    if (
-        len(parts) < 2
-        or not rel.lower().endswith(".md")
-        or "\\" in rel
-        or any(not part or part.startswith(".") for part in parts)
-        or filename_problem(rel) is not None
-    ):
+    if len(parts) < 2 or not is_leaf_path(rel):
         return None
     path = memory_dir.joinpath(*parts)
     try:
