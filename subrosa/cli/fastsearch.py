@@ -113,7 +113,14 @@ SEARCH_OPTIONS = (
     Option(
         "--since", "since", "text", "Only messages (and facts changed) since DATE.", metavar="DATE"
     ),
-    Option("--role", "role", "choice", "Only messages by ROLE.", choices=("user", "assistant")),
+    Option(
+        "--role",
+        "role",
+        "choice",
+        "Only messages by ROLE. Claude Code records a tool's output as the user's, so"
+        " `user` holds those too, ranked below what was typed.",
+        choices=("user", "assistant"),
+    ),
     Option("--facts", "facts_only", "flag", "Only facts.", default=False),
     Option("--transcripts", "transcripts_only", "flag", "Only archived messages.", default=False),
     Option(
