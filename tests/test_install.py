@@ -410,3 +410,35 @@ def test_a_handler_of_the_users_that_runs_subrosa_is_theirs(project: Path, run: 
     assert ours(data, "Stop") == []
     run("install", "--uninstall")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("scope", ["project", "user"])
+@pytest.mark.parametrize("uninstall", [False, True])
+def test_a_read_only_settings_json_is_refused_untouched(
+    project: Path, run: RunCli, isolated_env: Path, scope: str, uninstall: bool
+) -> None:
+    """A person who made settings.json read-only did not want it changed: a rename over
+    it would succeed (POSIX lets it), so install and uninstall refuse, naming the file,
+    and write nothing at all (not the skills, not the memory dir, not the record)."""
+    if uninstall:
+        run("install", "--scope", scope)
+    if scope == "user":
+        path = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    else:
+        path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not uninstall:
+        path.write_text('{"model": "opus"}\n')
+    before = path.read_bytes()
+    path.chmod(0o444)
+    around = _everything_under(Path(isolated_env).parent)
+    args = ["install", "--scope", scope, *(["--uninstall"] if uninstall else [])]
+    result = run(*args, expect=2)
+    assert str(path) in result.stderr and "read-only" in result.stderr
+    assert path.read_bytes() == before and (path.stat().st_mode & 0o777) == 0o444
+    assert _everything_under(Path(isolated_env).parent) == around
+    assert run(*args, "--dry-run", expect=2).stderr == result.stderr
+
+
+def _everything_under(root: Path) -> dict[str, bytes | None]:
+    return {str(p): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}

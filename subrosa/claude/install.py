@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -354,6 +355,22 @@ def remove_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return cleaned, changes
 
 
+def refuse_read_only(path: Path) -> None:
+    """InvalidInput when the file at `path` (through a link) is read-only: a person made
+    it so to keep it as it is. The atomic write would not notice (a rename replaces a
+    read-only file, and root may write any), so the mode is asked here, before anything
+    is written."""
+    try:
+        info = path.stat()
+    except OSError:  # missing (to be created), or unreadable: reading it says why
+        return
+    if not info.st_mode & stat.S_IWUSR or not os.access(path, os.W_OK):
+        raise InvalidInput(
+            f"{path}: is read-only, so subrosa leaves it as it is; nothing was changed "
+            "(make it writable to let `subrosa install` change it)."
+        )
+
+
 def _record_path(settings_path: Path) -> Path:
     digest = hashlib.sha256(str(settings_path.absolute()).encode("utf-8")).hexdigest()[:24]
     return Path(data_dir(), "installs", f"{digest}.json")
@@ -479,6 +496,7 @@ def plan_install(target: Target, runner: Runner = PLUGIN, memory_dir: Path | Non
     text, data = read_settings(target.settings_path)
     merged, plan.settings_changes = merge_hooks(data, runner)
     if merged != data or text is None:
+        refuse_read_only(target.settings_path)
         plan.write_settings = True
         plan.settings_text = render_settings(merged, like=text)
         record = _read_record(target.settings_path)
@@ -512,6 +530,8 @@ def plan_uninstall(target: Target) -> Plan:
     elif plan.settings_changes:
         plan.write_settings = True
         plan.settings_text = render_settings(cleaned, like=text)
+    if plan.write_settings:
+        refuse_read_only(target.settings_path)
     for _source, destination, name, same in _skill_copies(target.skills_path):
         if same:
             plan.removals.append(destination)
@@ -672,6 +692,7 @@ def plan_mcp_install(target: McpTarget, command: str | None = None) -> McpPlan:
             f"{target.path}: mcpServers.{MCP_SERVER} runs something else; rename or remove "
             "it first. Nothing was changed."
         )
+    refuse_read_only(target.path)
     merged = copy.deepcopy(data)
     node = merged
     for key in target.keys:
@@ -704,6 +725,7 @@ def plan_mcp_uninstall(target: McpTarget) -> McpPlan:
     servers = _servers(data, target.keys, target.path)
     if not servers or not is_our_server(servers.get(MCP_SERVER)):
         return plan
+    refuse_read_only(target.path)
     plan.changes.append(f"- mcpServers.{MCP_SERVER}")
     plan.write = True
     record = _read_record(target.path) if target.scope == "project" else None

@@ -221,8 +221,8 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
     again changes nothing; the file keeps its own formatting), copies the
     memory-extraction and memory-compact skills into the matching .claude/skills/,
     and creates the project's memory dir when there is none yet. A settings.json
-    that is not valid JSON is refused and left untouched (exit 2). Lines start with
-    + (added), ~ (updated), = (already there) or - (removed).
+    that is not valid JSON, or read-only, is refused and left untouched (exit 2).
+    Lines start with + (added), ~ (updated), = (already there) or - (removed).
 
     --uninstall takes them out again: settings.json gets back its content from
     before the first install when nobody changed it since, else only subrosa's
