@@ -148,7 +148,8 @@ def list_cmd(
     if archived and show_all:
         raise click.UsageError("give --archived or --all, not both.")
     status = None if show_all else ("archived" if archived else "active")
-    data = facts.list_facts(app.db_url, app.project, status=status, fact_type=fact_type)
+    project = app.existing_project()  # only reads: a missing memory dir creates nothing
+    data = facts.list_facts(app.db_url, project, status=status, fact_type=fact_type)
     if as_json:
         print_json(data)
         return
@@ -169,7 +170,7 @@ def list_cmd(
 @pass_app
 def show(app: AppContext, slug: str, as_json: bool) -> None:
     """Show one fact."""
-    data = facts.show(app.db_url, app.project, slug)
+    data = facts.show(app.db_url, app.existing_project(), slug)
     if as_json:
         print_json(data)
         return

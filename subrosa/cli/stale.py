@@ -97,7 +97,7 @@ def stale(app: AppContext, apply: bool, today: date | None, max_flags: int, as_j
     "flagged": [...], "more_flagged": N, "applied": bool, "today": "YYYY-MM-DD"}.
     """
     day = today if today is not None else date.today()
-    result = run_review(app.db_url, app.project, day, apply=apply)
+    result = run_review(app.db_url, app.existing_project(), day, apply=apply)
     shown = result.flagged[:max_flags]
     more = len(result.flagged) - len(shown)
     if as_json:
