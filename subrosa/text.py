@@ -394,10 +394,11 @@ def _inert(fragment: str) -> str:
 def terminal_line(text: str, *, keep_spaces: bool = False) -> str:
     """Untrusted text safe to print as (part of) one line on a terminal, or for the
     agent to read: line breaks become spaces, escape sequences, control, format,
-    private-use and unassigned characters go, and tags are escaped (escape_tags).
-    Runs of whitespace are collapsed unless `keep_spaces` (a transcript line shown
-    with its indentation)."""
-    cleaned = escape_tags(strip_invisible(text))
+    private-use and unassigned characters go, tags are escaped (escape_tags), and
+    brackets that would join into a link or an image get a backslash (escape_links,
+    as in the index). Runs of whitespace are collapsed unless `keep_spaces` (a
+    transcript line shown with its indentation)."""
+    cleaned = escape_links(escape_tags(strip_invisible(text)))
     return cleaned if keep_spaces else one_line(cleaned)
 
 

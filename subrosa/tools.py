@@ -164,7 +164,10 @@ def render_hits(
             if who and archived_by(hit):
                 head += f" · by {one_line(archived_by(hit))}"
         lines.append(f"{head} · {score}")
-        lines.append(f"  {hit['snippet']}")
+        # Four spaces, as `subrosa search` indents it: a line so indented after a line
+        # of text continues it, so a snippet that starts `# `, ```` ``` ````, `> `, `- `
+        # or `---` opens no heading, fence, quote, list or rule (two spaces let it).
+        lines.append(f"    {hit['snippet']}")
     return "\n".join(lines)
 
 
