@@ -150,7 +150,7 @@ def render_hits(
     for hit in hits:
         score = f"score {hit['score']:.3g}"
         if hit["kind"] == "fact":
-            head = f"fact {hit['slug']} · {hit['type']}"
+            head = f"fact {one_line(hit['slug'])} · {hit['type']}"
             if hit["status"] != "active":
                 head += f" · {hit['status']}"
             if hit["project"] != this_project:

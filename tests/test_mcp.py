@@ -416,6 +416,24 @@ def test_markdown_in_a_transcript_or_a_leaf_stays_text_in_every_tool(
     assert "leaf link" in leaf and "https://evil.example/leaf" in leaf
 
 
+def test_a_leaf_named_with_markup_forms_nothing_in_search_or_fact_list(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """A leaf's file name is its slug, shown by search (the tool and the CLI) and by
+    `fact list`, which the extraction skill reads: a repository can name one so."""
+    name = "<b>[z](https:evil.example)"
+    write_leaf(memory_dir, f"{name}.md", "Zebra facts.", body="zebra stripes")
+    run("fact", "upsert", "--leaf", f"{name}.md", "--hook", "Zebra facts.")
+    [(text, error)] = calls(("search", {"query": "zebra"}))
+    assert not error and active_markdown(text.replace("**", "")) == [], text
+    assert "fact ‹b›[z]\\(https:evil.example) · project" in text
+    listed = run("fact", "list").stdout
+    # `fact list` numbers its lines (`   1. `): a list subrosa writes; nothing else.
+    assert [found for found in active_markdown(listed) if "list_open" not in found] == []
+    assert "‹b›[z]\\(https:evil.example) (project) — Zebra facts." in listed
+    assert json.loads(run("fact", "list", "--json").stdout)[0]["slug"] == name
+
+
 def test_the_read_tools_write_nothing_but_hit_counts(
     archived: str, memory_dir: Path, db: Db, run: RunCli
 ) -> None:

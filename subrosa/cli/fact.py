@@ -155,12 +155,17 @@ def list_cmd(
     if not data:
         say(f"no facts in {app.memory_dir}")
         return
-    # Numbered 1..n as shown (a position counts the facts a filter leaves out too).
+    from subrosa.text import terminal_line
+
+    # Numbered 1..n as shown (a position counts the facts a filter leaves out too). The
+    # slug is a leaf's file name, which a repository may have chosen, and the extraction
+    # skill reads this list: shown as search shows it (the hook is sanitized when stored).
     for number, item in enumerate(data, start=1):
         flags = ("📌 " if item["pinned"] else "") + (
             "[archived] " if item["status"] == "archived" else ""
         )
-        say(f"{number:>4}. {flags}{item['slug']} ({item['type']}) — {item['hook']}")
+        slug = terminal_line(item["slug"])
+        say(f"{number:>4}. {flags}{slug} ({item['type']}) — {item['hook']}")
 
 
 @fact.command()
