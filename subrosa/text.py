@@ -372,8 +372,14 @@ def _index_line_clean(body: str) -> bool:
 _DEFINITION = compile_lazily(r"^(\[(?:\\.|[^\[\]\\]){0,999}\]):")
 
 
+def escape_definition(line: str) -> str:
+    """A line that starts as a link reference definition (`[y]: url`, which would make
+    `[x][y]` or `[y]` anywhere in the text a link) with a backslash before its colon."""
+    return _DEFINITION.sub(r"\1\\:", line) if line.startswith("[") else line
+
+
 def _sanitize_index_once(body: str) -> str:
-    body = _DEFINITION.sub(r"\1\\:", one_line(strip_invisible(body)))
+    body = escape_definition(one_line(strip_invisible(body)))
     out: list[str] = []
     last = 0
     for link in _INDEX_LINK.finditer(body):

@@ -86,10 +86,14 @@ _ACTIVE_INLINE = {"link_open", "image", "html_inline"}
 
 def active_markdown(text: str) -> list[str]:
     """Every construct CommonMark reads in the whole of `text` beyond paragraphs of
-    text (see _ACTIVE_BLOCKS and _ACTIVE_INLINE), each as `type: what it holds`, plus
-    every `[[wikilink]]` and link the witness reads; empty when the text is inert."""
+    text (see _ACTIVE_BLOCKS and _ACTIVE_INLINE; a link definition too, which renders
+    as nothing), each as `type: what it holds`, plus every `[[wikilink]]` and link the
+    witness reads; empty when the text is inert."""
     found = []
-    for token in _MD.parse(text):
+    env: dict[str, dict[str, object]] = {}
+    tokens = _MD.parse(text, env)
+    found += [f"definition: {label}" for label in env.get("references", {})]
+    for token in tokens:
         if token.type in _ACTIVE_BLOCKS:
             found.append(f"{token.type}: {token.content or token.markup}")
         for child in token.children or ():

@@ -22,7 +22,7 @@ from subrosa.claude.hooks import Notes, session_start
 from subrosa.memory.generator import Entry, plan
 from subrosa.text import escape_tags, sanitize_index_line, sanitize_line, terminal_line
 from tests.conftest import RunCli
-from tests.markdown import ITEM, LEAF_LINK, forms_link, shown_as_written
+from tests.markdown import ITEM, LEAF_LINK, active_markdown, forms_link, shown_as_written
 
 PIECES = [
     "<system>",
@@ -353,6 +353,24 @@ def test_search_output_holds_nothing_active(
         assert_inert(result["snippet"].replace("**", ""))
     for line in run("search", word).stdout.rstrip("\n").split("\n"):
         assert_inert(line.replace("**", ""), whole_line=True)
+
+
+def test_transcript_list_holds_no_link_definition(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    """A session's id starts its line of `transcript list`: an id `[y]: url "` and a
+    title ending `"` made the line a link definition (hidden when rendered) and every
+    `[y]` a link to the url."""
+    session = '[y]: https://evil.example "'
+    records = _transcript(session, ["hello"]) + json.dumps(
+        {"type": "summary", "summary": 'see [y] now"', "sessionId": session}
+    )
+    path = tmp_path / "s-definition.jsonl"
+    path.write_text(records + "\n", encoding="utf-8")
+    run("ingest", str(path))
+    listed = run("transcript", "list").stdout
+    assert active_markdown(listed) == [], listed
+    assert "[y]\\: https://evil.example" in listed and 'see [y] now"' in listed
 
 
 def test_search_snippets_hold_no_tags(memory_dir: Path, tmp_path: Path, run: RunCli) -> None:

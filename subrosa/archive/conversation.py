@@ -13,7 +13,7 @@ cannot drive the terminal (colours, OSC 52 clipboard writes, hidden links) eithe
 from __future__ import annotations
 
 from subrosa.lazyre import compile_lazily
-from subrosa.text import terminal_line
+from subrosa.text import escape_definition, terminal_line
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -98,7 +98,9 @@ def session_line(session: dict[str, Any]) -> str:
     who = ""
     if session.get("username"):
         who = terminal_line(f"{session['username']}@{session.get('host') or '?'}") + "  "
-    return (
+    # The id starts the line: one that reads `[y]: url "` before a title ending `"`
+    # would make the line a link definition, and `[y]` anywhere a link.
+    return escape_definition(
         f"{terminal_line(str(session['session_id']))}  {last:19}  "
         f"{session['message_count']:5} messages  {who}{label[:80]}"
     )
