@@ -95,7 +95,9 @@ def _cut_framed(text: str, limit: int) -> str:
 
 
 def _time(value: Any) -> str:
-    return str(value)[:16] if value else "-"
+    # One line: a record's time is kept as it came when it merely looks like one
+    # (subrosa.archive.transcripts.normalize_time), its first ten characters anything.
+    return one_line(str(value)[:16]) if value else "-"
 
 
 # ---------------------------------------------------------------- search

@@ -380,6 +380,10 @@ def hostile(memory_dir: Path, run: RunCli) -> str:
     odd = json.loads(records[0])
     odd["uuid"] = "[uuid](https://evil.example/uuid)"
     records[0] = json.dumps(odd)
+    # A time whose first ten characters are anything, shaped enough to be kept as it is.
+    odd = json.loads(records[1])
+    odd["timestamp"] = "[t](-\n# ttT10:01:00Z"
+    records[1] = json.dumps(odd)
     title = {"type": "summary", "summary": "[title](https://evil.example/title)"}
     records.append(json.dumps({**title, "sessionId": HOSTILE_SESSION}))
     text = "\n".join(records) + "\n"
@@ -409,6 +413,7 @@ def test_markdown_in_a_transcript_or_a_leaf_stays_text_in_every_tool(
     for text, error in answers:
         assert not error, text
         assert active_markdown(text.replace("**", "")) == [], text
+        assert "\n# t" not in text, text
     search, message, leaf, timeline = (text for text, _ in answers)
     assert search.count("\n") >= 2 * len(HOSTILE_MARKDOWN)
     for shown in (search, message, timeline):
