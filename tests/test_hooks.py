@@ -122,6 +122,25 @@ def test_a_memory_dir_whose_name_holds_a_link_forms_none_in_what_the_hooks_say(
     assert "[docs]\\(https:evil.example)" in reason and active_markdown(reason) == []
 
 
+def test_checkpoint_list_shows_a_planted_queue_entry_inert(memory_dir: Path, run: RunCli) -> None:
+    """A repository may ship `.extract/queue/` (a memory dir kept in git): what the
+    extraction skill reads of it in `checkpoint-list` forms no link or tag."""
+    queue = memory_dir / ".extract" / "queue"
+    queue.mkdir(parents=True)
+    entry = {
+        "session_id": "s1",
+        "transcript_path": "/t/[click](https://evil.example/x) <b>.jsonl",
+        "reason": "[r](https://evil.example/r)",
+        "ended_at": 0,
+    }
+    (queue / "s1.json").write_text(json.dumps(entry))
+    listed = run("checkpoint-list").stdout
+    assert active_markdown(listed) == [], listed
+    assert "    /t/[click]\\(https://evil.example/x) ‹b›.jsonl" in listed
+    [kept] = json.loads(run("checkpoint-list", "--json").stdout)
+    assert kept["transcript_path"] == entry["transcript_path"]
+
+
 def test_a_checkpoint_mark_restarts_the_turn_count(
     memory_dir: Path, tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

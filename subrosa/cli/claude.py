@@ -128,7 +128,9 @@ def checkpoint_list(app: AppContext, as_json: bool) -> None:
     for entry in entries:
         reason = sanitize_line(entry["reason"]) or "?"
         say(f"{sanitize_line(entry['session_id'])}  ended {entry['ended_at']} ({reason})")
-        say(f"    {sanitize_line(entry['transcript_path'], keep_links=True)}")
+        # A path, but one a planted queue entry (`.extract/` may be in git) can name:
+        # no link either (`--json` keeps it as it is).
+        say(f"    {sanitize_line(entry['transcript_path'])}")
 
 
 def _print_plan(plan: Plan, dry_run: bool) -> None:
