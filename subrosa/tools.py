@@ -262,7 +262,8 @@ def timeline(place: Place, session: str, *, around: str | None = None, limit: in
         )
         if at is None:
             raise NotFound(
-                f"{one_line(target)[:120]}: no message of session {shown.session_id} has this id."
+                f"{one_line(target)[:120]}: no message of session "
+                f"{one_line(shown.session_id)} has this id."
             )
         start = max(0, min(at - (limit - 1) // 2, len(messages) - limit))
     return render_timeline(shown, messages[start : start + limit], target, start, len(messages))
@@ -355,7 +356,8 @@ def remember(
         pin=pin,
         settings=place.settings,
     )
-    lines = [f"{done.action} fact {done.slug} ({done.path})" + (", pinned" if done.pinned else "")]
+    path = one_line(str(done.path))
+    lines = [f"{done.action} fact {done.slug} ({path})" + (", pinned" if done.pinned else "")]
     if done.index_written:
         where = "listed in MEMORY.md" if done.in_index else "in MEMORY_archive.md (below budget)"
         lines.append(

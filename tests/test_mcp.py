@@ -439,6 +439,30 @@ def test_a_leaf_named_with_markup_forms_nothing_in_search_or_fact_list(
     assert json.loads(run("fact", "list", "--json").stdout)[0]["slug"] == name
 
 
+def test_paths_and_ids_in_answers_and_errors_form_no_link(
+    tmp_path: Path, db: Db, monkeypatch: pytest.MonkeyPatch, run: RunCli
+) -> None:
+    """`remember` names the leaf it wrote, in a memory dir whose folder name holds a
+    link; a timeline error names the archived session's id, which holds one too."""
+    memory = tmp_path / "[d](https:evil.example)" / "memory"
+    memory.mkdir(parents=True)
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    session = "abc[s](https:evil.example)"
+    path = tmp_path / "s.jsonl"
+    path.write_text(_record("u-1", "hello", "user", 0).replace(SESSION, session) + "\n")
+    run("ingest", str(path))
+    remembered, missing = calls(
+        ("remember", {"slug": "a", "type": "user", "description": "d.", "body": "b"}),
+        ("timeline", {"session": "abc", "around": "#99"}),
+    )
+    assert not remembered[1] and missing[1]
+    for text, _ in (remembered, missing):
+        assert active_markdown(text) == [], text
+    assert "[d]\\(https:evil.example)" in remembered[0]
+    assert "abc[s]\\(https:evil.example)" in missing[0]
+
+
 def test_the_read_tools_write_nothing_but_hit_counts(
     archived: str, memory_dir: Path, db: Db, run: RunCli
 ) -> None:
