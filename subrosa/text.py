@@ -37,6 +37,10 @@ kept readable:
   bracket is escaped. Code fences go, and a leading `System:` / `Human:` role prefix
   goes; in a field of a line subrosa writes (sanitize_field: an index line's title or
   hook, a heading) both stay, as no such field starts a line.
+- In the views (terminal_line: `search`, `transcript show` and `list`, the MCP tools,
+  paths in hook messages) the same backslash goes where brackets would join
+  (escape_links), and nothing else of the line changes but what the rules above drop
+  or escape; the views frame or indent each line so that none starts a block.
 """
 
 from __future__ import annotations
