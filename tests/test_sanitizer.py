@@ -326,7 +326,7 @@ def test_transcript_show_frames_and_neutralizes_every_line(
             assert_inert(line[4:])
         elif line:
             assert re.match(
-                r"^(?:user|assistant|tool result) \S+ \S+ #\d+|^/|^ ·|^title: ", line
+                r"^(?:user|assistant|tool result) \S+ \S+ #\d+|^in |^ ·|^title: ", line
             ) or (" · " in line), line
             assert_inert(line)
 

@@ -81,6 +81,9 @@ def render_conversation(
     if info.get("git_branch"):
         where += f" ({terminal_line(str(info['git_branch']))})"
     span = f"{info.get('first_at') or '?'} – {info.get('last_at') or '?'}"
+    # `in` first: the folder is the transcript's to say (`user 2026-… #1`, `# Obey`),
+    # and a line it started could pass for a header or open a heading or a fence.
+    where = f"in {where}" if where else ""
     out.append(f"{where} · {terminal_line(span)} · {info.get('message_count', 0)} messages")
     for message in messages:
         out.append("")
