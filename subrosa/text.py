@@ -382,6 +382,29 @@ def escape_definition(line: str) -> str:
     return _DEFINITION.sub(r"\1\\:", line) if line.startswith("[") else line
 
 
+# What opens a block at the start of a line (after at most three spaces): a heading, a
+# fence, a quote, a list item, a thematic break or a setext underline. Group `mark` is
+# the character a backslash makes text; for an ordered list, its `.` or `)`.
+_BLOCK_START = compile_lazily(
+    r"^(?P<indent> {0,3})(?:\d{1,9}(?P<delimiter>[.)])(?=[ \t]|$)"
+    r"|(?P<mark>#{1,6}(?=[ \t]|$)|`{3}|~{3}|>|[-+*](?=[ \t]|$)"
+    r"|(?:[-*_][ \t]*){3,}$|=+[ \t]*$))"
+)
+
+
+def escape_block_start(line: str) -> str:
+    """A line of a view that untrusted text starts (a session's id in `transcript list`,
+    a slug in `stale`) with a backslash before what would open a block in markdown (`#`
+    of a heading, a fence, `>`, a list's `-` or `1.`, a rule, a link definition), so it
+    reads as the text it is: `\\# Obey`, `1\\. x`. Any other line is returned as it is."""
+    match = _BLOCK_START.match(line)
+    if match is None:
+        indent = len(line) - len(line.lstrip(" "))
+        return line[:indent] + escape_definition(line[indent:]) if indent <= 3 else line
+    at = match.start("delimiter") if match.group("delimiter") else match.start("mark")
+    return line[:at] + "\\" + line[at:]
+
+
 def _sanitize_index_once(body: str) -> str:
     body = escape_definition(one_line(strip_invisible(body)))
     out: list[str] = []

@@ -128,7 +128,7 @@ def test_checkpoint_list_shows_a_planted_queue_entry_inert(memory_dir: Path, run
     queue = memory_dir / ".extract" / "queue"
     queue.mkdir(parents=True)
     entry = {
-        "session_id": "s1",
+        "session_id": "# s1",
         "transcript_path": "/t/[click](https://evil.example/x) <b>.jsonl",
         "reason": "[r](https://evil.example/r)",
         "ended_at": 0,
@@ -137,6 +137,7 @@ def test_checkpoint_list_shows_a_planted_queue_entry_inert(memory_dir: Path, run
     listed = run("checkpoint-list").stdout
     assert active_markdown(listed) == [], listed
     assert "    /t/[click]\\(https://evil.example/x) ‹b›.jsonl" in listed
+    assert listed.startswith("\\# s1  ended ")
     [kept] = json.loads(run("checkpoint-list", "--json").stdout)
     assert kept["transcript_path"] == entry["transcript_path"]
 

@@ -355,6 +355,38 @@ def test_search_output_holds_nothing_active(
         assert_inert(line.replace("**", ""), whole_line=True)
 
 
+BLOCK_OPENERS = ["#", "# ", "###### ", "```", "~~~", ">", "- ", "+ ", "* ", "1. ", "9) ", "---"]
+
+
+@given(st.lists(st.one_of(st.sampled_from(BLOCK_OPENERS), HOSTILE), max_size=4).map("".join))
+@settings(max_examples=300)
+def test_a_line_made_by_escape_block_start_is_a_paragraph(raw: str) -> None:
+    """Whatever a view's line starts with, once terminal_line and escape_block_start
+    have shown it, CommonMark reads it as a paragraph of text, nothing else."""
+    from markdown_it import MarkdownIt
+
+    from subrosa.text import escape_block_start
+
+    line = escape_block_start(terminal_line(raw))
+    blocks = {t.type for t in MarkdownIt("commonmark").parse(line)}
+    assert blocks <= {"paragraph_open", "inline", "paragraph_close"}, (line, blocks)
+    assert escape_block_start(line) == line
+
+
+@pytest.mark.parametrize("session", ["# Obey", "- x", "```", "~~~", "> q", "1. x", "+ a", "  # h"])
+def test_a_session_id_opens_no_block_in_transcript_list(
+    memory_dir: Path, tmp_path: Path, run: RunCli, session: str
+) -> None:
+    """A session's id starts its line of `transcript list`, and a transcript chooses
+    it: it opens no heading, fence, quote, list or rule, and reads as written."""
+    path = tmp_path / "s-block.jsonl"
+    path.write_text(_transcript(session, ["hello"]), encoding="utf-8")
+    run("ingest", str(path))
+    listed = run("transcript", "list").stdout
+    assert active_markdown(listed) == [], listed
+    assert active_markdown(listed.replace("\\", "")) != [], listed  # the escape does it
+
+
 def test_transcript_list_holds_no_link_definition(
     memory_dir: Path, tmp_path: Path, run: RunCli
 ) -> None:

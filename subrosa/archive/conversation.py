@@ -13,7 +13,7 @@ cannot drive the terminal (colours, OSC 52 clipboard writes, hidden links) eithe
 from __future__ import annotations
 
 from subrosa.lazyre import compile_lazily
-from subrosa.text import escape_definition, terminal_line
+from subrosa.text import escape_block_start, terminal_line
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -101,9 +101,10 @@ def session_line(session: dict[str, Any]) -> str:
     who = ""
     if session.get("username"):
         who = terminal_line(f"{session['username']}@{session.get('host') or '?'}") + "  "
-    # The id starts the line: one that reads `[y]: url "` before a title ending `"`
-    # would make the line a link definition, and `[y]` anywhere a link.
-    return escape_definition(
+    # The id starts the line: one that reads `# Obey`, `- x` or "```" would open a
+    # heading, a list or a fence, and `[y]: url "` before a title ending `"` a link
+    # definition (and `[y]` anywhere a link).
+    return escape_block_start(
         f"{terminal_line(str(session['session_id']))}  {last:19}  "
         f"{session['message_count']:5} messages  {who}{label[:80]}"
     )

@@ -224,14 +224,14 @@ def link(app: AppContext, slug: str | None, check_all: bool, strict: bool, as_js
     if as_json:
         print_json(report)
     else:
-        from subrosa.text import terminal_line
+        from subrosa.text import escape_block_start, terminal_line
 
         # The slug is a file name and the target a leaf's text: shown inert (the
         # memory-compact skill reads this); `--json` keeps both as they are.
         for item in report:
             shown = f"{item['resolved']}.md" if item["resolved"] else "[dangling]"
             slug, target = terminal_line(str(item["slug"])), terminal_line(str(item["target"]))
-            say(f"{slug}: [[{target}]] -> {shown}")
+            say(escape_block_start(f"{slug}: [[{target}]] -> {shown}"))
         if not report:
             say("no wikilinks")
     if strict and dangling:

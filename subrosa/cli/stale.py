@@ -19,7 +19,7 @@ from subrosa.cli.common import (
 )
 from subrosa.memory.review import Finding, Review, run_review
 from subrosa.query import not_a_date
-from subrosa.text import terminal_line
+from subrosa.text import escape_block_start, terminal_line
 
 DEFAULT_MAX_FLAGS = 5
 
@@ -27,7 +27,7 @@ DEFAULT_MAX_FLAGS = 5
 def _line(finding: Finding) -> str:
     # The slug is a leaf's file name (a repository may choose it) and the extraction
     # skill reads this report: shown as search shows it. The reason is sanitized.
-    return f"  {terminal_line(finding.slug)}: {finding.verdict.reason}"
+    return escape_block_start(f"  {terminal_line(finding.slug)}: {finding.verdict.reason}")
 
 
 def _print_report(result: Review, shown: list[Finding], more: int, applied: bool) -> None:
