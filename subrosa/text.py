@@ -40,7 +40,9 @@ kept readable:
 - In the views (terminal_line: `search`, `transcript show` and `list`, the MCP tools,
   paths in hook messages) the same backslash goes where brackets would join
   (escape_links), and nothing else of the line changes but what the rules above drop
-  or escape; the views frame or indent each line so that none starts a block.
+  or escape; the views frame or indent each line so that none starts a block, and
+  where untrusted text must start one (an id in a listing), escape_block_start puts a
+  backslash before what would open a heading, fence, quote, list or definition.
 """
 
 from __future__ import annotations
