@@ -88,7 +88,10 @@ def show_marked(marked: dict[str, Any], as_json: bool) -> None:
 
 
 def _names(slugs: list[str], limit: int = 12) -> str:
-    shown = ", ".join(slugs[:limit])
+    # A slug is a file name a repository may choose, and the skills read this report.
+    from subrosa.text import terminal_line
+
+    shown = ", ".join(terminal_line(slug) for slug in slugs[:limit])
     return shown + (f", … ({len(slugs) - limit} more)" if len(slugs) > limit else "")
 
 

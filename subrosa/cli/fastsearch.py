@@ -149,12 +149,13 @@ def _head(result: dict[str, Any], who: bool = False) -> str:
         label = result.get("title") or result.get("summary")  # as `transcript list` shows it
         title = f" {one_line(label)[:80]}" if label else ""  # and cut as it cuts it
         head = (
-            f"session {one_line(result['session_id'])} {result['last_at'] or '-'}"
+            f"session {one_line(result['session_id'])} {one_line(str(result['last_at'] or '-'))}"
             f" ({result['messages']} matching){title}"
         )
     else:
         head = (
-            f"message {one_line(result['session_id'])} {result['timestamp'] or '-'} "
+            f"message {one_line(result['session_id'])} "
+            f"{one_line(str(result['timestamp'] or '-'))} "
             f"{result['role']} #{result['message_id']}"
         )
     if who and archived_by(result):
