@@ -40,6 +40,7 @@ from subrosa.paths import (
     checkout_root,
     claude_root,
     encode_project_path,
+    in_project_folder,
     project_transcript_dir,
 )
 
@@ -247,8 +248,7 @@ def project_dirs_around(folder: Path) -> list[Path]:
     return [
         folder.parent / name
         for name in sorted(names)
-        if (name == folder.name or name.startswith(folder.name + "-"))
-        and (folder.parent / name).is_dir()
+        if in_project_folder(name, folder.name) and (folder.parent / name).is_dir()
     ]
 
 
@@ -846,7 +846,7 @@ class Ingester:
         if project is None:
             top = checkout_root(cwd)
             encoded = encode_project_path(top) if top is not None else None
-            if encoded and (folder_project == encoded or folder_project.startswith(encoded + "-")):
+            if encoded and in_project_folder(folder_project, encoded):
                 project = sessions_key(cwd)
                 self._file_legacy_sessions(legacy_sessions_key(cwd), project)
             else:
