@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 _NOT_ALNUM = compile_lazily(r"[^A-Za-z0-9]")
 # Claude Code cuts a project's folder name longer than this (and adds the path's hash).
 _MAX_FOLDER_NAME = 200
+# The project folder names Claude Code accepts from CLAUDE_CODE_PROJECT_DIR_NAME.
+_FOLDER_NAME = compile_lazily(r"[A-Za-z0-9_-]{1,64}")
+_DEVICE_NAME = compile_lazily(r"(?:con|prn|aux|nul|com[0-9]|lpt[0-9])", re.IGNORECASE)
 # What pathlib's is_dir, is_file and exists read as "no" rather than raise.
 _ABSENT = (ENOENT, ENOTDIR, EBADF, ELOOP)
 _WINDOWS = os.name == "nt"
@@ -317,8 +320,23 @@ def project_root(cwd: StrPath | None = None) -> str:
 
 
 def project_transcript_dir(cwd: StrPath | None = None, env: dict[str, str] | None = None) -> str:
-    """`<claude root>/projects/<encoded project path>`: where Claude Code keeps transcripts."""
-    return join(claude_root(env), "projects", encode_project_path(project_root(cwd)))
+    """`<claude root>/projects/<encoded project path>`: where Claude Code keeps transcripts
+    (and its auto memory); `projects/<name>` when the host names it (`named_project_folder`)."""
+    folder = named_project_folder(env) or encode_project_path(project_root(cwd))
+    return join(claude_root(env), "projects", folder)
+
+
+def named_project_folder(env: dict[str, str] | None = None) -> str | None:
+    """The project folder a host named with `CLAUDE_CODE_PROJECT_DIR_NAME` (Claude Code
+    2.1.234 and later), which Claude Code uses for every project instead of the encoded
+    path: only beside a non-empty `CLAUDE_CONFIG_DIR`, and only a name it accepts (1 to
+    64 letters, digits, `_` or `-`, not a reserved Windows device name)."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    assert env is not None
+    name = env.get("CLAUDE_CODE_PROJECT_DIR_NAME") or ""
+    if not env.get("CLAUDE_CONFIG_DIR") or not _FOLDER_NAME.fullmatch(name):
+        return None
+    return None if _DEVICE_NAME.fullmatch(name) else name
 
 
 def auto_memory_dir(cwd: StrPath | None = None, env: dict[str, str] | None = None) -> str:

@@ -210,3 +210,28 @@ def test_the_hooks_file_tests_answer_as_pathlib(tmp_path: Path) -> None:
         (tmp_path / "loop").resolve()
     with pytest.raises(RuntimeError, match="Symlink loop"):
         paths.resolved(tmp_path / "loop")
+
+
+def test_a_project_folder_the_host_named_is_claude_codes_auto_memory(tmp_path: Path) -> None:
+    # CLAUDE_CODE_PROJECT_DIR_NAME names the folder for every project, beside a
+    # CLAUDE_CONFIG_DIR only, and only a name Claude Code accepts.
+    config = tmp_path / "config"
+    env = {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(config)}
+    derived = config / "projects" / encode_project_path(tmp_path / "p") / "memory"
+    for name, folder in [
+        ("work", config / "projects" / "work" / "memory"),
+        ("A_b-9", config / "projects" / "A_b-9" / "memory"),
+        ("x" * 65, derived),
+        ("../up", derived),
+        ("two words", derived),
+        ("work\n", derived),
+        ("COM1", derived),
+        ("", derived),
+    ]:
+        named = {**env, "CLAUDE_CODE_PROJECT_DIR_NAME": name}
+        assert Path(auto_memory_dir(cwd=tmp_path / "p", env=named)) == folder, name
+        assert Path(resolve_memory_dir(cwd=tmp_path / "p", env=named)) == folder, name
+    alone = {"HOME": str(tmp_path), "CLAUDE_CODE_PROJECT_DIR_NAME": "work"}
+    assert Path(auto_memory_dir(cwd=tmp_path / "p", env=alone)) == (
+        tmp_path / ".claude" / "projects" / encode_project_path(tmp_path / "p") / "memory"
+    )
