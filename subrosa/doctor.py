@@ -241,7 +241,37 @@ def check_hooks(subject: Subject) -> Check:
             f"subrosa install --scope {found.hooks[0].scope}",
             severity="warning",
         )
+    unseen = _not_run_in_subfolder(subject.cwd)
+    if unseen is not None:
+        return unseen
     return Check("hooks", True, f"`subrosa install`: {installed}")
+
+
+def _not_run_in_subfolder(cwd: Path) -> Check | None:
+    """A warning when doctor runs in a subfolder of a checkout (not inside a Claude Code
+    session) where a session started would run none of subrosa's hooks: Claude Code
+    started there reads that folder's .claude/settings.json, not the top's, so hooks
+    installed with the project scope (the default) do nothing for it."""
+    from subrosa.claude.settings import EVENTS, registrations
+    from subrosa.paths import checkout_root
+
+    top = checkout_root(cwd)
+    if os.environ.get("CLAUDE_PROJECT_DIR") or top is None or Path(top) == cwd.absolute():
+        return None
+    here = registrations(cwd)
+    if here.plugins or all(event in here.events for event in EVENTS):
+        return None
+    return Check(
+        "hooks",
+        False,
+        f"a Claude Code session started in {cwd} runs "
+        f"{'none' if not here.events else 'only ' + ', '.join(sorted(here.events))} of "
+        f"subrosa's hooks: started in a subfolder, Claude Code reads that folder's "
+        f".claude/settings.json, not {Path(top) / '.claude' / 'settings.json'}.",
+        "subrosa install --scope local (read from every subfolder of this checkout) or "
+        f"--scope user; or start Claude Code in {top}",
+        severity="warning",
+    )
 
 
 def check_mcp(subject: Subject) -> Check:

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     StrPath = str | os.PathLike[str]
 
 _NOT_ALNUM = compile_lazily(r"[^A-Za-z0-9]")
+# Claude Code cuts a project's folder name longer than this (and adds the path's hash).
+_MAX_FOLDER_NAME = 200
+# The project folder names Claude Code accepts from CLAUDE_CODE_PROJECT_DIR_NAME.
+_FOLDER_NAME = compile_lazily(r"[A-Za-z0-9_-]{1,64}")
+_DEVICE_NAME = compile_lazily(r"(?:con|prn|aux|nul|com[0-9]|lpt[0-9])", re.IGNORECASE)
 # What pathlib's is_dir, is_file and exists read as "no" rather than raise.
 _ABSENT = (ENOENT, ENOTDIR, EBADF, ELOOP)
 _WINDOWS = os.name == "nt"
@@ -188,8 +193,66 @@ def claude_root(env: dict[str, str] | None = None) -> str:
 
 
 def encode_project_path(path: StrPath) -> str:
-    """Claude Code's encoding of a project path: every non-alphanumeric becomes `-`."""
-    return _NOT_ALNUM.sub("-", str(path))
+    """Claude Code's folder name for a project path (`projects/<name>/`), as Claude Code
+    2.1 spells it: every UTF-16 code unit that is not an ASCII letter or digit becomes
+    `-` (so an emoji, two code units, gives `--`); a name over 200 characters is cut to
+    200 and followed by `-` and the path's hash (docs: "truncates the name to 200
+    characters and appends a hash of the full path"), so a long path's folder is found
+    where Claude Code keeps its transcripts and loads its auto memory."""
+    text = str(path)
+    if text.isascii():
+        name = _NOT_ALNUM.sub("-", text)
+    else:
+        name = _NOT_ALNUM.sub(lambda found: "-" * len(_utf16(found.group())), text)
+    if len(name) <= _MAX_FOLDER_NAME:
+        return name
+    return f"{name[:_MAX_FOLDER_NAME]}-{_base36(abs(_string_hash(text)))}"
+
+
+def in_project_folder(name: str, project_folder: str) -> bool:
+    """Whether Claude Code's folder `name` can be that of the project whose folder is
+    `project_folder`, or that of a subfolder's session (`<folder>-src-api`). A name cut
+    at 200 characters ends in its own path's hash, so a subfolder's shares only the
+    first 200 (as Claude Code itself matches them). A name alone cannot tell `/repo/src`
+    from a sibling `/repo-src`: the caller checks the session's working directory."""
+    if name == project_folder:
+        return True
+    if len(project_folder) > _MAX_FOLDER_NAME:
+        project_folder = project_folder[:_MAX_FOLDER_NAME]
+    return name.startswith(project_folder + "-")
+
+
+def _utf16(text: str) -> list[int]:
+    """The UTF-16 code units of `text`, as JavaScript sees a string (a lone surrogate,
+    e.g. from an undecodable file name, is one unit)."""
+    units: list[int] = []
+    for char in text:
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            units += (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
+        else:
+            units.append(code)
+    return units
+
+
+def _string_hash(text: str) -> int:
+    """Claude Code's hash of a path: Java's String.hashCode over its UTF-16 code units
+    (h = 31 h + unit, in signed 32-bit arithmetic)."""
+    digest = 0
+    for unit in _utf16(text):
+        digest = (digest * 31 + unit) & 0xFFFFFFFF
+    return digest - (1 << 32) if digest >= 1 << 31 else digest
+
+
+def _base36(number: int) -> str:
+    """`number.toString(36)` for a number >= 0."""
+    digits = ""
+    while True:
+        number, rest = divmod(number, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[rest] + digits
+        if not number:
+            return digits
 
 
 def read_text(path: StrPath, errors: str = "strict") -> str:
@@ -257,8 +320,23 @@ def project_root(cwd: StrPath | None = None) -> str:
 
 
 def project_transcript_dir(cwd: StrPath | None = None, env: dict[str, str] | None = None) -> str:
-    """`<claude root>/projects/<encoded project path>`: where Claude Code keeps transcripts."""
-    return join(claude_root(env), "projects", encode_project_path(project_root(cwd)))
+    """`<claude root>/projects/<encoded project path>`: where Claude Code keeps transcripts
+    (and its auto memory); `projects/<name>` when the host names it (`named_project_folder`)."""
+    folder = named_project_folder(env) or encode_project_path(project_root(cwd))
+    return join(claude_root(env), "projects", folder)
+
+
+def named_project_folder(env: dict[str, str] | None = None) -> str | None:
+    """The project folder a host named with `CLAUDE_CODE_PROJECT_DIR_NAME` (Claude Code
+    2.1.234 and later), which Claude Code uses for every project instead of the encoded
+    path: only beside a non-empty `CLAUDE_CONFIG_DIR`, and only a name it accepts (1 to
+    64 letters, digits, `_` or `-`, not a reserved Windows device name)."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    assert env is not None
+    name = env.get("CLAUDE_CODE_PROJECT_DIR_NAME") or ""
+    if not env.get("CLAUDE_CONFIG_DIR") or not _FOLDER_NAME.fullmatch(name):
+        return None
+    return None if _DEVICE_NAME.fullmatch(name) else name
 
 
 def auto_memory_dir(cwd: StrPath | None = None, env: dict[str, str] | None = None) -> str:

@@ -219,3 +219,24 @@ def test_the_last_unfinished_line_nested_deep_is_not_fatal(
     path.write_text(json.dumps(_record("s9", "u1", "zebra")) + "\n" + tail)
     done = json.loads(run("ingest", str(path), "--json").stdout)
     assert done["new_messages"] == 1
+
+
+def test_a_lone_surrogate_a_program_sent_is_read_with_u_fffd(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    # JavaScript's JSON.stringify writes a lone surrogate (a string sliced between the
+    # two halves of an emoji, sent through `--input-format stream-json`) as `\ud83d`:
+    # valid JSON that msgspec refuses. The prompt is the user's: kept, the half read as
+    # U+FFFD (tests/e2e/test_transcript.py sends one through Claude Code).
+    path = tmp_path / "s1.jsonl"
+    text = "half an emoji \ud83d here, the rest kept: wombat \U0001f600 \\ud800 literal"
+    lines = [json.dumps(_record("s1", "u1", text)), json.dumps(_record("s1", "u2", "\udc00"))]
+    path.write_text("\n".join(lines) + "\n", encoding="ascii")
+    done = json.loads(run("ingest", str(path), "--json").stdout)
+    assert done["skipped"] == {} and done["new_messages"] == 2
+    assert done["repaired"] == {"a lone UTF-16 surrogate, read as U+FFFD": 2}
+    shown = json.loads(run("transcript", "show", "s1", "--json").stdout)
+    assert [m["text"] for m in shown["messages"]] == [
+        text.replace("\ud83d", "\ufffd"),
+        "\ufffd",
+    ]

@@ -193,3 +193,26 @@ def test_no_claude_on_path_is_not_a_problem(
     monkeypatch.setenv("PATH", str(empty))
     check = _checks(run, expect=0)["claude code"]
     assert check["ok"] is True and "no `claude` on PATH" in str(check["detail"])
+
+
+def test_hooks_the_project_scope_installed_do_not_run_for_a_session_in_a_subfolder(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claude Code started in a subfolder reads that folder's .claude/settings.json and
+    # the top's settings.local.json, not the top's settings.json (tests/e2e/test_memory_dir.py).
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    monkeypatch.chdir(repo)
+    run("install")
+    assert _checks(run, expect=0)["hooks"]["ok"]
+
+    monkeypatch.chdir(repo / "src")
+    hooks = _checks(run, expect=0)["hooks"]
+    assert hooks["ok"] is False and hooks["severity"] == "warning"
+    assert f"started in {repo / 'src'} runs none" in str(hooks["detail"])
+    assert str(hooks["fix"]).startswith("subrosa install --scope local")
+
+    run("install", "--scope", "local")
+    assert _checks(run, expect=0)["hooks"]["ok"]

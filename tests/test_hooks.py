@@ -603,6 +603,25 @@ def test_session_start_leaves_the_index_to_claude_code_when_it_loads_it(
     assert "elsewhere" in context_of(start())
 
 
+def test_auto_memory_turned_off_for_the_repository_counts_in_a_subfolder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claude Code started in a subfolder reads the top's settings.local.json
+    # (tests/e2e/test_memory_dir.py): auto memory off there is off in the subfolder.
+    project, memory = project_with_auto_memory(tmp_path)
+    (project / ".git").mkdir()
+    (project / "src").mkdir()
+    (memory / "MEMORY.md").write_text("- [A](a.md) — the ZEBRAFISH release\n")
+    (project / ".claude").mkdir()
+    local = project / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"autoMemoryEnabled": False}))
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project / "src"))
+    path = transcript(tmp_path, "s1")
+
+    context = context_of(hook("session-start", event("s1", path, project / "src")))
+    assert "autoMemoryEnabled is false" in context and "ZEBRAFISH" in context
+
+
 def test_session_end_cleans_up_old_counters_but_keeps_the_queue(
     memory_dir: Path, tmp_path: Path
 ) -> None:

@@ -500,3 +500,20 @@ def test_without_the_install_record_uninstall_takes_out_what_only_held_ours(
         record.unlink()
     run("install", "--uninstall")
     assert json.loads(path.read_text()) == {"model": "opus"}
+
+
+def test_install_in_a_subfolder_says_sessions_started_there_do_not_run_the_hooks(
+    project: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claude Code started in a subfolder reads that folder's .claude/settings.json, not
+    # the top's (tests/e2e/test_memory_dir.py); its settings.local.json it does read.
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    (project / "src").mkdir()
+    monkeypatch.chdir(project / "src")
+    result = run("install")
+    assert (project / ".claude" / "settings.json").is_file()
+    assert f"started in {project / 'src'}" in result.stderr
+    assert "--scope local" in result.stderr
+    assert "started in" not in run("install", "--scope", "local").stderr
+    monkeypatch.chdir(project)
+    assert "started in" not in run("install").stderr

@@ -27,6 +27,44 @@ def test_encoding_matches_claude_code() -> None:
     assert encode_project_path("/home/ü/x_y") == "-home---x-y"
 
 
+# Folder names Claude Code 2.1.332 made for these paths (tests/e2e/test_project_path.py).
+LONG = "/tmp/realcli/r2/" + "/".join(f"a-rather-long-folder-name-{n:02d}" for n in range(7))
+
+
+def test_encoding_matches_claude_code_for_an_emoji_and_a_long_path() -> None:
+    # An emoji is two UTF-16 code units, each a `-`.
+    assert encode_project_path("/tmp/realcli/r1/proj-🦀-x") == "-tmp-realcli-r1-proj----x"
+    # Over 200 characters: cut to 200, then `-` and the path's hash in base 36.
+    assert encode_project_path(LONG) == encode_project_path(LONG)[:200] + "-3yqku9"
+    assert len(encode_project_path("/" + "x" * 199)) == 200  # exactly 200: kept whole
+
+
+@given(st.text(max_size=300))
+def test_encoding_is_claude_codes_on_utf16_code_units(path: str) -> None:
+    units = path.encode("utf-16-le", "surrogatepass")
+    codes = [int.from_bytes(units[i : i + 2], "little") for i in range(0, len(units), 2)]
+    name = "".join(chr(c) if chr(c).isascii() and chr(c).isalnum() else "-" for c in codes)
+    encoded = encode_project_path(path)
+    if len(name) <= 200:
+        assert encoded == name
+    else:
+        digest = 0
+        for code in codes:
+            digest = (digest * 31 + code) % 2**32
+        digest = abs(digest - 2**32 if digest >= 2**31 else digest)
+        assert encoded.startswith(name[:200] + "-")
+        assert int(encoded[201:], 36) == digest
+
+
+def test_a_subfolders_folder_under_a_long_path_is_the_projects() -> None:
+    top, sub = encode_project_path(LONG), encode_project_path(LONG + "/src/api")
+    assert top != sub and not sub.startswith(top)
+    assert paths.in_project_folder(sub, top) and paths.in_project_folder(top, top)
+    short = encode_project_path("/repo")
+    assert paths.in_project_folder(encode_project_path("/repo/src"), short)
+    assert not paths.in_project_folder(encode_project_path("/repository"), short)
+
+
 def test_memory_dir_order(tmp_path: Path, isolated_env: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
@@ -172,3 +210,28 @@ def test_the_hooks_file_tests_answer_as_pathlib(tmp_path: Path) -> None:
         (tmp_path / "loop").resolve()
     with pytest.raises(RuntimeError, match="Symlink loop"):
         paths.resolved(tmp_path / "loop")
+
+
+def test_a_project_folder_the_host_named_is_claude_codes_auto_memory(tmp_path: Path) -> None:
+    # CLAUDE_CODE_PROJECT_DIR_NAME names the folder for every project, beside a
+    # CLAUDE_CONFIG_DIR only, and only a name Claude Code accepts.
+    config = tmp_path / "config"
+    env = {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(config)}
+    derived = config / "projects" / encode_project_path(tmp_path / "p") / "memory"
+    for name, folder in [
+        ("work", config / "projects" / "work" / "memory"),
+        ("A_b-9", config / "projects" / "A_b-9" / "memory"),
+        ("x" * 65, derived),
+        ("../up", derived),
+        ("two words", derived),
+        ("work\n", derived),
+        ("COM1", derived),
+        ("", derived),
+    ]:
+        named = {**env, "CLAUDE_CODE_PROJECT_DIR_NAME": name}
+        assert Path(auto_memory_dir(cwd=tmp_path / "p", env=named)) == folder, name
+        assert Path(resolve_memory_dir(cwd=tmp_path / "p", env=named)) == folder, name
+    alone = {"HOME": str(tmp_path), "CLAUDE_CODE_PROJECT_DIR_NAME": "work"}
+    assert Path(auto_memory_dir(cwd=tmp_path / "p", env=alone)) == (
+        tmp_path / ".claude" / "projects" / encode_project_path(tmp_path / "p") / "memory"
+    )

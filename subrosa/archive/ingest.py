@@ -40,6 +40,8 @@ from subrosa.paths import (
     checkout_root,
     claude_root,
     encode_project_path,
+    in_project_folder,
+    named_project_folder,
     project_transcript_dir,
 )
 
@@ -247,8 +249,7 @@ def project_dirs_around(folder: Path) -> list[Path]:
     return [
         folder.parent / name
         for name in sorted(names)
-        if (name == folder.name or name.startswith(folder.name + "-"))
-        and (folder.parent / name).is_dir()
+        if in_project_folder(name, folder.name) and (folder.parent / name).is_dir()
     ]
 
 
@@ -836,8 +837,10 @@ class Ingester:
         git checkout whose folder (or a subfolder's) the transcript is filed under.
         Claude Code files a session started in `repo/src`, or in a worktree, under that
         folder's own name; subrosa files it with the repository (the project every
-        command run inside it resolves). Anything else (a transcript copied from
-        another machine, a checkout since deleted) keeps its folder's project."""
+        command run inside it resolves). A folder the host named
+        (`CLAUDE_CODE_PROJECT_DIR_NAME`) holds every project's sessions: each is filed
+        by its own working directory. Anything else (a transcript copied from another
+        machine, a checkout since deleted) keeps its folder's project."""
         cwd = info.cwd
         if not cwd or not os.path.isabs(cwd):
             return folder_project
@@ -846,7 +849,9 @@ class Ingester:
         if project is None:
             top = checkout_root(cwd)
             encoded = encode_project_path(top) if top is not None else None
-            if encoded and (folder_project == encoded or folder_project.startswith(encoded + "-")):
+            if folder_project == named_project_folder() or (
+                encoded and in_project_folder(folder_project, encoded)
+            ):
                 project = sessions_key(cwd)
                 self._file_legacy_sessions(legacy_sessions_key(cwd), project)
             else:

@@ -810,6 +810,11 @@ def _parse_line(
             _parse_line(line[len(_BOM) :], default_session, tool_result_chars, parsed, clean, own)
             return
         if _is_utf8(line):
+            fixed = _without_lone_surrogates(line)
+            if fixed is not None:
+                parsed.repaired["a lone UTF-16 surrogate, read as U+FFFD"] += 1
+                _parse_line(fixed, default_session, tool_result_chars, parsed, clean, own)
+                return
             record = _after_torn(line)
             parsed.skipped["torn line" if record else "not json"] += 1
             if record:  # the record written after a line a crash cut short
@@ -872,6 +877,40 @@ def _after_torn(line: bytes) -> bytes | None:
             continue
         return line[at:] if isinstance(value, dict) and isinstance(value.get("type"), str) else None
     return None
+
+
+_SURROGATE = compile_lazily("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(line: bytes) -> bytes | None:
+    """The line with each lone UTF-16 surrogate escape (`\\ud83d` without its other
+    half: JavaScript's JSON.stringify writes a string sliced inside an emoji so) as
+    U+FFFD; None when it holds none, or is not JSON for another reason. msgspec refuses
+    such a line whole; the standard library's json reads it (pairs it joins)."""
+    if b"\\ud" not in line and b"\\uD" not in line:
+        return None
+    import json
+
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    found = False
+
+    def mend(value: Any) -> Any:
+        nonlocal found
+        if isinstance(value, str):
+            mended = _SURROGATE.sub("\ufffd", value)
+            found = found or mended != value
+            return mended
+        if isinstance(value, list):
+            return [mend(item) for item in value]
+        if isinstance(value, dict):
+            return {mend(key): mend(item) for key, item in value.items()}
+        return value
+
+    mended = mend(record)
+    return json.dumps(mended, ensure_ascii=False).encode("utf-8") if found else None
 
 
 def _is_utf8(line: bytes) -> bool:

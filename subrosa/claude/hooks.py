@@ -381,15 +381,17 @@ def session_end(payload: Payload, notes: Notes) -> str | None:
 
 
 def _claude_settings(project_dir: str) -> list[dict[str, Any]]:
-    """User, project and local settings.json, lowest precedence first."""
-    paths = (
-        join(claude_root(), "settings.json"),
-        join(project_dir, ".claude", "settings.json"),
-        join(project_dir, ".claude", "settings.local.json"),
-    )
+    """The settings Claude Code reads for a session started in `project_dir`, lowest
+    precedence first: user, project and local, and in a subfolder the top of the
+    checkout's settings.local.json (subrosa.claude.settings.settings_files)."""
+    from subrosa.claude.settings import settings_files
+
     # Bounded (a settings.local.json linked to /dev/zero reads as nothing); links are
     # followed, as Claude Code follows them (dotfiles repositories).
-    return [checkpoint.read_json(path, follow_links=True) or {} for path in paths]
+    return [
+        checkpoint.read_json(path, follow_links=True) or {}
+        for _, path in settings_files(project_dir)
+    ]
 
 
 def _same_dir(a: str, b: str) -> bool:

@@ -80,20 +80,21 @@ class Registrations:
 def settings_files(project_dir: StrPath | None = None) -> list[tuple[str, str]]:
     """The settings files Claude Code reads for a session started in `project_dir`
     (default `$CLAUDE_PROJECT_DIR`), lowest precedence first: user, then project and
-    local in that folder and, when it is a subfolder, at the top of its git checkout
-    (Claude Code 2.1 reads the top's settings.local.json from a subfolder). Run by hand
-    (neither given), the top of the checkout around the current folder: where
+    local in that folder and, when it is a subfolder, the top of its git checkout's
+    settings.local.json (Claude Code 2.1.332 started in a subfolder reads the top's
+    settings.local.json, not its settings.json: tests/e2e/test_memory_dir.py). Run by
+    hand (neither given), the top of the checkout around the current folder: where
     `subrosa install` writes."""
     given = project_dir or os.environ.get("CLAUDE_PROJECT_DIR")
     here = absolute(given or os.getcwd())
     top = checkout_root(here)
-    folders = [here] if top is None or top == here else [here, top]
     if not given:
-        folders = [top or here]
+        here, top = top or here, None
     found = [("user", join(claude_root(), "settings.json"))]
-    for folder in folders:
-        found.append(("project", join(folder, ".claude", "settings.json")))
-        found.append(("local", join(folder, ".claude", "settings.local.json")))
+    found.append(("project", join(here, ".claude", "settings.json")))
+    found.append(("local", join(here, ".claude", "settings.local.json")))
+    if top is not None and top != here:
+        found.append(("local", join(top, ".claude", "settings.local.json")))
     return found
 
 

@@ -8,7 +8,9 @@ must not pay for SQLAlchemy.
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -17,6 +19,7 @@ from subrosa.claude.install import (
     SCOPES,
     McpPlan,
     Plan,
+    Target,
     install_hint,
     mcp_target_for,
     plan_install,
@@ -158,6 +161,22 @@ def _print_plan(plan: Plan, dry_run: bool) -> None:
             say(f"  {line}")
 
 
+def _warn_if_run_in_a_subfolder(target: Target) -> None:
+    """Installed from a subfolder with the project scope: Claude Code started in that
+    subfolder reads the subfolder's .claude/settings.json, not the one written, so the
+    sessions the person starts there would run no hook."""
+    here = Path.cwd()
+    top = target.settings_path.parent.parent
+    if os.environ.get("CLAUDE_PROJECT_DIR") or here == top:
+        return
+    warn(
+        f"a Claude Code session started in {here} does not read {target.settings_path} "
+        "(started in a subfolder, it reads that folder's .claude/settings.json), so these "
+        "hooks will not run for it: `subrosa install --scope local` (read from every "
+        f"subfolder) or `--scope user` covers it; or start Claude Code in {top}."
+    )
+
+
 def _say_if_private_on_a_server(app: AppContext) -> None:
     """On a team's server, a memory dir outside the repository (Claude Code's
     auto-memory dir, which install creates when the repository has no .claude/memory)
@@ -280,6 +299,8 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
     advice = plugin_advice(registrations())
     if advice is not None:
         warn(advice)
+    if scope == "project":
+        _warn_if_run_in_a_subfolder(target)
     if runner.argv is not None:
         say(
             f"`subrosa` is not on your PATH, so the hooks run {runner.argv[0]} by its full "

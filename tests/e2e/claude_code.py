@@ -233,8 +233,30 @@ def subrosa_bin_dir() -> Path:
 
 
 def encode_project_path(path: Path) -> str:
-    """Claude Code's folder name for a project: every non-alphanumeric becomes `-`."""
-    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
+    """Claude Code's folder name for a project: every UTF-16 code unit that is not an
+    ASCII letter or digit becomes `-` (an emoji, two code units, gives `--`); a name over
+    200 characters is cut to 200 and followed by `-` and the path's hash (a Java-style
+    string hash over its code units, absolute, in base 36). Read from Claude Code
+    2.1.332's own code; its docs (sessions.md) say the same in words."""
+    text = str(path)
+    units = text.encode("utf-16-le", "surrogatepass")
+    codes = [int.from_bytes(units[i : i + 2], "little") for i in range(0, len(units), 2)]
+    name = "".join(chr(c) if chr(c).isascii() and chr(c).isalnum() else "-" for c in codes)
+    if len(name) <= 200:
+        return name
+    digest = 0
+    for code in codes:
+        digest = ((digest * 31 + code + 2**31) % 2**32) - 2**31
+    return f"{name[:200]}-{_base36(abs(digest))}"
+
+
+def _base36(number: int) -> str:
+    digits = ""
+    while True:
+        number, rest = divmod(number, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[rest] + digits
+        if not number:
+            return digits
 
 
 @dataclass
@@ -263,11 +285,13 @@ class ClaudeProject:
     env: dict[str, str] = field(init=False)
     # Add to it for other tools, e.g. an MCP server's "mcp__subrosa__search".
     allowed_tools: list[str] = field(default_factory=lambda: list(ALLOWED_TOOLS))
+    # The project's folder under `root` (a path with spaces, non-ASCII, several levels).
+    project_name: str = "project"
 
     def __post_init__(self) -> None:
         self.root = self.root.resolve()
         self.home = self.root / "home"
-        self.project = self.root / "project"
+        self.project = self.root / self.project_name
         self.home.mkdir(parents=True, exist_ok=True)
         self.project.mkdir(parents=True, exist_ok=True)
         (self.root / "tmp").mkdir(exist_ok=True)

@@ -3,6 +3,8 @@ Bash tool runs, from the repository root or a subfolder."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.e2e.claude_code import ClaudeProject, wait_for, write_leaf
@@ -129,3 +131,64 @@ def test_a_session_started_in_a_subfolder_belongs_to_the_repository(
     assert [h["session_id"] for h in at_root] == [run.session_id]
     in_subfolder = cc.subrosa_json("search", "KOOKABURRA", cwd=subfolder)
     assert [h["session_id"] for h in in_subfolder] == [run.session_id]
+
+
+def test_doctor_in_a_subfolder_says_the_project_scope_hooks_do_not_run_there(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    """`subrosa install` (project scope, the default) writes the repository's
+    .claude/settings.json, which Claude Code started in a subfolder does not read: such
+    a session gets no index and is not archived. `doctor` run there says so, and its
+    fix (the local scope: Claude Code reads the top's settings.local.json) works."""
+    cc.subrosa("install")
+    memory = cc.project / ".claude" / "memory"
+    write_leaf(memory, "project_release_codename.md", "The release is ZEBRAFISH.")
+    cc.subrosa("generate")
+    subfolder = cc.project / "src"
+    subfolder.mkdir()
+    checks = {c["name"]: c for c in cc.subrosa_json("doctor", expect=None)["checks"]}
+    assert checks["hooks"]["ok"], "at the top the project's hooks run"
+
+    cc.run("hello", cwd=subfolder)
+
+    [request] = api.agent_requests
+    assert "ZEBRAFISH" not in request.text(), "no subrosa hook ran in the subfolder"
+    checks = {c["name"]: c for c in cc.subrosa_json("doctor", cwd=subfolder, expect=None)["checks"]}
+    hooks = checks["hooks"]
+    assert not hooks["ok"] and hooks["severity"] == "warning"
+    assert str(subfolder) in hooks["detail"] and "--scope local" in hooks["fix"]
+
+    cc.subrosa("install", "--scope", "local", cwd=subfolder)
+    api.clear()
+    cc.run("hello", cwd=subfolder)
+
+    [request] = api.agent_requests
+    assert "ZEBRAFISH" in request.text()
+    checks = {c["name"]: c for c in cc.subrosa_json("doctor", cwd=subfolder, expect=None)["checks"]}
+    assert checks["hooks"]["ok"], checks["hooks"]
+
+
+def test_auto_memory_turned_off_for_the_repository_is_off_in_its_subfolders(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    """`autoMemoryEnabled: false` in the repository's settings.local.json, which Claude
+    Code reads for a session started in a subfolder too: Claude Code loads no MEMORY.md,
+    so SessionStart has to inject the index there as well."""
+    cc.subrosa("install", "--scope", "local")
+    local = cc.project / ".claude" / "settings.local.json"
+    settings = json.loads(local.read_text())
+    local.write_text(json.dumps({**settings, "autoMemoryEnabled": False}))
+    memory = cc.auto_memory_dir()
+    write_leaf(memory, "project_release_codename.md", "The release is ZEBRAFISH.")
+    cc.subrosa("generate")
+    subfolder = cc.project / "src"
+    subfolder.mkdir()
+
+    for cwd in (cc.project, subfolder):
+        api.clear()
+        cc.run("hello", cwd=cwd)
+
+        [request] = api.agent_requests
+        assert "persistent file-based memory" not in request.text(), "auto memory is off"
+        [injected] = session_start_contexts(request)
+        assert "ZEBRAFISH" in injected, cwd

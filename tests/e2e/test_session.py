@@ -159,3 +159,31 @@ def test_a_pinned_fact_last_in_display_order_is_injected(
     [first] = api.agent_requests
     [injected] = session_start_contexts(first)
     assert "GUARDRAIL-PINNED" in injected
+
+
+def test_odd_unicode_and_a_long_paste_are_archived_as_typed(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    # Combining marks, a ZWJ sequence, right-to-left text and overrides, CRLF, a
+    # separator, a BOM, a tag character, C0 controls, and half an emoji (a lone
+    # surrogate, which a program driving Claude Code through stream-json can send and
+    # Claude Code writes as `\ud83d`); then a 330 KB paste (over the 128 KB a single
+    # argument may have: stream-json too).
+    odd = (
+        "café e\u0301 👩‍👩‍👧 שלום \u202eevil\u202c tab\there\r\nCRLF\u2028LS \ufeffBOM "
+        "ZW\u200bSP 𝔘 日本語 \U000e0041 nul\x00 esc\x1b[31m half \ud83d an emoji, NUMBAT"
+    )
+    paste = "Here is my log:\n" + "".join(f"line {n}: {'lorem ipsum ' * 9}\n" for n in range(3000))
+    cc.subrosa("install")
+    with cc.conversation() as talk:
+        talk.say(odd)
+        talk.say(paste + "What is wrong? WOMBAT")
+    assert talk.returncode == 0, talk.stderr
+
+    cc.subrosa("ingest")
+    shown = cc.subrosa_json("transcript", "show", talk.session_id)
+    said = [m["text"] for m in shown["messages"] if m["role"] == "user"]
+    assert said == [odd.replace("\ud83d", "\ufffd"), paste + "What is wrong? WOMBAT"]
+    for word in ("NUMBAT", "WOMBAT", "שלום", "café"):
+        hits = cc.subrosa_json("search", "--transcripts", "--role", "user", word)
+        assert [h["session_id"] for h in hits] == [talk.session_id], word
