@@ -230,6 +230,28 @@ def test_pending_sessions_are_ingested_before_a_search(memory_dir: Path, run: Ru
     assert len(_search(run, "blimpstack")) == 1
 
 
+def test_the_background_ingest_archives_a_killed_session_beside_the_one_that_ended(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """A session killed outright (SIGKILL, the OOM killer, a power cut) runs no SessionEnd
+    hook, so nothing names its transcript. The background ingest that the next session's
+    end starts (`ingest --pending`) reads the ended session's project folder too, so the
+    killed one is archived then, and only what changed is read."""
+    ended = _transcript("s-1.jsonl", _record("m1", "a glimmerwick appears"))
+    _transcript("s-2.jsonl", _record("k1", "the blimpstack before the crash", session="s-2"))
+    _transcript(
+        "s-9.jsonl", _record("o1", "a quillfrost elsewhere", session="s-9"), project="-other"
+    )
+    pending.record(str(ended), "s-1", "")
+    done = json.loads(run("ingest", "--pending", "--json").stdout)
+    assert done["new_messages"] == 2
+    assert [r["session_id"] for r in _search(run, "blimpstack")] == ["s-2"]
+    assert _search(run, "--all-projects", "quillfrost") == []  # another project's folder
+    assert pending.list_pending() == []
+    pending.record(str(ended), "s-1", "")  # nothing changed: nothing read again
+    assert json.loads(run("ingest", "--pending", "--json").stdout)["files_read"] == 0
+
+
 # Queries FTS5 would read as its own syntax (most of them errors there).
 HOSTILE_QUERIES = [
     '"unbalanced',

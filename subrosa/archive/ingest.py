@@ -1133,13 +1133,23 @@ def drain_pending(
     default_project: str,
     tool_result_chars: int = 2000,
     env: dict[str, str] | None = None,
+    *,
+    beside: bool = False,
 ) -> IngestReport | None:
     """Ingest the transcripts of sessions that ended since (subrosa.archive.pending), or None when
     there were none. A transcript that no longer exists is dropped from the list.
 
     A transcript outside `<claude root>/projects/` joins the project of the session's
     own working directory (recorded by the hook), not the one this command runs in:
-    the background ingest runs in a neutral directory."""
+    the background ingest runs in a neutral directory.
+
+    `beside` (the background ingest a session's end starts): then also what changed in
+    the project folders of those transcripts. A session killed outright (SIGKILL, the
+    OOM killer, a power cut) runs no SessionEnd hook, so no entry names it; its
+    transcript is archived when a session of its project next ends, not only by a full
+    `subrosa ingest` (Claude Code deletes transcripts after about a month). A file as
+    it was is one stat (Ingester.ingest); a search's drain, which waits on this, leaves
+    the folders to it."""
     entries = pending.list_pending(env)
     if not entries:
         return None
@@ -1149,6 +1159,8 @@ def drain_pending(
         # A reader's role on a team server (docs/team.md): it searches and lists what
         # the members archived; the ended sessions stay queued for a role that may write.
         return None
+    projects = _projects_prefix(env)
+    folders: set[str] = set()
     for entry_path, data in entries:
         path = Path(data["transcript_path"])
         cwd = data.get("cwd")
@@ -1157,7 +1169,12 @@ def drain_pending(
         )
         if path.is_file():
             ingester.ingest([Source(str(path), project_of(path, default, env))])
+            folder = os.path.dirname(os.path.abspath(path))
+            if beside and os.path.dirname(folder) + os.sep == projects:
+                folders.add(folder)
         pending.remove(entry_path)
+    if folders:
+        ingester.ingest(discover([Path(folder) for folder in sorted(folders)], default_project))
     return ingester.report
 
 
@@ -1222,7 +1239,7 @@ def ingest_transcripts(
     and the bytes to read in all; `reindex_progress`, with the messages re-indexed and
     to re-index, when a migration asked for it."""
     with open_archive(db_url, reindex_progress) as conn, archive_lock(db_url):
-        drained = drain_pending(conn, current_project(), tool_result_chars)
+        drained = drain_pending(conn, current_project(), tool_result_chars, beside=pending_only)
         if pending_only:
             return Ingested(drained or IngestReport(), [], 0)
         if paths:

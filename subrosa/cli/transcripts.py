@@ -36,7 +36,8 @@ from subrosa.errors import InvalidInput
     "--pending",
     "pending_only",
     is_flag=True,
-    help="Only the sessions that ended since the last ingest, quietly (for a background run).",
+    help="Only the sessions that ended since the last ingest and what changed in their"
+    " project folders, quietly (for a background run).",
 )
 @json_option
 @pass_app
