@@ -224,8 +224,11 @@ def test_fix_frontmatter_rewrites_broken_leaves(
     original = (directory / "broken_front.md").read_bytes()
     result = _adopt(run, directory, "--materialize", "--fix-frontmatter")
     assert sorted(result["fixed_frontmatter"]) == ["broken_front.md", "no_frontmatter.md"]
-    fixed = (directory / "broken_front.md").read_text()
-    assert fixed.startswith("---\nname: broken-front\n") and "Body." in fixed
+    # The name YAML could not read is the user's, quoted: only the broken line changes.
+    assert (directory / "broken_front.md").read_text() == (
+        "---\nname: '\"quoted\" words'\ndescription: x\nmetadata:\n  type: reference\n---\n"
+        "\n# Broken Front\n\nBody.\n"
+    )
     assert (
         directory / ".subrosa" / "frontmatter-backup" / "broken_front.md"
     ).read_bytes() == original
@@ -619,3 +622,63 @@ def test_adopt_json_names_the_lines_without_a_leaf_when_it_stops(
     assert "--materialize" in result.stderr
     assert (memory_dir / "MEMORY.md").read_bytes() == before
     assert not (memory_dir / "MEMORY.md.pre-subrosa").exists()
+
+
+# Leaves the strict reader refuses, each with YAML a person writes (comments, lists,
+# quoted keys, block texts, anchors, keys subrosa does not know): (before, after) the
+# fix. Only the lines that make the leaf unreadable change, or lines are added.
+ODD_LEAVES = {
+    "project_odd.md": (
+        "---\n# my note\nname: odd\ndescription: set weight: 1 here\ntags: [a, b]\n"
+        '"quoted key": yes\nsummary: |\n  line one\n  line two\nbase: &b x\n'
+        "metadata:\n  type: project\n  owner: me\n---\n\nBody.\n",
+        "---\n# my note\nname: odd\ndescription: 'set weight: 1 here'\ntags: [a, b]\n"
+        '"quoted key": yes\nsummary: |\n  line one\n  line two\nbase: &b x\n'
+        "metadata:\n  type: project\n  owner: me\n---\n\nBody.\n",
+    ),
+    "feedback_notype.md": (
+        '---\nname: feedback-notype\ndescription: "Quoted, with a # hash"   # said so\n'
+        "aliases:\n  - one\n  - 'two'\nfolded: >\n  folded\n  text\n"
+        "anchor: &a {k: v}\n---\nBody\n",
+        '---\nname: feedback-notype\ndescription: "Quoted, with a # hash"   # said so\n'
+        "aliases:\n  - one\n  - 'two'\nfolded: >\n  folded\n  text\n"
+        "anchor: &a {k: v}\nmetadata:\n  type: feedback\n---\nBody\n",
+    ),
+    "reference_nodesc.md": (
+        "---\r\nname: reference-nodesc  # mine\r\nmetadata:\r\n  source: wiki\r\n"
+        "  'type': reference\r\n---\r\nFirst line of body.\r\n",
+        "---\r\nname: reference-nodesc  # mine\r\ndescription: First line of body.\r\n"
+        "metadata:\r\n  source: wiki\r\n  'type': reference\r\n---\r\nFirst line of body.\r\n",
+    ),
+    "project_metanotype.md": (
+        "---\nname: project-metanotype\ndescription: d\nmetadata:\n    owner: me\n"
+        "after: 1\n---\nB\n",
+        "---\nname: project-metanotype\ndescription: d\nmetadata:\n    owner: me\n"
+        "    type: project\nafter: 1\n---\nB\n",
+    ),
+}
+
+
+def test_fix_frontmatter_keeps_every_line_it_need_not_change(memory_dir: Path, run: RunCli) -> None:
+    for name, (before, _) in ODD_LEAVES.items():
+        (memory_dir / name).write_bytes(before.encode())
+    result = json.loads(run("adopt", "--fix-frontmatter", "--json").stdout)
+    assert sorted(result["fixed_frontmatter"]) == sorted(ODD_LEAVES)
+    for name, (before, after) in ODD_LEAVES.items():
+        assert (memory_dir / name).read_bytes().decode() == after, name
+        backup = memory_dir / ".subrosa" / "frontmatter-backup" / name
+        assert backup.read_bytes().decode() == before
+        run("fact", "upsert", name)  # the strict reader takes it now
+
+
+def test_fix_frontmatter_leaves_alone_a_leaf_it_could_fix_only_by_dropping_words(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # A type subrosa does not know (`note`) is the user's word: putting `project` in its
+    # place would lose it, so the leaf is left as it is (registered leniently) and said.
+    text = "---\nname: project-note\ndescription: d\ntype: note\n---\nBody.\n"
+    (memory_dir / "project_note.md").write_text(text)
+    result = json.loads(run("adopt", "--fix-frontmatter", "--json").stdout)
+    assert result["fixed_frontmatter"] == []
+    assert (memory_dir / "project_note.md").read_text() == text
+    assert any("project_note.md" in w and "by hand" in w for w in result["warnings"])

@@ -824,19 +824,41 @@ def render_leaf(name: str, description: str, fact_type: str, body: str) -> str:
     return f"---\n{header}---\n\n{body.strip()}\n"
 
 
-def rewrite_canonical(leaf: Leaf, keep: Path) -> None:
-    """Rewrite `leaf`'s file in the canonical shape (its body kept whole), after keeping
-    the original in directory `keep`; a copy already there is never overwritten, so the
-    first original survives a second fix."""
-    keep.mkdir(parents=True, exist_ok=True)
+def rewrite_canonical(leaf: Leaf, keep: Path, *, write: bool = True) -> None:
+    """Mend `leaf`'s file so the strict reader takes it (subrosa.memory.frontfix: only
+    the lines that need it change; a leaf with no frontmatter gets the canonical one
+    above its text), after keeping the original in directory `keep`; a copy already there
+    is never overwritten, so the first original survives a second fix. Raises LeafError,
+    the leaf untouched, when it cannot be mended without dropping the user's words; with
+    `write` False only checks."""
+    from subrosa.memory.frontfix import Unfixable, mend
+
     original = leaf.path.read_bytes()
+    text = original.decode("utf-8")
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text.removeprefix(bom)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    name = leaf.slug.replace("_", "-")
+    try:
+        mended = mend(text, name, leaf.description, leaf.type, newline)
+    except Unfixable as exc:
+        raise LeafError(leaf.path, f"was left as it is: {exc}; mend it by hand") from None
+    if mended is None:
+        header = render_leaf(name, leaf.description, leaf.type, "").rstrip("\n") + "\n\n"
+        mended = header.replace("\n", newline) + _body_as_written(text)
+    fixed = (bom + mended).encode("utf-8")
+    try:
+        parse_leaf(leaf.path, given=fixed)
+    except LeafError as exc:
+        raise LeafError(
+            leaf.path, f"was left as it is: mended, it {exc.problem}; mend it by hand"
+        ) from None
+    if not write:  # a dry run: said as the real run would say it, nothing written
+        return
+    keep.mkdir(parents=True, exist_ok=True)
     if not (keep / leaf.path.name).exists():  # the copy keeps the leaf's mode (0600 stays)
         atomic_write_bytes(keep / leaf.path.name, original, mode=leaf.path.stat().st_mode & 0o777)
-    name = leaf.slug.replace("_", "-")
-    text = original.decode("utf-8").removeprefix("\ufeff")
-    newline = "\r\n" if "\r\n" in text else "\n"
-    header = render_leaf(name, leaf.description, leaf.type, "").rstrip("\n") + "\n\n"
-    atomic_write_text(leaf.path, header.replace("\n", newline) + _body_as_written(text))
+    atomic_write_bytes(leaf.path, fixed)
 
 
 def _body_as_written(text: str) -> str:
