@@ -682,3 +682,53 @@ def test_fix_frontmatter_leaves_alone_a_leaf_it_could_fix_only_by_dropping_words
     assert result["fixed_frontmatter"] == []
     assert (memory_dir / "project_note.md").read_text() == text
     assert any("project_note.md" in w and "by hand" in w for w in result["warnings"])
+
+
+POINTER = "- [MEMORY_archive.md](MEMORY_archive.md) — older facts"
+
+
+@pytest.mark.parametrize("materialize", [False, True])
+def test_a_line_pointing_at_the_other_index_file_is_no_fact(
+    memory_dir: Path, run: RunCli, materialize: bool
+) -> None:
+    # A hand-kept index points at its archive (and the archive back at the index): the
+    # generated files link each other in their headers, so such a line is no fact and
+    # no leaf; it is said (`unplaced`) and kept as written beside the index.
+    write_leaf(memory_dir, "alpha.md")
+    write_leaf(memory_dir, "beta.md")
+    index = f"# Memory\n\n- [Alpha](alpha.md) — the alpha\n{POINTER}\n"
+    archive = "# Archive\n\n[Back to the index](MEMORY.md)\n\n- [Beta](beta.md) — old beta\n"
+    (memory_dir / "MEMORY.md").write_text(index)
+    (memory_dir / "MEMORY_archive.md").write_text(archive)
+    result = _adopt(run, memory_dir, *(["--materialize"] if materialize else []))
+    assert result["registered"] == ["alpha", "beta"] and result["materialized"] == []
+    assert [(u["file"], u["line"]) for u in result["unplaced"]] == [
+        ("MEMORY.md", 4),
+        ("MEMORY_archive.md", 3),
+    ]
+    assert all("not a fact" in u["why"] for u in result["unplaced"])
+    assert (memory_dir / "MEMORY.md.pre-subrosa").read_text() == index
+    assert (memory_dir / "MEMORY_archive.md.pre-subrosa").read_text() == archive
+    assert sorted(p.name for p in memory_dir.glob("*.md")) == [
+        "MEMORY.md",
+        "MEMORY_archive.md",
+        "alpha.md",
+        "beta.md",
+    ]
+    run("check")
+
+
+def test_generate_keeps_an_appended_pointer_line_beside_the_index(
+    memory_dir: Path, run: RunCli
+) -> None:
+    write_leaf(memory_dir, "alpha.md")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    edited = index.read_text() + POINTER + "\n"
+    index.write_text(edited)
+    result = json.loads(run("generate", "--json").stdout)
+    assert result["materialized"] == [] and result["adopted"] == []
+    assert [u["text"] for u in result["unplaced"]] == [POINTER]
+    assert (memory_dir / "MEMORY.md.unplaced").read_text() == edited
+    assert POINTER not in index.read_text()
+    assert json.loads(run("generate", "--json").stdout)["unplaced"] == []
