@@ -732,3 +732,30 @@ def test_generate_keeps_an_appended_pointer_line_beside_the_index(
     assert (memory_dir / "MEMORY.md.unplaced").read_text() == edited
     assert POINTER not in index.read_text()
     assert json.loads(run("generate", "--json").stdout)["unplaced"] == []
+
+
+@pytest.mark.parametrize("brk", ["\\L", "\\P", "\\N", "\\r", "\\n"])
+def test_a_description_holding_any_line_break_is_one_line_said_and_the_leaf_kept(
+    memory_dir: Path, run: RunCli, brk: str
+) -> None:
+    # U+2028, U+2029 and U+0085 break lines as `\r` does (str.splitlines, editors): the
+    # leaf a person wrote is registered as `\r` is, its words on one line and a warning,
+    # the leaf itself untouched and MEMORY.md one line for it.
+    leaf = memory_dir / "project_breaks.md"
+    text = (
+        f'---\nname: project-breaks\ndescription: "one{brk}## two"\n'
+        "metadata:\n  type: project\n---\nB\n"
+    )
+    leaf.write_text(text)
+    write_leaf(memory_dir, "alpha.md")
+    result = json.loads(run("generate", "--json").stdout)
+    assert any("project_breaks.md" in w and "several lines" in w for w in result["warnings"]), (
+        result["warnings"]
+    )
+    assert json.loads(run("fact", "show", "project_breaks", "--json").stdout)["description"] == (
+        "one ## two"
+    )
+    index = (memory_dir / "MEMORY.md").read_bytes().decode()
+    assert len(index.splitlines()) == len(index.split("\n")) - 1 == result["lines"]
+    assert [line for line in index.splitlines() if "one ## two" in line]
+    assert leaf.read_text() == text

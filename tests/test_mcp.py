@@ -379,6 +379,7 @@ HOSTILE = [
     # (description, body, what is said)
     ("line one\nline two", "b", "description: several lines; it must be one line."),
     ("ok\r## Injected heading", "b", "description: several lines; it must be one line."),
+    ("ok\u2028## Injected heading", "b", "description: several lines; it must be one line."),
     ("x" * 301, "b", "description: 301 characters; keep it under 150 (at most 300)"),
     (
         "Token ghp_" + "a1B2" * 9,

@@ -28,6 +28,7 @@ from subrosa.memory.leaf import (
     _check_shape,
     load_frontmatter,
 )
+from subrosa.text import line_break_in
 
 # A line that continues the entry above it: indented, blank, or a `- item` of a block
 # list YAML allows at the key's own indent.
@@ -156,7 +157,7 @@ def _mend_description(entries: list[_Entry], data: dict[str, Any], text: str, en
     value = data.get("description")
     if isinstance(value, list | dict):
         raise Unfixable("its description is not a line of text")
-    if value is not None and str(value).strip() and "\n" not in str(value).strip():
+    if value is not None and str(value).strip() and line_break_in(str(value).strip()) is None:
         return
     line = _Entry("description", [_line("description", text) + end])
     where = _find(entries, "description")

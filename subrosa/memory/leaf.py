@@ -25,7 +25,7 @@ from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.lazyre import compile_lazily
 from subrosa.memory.marker import INDEX_FILES, new_file_mode
-from subrosa.text import sanitize_field, strip_invisible
+from subrosa.text import line_break_in, sanitize_field, strip_invisible
 
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = compile_lazily(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -629,8 +629,10 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     if isinstance(description, list | dict):
         raise LeafError(path, "has a description that is not a line of text")
     description = _text_of(description, text, "description").strip()
-    if "\n" in description or "\r" in description:
-        raise LeafError(path, "has a description of several lines; it must be one line")
+    broken = line_break_in(description)
+    if broken is not None:  # U+2028 breaks a line as `\r` does: the same refusal
+        said = "" if broken in ("\\n", "\\r") else f" ({broken} is a line break)"
+        raise LeafError(path, f"has a description of several lines{said}; it must be one line")
 
     fact_type = _leaf_type(path, meta, warnings, text)
     warnings.extend(_duplicate_warnings(text))
