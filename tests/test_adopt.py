@@ -659,6 +659,26 @@ ODD_LEAVES = {
 }
 
 
+ODD_LEAVES.update(
+    {
+        # CRLF: `metadata:\r` is the metadata the type goes under, not a second one.
+        "user_crlf.md": (
+            "---\r\nname: user-crlf\r\ndescription: d\r\nmetadata:\r\n  owner: me\r\n---\r\nB\r\n",
+            "---\r\nname: user-crlf\r\ndescription: d\r\nmetadata:\r\n  owner: me\r\n"
+            "  type: user\r\n---\r\nB\r\n",
+        ),
+        # A block description in a leaf YAML could not read for another line: its words
+        # on one line (not the `|` a line-by-line reading sees).
+        "project_block.md": (
+            "---\nname: project-block\ntags: [open\ndescription: |\n  two\n  lines\n"
+            "metadata:\n  type: project\n---\nB\n",
+            "---\nname: project-block\ntags: '[open'\ndescription: two lines\n"
+            "metadata:\n  type: project\n---\nB\n",
+        ),
+    }
+)
+
+
 def test_fix_frontmatter_keeps_every_line_it_need_not_change(memory_dir: Path, run: RunCli) -> None:
     for name, (before, _) in ODD_LEAVES.items():
         (memory_dir / name).write_bytes(before.encode())

@@ -79,7 +79,7 @@ def _entries(lines: list[str]) -> list[_Entry]:
             entries[-1].lines.append(line)
             continue
         _blank_lines_apart(entries)
-        key = _KEY_LINE.match(line)
+        key = _KEY_LINE.match(line.removesuffix("\r"))  # `metadata:\r` in a CRLF leaf
         is_key = key is not None and not line.startswith(("#", " ", "\t"))
         entries.append(_Entry(key.group(3).strip() if is_key and key else None, [line]))
     _blank_lines_apart(entries)
@@ -150,7 +150,9 @@ def _line(key: str, value: str) -> str:
 
 
 def _find(entries: list[_Entry], key: str) -> int | None:
-    return next((n for n, entry in enumerate(entries) if entry.key == key), None)
+    """The entry giving `key`: the last one, which YAML reads when it is given twice."""
+    found = [n for n, entry in enumerate(entries) if entry.key == key]
+    return found[-1] if found else None
 
 
 def _mend_description(entries: list[_Entry], data: dict[str, Any], text: str, end: str) -> None:
@@ -159,6 +161,10 @@ def _mend_description(entries: list[_Entry], data: dict[str, Any], text: str, en
         raise Unfixable("its description is not a line of text")
     if value is not None and str(value).strip() and line_break_in(str(value).strip()) is None:
         return
+    if sum(entry.key == "description" for entry in entries) > 1:
+        raise Unfixable("it gives description: twice (delete the one you do not mean)")
+    if isinstance(value, str) and value.strip():
+        text = " ".join(value.split())  # its own words on one line
     line = _Entry("description", [_line("description", text) + end])
     where = _find(entries, "description")
     if where is not None:  # empty, or several lines: one line of the same words
