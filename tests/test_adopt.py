@@ -779,3 +779,14 @@ def test_a_description_holding_any_line_break_is_one_line_said_and_the_leaf_kept
     assert len(index.splitlines()) == len(index.split("\n")) - 1 == result["lines"]
     assert [line for line in index.splitlines() if "one ## two" in line]
     assert leaf.read_text() == text
+
+
+def test_a_pointer_added_to_the_archive_is_said_to_be_one(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(memory_dir, "alpha.md")
+    run("generate")
+    archive = memory_dir / "MEMORY_archive.md"
+    archive.write_text(archive.read_text() + "\n[Back to the index](MEMORY.md)\n")
+    result = json.loads(run("generate", "--json").stdout)
+    assert [u["text"] for u in result["unplaced"]] == ["[Back to the index](MEMORY.md)"]
+    assert "not a fact" in result["unplaced"][0]["why"]
+    assert result["materialized"] == []
