@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from subrosa.memory.frontfix import Unfixable, mend
+from subrosa.memory.frontfix import Unfixable, mend, restate
 from subrosa.memory.leaf import parse_leaf
 
 # Lines a person writes in frontmatter that YAML reads: none gives name, description
@@ -92,3 +92,25 @@ def test_what_only_dropping_words_could_fix_is_refused(frontmatter: str, said: s
 def test_no_frontmatter_block_is_left_to_the_caller() -> None:
     assert mend("Just text.\n", "x", "d", "project", "\n") is None
     assert mend("---\nname: x\nno closing line\n", "x", "d", "project", "\n") is None
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (  # CRLF, a top-level type, a comment: each line but the two set stays
+            "---\r\nname: a  # mine\r\ntype: user\r\ndescription: old\r\n---\r\nbody\r\n",
+            "---\r\nname: a  # mine\r\ntype: project\r\ndescription: New d\r\n---\r",
+        ),
+        (  # no description, no type: added where the canonical shape has them
+            "---\nname: a\nx: 1\n---\nb",
+            "---\nname: a\ndescription: New d\nx: 1\nmetadata:\n  type: project\n---",
+        ),
+        ("---\nname: a\nmetadata: {type: user}\n---\nb\n", None),  # no line to change
+        ("---\n- a list\n---\nb\n", None),
+        ("no frontmatter\n", None),
+    ],
+)
+def test_restate_sets_description_and_type_and_keeps_the_rest(
+    before: str, after: str | None
+) -> None:
+    assert restate(before, "New d", "project") == after

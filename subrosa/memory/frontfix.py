@@ -1,4 +1,5 @@
-"""Broken frontmatter mended in place, for `adopt --fix-frontmatter`: pure, text in and out.
+"""Frontmatter changed line by line: broken frontmatter mended for `adopt
+--fix-frontmatter`, and a leaf restated by `remember`. Pure, text in and out.
 
 A leaf the strict reader refuses is still the user's text. The fix changes only the
 lines that make it unreadable and adds what is missing (a name, a description, a
@@ -70,6 +71,57 @@ def mend(text: str, name: str, description: str, fact_type: str, newline: str) -
     lines = [line for entry in entries for line in entry.lines]
     block = "".join(line + "\n" for line in lines)
     return text[: opening.end()] + block + text[closing.start() :]
+
+
+def restate(text: str, description: str, fact_type: str) -> str | None:
+    """The frontmatter block of `text` (a leaf a person may have written, which an agent
+    restates: `remember`) with its description and type set, every other line as
+    written (comments, keys subrosa does not know, the name); None when `text` has no
+    frontmatter YAML reads, or its type sits where no line can be changed."""
+    opening = _FRONTMATTER_START.match(text)
+    closing = _CLOSING.search(text, opening.end()) if opening else None
+    if opening is None or closing is None:
+        return None
+    end = "\r" if text[: opening.end()].endswith("\r\n") else ""
+    entries = _entries(text[opening.end() : closing.start()].split("\n")[:-1])
+    data = _loads([line for entry in entries for line in entry.lines])
+    if data is None or not _set_type(entries, data, fact_type, end):
+        return None
+    line = _Entry("description", [_line("description", description) + end])
+    where = _find(entries, "description")
+    if where is not None:
+        entries[where] = line
+    else:
+        after = _find(entries, "name")
+        entries.insert(0 if after is None else after + 1, line)
+    block = "".join(line + "\n" for entry in entries for line in entry.lines)
+    return text[: opening.end()] + block + text[closing.start() : closing.end()]
+
+
+def _set_type(entries: list[_Entry], data: dict[str, Any], fact_type: str, end: str) -> bool:
+    """Set the type where the leaf gives it (`metadata:` then `  type:`, or a top-level
+    `type:`), else add it as _mend_type does; False when that cannot be done by lines."""
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict) and "type" in metadata:
+        where = _find(entries, "metadata")
+        lines = entries[where].lines if where is not None else []
+        for number, line in enumerate(lines[1:], start=1):
+            match = _KEY_LINE.match(line.removesuffix("\r"))
+            if match and match.group(1) and match.group(3).strip() == "type":
+                lines[number] = f"{match.group(1)}type: {fact_type}{end}"
+                return True
+        return False
+    if "type" in data:
+        where = _find(entries, "type")
+        if where is None:
+            return False
+        entries[where] = _Entry("type", [f"type: {fact_type}{end}"])
+        return True
+    try:
+        _mend_type(entries, data, fact_type, end)
+    except Unfixable:
+        return False
+    return True
 
 
 def _entries(lines: list[str]) -> list[_Entry]:

@@ -918,7 +918,9 @@ def leaf_names(memory_dir: Path) -> list[str]:
 
 def write_leaf(path: Path, description: str, fact_type: str, body: str) -> bytes | None:
     """Write the leaf `path` in the canonical shape (name: its stem in kebab-case), for a
-    fact stated whole by an agent; return the bytes it replaced, None when it is new.
+    fact stated whole by an agent; return the bytes it replaced, None when it is new. A
+    leaf already there keeps the frontmatter lines other than its description and type
+    (subrosa.memory.frontfix.restate); its body is the new one.
     A symlink or anything but a regular file at `path` is refused, never written
     through."""
     previous = None
@@ -928,8 +930,32 @@ def write_leaf(path: Path, description: str, fact_type: str, body: str) -> bytes
         previous = path.read_bytes()
     name = slug_for(path).replace("_", "-")
     text = render_leaf(name, description, fact_type, body)
+    if previous is not None:  # a person's leaf: the frontmatter lines not set here stay
+        text = _restated(path, previous, description, fact_type, body) or text
     atomic_write_text(path, text, new_mode=new_file_mode(path.parent))
     return previous
+
+
+def _restated(
+    path: Path, previous: bytes, description: str, fact_type: str, body: str
+) -> str | None:
+    """The leaf `previous` with its description, type and body replaced and every other
+    frontmatter line kept; None when that cannot be done line by line, or would give a
+    leaf the strict reader refuses (the caller writes it canonically then)."""
+    from subrosa.memory.frontfix import restate
+
+    old = previous.decode("utf-8", errors="replace")
+    bom = "\ufeff" if old.startswith("\ufeff") else ""
+    head = restate(old.removeprefix(bom), description, fact_type)
+    if head is None:
+        return None
+    newline = "\r\n" if head.endswith("\r") else "\n"
+    text = bom + head.removesuffix("\r") + f"\n\n{body.strip()}\n".replace("\n", newline)
+    try:
+        parse_leaf(path, given=text.encode("utf-8"))
+    except LeafError:
+        return None
+    return text
 
 
 def restore_leaf(path: Path, previous: bytes | None) -> None:

@@ -1,5 +1,6 @@
 """The remember use case: a fact an agent states whole (slug, type, description, body),
-written as a leaf in the canonical shape, registered, and indexed.
+written as a leaf in the canonical shape (a leaf already there keeps the frontmatter
+lines other than its description and type), registered, and indexed.
 
 The agent's text is untrusted, so it meets exactly what `subrosa fact upsert` applies
 to a leaf a person wrote (subrosa.memory.facts.upsert: the strict leaf parser, the
