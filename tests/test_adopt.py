@@ -790,3 +790,23 @@ def test_a_pointer_added_to_the_archive_is_said_to_be_one(memory_dir: Path, run:
     assert [u["text"] for u in result["unplaced"]] == ["[Back to the index](MEMORY.md)"]
     assert "not a fact" in result["unplaced"][0]["why"]
     assert result["materialized"] == []
+
+
+def test_a_materialized_leaf_holds_the_users_words_not_the_indexs_escaped_view(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # As --fix-frontmatter writes a description: `<rev>` is no `‹rev›` in a leaf and a
+    # link gets no backslash; MEMORY.md still shows the escaped view.
+    (memory_dir / "MEMORY.md").write_text(
+        "# Mem\n\n- Use git show <rev>:<path>, see [docs](https://x.y/a_b)\n"
+        "- [Gone](project_gone.md) — run `make <target>` first\n"
+    )
+    _adopt(run, memory_dir, "--materialize")
+    for slug, said in (
+        ("use_git_show_rev_path_see", "Use git show <rev>:<path>, see [docs](https://x.y/a_b)"),
+        ("project_gone", "run `make <target>` first"),
+    ):
+        meta = yaml.safe_load((memory_dir / f"{slug}.md").read_text().split("---")[1])
+        assert meta["description"] == said  # (the store shows it sanitized, as any leaf's)
+    index = (memory_dir / "MEMORY.md").read_text()
+    assert "‹rev›" in index and "<rev>" not in index and "‹target›" in index

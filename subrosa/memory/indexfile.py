@@ -31,7 +31,7 @@ from subrosa.lazyre import compile_lazily
 from subrosa.memory.generator import ARCHIVE_HEADER, INDEX_HEADER
 from subrosa.memory.marker import INDEX_FILES
 from subrosa.memory.witness import load as load_witness
-from subrosa.text import sanitize_field
+from subrosa.text import sanitize_field, strip_invisible
 
 _BULLET = compile_lazily(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 # A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".
@@ -65,6 +65,10 @@ class IndexLine:
     prose: bool = False
     # The whole item as one safe line (what a file it only mentions gets as its hook).
     whole: str = ""
+    # The hook (for prose, the item) as written, on one line, only what is invisible
+    # dropped: what a leaf made from the item holds as its description (`hook` is the
+    # index's escaped view: `‹rev›`, `\(`).
+    said: str = ""
     # The index file a one-line item leads with when it links no topic file
     # (`- [MEMORY_archive.md](MEMORY_archive.md) — older facts`): a pointer from one
     # index file to the other, which subrosa's headers give already; no fact.
@@ -122,7 +126,7 @@ def parse_item(
         pointer = _leading_index_file(item) if linked and len(lines) == 1 else None
         return IndexLine(
             number, raw, section, (), None, hook, bool(bullet), prose=True, whole=hook,
-            pointer=pointer,
+            said=_as_written(item), pointer=pointer,
         )  # fmt: skip
     title: str | None = None
     lead: str | None = None
@@ -142,7 +146,15 @@ def parse_item(
     if not hook and not targets:
         return None  # an empty bullet
     whole = sanitize_field(item)
-    return IndexLine(number, raw, section, targets, title, hook, bool(bullet), lead, whole=whole)
+    return IndexLine(
+        number, raw, section, targets, title, hook, bool(bullet), lead, whole=whole,
+        said=_as_written(rest),
+    )  # fmt: skip
+
+
+def _as_written(text: str) -> str:
+    """`text` on one line, its words as written (see IndexLine.said)."""
+    return " ".join(strip_invisible(text).split())
 
 
 def _leading_index_file(item: str) -> str | None:

@@ -125,7 +125,8 @@ def _materialized_text(filename: str, line: IndexLine, target: str | None, origi
     body = f"# {title}\n\n{line.text}\n\n(Taken over by subrosa from {where}, {how}.)"
     typed = prefix or marker
     fact_type = typed.group(1).lower() if typed else "reference"
-    return render_leaf(stem.replace("_", "-"), line.hook or title, fact_type, body)
+    # The user's words, as --fix-frontmatter writes them (the index escapes them).
+    return render_leaf(stem.replace("_", "-"), line.said or line.hook or title, fact_type, body)
 
 
 def materialize(
