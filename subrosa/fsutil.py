@@ -310,8 +310,11 @@ def fsync_dir(directory: StrPath) -> None:
         os.close(fd)
 
 
-def sweep_temp_files(directory: StrPath, older_than_s: float = 600.0) -> list[str]:
-    """Remove this module's temp files (`.NAME.<hex>.tmp`) that a killed writer left.
+def sweep_temp_files(
+    directory: StrPath, older_than_s: float = 600.0, pattern: str = r"^\..+\.[0-9a-f]{12}\.tmp$"
+) -> list[str]:
+    """Remove this module's temp files (`.NAME.<hex>.tmp`; another writer's: `pattern`)
+    that a killed writer left.
 
     Only files older than `older_than_s` go, so a writer still busy with its temp file
     (one that does not hold the caller's lock) is never disturbed. Returns what was removed.
@@ -319,7 +322,7 @@ def sweep_temp_files(directory: StrPath, older_than_s: float = 600.0) -> list[st
     import re
     import time
 
-    pattern = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
+    matcher = re.compile(pattern)
     cutoff = time.time() - older_than_s
     removed: list[str] = []
     try:
@@ -327,7 +330,7 @@ def sweep_temp_files(directory: StrPath, older_than_s: float = 600.0) -> list[st
     except OSError:
         return removed
     for entry in entries:
-        if not pattern.match(entry.name):
+        if not matcher.match(entry.name):
             continue
         try:
             if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:

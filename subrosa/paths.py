@@ -311,6 +311,25 @@ def resolve_memory_dir(
     return auto_memory_dir(start, env)
 
 
+def memory_dir_origin(
+    given_by: str | None = None,
+    cwd: StrPath | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Where `resolve_memory_dir` took the memory dir from, as a person names it in an
+    error: `given_by` (the option or variable that gave it: click tells), else the
+    variable, the project's `.claude/memory`, or Claude Code's auto-memory dir."""
+    env = dict(os.environ) if env is None else env
+    if given_by:
+        return given_by
+    if env.get("SUBROSA_MEMORY_DIR"):
+        return "SUBROSA_MEMORY_DIR"
+    given = env.get("CLAUDE_PROJECT_DIR") or cwd
+    if project_memory_dir(absolute(expand_user(given)) if given else None) is not None:
+        return "the project's .claude/memory"
+    return "Claude Code's auto-memory dir for this project"
+
+
 def data_dir(env: dict[str, str] | None = None) -> str:
     """The per-user data directory: `$XDG_DATA_HOME/subrosa` or the platform's equivalent."""
     env = dict(os.environ) if env is None else env

@@ -485,12 +485,19 @@ def significant(score: float) -> float:
 
 def one_line(text: str) -> str:
     """One line, safe on a terminal and for the agent: whitespace collapsed, control and
-    format characters (ESC sequences, bidi overrides) dropped, tags escaped, by
-    subrosa.text's terminal_line; plain ASCII without `<` or `&` is returned without
-    importing that module (it costs search ~4 ms)."""
+    format characters (ESC sequences, bidi overrides) dropped, tags and links escaped,
+    by subrosa.text's terminal_line; plain ASCII without `<`, `&`, `](` or `[[` is
+    returned without importing that module (it costs search ~4 ms)."""
     line = " ".join(text.split())
-    if line.isascii() and line.isprintable() and "<" not in line and "&" not in line:
-        return line  # nothing the sanitizer would touch: no tag, no entity, no escape
+    if (
+        line.isascii()
+        and line.isprintable()
+        and "<" not in line
+        and "&" not in line
+        and "](" not in line
+        and "[[" not in line
+    ):
+        return line  # nothing the sanitizer would touch: no tag, entity, link or escape
     from subrosa.text import terminal_line
 
     return terminal_line(line)

@@ -261,7 +261,14 @@ CONNECTION_PRAGMAS = (
 
 
 def migrate_lock_path(path: StrPath) -> str:
-    """The lock beside the SQLite file at `path` that serializes creating and migrating it."""
+    """The lock beside the SQLite file at `path` that serializes creating and migrating it.
+
+    An empty file that stays when the migration is done, on purpose: a flock is held on
+    the file's inode, so removing it would let a process that opened the file before the
+    removal (and waits on it) take the lock on the removed inode while a third one
+    creates a new file and takes its lock: two migrations at once. Removing it safely
+    needs every process to check, once it holds the lock, that the path still names the
+    file it locked, and the subrosa versions already installed do not check."""
     return f"{path}.migrate.lock"
 
 

@@ -37,6 +37,12 @@ kept readable:
   bracket is escaped. Code fences go, and a leading `System:` / `Human:` role prefix
   goes; in a field of a line subrosa writes (sanitize_field: an index line's title or
   hook, a heading) both stay, as no such field starts a line.
+- In the views (terminal_line: `search`, `transcript show` and `list`, the MCP tools,
+  paths in hook messages) the same backslash goes where brackets would join
+  (escape_links), and nothing else of the line changes but what the rules above drop
+  or escape; the views frame or indent each line so that none starts a block, and
+  where untrusted text must start one (an id in a listing), escape_block_start puts a
+  backslash before what would open a heading, fence, quote, list or definition.
 """
 
 from __future__ import annotations
@@ -390,8 +396,37 @@ def _index_line_clean(body: str) -> bool:
 _DEFINITION = compile_lazily(r"^(\[(?:\\.|[^\[\]\\]){0,999}\]):")
 
 
+def escape_definition(line: str) -> str:
+    """A line that starts as a link reference definition (`[y]: url`, which would make
+    `[x][y]` or `[y]` anywhere in the text a link) with a backslash before its colon."""
+    return _DEFINITION.sub(r"\1\\:", line) if line.startswith("[") else line
+
+
+# What opens a block at the start of a line (after at most three spaces): a heading, a
+# fence, a quote, a list item, a thematic break or a setext underline. Group `mark` is
+# the character a backslash makes text; for an ordered list, its `.` or `)`.
+_BLOCK_START = compile_lazily(
+    r"^(?P<indent> {0,3})(?:\d{1,9}(?P<delimiter>[.)])(?=[ \t]|$)"
+    r"|(?P<mark>#{1,6}(?=[ \t]|$)|`{3}|~{3}|>|[-+*](?=[ \t]|$)"
+    r"|(?:[-*_][ \t]*){3,}$|=+[ \t]*$))"
+)
+
+
+def escape_block_start(line: str) -> str:
+    """A line of a view that untrusted text starts (a session's id in `transcript list`,
+    a slug in `stale`) with a backslash before what would open a block in markdown (`#`
+    of a heading, a fence, `>`, a list's `-` or `1.`, a rule, a link definition), so it
+    reads as the text it is: `\\# Obey`, `1\\. x`. Any other line is returned as it is."""
+    match = _BLOCK_START.match(line)
+    if match is None:
+        indent = len(line) - len(line.lstrip(" "))
+        return line[:indent] + escape_definition(line[indent:]) if indent <= 3 else line
+    at = match.start("delimiter") if match.group("delimiter") else match.start("mark")
+    return line[:at] + "\\" + line[at:]
+
+
 def _sanitize_index_once(body: str) -> str:
-    body = _DEFINITION.sub(r"\1\\:", one_line(strip_invisible(body)))
+    body = escape_definition(one_line(strip_invisible(body)))
     out: list[str] = []
     last = 0
     for link in _INDEX_LINK.finditer(body):
@@ -412,10 +447,11 @@ def _inert(fragment: str) -> str:
 def terminal_line(text: str, *, keep_spaces: bool = False) -> str:
     """Untrusted text safe to print as (part of) one line on a terminal, or for the
     agent to read: line breaks become spaces, escape sequences, control, format,
-    private-use and unassigned characters go, and tags are escaped (escape_tags).
-    Runs of whitespace are collapsed unless `keep_spaces` (a transcript line shown
-    with its indentation)."""
-    cleaned = escape_tags(strip_invisible(text))
+    private-use and unassigned characters go, tags are escaped (escape_tags), and
+    brackets that would join into a link or an image get a backslash (escape_links,
+    as in the index). Runs of whitespace are collapsed unless `keep_spaces` (a
+    transcript line shown with its indentation)."""
+    cleaned = escape_links(escape_tags(strip_invisible(text)))
     return cleaned if keep_spaces else one_line(cleaned)
 
 

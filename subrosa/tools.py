@@ -95,7 +95,9 @@ def _cut_framed(text: str, limit: int) -> str:
 
 
 def _time(value: Any) -> str:
-    return str(value)[:16] if value else "-"
+    # One line: a record's time is kept as it came when it merely looks like one
+    # (subrosa.archive.transcripts.normalize_time), its first ten characters anything.
+    return one_line(str(value)[:16]) if value else "-"
 
 
 # ---------------------------------------------------------------- search
@@ -150,7 +152,7 @@ def render_hits(
     for hit in hits:
         score = f"score {hit['score']:.3g}"
         if hit["kind"] == "fact":
-            head = f"fact {hit['slug']} · {hit['type']}"
+            head = f"fact {one_line(hit['slug'])} · {hit['type']}"
             if hit["status"] != "active":
                 head += f" · {hit['status']}"
             if hit["project"] != this_project:
@@ -164,7 +166,10 @@ def render_hits(
             if who and archived_by(hit):
                 head += f" · by {one_line(archived_by(hit))}"
         lines.append(f"{head} · {score}")
-        lines.append(f"  {hit['snippet']}")
+        # Four spaces, as `subrosa search` indents it: a line so indented after a line
+        # of text continues it, so a snippet that starts `# `, ```` ``` ````, `> `, `- `
+        # or `---` opens no heading, fence, quote, list or rule (two spaces let it).
+        lines.append(f"    {hit['snippet']}")
     return "\n".join(lines)
 
 
@@ -257,7 +262,8 @@ def timeline(place: Place, session: str, *, around: str | None = None, limit: in
         )
         if at is None:
             raise NotFound(
-                f"{one_line(target)[:120]}: no message of session {shown.session_id} has this id."
+                f"{one_line(target)[:120]}: no message of session "
+                f"{one_line(shown.session_id)} has this id."
             )
         start = max(0, min(at - (limit - 1) // 2, len(messages) - limit))
     return render_timeline(shown, messages[start : start + limit], target, start, len(messages))
@@ -350,7 +356,8 @@ def remember(
         pin=pin,
         settings=place.settings,
     )
-    lines = [f"{done.action} fact {done.slug} ({done.path})" + (", pinned" if done.pinned else "")]
+    path = one_line(str(done.path))
+    lines = [f"{done.action} fact {done.slug} ({path})" + (", pinned" if done.pinned else "")]
     if done.index_written:
         where = "listed in MEMORY.md" if done.in_index else "in MEMORY_archive.md (below budget)"
         lines.append(

@@ -68,6 +68,7 @@ class Exported:
     sessions: int = 0
     messages: int = 0
     bytes: int = 0
+    removed_leftovers: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -94,6 +95,7 @@ def export_file(db_url: str, path: Path, projects: list[str] | None) -> Exported
     report = Exported(
         str(path), {n: {"facts": facts.get(n, 0), "sessions": sessions.get(n, 0)} for n in names}
     )
+    report.removed_leftovers = sweep_leftovers(path)
     with _atomic(path) as out:
         header = {"format": FORMAT, "version": VERSION, "engine": engine.dialect.name}
         header["exported_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -118,6 +120,25 @@ def export_file(db_url: str, path: Path, projects: list[str] | None) -> Exported
 
 def _put(out: IO[bytes], record: dict[str, Any]) -> None:
     out.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+
+
+# An export killed (kill -9, a power cut) leaves its temp file beside the target, which
+# it never touched: tempfile.mkstemp's `.NAME.XXXXXXXX.tmp`, as large as what was written.
+# The next export to the same file removes such files once they are this old: an
+# export at work writes to its own all the time, so an hour without a write is one
+# that is gone (or stopped for an hour: it then fails at its rename, the target whole).
+LEFTOVER_AGE_S = 3600.0
+
+
+def sweep_leftovers(path: Path) -> list[str]:
+    """Remove the temp files of exports to `path` killed over an hour ago; what went."""
+    import re
+
+    from subrosa.fsutil import sweep_temp_files
+
+    directory = path.parent if str(path.parent) else Path(".")
+    pattern = rf"^\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp$"
+    return sweep_temp_files(directory, LEFTOVER_AGE_S, pattern)
 
 
 @contextmanager

@@ -66,3 +66,41 @@ def shown_as_written(text: str, *, spaces: bool = False) -> bool:
         ):
             return False
     return True
+
+
+# What CommonMark makes of a document that is more than plain lines of text: the blocks a
+# line can open (a heading, a fence, a quote, a list, raw HTML, a rule) and the inline
+# links, images and tags. Paragraphs, text, emphasis and code spans are not in it.
+_ACTIVE_BLOCKS = {
+    "heading_open",
+    "fence",
+    "code_block",
+    "blockquote_open",
+    "bullet_list_open",
+    "ordered_list_open",
+    "html_block",
+    "hr",
+}
+_ACTIVE_INLINE = {"link_open", "image", "html_inline"}
+
+
+def active_markdown(text: str) -> list[str]:
+    """Every construct CommonMark reads in the whole of `text` beyond paragraphs of
+    text (see _ACTIVE_BLOCKS and _ACTIVE_INLINE; a link definition too, which renders
+    as nothing), each as `type: what it holds`, plus every `[[wikilink]]` and link the
+    witness reads; empty when the text is inert."""
+    found = []
+    env: dict[str, dict[str, object]] = {}
+    tokens = _MD.parse(text, env)
+    found += [f"definition: {label}" for label in env.get("references", {})]
+    for token in tokens:
+        if token.type in _ACTIVE_BLOCKS:
+            found.append(f"{token.type}: {token.content or token.markup}")
+        for child in token.children or ():
+            if child.type in _ACTIVE_INLINE:
+                target = child.attrs.get("href") or child.attrs.get("src") or child.content
+                found.append(f"{child.type}: {target}")
+    witness = load()
+    found += [f"witness link: {m.group(0)}" for m in witness.LINK.finditer(text)]
+    found += [f"wikilink: {m.group(0)}" for m in witness.WIKILINK.finditer(text)]
+    return found

@@ -165,19 +165,21 @@ def test_query_parameters_reach_the_server(db: Db) -> None:
     assert engine.dialect.driver == "psycopg"
 
 
-def test_a_server_subrosa_does_not_support_is_one_sentence(run: RunCli) -> None:
+def test_a_server_subrosa_does_not_support_is_one_sentence(run: RunCli, tmp_path: Path) -> None:
     # Not "no database driver for mysql" (no driver would help), nor the archive's old
     # "needs an SQLite file" (PostgreSQL serves it too); the password never shows.
     for command in (["fact", "list"], ["search", "x"], ["transcript", "list"]):
-        said = run("--db", "mysql://alice:hunter22@db/z", *command, expect=2).stderr
+        db = ["--db", "mysql://alice:hunter22@db/z", "--memory-dir", str(tmp_path)]
+        said = run(*db, *command, expect=2).stderr
         assert "an SQLite file or on a PostgreSQL server" in said, (command, said)
         assert "hunter22" not in said and "driver" not in said
 
 
-def test_a_server_out_of_reach_is_one_line_with_libpqs_hint(run: RunCli) -> None:
+def test_a_server_out_of_reach_is_one_line_with_libpqs_hint(run: RunCli, tmp_path: Path) -> None:
     """libpq's message is the failure, then a hint on a line of its own: the error is
     one line, the hint a sentence of its own after the failure, the password hidden."""
-    failed = run("--db", "postgresql+psycopg://bob:pw99@127.0.0.1:9/team", "fact", "list", expect=1)
+    db = ["--db", "postgresql+psycopg://bob:pw99@127.0.0.1:9/team", "--memory-dir", str(tmp_path)]
+    failed = run(*db, "fact", "list", expect=1)
     [line] = failed.stderr.strip().splitlines()
     assert "bob:***@127.0.0.1:9/team: cannot connect (" in line and "pw99" not in line
     assert "Connection refused. Is the server running" in line
@@ -214,7 +216,7 @@ def test_a_missing_driver_is_one_sentence_alike_everywhere(tmp_path: Path) -> No
     env["SUBROSA_PG_DRIVER"] = "psycopg"
     said = []
     for command in (["fact", "list"], ["search", "x"]):
-        proc = subrosa_process("--db", url, *command, env=env)
+        proc = subrosa_process("--db", url, "--memory-dir", str(tmp_path), *command, env=env)
         err = proc.stderr.decode()
         assert proc.returncode != 0 and "hunter22" not in err, (command, err)
         assert "psycopg is not installed beside subrosa" in err, (command, err)

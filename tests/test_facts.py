@@ -232,6 +232,16 @@ def test_link_reports_dangling_and_strict_fails(memory_dir: Path, run: RunCli) -
     assert [d["resolved"] for d in data] == ["beta", "gamma_ray", None]
 
 
+def test_link_shows_a_hostile_target_and_slug_inert(memory_dir: Path, run: RunCli) -> None:
+    """`fact link --all` (the memory-compact skill runs it) names each wikilink of a
+    leaf body and the leaf's slug: a tag or a link there is shown inert."""
+    write_leaf(memory_dir, "# <i>[s](https:evil.example).md", body="See [[<b>x</b> (y)]].")
+    out = run("fact", "link", "--all").stdout
+    assert out == "\\# ‹i›[s]\\(https:evil.example): [[‹b›x‹/b› (y)]] -> [dangling]\n"
+    [item] = json.loads(run("fact", "link", "--all", "--json").stdout)
+    assert item["target"] == "<b>x</b> (y)"
+
+
 def test_sidecar_holds_what_only_subrosa_knows(memory_dir: Path, run: RunCli) -> None:
     write_leaf(memory_dir, "a.md")
     run("fact", "upsert", "--leaf", "a.md", "--hook", "the hook", "--pin")

@@ -21,6 +21,7 @@ from subrosa.claude import checkpoint
 from subrosa.claude.hooks import INDEX_MAX_LINES, render_index
 from subrosa.paths import auto_memory_dir
 from tests.conftest import RunCli, subrosa_loading, subrosa_process
+from tests.markdown import active_markdown
 
 HOOK_NAMES = ("session-start", "stop", "session-end")
 
@@ -99,6 +100,46 @@ def test_stop_blocks_exactly_once_on_the_15th_turn(memory_dir: Path, tmp_path: P
         assert needle in reason
     state = json.loads((memory_dir / ".extract" / "s1.json").read_text())
     assert state["turns"] == 15
+
+
+def test_a_memory_dir_whose_name_holds_a_link_forms_none_in_what_the_hooks_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent reads the Stop nudge and the SessionStart header, which name the
+    memory dir: a folder name cannot put a link (or an image) into them."""
+    memory = tmp_path / "[docs](https:evil.example) ![i](x.png)" / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("# Memory\n\n- [A](a.md) — a hook\n")
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
+    path = transcript(tmp_path, "s1")
+    context = context_of(hook("session-start", event("s1", path, tmp_path)))
+    header = context.split("\n\n")[0]
+    assert "[docs]\\(https:evil.example) ![i]\\(x.png)" in header
+    assert active_markdown(header) == []
+    assert "- [A](a.md) — a hook" in context  # the index's own link stays
+    reason = json.loads([stop_turn("s1", path, tmp_path) for _ in range(15)][-1])["reason"]
+    assert "[docs]\\(https:evil.example)" in reason and active_markdown(reason) == []
+
+
+def test_checkpoint_list_shows_a_planted_queue_entry_inert(memory_dir: Path, run: RunCli) -> None:
+    """A repository may ship `.extract/queue/` (a memory dir kept in git): what the
+    extraction skill reads of it in `checkpoint-list` forms no link or tag."""
+    queue = memory_dir / ".extract" / "queue"
+    queue.mkdir(parents=True)
+    entry = {
+        "session_id": "# s1",
+        "transcript_path": "/t/[click](https://evil.example/x) <b>.jsonl",
+        "reason": "[r](https://evil.example/r)",
+        "ended_at": 0,
+    }
+    (queue / "s1.json").write_text(json.dumps(entry))
+    listed = run("checkpoint-list").stdout
+    assert active_markdown(listed) == [], listed
+    assert "    /t/[click]\\(https://evil.example/x) ‹b›.jsonl" in listed
+    assert listed.startswith("\\# s1  ended ")
+    [kept] = json.loads(run("checkpoint-list", "--json").stdout)
+    assert kept["transcript_path"] == entry["transcript_path"]
 
 
 def test_a_checkpoint_mark_restarts_the_turn_count(

@@ -106,6 +106,14 @@ def test_witness_and_generate_repair_each_break(memory_dir: Path, run: RunCli) -
     _check(run, memory_dir)
 
 
+def test_generate_names_a_hostile_slug_inert(memory_dir: Path, run: RunCli) -> None:
+    """Both skills run `generate` and read what it prints: a leaf it registers from
+    disk is named by its slug (a file name a repository may choose), shown inert."""
+    write_leaf(memory_dir, "<i>[s](https:evil.example).md")
+    out = run("generate").stdout
+    assert "adopted (registered from disk) (1): ‹i›[s]\\(https:evil.example)\n" in out
+
+
 def test_generate_twice_changes_no_byte(memory_dir: Path, run: RunCli) -> None:
     _many_leaves(memory_dir, 300)
     _generate(run)

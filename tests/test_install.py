@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -410,3 +411,92 @@ def test_a_handler_of_the_users_that_runs_subrosa_is_theirs(project: Path, run: 
     assert ours(data, "Stop") == []
     run("install", "--uninstall")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("scope", ["project", "user"])
+@pytest.mark.parametrize("uninstall", [False, True])
+def test_a_read_only_settings_json_is_refused_untouched(
+    project: Path, run: RunCli, isolated_env: Path, scope: str, uninstall: bool
+) -> None:
+    """A person who made settings.json read-only did not want it changed: a rename over
+    it would succeed (POSIX lets it), so install and uninstall refuse, naming the file,
+    and write nothing at all (not the skills, not the memory dir, not the record)."""
+    if uninstall:
+        run("install", "--scope", scope)
+    if scope == "user":
+        path = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    else:
+        path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not uninstall:
+        path.write_text('{"model": "opus"}\n')
+    before = path.read_bytes()
+    path.chmod(0o444)
+    around = _everything_under(Path(isolated_env).parent)
+    args = ["install", "--scope", scope, *(["--uninstall"] if uninstall else [])]
+    result = run(*args, expect=2)
+    assert str(path) in result.stderr and "read-only" in result.stderr
+    assert path.read_bytes() == before and (path.stat().st_mode & 0o777) == 0o444
+    assert _everything_under(Path(isolated_env).parent) == around
+    assert run(*args, "--dry-run", expect=2).stderr == result.stderr
+
+
+def _everything_under(root: Path) -> dict[str, bytes | None]:
+    return {str(p): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        {"hooks": {}, "model": "opus"},
+        {"model": "opus", "hooks": {"Stop": []}},
+        {"hooks": {"SessionStart": [], "PreToolUse": []}, "mcpServers": {}, "env": {}},
+    ],
+)
+def test_uninstall_after_an_edit_keeps_the_empty_containers_that_were_there(
+    project: Path, run: RunCli, before: dict[str, Any]
+) -> None:
+    """Only what install added goes: an empty `hooks` or event list the file held before
+    stays, in its place (the bytes from before cannot come back: the file was edited)."""
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(before, indent=2) + "\n")
+    run("install")
+    edited = json.loads(path.read_text())
+    edited["permissions"] = {"allow": []}
+    path.write_text(json.dumps(edited, indent=2) + "\n")
+    run("install", "--uninstall")
+    expected = {**before, "permissions": {"allow": []}}
+    assert path.read_text() == json.dumps(expected, indent=2) + "\n"
+
+
+def test_uninstall_takes_out_the_containers_install_made_even_after_a_second_install(
+    project: Path, run: RunCli
+) -> None:
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"model": "opus"}\n')
+    run("install")
+    edited = json.loads(path.read_text())
+    edited["env"] = {"A": "1"}
+    stale = {"type": "command", "command": "/old/bin/subrosa hook stop"}
+    edited["hooks"]["Stop"] = [{"hooks": [stale]}]  # an older subrosa's: replaced
+    path.write_text(json.dumps(edited))
+    assert "~ Stop" in run("install").stdout
+    run("install", "--uninstall")
+    assert json.loads(path.read_text()) == {"model": "opus", "env": {"A": "1"}}
+
+
+def test_without_the_install_record_uninstall_takes_out_what_only_held_ours(
+    project: Path, run: RunCli, isolated_env: Path
+) -> None:
+    """An install made before install remembered what it created (or a lost data dir):
+    the containers that held only subrosa's entries go, as they always did."""
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"model": "opus", "hooks": {"Stop": []}}')
+    run("install")
+    for record in (isolated_env / ".local" / "share" / "subrosa" / "installs").iterdir():
+        record.unlink()
+    run("install", "--uninstall")
+    assert json.loads(path.read_text()) == {"model": "opus"}

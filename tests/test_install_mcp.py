@@ -167,3 +167,38 @@ def test_an_unreadable_claude_json_does_not_keep_the_hooks_in(project: Path, run
     assert not (Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json").exists()
     assert claude_json().read_text() == "{broken"
     assert "not valid JSON" in run("install", "--mcp", "--scope", "user", expect=2).stderr
+
+
+@pytest.mark.parametrize("scope", ["user", "local"])
+def test_uninstall_keeps_an_empty_mcp_servers_that_was_there(
+    project: Path, run: RunCli, scope: str
+) -> None:
+    """Claude Code writes `"mcpServers": {}` itself; uninstall takes out our entry and
+    leaves the object, where Claude Code put it."""
+    path = claude_json()
+    path.parent.mkdir(parents=True)
+    state = {
+        "numStartups": 3,
+        "mcpServers": {},
+        "projects": {str(project): {"allowedTools": [], "mcpServers": {}}},
+    }
+    path.write_text(json.dumps(state, indent=2))
+    run("install", "--mcp", "--scope", scope)
+    rewritten = json.loads(path.read_text())
+    rewritten["numStartups"] = 4  # Claude Code rewrote it meanwhile
+    path.write_text(json.dumps(rewritten, indent=2))
+    run("install", "--uninstall", "--scope", scope)
+    assert path.read_text() == json.dumps({**state, "numStartups": 4}, indent=2)
+
+
+def test_uninstall_keeps_an_empty_mcp_servers_in_an_edited_mcp_json(
+    project: Path, run: RunCli
+) -> None:
+    path = project / ".mcp.json"
+    path.write_text('{\n  "mcpServers": {}\n}')
+    run("install", "--mcp")
+    edited = json.loads(path.read_text())
+    edited["other"] = 1
+    path.write_text(json.dumps(edited, indent=2))
+    run("install", "--uninstall")
+    assert json.loads(path.read_text()) == {"mcpServers": {}, "other": 1}

@@ -186,3 +186,53 @@ def test_install_then_doctor_is_clean_on_a_fresh_machine(
     assert [c["name"] for c in report["checks"] if not c["ok"]] == []
     data = isolated_env / ".local" / "share" / "subrosa"
     assert data.stat().st_mode & 0o777 == 0o700  # made by install, private like the database
+
+
+def _everything_under(root: Path) -> list[str]:
+    return sorted(str(path) for path in root.rglob("*"))
+
+
+@pytest.mark.parametrize("given", ["SUBROSA_MEMORY_DIR", "--memory-dir", "auto memory"])
+def test_a_memory_dir_that_is_a_file_says_where_it_was_named(
+    run: RunCli, tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """Not click's `Invalid value for '--memory-dir'` for a value the flag never gave:
+    the sentence names the file and where the value came from."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    if given == "auto memory":
+        from subrosa.paths import auto_memory_dir
+
+        a_file = Path(auto_memory_dir(str(project)))
+        a_file.parent.mkdir(parents=True)
+    else:
+        a_file = tmp_path / "notes.md"
+    a_file.write_text("mine\n")
+    args = ["--memory-dir", str(a_file)] if given == "--memory-dir" else []
+    if given == "SUBROSA_MEMORY_DIR":
+        monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(a_file))
+    before = _everything_under(tmp_path)
+    for command in (["fact", "list"], ["generate"], ["stale"]):
+        error = run(*args, *command, expect=2).stderr
+        assert error.startswith(f"Error: {a_file}: is a file, not a folder"), error
+        assert ("Claude Code's auto-memory dir" if given == "auto memory" else given) in error
+        assert "Invalid value" not in error and "mkdir" not in error
+        assert len(error.strip().splitlines()) == 1
+    assert _everything_under(tmp_path) == before and a_file.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(
+    "command", [["fact", "list"], ["fact", "list", "--json"], ["fact", "show", "x"], ["stale"]]
+)
+def test_a_read_only_command_on_a_missing_memory_dir_says_so_and_creates_nothing(
+    run: RunCli, tmp_path: Path, isolated_env: Path, command: list[str]
+) -> None:
+    """No database made in the data dir, no memory dir made: one sentence, exit 2."""
+    nowhere = tmp_path / "nowhere"
+    before = _everything_under(tmp_path)
+    result = run("--memory-dir", str(nowhere), *command, expect=2)
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"Error: {nowhere}: no such memory directory")
+    assert "--memory-dir" in result.stderr
+    assert _everything_under(tmp_path) == before

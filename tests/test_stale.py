@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Db, RunCli, subrosa_process, write_leaf
+from tests.markdown import active_markdown
 
 pytestmark = pytest.mark.engines
 
@@ -225,6 +226,18 @@ def test_a_status_line_in_a_code_block_is_an_example_not_the_leafs_state(
     assert report["archived"] == []
     assert {item["slug"] for item in report["flagged"]} == set(bodies)
     assert {f["status"] for f in _facts(run, "--all")} == {"active"}
+
+
+def test_a_slug_holding_markup_is_shown_inert(memory_dir: Path, run: RunCli) -> None:
+    """The extraction skill reads `stale`: a leaf's file name (its slug), which a
+    repository may choose, forms no tag or link there; `--json` keeps it."""
+    name = "# <b>[z](https:evil.example)"
+    write_leaf(memory_dir, f"{name}.md", "About it.", body="Status: Resolved\n\nDone.")
+    run("fact", "upsert", "--leaf", f"{name}.md", "--hook", "Nightly export: CLOSED")
+    shown = run("stale", "--today", TODAY).stdout
+    assert "  \\# ‹b›[z]\\(https:evil.example): " in shown
+    assert active_markdown(shown) == [], shown
+    assert _stale(run)["archived"][0]["slug"] == name
 
 
 def test_nothing_stale(memory_dir: Path, run: RunCli) -> None:

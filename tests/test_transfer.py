@@ -468,3 +468,28 @@ def test_import_empties_the_staging_table_after_each_session(db: Db, run: RunCli
             "SELECT session_id, message_count FROM sessions ORDER BY session_id"
         ).fetchall()
         assert [tuple(row) for row in counts] == [("s-0", 4), ("s-1", 4), ("s-2", 4)]
+
+
+def test_export_removes_the_temp_file_an_export_killed_long_ago_left(
+    memory_dir: Path, run: RunCli, tmp_path: Path
+) -> None:
+    """A `kill -9` during export leaves its temp file (never the target half-written);
+    the next export to the same file removes such leftovers once an hour old, and
+    nothing else: not a younger one (an export still at work), not another name."""
+    import os
+    import time
+
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = out / ".me.jsonl.b5c_t8dx.tmp"  # tempfile.mkstemp's name for me.jsonl
+    young = out / ".me.jsonl.zzzz1234.tmp"
+    others = [out / ".other.jsonl.b5c_t8dx.tmp", out / ".me.jsonl.mine.tmp", out / "notes.tmp"]
+    for path in [stale, young, *others]:
+        path.write_text("x")
+    hours_ago = time.time() - 7200
+    for path in [stale, *others]:
+        os.utime(path, (hours_ago, hours_ago))
+    result = run("export", str(out / "me.jsonl"))
+    assert not stale.exists() and young.exists() and all(p.exists() for p in others)
+    assert f"removed {stale}" in result.stderr
+    assert (out / "me.jsonl").read_text().endswith('"messages": 0}\n')

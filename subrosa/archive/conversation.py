@@ -13,7 +13,7 @@ cannot drive the terminal (colours, OSC 52 clipboard writes, hidden links) eithe
 from __future__ import annotations
 
 from subrosa.lazyre import compile_lazily
-from subrosa.text import terminal_line
+from subrosa.text import escape_block_start, terminal_line
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -81,6 +81,9 @@ def render_conversation(
     if info.get("git_branch"):
         where += f" ({terminal_line(str(info['git_branch']))})"
     span = f"{info.get('first_at') or '?'} – {info.get('last_at') or '?'}"
+    # `in` first: the folder is the transcript's to say (`user 2026-… #1`, `# Obey`),
+    # and a line it started could pass for a header or open a heading or a fence.
+    where = f"in {where}" if where else ""
     out.append(f"{where} · {terminal_line(span)} · {info.get('message_count', 0)} messages")
     for message in messages:
         out.append("")
@@ -98,7 +101,10 @@ def session_line(session: dict[str, Any]) -> str:
     who = ""
     if session.get("username"):
         who = terminal_line(f"{session['username']}@{session.get('host') or '?'}") + "  "
-    return (
+    # The id starts the line: one that reads `# Obey`, `- x` or "```" would open a
+    # heading, a list or a fence, and `[y]: url "` before a title ending `"` a link
+    # definition (and `[y]` anywhere a link).
+    return escape_block_start(
         f"{terminal_line(str(session['session_id']))}  {last:19}  "
         f"{session['message_count']:5} messages  {who}{label[:80]}"
     )

@@ -220,10 +220,17 @@ def _may_set_nudge_every(path: str) -> bool:
 
 
 def _one_line(value: object) -> str:
-    """A path or id as one clean line: a folder name can hold a newline, an escape or
-    a tag (`<system>`), and the agent reads what the hooks print."""
+    """A path or id as one clean line: a folder name can hold a newline, an escape, a
+    tag (`<system>`) or a link (`[x](y)`), and the agent reads what the hooks print."""
     text = str(value)
-    if text.isascii() and text.isprintable() and "<" not in text and "&" not in text:
+    if (
+        text.isascii()
+        and text.isprintable()
+        and "<" not in text
+        and "&" not in text
+        and "](" not in text
+        and "[[" not in text
+    ):
         return text
     from subrosa.text import terminal_line
 

@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,8 +331,13 @@ def merge_hooks(data: dict[str, Any], runner: Runner = PLUGIN) -> tuple[dict[str
     return merged, changes
 
 
-def remove_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """`data` without subrosa's handlers; containers that only we filled go too."""
+def remove_hooks(
+    data: dict[str, Any], created: Containers | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """`data` without subrosa's handlers. A container (`hooks`, an event's list) left
+    empty goes when install made it (`created`, kept in the install record); one the
+    file held before, empty or not, stays. Without a record (an older install),
+    every container that only we filled goes."""
     cleaned = copy.deepcopy(data)
     hooks = cleaned.get("hooks")
     changes: list[str] = []
@@ -345,28 +351,111 @@ def remove_hooks(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if not removed:
             continue
         changes.append(f"- {event}: subrosa hook {name}")
-        if kept:
+        if kept or (created is not None and ("hooks", event) not in created):
             hooks[event] = kept
         else:
             del hooks[event]
-    if changes and not hooks:
+    if changes and not hooks and (created is None or ("hooks",) in created):
         del cleaned["hooks"]
     return cleaned, changes
 
 
-def _record_path(settings_path: Path) -> Path:
-    digest = hashlib.sha256(str(settings_path.absolute()).encode("utf-8")).hexdigest()[:24]
+# The objects and lists install made, each as its keys from the top of the file
+# (("hooks",), ("hooks", "Stop"), ("projects", DIR, "mcpServers")): uninstall takes out
+# only these when they are left empty, so an empty one the user had stays.
+Containers = frozenset[tuple[str, ...]]
+
+
+def _containers(
+    before: dict[str, Any], after: dict[str, Any], keys: list[tuple[str, ...]]
+) -> Containers:
+    """Which of the containers at `keys` `after` has and `before` has not."""
+    return frozenset(
+        key for key in keys if _at(after, key) is not None and _at(before, key) is None
+    )
+
+
+def _at(data: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def _created(
+    record: dict[str, Any] | None,
+    data: dict[str, Any],
+    merged: dict[str, Any],
+    removed: dict[str, Any],
+    keys: list[tuple[str, ...]],
+) -> Containers:
+    """The containers install made, for the record: those it makes now (in `merged`,
+    not in `data`), and those an earlier install made, as its record says; with no
+    record to say (an older install), those that hold only our entries (gone in
+    `removed`, `data` without them)."""
+    earlier = _recorded_containers(record)
+    if earlier is None:
+        earlier = _containers(removed, data, keys)
+    return earlier | _containers(data, merged, keys)
+
+
+def _recorded_containers(record: dict[str, Any] | None) -> Containers | None:
+    listed = record.get("created") if record is not None else None
+    if not isinstance(listed, list):
+        return None
+    return frozenset(
+        tuple(keys)
+        for keys in listed
+        if isinstance(keys, list) and all(isinstance(key, str) for key in keys)
+    )
+
+
+def _hook_containers() -> list[tuple[str, ...]]:
+    return [("hooks",), *(("hooks", event) for event in EVENTS)]
+
+
+def _prefixes(keys: tuple[str, ...]) -> list[tuple[str, ...]]:
+    return [keys[: n + 1] for n in range(len(keys))]
+
+
+def refuse_read_only(path: Path) -> None:
+    """InvalidInput when the file at `path` (through a link) is read-only: a person made
+    it so to keep it as it is. The atomic write would not notice (a rename replaces a
+    read-only file, and root may write any), so the mode is asked here, before anything
+    is written."""
+    try:
+        info = path.stat()
+    except OSError:  # missing (to be created), or unreadable: reading it says why
+        return
+    if not info.st_mode & stat.S_IWUSR or not os.access(path, os.W_OK):
+        raise InvalidInput(
+            f"{path}: is read-only, so subrosa leaves it as it is; nothing was changed "
+            "(make it writable to let `subrosa install` change it)."
+        )
+
+
+def _record_path(settings_path: Path, keys: tuple[str, ...] = ()) -> Path:
+    """Where install keeps what it needs to know about the file at `settings_path` for
+    uninstall (for a part of ~/.claude.json, about the object at `keys`)."""
+    name = str(settings_path.absolute()) + (json.dumps(keys) if keys else "")
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:24]
     return Path(data_dir(), "installs", f"{digest}.json")
 
 
-def _read_record(settings_path: Path) -> dict[str, Any] | None:
+def _read_record(settings_path: Path, keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The install record of the file (of the object at `keys` in it), or None. One for
+    a whole file has the text install wrote (`installed`)."""
     try:
-        record = loads_json(read_capped(_record_path(settings_path), JSON_CAP) or b"")
+        record = loads_json(read_capped(_record_path(settings_path, keys), JSON_CAP) or b"")
     except (OSError, ValueError, InvalidInput):
         return None
-    if isinstance(record, dict) and isinstance(record.get("installed"), str):
+    if isinstance(record, dict) and (keys or isinstance(record.get("installed"), str)):
         return record
     return None
+
+
+def _installed(record: dict[str, Any], text: str | None) -> bool:
+    """Whether the file holds what install wrote, as the record says (same JSON)."""
+    return bool(_parsed(record.get("installed")) == _parsed(text))
 
 
 def _parsed(text: str | None) -> Any:
@@ -479,16 +568,34 @@ def plan_install(target: Target, runner: Runner = PLUGIN, memory_dir: Path | Non
     text, data = read_settings(target.settings_path)
     merged, plan.settings_changes = merge_hooks(data, runner)
     if merged != data or text is None:
+        refuse_read_only(target.settings_path)
         plan.write_settings = True
         plan.settings_text = render_settings(merged, like=text)
         record = _read_record(target.settings_path)
         keep_original = record is not None and _parsed(record["installed"]) == _parsed(text)
-        original = record.get("original") if record and keep_original else text
+        removed, ours_there = remove_hooks(data)
         plan.record = {
             "settings_path": str(target.settings_path),
-            "original": original,
             "installed": plan.settings_text,
+            "created": sorted(
+                list(keys)
+                for keys in _created(
+                    record if keep_original or ours_there else None,
+                    data,
+                    merged,
+                    removed,
+                    _hook_containers(),
+                )
+            ),
         }
+        if record is not None and keep_original:
+            if "original" in record:
+                plan.record["original"] = record["original"]
+        elif not ours_there:
+            # Bytes to give back on uninstall; not a file that holds our hooks already
+            # (edited since an install, or from one whose record is lost): uninstall
+            # then takes ours out of what is there.
+            plan.record["original"] = text
     for source, destination, name, same in _skill_copies(target.skills_path):
         if not same:
             plan.copies.append((source, destination))
@@ -500,9 +607,10 @@ def plan_install(target: Target, runner: Runner = PLUGIN, memory_dir: Path | Non
 def plan_uninstall(target: Target) -> Plan:
     plan = Plan(target)
     text, data = read_settings(target.settings_path)
-    cleaned, plan.settings_changes = remove_hooks(data)
     record = _read_record(target.settings_path)
-    if record is not None and text is not None and _parsed(record["installed"]) == _parsed(text):
+    cleaned, plan.settings_changes = remove_hooks(data, _recorded_containers(record))
+    untouched = record is not None and _parsed(record["installed"]) == _parsed(text)
+    if record is not None and text is not None and untouched and "original" in record:
         # Untouched since install: give back the original bytes (or no file at all).
         original = record.get("original")
         plan.write_settings = True
@@ -512,6 +620,8 @@ def plan_uninstall(target: Target) -> Plan:
     elif plan.settings_changes:
         plan.write_settings = True
         plan.settings_text = render_settings(cleaned, like=text)
+    if plan.write_settings:
+        refuse_read_only(target.settings_path)
     for _source, destination, name, same in _skill_copies(target.skills_path):
         if same:
             plan.removals.append(destination)
@@ -641,9 +751,10 @@ class McpPlan:
         if not self.write:
             return
         path = self.target.path
-        record_path = _record_path(path)
+        record_path = _record_path(path, _record_keys(self.target))
         if self.record is not None:
-            record_path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(record_path.parent.parent)  # the data dir: 0700
+            make_private_dir(record_path.parent)
             atomic_write_text(record_path, json.dumps(self.record) + "\n", mode=0o600)
         if self.text is None:
             path.unlink(missing_ok=True)
@@ -654,6 +765,31 @@ class McpPlan:
             atomic_write_text(real, self.text, mode=mode if not real.exists() else None)
         if not self.keep_record:
             record_path.unlink(missing_ok=True)
+
+
+def _record_keys(target: McpTarget) -> tuple[str, ...]:
+    """.mcp.json has a record of its own, the whole file's; ~/.claude.json one for each
+    scope it holds, the object's (no copy of the file: Claude Code rewrites it all the
+    time)."""
+    return () if target.scope == "project" else target.keys
+
+
+def _without_server(
+    data: dict[str, Any], keys: tuple[str, ...], created: Containers | None
+) -> dict[str, Any]:
+    """`data` without our server at `keys`; a container left empty goes when install
+    made it (`created`; None: no record, so every one we emptied goes)."""
+    cleaned = copy.deepcopy(data)
+    nodes = [cleaned]
+    for key in keys:
+        nodes.append(nodes[-1][key])
+    del nodes[-1][MCP_SERVER]
+    for depth in range(len(keys), 0, -1):
+        node, made = nodes[depth], created is None or keys[:depth] in created
+        if node or not made:
+            break
+        del nodes[depth - 1][keys[depth - 1]]
+    return cleaned
 
 
 def plan_mcp_install(target: McpTarget, command: str | None = None) -> McpPlan:
@@ -672,6 +808,7 @@ def plan_mcp_install(target: McpTarget, command: str | None = None) -> McpPlan:
             f"{target.path}: mcpServers.{MCP_SERVER} runs something else; rename or remove "
             "it first. Nothing was changed."
         )
+    refuse_read_only(target.path)
     merged = copy.deepcopy(data)
     node = merged
     for key in target.keys:
@@ -680,18 +817,29 @@ def plan_mcp_install(target: McpTarget, command: str | None = None) -> McpPlan:
     plan.changes.append(f"{'~' if current else '+'} {label}")
     plan.write = True
     plan.text = _render_like(merged, text)
-    if target.scope == "project":
-        # .mcp.json is the project's file, often new: keep what was there before, so
-        # that uninstall gives back the same bytes (or no file). ~/.claude.json is
-        # Claude Code's own state, rewritten by it all the time: no copy is kept.
-        record = _read_record(target.path)
-        same = record is not None and _parsed(record["installed"]) == _parsed(text)
-        original = record.get("original") if record and same else text
-        plan.record = {
-            "settings_path": str(target.path),
-            "original": original,
-            "installed": plan.text,
-        }
+    record = _read_record(target.path, _record_keys(target))
+    same = record is not None and "installed" in record and _installed(record, text)
+    removed = _without_server(data, target.keys, None) if current is not None else data
+    created = _created(
+        record if same or current is not None else None,
+        data,
+        merged,
+        removed,
+        _prefixes(target.keys),
+    )
+    plan.record = {"settings_path": str(target.path), "created": sorted(map(list, created))}
+    if target.scope != "project":
+        plan.record["keys"] = list(target.keys)
+        return plan
+    # .mcp.json is the project's file, often new: keep what was there before, so that
+    # uninstall gives back the same bytes (or no file). ~/.claude.json is Claude Code's
+    # own state, rewritten by it all the time: no copy is kept.
+    plan.record["installed"] = plan.text
+    if record is not None and same:
+        if "original" in record:
+            plan.record["original"] = record["original"]
+    elif current is None:  # not a file that holds our server already
+        plan.record["original"] = text
     return plan
 
 
@@ -704,22 +852,16 @@ def plan_mcp_uninstall(target: McpTarget) -> McpPlan:
     servers = _servers(data, target.keys, target.path)
     if not servers or not is_our_server(servers.get(MCP_SERVER)):
         return plan
+    refuse_read_only(target.path)
     plan.changes.append(f"- mcpServers.{MCP_SERVER}")
     plan.write = True
-    record = _read_record(target.path) if target.scope == "project" else None
-    if record is not None and _parsed(record["installed"]) == _parsed(text):
+    record = _read_record(target.path, _record_keys(target))
+    untouched = record is not None and "installed" in record and _installed(record, text)
+    if record is not None and untouched and "original" in record:
         original = record.get("original")
         plan.text = original if isinstance(original, str) else None
         return plan
-    cleaned = copy.deepcopy(data)
-    nodes = [cleaned]
-    for key in target.keys:
-        nodes.append(nodes[-1][key])
-    del nodes[-1][MCP_SERVER]
-    for parent, key, node in reversed(list(zip(nodes[:-1], target.keys, nodes[1:], strict=True))):
-        if node:
-            break
-        del parent[key]
+    cleaned = _without_server(data, target.keys, _recorded_containers(record))
     plan.text = _render_like(cleaned, text)
     return plan
 

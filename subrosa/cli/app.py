@@ -106,4 +106,6 @@ def cli(ctx: click.Context, memory_dir: str | None, db: str | None) -> None:
     that every new Claude Code session loads (always inside the 200-line / 25 KB
     limit), archives stale facts, and keeps every session transcript searchable.
     """
-    ctx.obj = AppContext(memory_dir_option=memory_dir, db_option=db)
+    source = ctx.get_parameter_source("memory_dir")
+    given_by = "SUBROSA_MEMORY_DIR" if source is click.core.ParameterSource.ENVIRONMENT else None
+    ctx.obj = AppContext(memory_dir_option=memory_dir, db_option=db, memory_dir_given_by=given_by)

@@ -34,7 +34,7 @@ from subrosa.errors import InvalidInput
 from subrosa.memory.generate import written_by_claude_code
 from subrosa.memory.marker import foreign_index
 from subrosa.paths import extract_dir
-from subrosa.text import sanitize_line
+from subrosa.text import escape_block_start, sanitize_line
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -127,8 +127,11 @@ def checkpoint_list(app: AppContext, as_json: bool) -> None:
         return
     for entry in entries:
         reason = sanitize_line(entry["reason"]) or "?"
-        say(f"{sanitize_line(entry['session_id'])}  ended {entry['ended_at']} ({reason})")
-        say(f"    {sanitize_line(entry['transcript_path'], keep_links=True)}")
+        session = sanitize_line(entry["session_id"])
+        say(escape_block_start(f"{session}  ended {entry['ended_at']} ({reason})"))
+        # A path, but one a planted queue entry (`.extract/` may be in git) can name:
+        # no link either (`--json` keeps it as it is).
+        say(f"    {sanitize_line(entry['transcript_path'])}")
 
 
 def _print_plan(plan: Plan, dry_run: bool) -> None:
@@ -221,8 +224,8 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
     again changes nothing; the file keeps its own formatting), copies the
     memory-extraction and memory-compact skills into the matching .claude/skills/,
     and creates the project's memory dir when there is none yet. A settings.json
-    that is not valid JSON is refused and left untouched (exit 2). Lines start with
-    + (added), ~ (updated), = (already there) or - (removed).
+    that is not valid JSON, or read-only, is refused and left untouched (exit 2).
+    Lines start with + (added), ~ (updated), = (already there) or - (removed).
 
     --uninstall takes them out again: settings.json gets back its content from
     before the first install when nobody changed it since, else only subrosa's

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -24,7 +25,7 @@ from subrosa.cli.output import show_error
 from subrosa.cli.output import warn as warn
 from subrosa.config import Settings, load_settings, resolve_db_url
 from subrosa.memory.project import Project
-from subrosa.paths import resolve_memory_dir
+from subrosa.paths import memory_dir_origin, resolve_memory_dir
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,6 +67,7 @@ class AppContext:
 
     memory_dir_option: str | None = None
     db_option: str | None = None
+    memory_dir_given_by: str | None = None  # "--memory-dir" or "SUBROSA_MEMORY_DIR"
 
     @cached_property
     def memory_dir(self) -> Path:
@@ -73,7 +75,14 @@ class AppContext:
 
     @cached_property
     def project(self) -> Project:
-        return Project(self.memory_dir)
+        given_by = self.memory_dir_given_by or ("--memory-dir" if self.memory_dir_option else None)
+        return Project(self.memory_dir, memory_dir_origin(given_by))
+
+    def existing_project(self) -> Project:
+        """The project, refused in one sentence when its memory dir does not exist: a
+        command that only reads says so rather than create the database for nothing."""
+        self.project.require_dir()
+        return self.project
 
     @cached_property
     def db_url(self) -> str:
@@ -160,6 +169,29 @@ def reindex_bar(enabled: bool) -> AbstractContextManager[Callable[[int, int], No
 json_option = click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 
 
+class Folder(click.Path):
+    """click.Path(file_okay=False), whose refusal of a file names where the value came
+    from: an environment variable is no `Invalid value for '--memory-dir'`."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if param is not None and param.name and os.path.isfile(value):
+            source = ctx.get_parameter_source(param.name) if ctx is not None else None
+            envvar = getattr(param, "envvar", None)
+            named = (
+                envvar
+                if source is click.core.ParameterSource.ENVIRONMENT and isinstance(envvar, str)
+                else (param.opts[0] if param.opts else param.name)
+            )
+            raise CliInputError(
+                f"{value}: is a file, not a folder, so it cannot be the memory dir "
+                f"({named}); point {named} at a folder."
+            )
+        return super().convert(value, param, ctx)
+
+
 def click_options(options: Iterable[Option]) -> Callable[[F], F]:
     """Decorate a click command with `options` (subrosa.cli.fastsearch's definitions,
     which its stdlib parser reads too), in the order given."""
@@ -174,7 +206,7 @@ def click_options(options: Iterable[Option]) -> Callable[[F], F]:
         elif option.kind == "choice":
             kwargs["type"] = click.Choice(list(option.choices))
         elif option.kind == "dir":
-            kwargs["type"] = click.Path(file_okay=False)
+            kwargs["type"] = Folder()
         if option.metavar:
             kwargs["metavar"] = option.metavar
         if option.envvar:

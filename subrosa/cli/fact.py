@@ -148,19 +148,25 @@ def list_cmd(
     if archived and show_all:
         raise click.UsageError("give --archived or --all, not both.")
     status = None if show_all else ("archived" if archived else "active")
-    data = facts.list_facts(app.db_url, app.project, status=status, fact_type=fact_type)
+    project = app.existing_project()  # only reads: a missing memory dir creates nothing
+    data = facts.list_facts(app.db_url, project, status=status, fact_type=fact_type)
     if as_json:
         print_json(data)
         return
     if not data:
         say(f"no facts in {app.memory_dir}")
         return
-    # Numbered 1..n as shown (a position counts the facts a filter leaves out too).
+    from subrosa.text import terminal_line
+
+    # Numbered 1..n as shown (a position counts the facts a filter leaves out too). The
+    # slug is a leaf's file name, which a repository may have chosen, and the extraction
+    # skill reads this list: shown as search shows it (the hook is sanitized when stored).
     for number, item in enumerate(data, start=1):
         flags = ("📌 " if item["pinned"] else "") + (
             "[archived] " if item["status"] == "archived" else ""
         )
-        say(f"{number:>4}. {flags}{item['slug']} ({item['type']}) — {item['hook']}")
+        slug = terminal_line(item["slug"])
+        say(f"{number:>4}. {flags}{slug} ({item['type']}) — {item['hook']}")
 
 
 @fact.command()
@@ -169,7 +175,7 @@ def list_cmd(
 @pass_app
 def show(app: AppContext, slug: str, as_json: bool) -> None:
     """Show one fact."""
-    data = facts.show(app.db_url, app.project, slug)
+    data = facts.show(app.db_url, app.existing_project(), slug)
     if as_json:
         print_json(data)
         return
@@ -219,9 +225,14 @@ def link(app: AppContext, slug: str | None, check_all: bool, strict: bool, as_js
     if as_json:
         print_json(report)
     else:
+        from subrosa.text import escape_block_start, terminal_line
+
+        # The slug is a file name and the target a leaf's text: shown inert (the
+        # memory-compact skill reads this); `--json` keeps both as they are.
         for item in report:
             shown = f"{item['resolved']}.md" if item["resolved"] else "[dangling]"
-            say(f"{item['slug']}: [[{item['target']}]] -> {shown}")
+            slug, target = terminal_line(str(item["slug"])), terminal_line(str(item["target"]))
+            say(escape_block_start(f"{slug}: [[{target}]] -> {shown}"))
         if not report:
             say("no wikilinks")
     if strict and dangling:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from subrosa.archive.ingest import Ingested, IngestReport
     from subrosa.memory.facts import Upserted
     from subrosa.memory.generate import Outcome
+    from subrosa.memory.project import Project
     from subrosa.memory.takeover import Report
 
 JSON = Option("--json", "as_json", "flag", JSON_HELP, default=False)
@@ -87,7 +88,10 @@ def show_marked(marked: dict[str, Any], as_json: bool) -> None:
 
 
 def _names(slugs: list[str], limit: int = 12) -> str:
-    shown = ", ".join(slugs[:limit])
+    # A slug is a file name a repository may choose, and the skills read this report.
+    from subrosa.text import terminal_line
+
+    shown = ", ".join(terminal_line(slug) for slug in slugs[:limit])
     return shown + (f", … ({len(slugs) - limit} more)" if len(slugs) > limit else "")
 
 
@@ -203,7 +207,7 @@ def _is(items: list[str]) -> str:
 
 def generate_and_report(
     db_url: str,
-    memory_dir: Path,
+    project: Project,
     budget: int | None,
     max_lines: int | None,
     dry_run: bool,
@@ -214,7 +218,6 @@ def generate_and_report(
     from subrosa.config import load_settings
     from subrosa.errors import ProblemFound
     from subrosa.memory.generate import run_generate as generate
-    from subrosa.memory.project import Project
     from subrosa.pg import is_server
 
     settings = load_settings()
@@ -222,7 +225,7 @@ def generate_and_report(
     max_lines = max_lines or settings.max_lines
     outcome = generate(
         db_url,
-        Project(memory_dir),
+        project,
         budget=budget,
         max_lines=max_lines,
         weights=settings.type_weights,
@@ -323,10 +326,12 @@ def _db_url(root: dict[str, Any]) -> str:
     return resolve_db_url(root["db"] or None)
 
 
-def _project(root: dict[str, Any]) -> Any:
+def _project(root: dict[str, Any]) -> Project:
     from subrosa.memory.project import Project
+    from subrosa.paths import memory_dir_origin
 
-    return Project(_memory_dir(root))
+    given_by = "--memory-dir" if root["memory_dir"] else None
+    return Project(_memory_dir(root), memory_dir_origin(given_by))
 
 
 def _leaf(root: dict[str, Any], opts: dict[str, Any]) -> str:
@@ -379,7 +384,7 @@ def _ingest(root: dict[str, Any], opts: dict[str, Any]) -> None:
 def _generate(root: dict[str, Any], opts: dict[str, Any]) -> None:
     generate_and_report(
         _db_url(root),
-        _memory_dir(root),
+        _project(root),
         opts["budget"],
         opts["max_lines"],
         opts["dry_run"],

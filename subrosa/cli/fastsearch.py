@@ -113,7 +113,14 @@ SEARCH_OPTIONS = (
     Option(
         "--since", "since", "text", "Only messages (and facts changed) since DATE.", metavar="DATE"
     ),
-    Option("--role", "role", "choice", "Only messages by ROLE.", choices=("user", "assistant")),
+    Option(
+        "--role",
+        "role",
+        "choice",
+        "Only messages by ROLE. Claude Code records a tool's output as the user's, so"
+        " `user` holds those too, ranked below what was typed.",
+        choices=("user", "assistant"),
+    ),
     Option("--facts", "facts_only", "flag", "Only facts.", default=False),
     Option("--transcripts", "transcripts_only", "flag", "Only archived messages.", default=False),
     Option(
@@ -142,12 +149,13 @@ def _head(result: dict[str, Any], who: bool = False) -> str:
         label = result.get("title") or result.get("summary")  # as `transcript list` shows it
         title = f" {one_line(label)[:80]}" if label else ""  # and cut as it cuts it
         head = (
-            f"session {one_line(result['session_id'])} {result['last_at'] or '-'}"
+            f"session {one_line(result['session_id'])} {one_line(str(result['last_at'] or '-'))}"
             f" ({result['messages']} matching){title}"
         )
     else:
         head = (
-            f"message {one_line(result['session_id'])} {result['timestamp'] or '-'} "
+            f"message {one_line(result['session_id'])} "
+            f"{one_line(str(result['timestamp'] or '-'))} "
             f"{result['role']} #{result['message_id']}"
         )
     if who and archived_by(result):

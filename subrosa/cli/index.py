@@ -51,7 +51,7 @@ def generate(
     not written by subrosa (run `subrosa adopt` once).
     """
     # The use case and its report, shared with the entry without click (fastpath).
-    generate_and_report(app.db_url, app.memory_dir, budget, max_lines, dry_run, as_json)
+    generate_and_report(app.db_url, app.project, budget, max_lines, dry_run, as_json)
 
 
 @click.command()

@@ -19,8 +19,15 @@ from subrosa.cli.common import (
 )
 from subrosa.memory.review import Finding, Review, run_review
 from subrosa.query import not_a_date
+from subrosa.text import escape_block_start, terminal_line
 
 DEFAULT_MAX_FLAGS = 5
+
+
+def _line(finding: Finding) -> str:
+    # The slug is a leaf's file name (a repository may choose it) and the extraction
+    # skill reads this report: shown as search shows it. The reason is sanitized.
+    return escape_block_start(f"  {terminal_line(finding.slug)}: {finding.verdict.reason}")
 
 
 def _print_report(result: Review, shown: list[Finding], more: int, applied: bool) -> None:
@@ -31,11 +38,11 @@ def _print_report(result: Review, shown: list[Finding], more: int, applied: bool
         title = "Archived" if applied else "Would archive (dry run)"
         say(f"{title} ({len(result.archive)}):")
         for finding in result.archive:
-            say(f"  {finding.slug}: {finding.verdict.reason}")
+            say(_line(finding))
     if result.flagged:
         say(f"Potentially stale (review) ({len(result.flagged)}):")
         for finding in shown:
-            say(f"  {finding.slug}: {finding.verdict.reason}")
+            say(_line(finding))
         if more:
             say(
                 f"  … and {more} more. Review them together in a separate session "
@@ -97,7 +104,7 @@ def stale(app: AppContext, apply: bool, today: date | None, max_flags: int, as_j
     "flagged": [...], "more_flagged": N, "applied": bool, "today": "YYYY-MM-DD"}.
     """
     day = today if today is not None else date.today()
-    result = run_review(app.db_url, app.project, day, apply=apply)
+    result = run_review(app.db_url, app.existing_project(), day, apply=apply)
     shown = result.flagged[:max_flags]
     more = len(result.flagged) - len(shown)
     if as_json:

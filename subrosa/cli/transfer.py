@@ -13,6 +13,7 @@ from subrosa.cli.common import (
     AppContext,
     is_terminal,
     json_option,
+    note,
     pass_app,
     print_json,
     progress_bar,
@@ -42,7 +43,8 @@ def export_cmd(
     project only (its facts and the sessions run in it: see `transcript list`);
     --project NAME or --all-projects for others. What only subrosa knows travels with
     each fact: hook, pin, archived state, order, section, hits. The file appears whole
-    or not at all.
+    or not at all: the temp file of an export killed over an hour ago (.FILE.*.tmp)
+    goes at the next export to FILE.
     """
     from subrosa.identity import facts_key, sessions_key
     from subrosa.transfer import export_file
@@ -55,6 +57,8 @@ def export_cmd(
     else:
         chosen = list(dict.fromkeys([facts_key(app.memory_dir), sessions_key()]))
     done = export_file(app.db_url, file, chosen)
+    for leftover in done.removed_leftovers:
+        note(f"removed {leftover}, left by an export stopped over an hour ago")
     if as_json:
         print_json(done.to_dict())
         return

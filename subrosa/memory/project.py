@@ -28,10 +28,11 @@ class Project:
     """A memory dir, and the key its facts are stored under (a value: equal when the
     memory dirs are; a plain class, as dataclasses cost a `fact upsert` ~15 ms)."""
 
-    __slots__ = ("memory_dir", "_key")
+    __slots__ = ("memory_dir", "origin", "_key")
 
-    def __init__(self, memory_dir: Path) -> None:
+    def __init__(self, memory_dir: Path, origin: str | None = None) -> None:
         self.memory_dir = memory_dir
+        self.origin = origin  # where it was named (subrosa.paths.memory_dir_origin)
         self._key: str | None = None
 
     def __eq__(self, other: object) -> bool:
@@ -60,7 +61,14 @@ class Project:
         return str(self.memory_dir.resolve())
 
     def require_dir(self) -> None:
-        """Refuse a memory dir that does not exist (every use case that writes checks it)."""
+        """Refuse a memory dir that does not exist (every use case that writes checks it,
+        and the commands that only read, so that they create nothing) or is no folder."""
+        if self.memory_dir.exists() and not self.memory_dir.is_dir():
+            named = f" ({self.origin})" if self.origin else ""
+            raise InvalidInput(
+                f"{self.memory_dir}: is a file, not a folder, so it cannot be the memory "
+                f"dir{named}; point at yours with --memory-dir DIR or SUBROSA_MEMORY_DIR."
+            )
         if not self.memory_dir.is_dir():
             raise InvalidInput(
                 f"{self.memory_dir}: no such memory directory; create it (mkdir -p "
