@@ -255,6 +255,24 @@ def escape_link_text(text: str) -> str:
     return "".join(out)
 
 
+# What str.splitlines() (and editors, and a reader of MEMORY.md) breaks a line at.
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def line_break_in(text: str) -> str | None:
+    """How the first line break in `text` is said (`U+2028 LINE SEPARATOR`, `\\r`), or
+    None when `text` is one line."""
+    found = next((ch for ch in text if ch in LINE_BREAKS), None)
+    if found is None:
+        return None
+    if found in "\n\r":
+        return repr(found)[1:-1]
+    import unicodedata
+
+    name = unicodedata.name(found, "")
+    return f"U+{ord(found):04X}" + (f" {name}" if name else "")
+
+
 def one_line(text: str) -> str:
     """Collapse every run of whitespace (newlines included) into one space, and trim."""
     return _SPACES.sub(" ", text).strip()

@@ -224,8 +224,11 @@ def test_fix_frontmatter_rewrites_broken_leaves(
     original = (directory / "broken_front.md").read_bytes()
     result = _adopt(run, directory, "--materialize", "--fix-frontmatter")
     assert sorted(result["fixed_frontmatter"]) == ["broken_front.md", "no_frontmatter.md"]
-    fixed = (directory / "broken_front.md").read_text()
-    assert fixed.startswith("---\nname: broken-front\n") and "Body." in fixed
+    # The name YAML could not read is the user's, quoted: only the broken line changes.
+    assert (directory / "broken_front.md").read_text() == (
+        "---\nname: '\"quoted\" words'\ndescription: x\nmetadata:\n  type: reference\n---\n"
+        "\n# Broken Front\n\nBody.\n"
+    )
     assert (
         directory / ".subrosa" / "frontmatter-backup" / "broken_front.md"
     ).read_bytes() == original
@@ -619,3 +622,191 @@ def test_adopt_json_names_the_lines_without_a_leaf_when_it_stops(
     assert "--materialize" in result.stderr
     assert (memory_dir / "MEMORY.md").read_bytes() == before
     assert not (memory_dir / "MEMORY.md.pre-subrosa").exists()
+
+
+# Leaves the strict reader refuses, each with YAML a person writes (comments, lists,
+# quoted keys, block texts, anchors, keys subrosa does not know): (before, after) the
+# fix. Only the lines that make the leaf unreadable change, or lines are added.
+ODD_LEAVES = {
+    "project_odd.md": (
+        "---\n# my note\nname: odd\ndescription: set weight: 1 here\ntags: [a, b]\n"
+        '"quoted key": yes\nsummary: |\n  line one\n  line two\nbase: &b x\n'
+        "metadata:\n  type: project\n  owner: me\n---\n\nBody.\n",
+        "---\n# my note\nname: odd\ndescription: 'set weight: 1 here'\ntags: [a, b]\n"
+        '"quoted key": yes\nsummary: |\n  line one\n  line two\nbase: &b x\n'
+        "metadata:\n  type: project\n  owner: me\n---\n\nBody.\n",
+    ),
+    "feedback_notype.md": (
+        '---\nname: feedback-notype\ndescription: "Quoted, with a # hash"   # said so\n'
+        "aliases:\n  - one\n  - 'two'\nfolded: >\n  folded\n  text\n"
+        "anchor: &a {k: v}\n---\nBody\n",
+        '---\nname: feedback-notype\ndescription: "Quoted, with a # hash"   # said so\n'
+        "aliases:\n  - one\n  - 'two'\nfolded: >\n  folded\n  text\n"
+        "anchor: &a {k: v}\nmetadata:\n  type: feedback\n---\nBody\n",
+    ),
+    "reference_nodesc.md": (
+        "---\r\nname: reference-nodesc  # mine\r\nmetadata:\r\n  source: wiki\r\n"
+        "  'type': reference\r\n---\r\nFirst line of body.\r\n",
+        "---\r\nname: reference-nodesc  # mine\r\ndescription: First line of body.\r\n"
+        "metadata:\r\n  source: wiki\r\n  'type': reference\r\n---\r\nFirst line of body.\r\n",
+    ),
+    "project_metanotype.md": (
+        "---\nname: project-metanotype\ndescription: d\nmetadata:\n    owner: me\n"
+        "after: 1\n---\nB\n",
+        "---\nname: project-metanotype\ndescription: d\nmetadata:\n    owner: me\n"
+        "    type: project\nafter: 1\n---\nB\n",
+    ),
+}
+
+
+ODD_LEAVES.update(
+    {
+        # CRLF: `metadata:\r` is the metadata the type goes under, not a second one.
+        "user_crlf.md": (
+            "---\r\nname: user-crlf\r\ndescription: d\r\nmetadata:\r\n  owner: me\r\n---\r\nB\r\n",
+            "---\r\nname: user-crlf\r\ndescription: d\r\nmetadata:\r\n  owner: me\r\n"
+            "  type: user\r\n---\r\nB\r\n",
+        ),
+        # A block description in a leaf YAML could not read for another line: its words
+        # on one line (not the `|` a line-by-line reading sees).
+        "project_block.md": (
+            "---\nname: project-block\ntags: [open\ndescription: |\n  two\n  lines\n"
+            "metadata:\n  type: project\n---\nB\n",
+            "---\nname: project-block\ntags: '[open'\ndescription: two lines\n"
+            "metadata:\n  type: project\n---\nB\n",
+        ),
+    }
+)
+
+
+def test_fix_frontmatter_keeps_every_line_it_need_not_change(memory_dir: Path, run: RunCli) -> None:
+    for name, (before, _) in ODD_LEAVES.items():
+        (memory_dir / name).write_bytes(before.encode())
+    result = json.loads(run("adopt", "--fix-frontmatter", "--json").stdout)
+    assert sorted(result["fixed_frontmatter"]) == sorted(ODD_LEAVES)
+    for name, (before, after) in ODD_LEAVES.items():
+        assert (memory_dir / name).read_bytes().decode() == after, name
+        backup = memory_dir / ".subrosa" / "frontmatter-backup" / name
+        assert backup.read_bytes().decode() == before
+        run("fact", "upsert", name)  # the strict reader takes it now
+
+
+def test_fix_frontmatter_leaves_alone_a_leaf_it_could_fix_only_by_dropping_words(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # A type subrosa does not know (`note`) is the user's word: putting `project` in its
+    # place would lose it, so the leaf is left as it is (registered leniently) and said.
+    text = "---\nname: project-note\ndescription: d\ntype: note\n---\nBody.\n"
+    (memory_dir / "project_note.md").write_text(text)
+    result = json.loads(run("adopt", "--fix-frontmatter", "--json").stdout)
+    assert result["fixed_frontmatter"] == []
+    assert (memory_dir / "project_note.md").read_text() == text
+    assert any("project_note.md" in w and "by hand" in w for w in result["warnings"])
+
+
+POINTER = "- [MEMORY_archive.md](MEMORY_archive.md) — older facts"
+
+
+@pytest.mark.parametrize("materialize", [False, True])
+def test_a_line_pointing_at_the_other_index_file_is_no_fact(
+    memory_dir: Path, run: RunCli, materialize: bool
+) -> None:
+    # A hand-kept index points at its archive (and the archive back at the index): the
+    # generated files link each other in their headers, so such a line is no fact and
+    # no leaf; it is said (`unplaced`) and kept as written beside the index.
+    write_leaf(memory_dir, "alpha.md")
+    write_leaf(memory_dir, "beta.md")
+    index = f"# Memory\n\n- [Alpha](alpha.md) — the alpha\n{POINTER}\n"
+    archive = "# Archive\n\n[Back to the index](MEMORY.md)\n\n- [Beta](beta.md) — old beta\n"
+    (memory_dir / "MEMORY.md").write_text(index)
+    (memory_dir / "MEMORY_archive.md").write_text(archive)
+    result = _adopt(run, memory_dir, *(["--materialize"] if materialize else []))
+    assert result["registered"] == ["alpha", "beta"] and result["materialized"] == []
+    assert [(u["file"], u["line"]) for u in result["unplaced"]] == [
+        ("MEMORY.md", 4),
+        ("MEMORY_archive.md", 3),
+    ]
+    assert all("not a fact" in u["why"] for u in result["unplaced"])
+    assert (memory_dir / "MEMORY.md.pre-subrosa").read_text() == index
+    assert (memory_dir / "MEMORY_archive.md.pre-subrosa").read_text() == archive
+    assert sorted(p.name for p in memory_dir.glob("*.md")) == [
+        "MEMORY.md",
+        "MEMORY_archive.md",
+        "alpha.md",
+        "beta.md",
+    ]
+    run("check")
+
+
+def test_generate_keeps_an_appended_pointer_line_beside_the_index(
+    memory_dir: Path, run: RunCli
+) -> None:
+    write_leaf(memory_dir, "alpha.md")
+    run("generate")
+    index = memory_dir / "MEMORY.md"
+    edited = index.read_text() + POINTER + "\n"
+    index.write_text(edited)
+    result = json.loads(run("generate", "--json").stdout)
+    assert result["materialized"] == [] and result["adopted"] == []
+    assert [u["text"] for u in result["unplaced"]] == [POINTER]
+    assert (memory_dir / "MEMORY.md.unplaced").read_text() == edited
+    assert POINTER not in index.read_text()
+    assert json.loads(run("generate", "--json").stdout)["unplaced"] == []
+
+
+@pytest.mark.parametrize("brk", ["\\L", "\\P", "\\N", "\\r", "\\n"])
+def test_a_description_holding_any_line_break_is_one_line_said_and_the_leaf_kept(
+    memory_dir: Path, run: RunCli, brk: str
+) -> None:
+    # U+2028, U+2029 and U+0085 break lines as `\r` does (str.splitlines, editors): the
+    # leaf a person wrote is registered as `\r` is, its words on one line and a warning,
+    # the leaf itself untouched and MEMORY.md one line for it.
+    leaf = memory_dir / "project_breaks.md"
+    text = (
+        f'---\nname: project-breaks\ndescription: "one{brk}## two"\n'
+        "metadata:\n  type: project\n---\nB\n"
+    )
+    leaf.write_text(text)
+    write_leaf(memory_dir, "alpha.md")
+    result = json.loads(run("generate", "--json").stdout)
+    assert any("project_breaks.md" in w and "several lines" in w for w in result["warnings"]), (
+        result["warnings"]
+    )
+    assert json.loads(run("fact", "show", "project_breaks", "--json").stdout)["description"] == (
+        "one ## two"
+    )
+    index = (memory_dir / "MEMORY.md").read_bytes().decode()
+    assert len(index.splitlines()) == len(index.split("\n")) - 1 == result["lines"]
+    assert [line for line in index.splitlines() if "one ## two" in line]
+    assert leaf.read_text() == text
+
+
+def test_a_pointer_added_to_the_archive_is_said_to_be_one(memory_dir: Path, run: RunCli) -> None:
+    write_leaf(memory_dir, "alpha.md")
+    run("generate")
+    archive = memory_dir / "MEMORY_archive.md"
+    archive.write_text(archive.read_text() + "\n[Back to the index](MEMORY.md)\n")
+    result = json.loads(run("generate", "--json").stdout)
+    assert [u["text"] for u in result["unplaced"]] == ["[Back to the index](MEMORY.md)"]
+    assert "not a fact" in result["unplaced"][0]["why"]
+    assert result["materialized"] == []
+
+
+def test_a_materialized_leaf_holds_the_users_words_not_the_indexs_escaped_view(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # As --fix-frontmatter writes a description: `<rev>` is no `‹rev›` in a leaf and a
+    # link gets no backslash; MEMORY.md still shows the escaped view.
+    (memory_dir / "MEMORY.md").write_text(
+        "# Mem\n\n- Use git show <rev>:<path>, see [docs](https://x.y/a_b)\n"
+        "- [Gone](project_gone.md) — run `make <target>` first\n"
+    )
+    _adopt(run, memory_dir, "--materialize")
+    for slug, said in (
+        ("use_git_show_rev_path_see", "Use git show <rev>:<path>, see [docs](https://x.y/a_b)"),
+        ("project_gone", "run `make <target>` first"),
+    ):
+        meta = yaml.safe_load((memory_dir / f"{slug}.md").read_text().split("---")[1])
+        assert meta["description"] == said  # (the store shows it sanitized, as any leaf's)
+    index = (memory_dir / "MEMORY.md").read_text()
+    assert "‹rev›" in index and "<rev>" not in index and "‹target›" in index

@@ -75,6 +75,19 @@ BAD_LEAVES = {
         "several lines",
     ),
     "no_type.md": ("---\nname: no-type\ndescription: d\n---\nb\n", "no type"),
+    # A line break that is no newline is one all the same: refused as `\r` is.
+    "line_separator.md": (
+        '---\nname: line-separator\ndescription: "one\\Ltwo"\nmetadata:\n  type: user\n---\nb\n',
+        "several lines (U+2028 LINE SEPARATOR is a line break)",
+    ),
+    "next_line.md": (
+        '---\nname: next-line\ndescription: "one\\Ntwo"\nmetadata:\n  type: user\n---\nb\n',
+        "several lines (U+0085 is a line break)",
+    ),
+    "carriage_return.md": (
+        '---\nname: carriage-return\ndescription: "one\\rtwo"\nmetadata:\n  type: user\n---\nb\n',
+        "several lines;",
+    ),
 }
 
 

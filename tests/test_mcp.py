@@ -211,6 +211,34 @@ def test_remember_updates_a_fact_and_keeps_its_curated_hook(memory_dir: Path, ru
     assert shown["description"] == "Releases leave on Thursdays now."
 
 
+def test_remember_keeps_the_frontmatter_lines_it_does_not_set(memory_dir: Path) -> None:
+    # A person's leaf holds keys subrosa does not know, a comment, a name of their own:
+    # the agent restates description, type and body; the rest of the frontmatter stays.
+    (memory_dir / "release_train.md").write_text(
+        "---\n# kept by hand\nname: trains\ndescription: Releases leave on Tuesdays.\n"
+        "source: https://wiki/releases  # the page\ntags: [release, ops]\n"
+        "metadata:\n  type: reference\n  owner: me\n---\n\nOld body.\n"
+    )
+    (text, error), _ = calls(
+        (
+            "remember",
+            {
+                "slug": "release_train",
+                "type": "project",
+                "description": "Releases leave on Thursdays now.",
+                "body": "Moved from Tuesday in March.",
+            },
+        ),
+        ("facts", {}),
+    )
+    assert not error, text
+    assert (memory_dir / "release_train.md").read_text() == (
+        "---\n# kept by hand\nname: trains\ndescription: Releases leave on Thursdays now.\n"
+        "source: https://wiki/releases  # the page\ntags: [release, ops]\n"
+        "metadata:\n  type: project\n  owner: me\n---\n\nMoved from Tuesday in March.\n"
+    )
+
+
 def test_bad_arguments_are_one_sentence_tool_errors(memory_dir: Path) -> None:
     answers = calls(
         ("search", {}),
@@ -490,6 +518,7 @@ HOSTILE = [
     # (description, body, what is said)
     ("line one\nline two", "b", "description: several lines; it must be one line."),
     ("ok\r## Injected heading", "b", "description: several lines; it must be one line."),
+    ("ok\u2028## Injected heading", "b", "description: several lines; it must be one line."),
     ("x" * 301, "b", "description: 301 characters; keep it under 150 (at most 300)"),
     (
         "Token ghp_" + "a1B2" * 9,

@@ -26,8 +26,8 @@ from subrosa.pg import is_server
     "--fix-frontmatter",
     "fix",
     is_flag=True,
-    help="Rewrite leaves with missing or broken frontmatter in the canonical shape "
-    "(originals kept in .subrosa/frontmatter-backup/).",
+    help="Mend leaves with missing or broken frontmatter, changing only the lines that "
+    "need it (originals kept in .subrosa/frontmatter-backup/).",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @json_option

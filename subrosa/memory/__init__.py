@@ -13,6 +13,8 @@ database URL, a Project or a memory dir, settings values; none knows click):
 Data and rules they use:
     leaf        leaf files: strict and lenient parsers, the canonical writer, the one
                 capped raw reader, the content hash
+    frontfix    pure: frontmatter changed line by line, every other line kept as
+                written (`adopt --fix-frontmatter`; `remember` restating a leaf)
     state       `.subrosa/`: the sidecar facts.jsonl, and the record of the last index written
     project     a memory dir, the key its facts are stored under (its project's name on
                 every machine, subrosa.identity), and its lock

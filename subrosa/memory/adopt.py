@@ -49,11 +49,13 @@ def foreign_sources(memory_dir: Path) -> list[takeover.Source]:
     return sources
 
 
-def fix_frontmatter(memory_dir: Path, *, write: bool = True) -> list[str]:
-    """Rewrite leaves the strict reader refuses in the canonical shape (body kept whole);
-    each original is kept under `.subrosa/frontmatter-backup/`. Returns their names
-    (with `write` False, the names it would rewrite)."""
-    fixed = []
+def fix_frontmatter(memory_dir: Path, *, write: bool = True) -> tuple[list[str], list[str]]:
+    """Mend the frontmatter of leaves the strict reader refuses (only the lines that need
+    it; subrosa.memory.frontfix); each original is kept under
+    `.subrosa/frontmatter-backup/`. Returns their names (with `write` False, the names
+    it would mend) and a warning for each leaf left as it is."""
+    fixed: list[str] = []
+    unfixed: list[str] = []
     keep = Path(state_dir(memory_dir), FRONTMATTER_BACKUP)
     if write:  # an adopt killed while keeping an original left its temp file (generate
         sweep_temp_files(keep)  # sweeps the memory dir and .subrosa, not this folder)
@@ -67,10 +69,13 @@ def fix_frontmatter(memory_dir: Path, *, write: bool = True) -> list[str]:
             leaf = parse_leaf_lenient(path)
         except LeafError:
             continue  # unreadable: nothing to fix it from
-        if write:
-            rewrite_canonical(leaf, keep)
+        try:
+            rewrite_canonical(leaf, keep, write=write)
+        except LeafError as exc:
+            unfixed.append(str(exc))
+            continue
         fixed.append(path.name)
-    return fixed
+    return fixed, unfixed
 
 
 @dataclass
@@ -146,7 +151,7 @@ def adopt(
         backups = [
             str(backup_beside(memory_dir / s.origin, BACKUP_SUFFIX, write=write)) for s in foreign
         ]
-        fixed = fix_frontmatter(memory_dir, write=write) if fix else []
+        fixed, unfixed = fix_frontmatter(memory_dir, write=write) if fix else ([], [])
         outcome = run_generate(
             db_url,
             project,
@@ -158,6 +163,7 @@ def adopt(
             materialize=materialize,
             reorder=bool(foreign),
         )
+    outcome.report.warnings[:0] = unfixed
     return Adoption(memory_dir, outcome, backups, fixed)
 
 

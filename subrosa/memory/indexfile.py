@@ -31,7 +31,7 @@ from subrosa.lazyre import compile_lazily
 from subrosa.memory.generator import ARCHIVE_HEADER, INDEX_HEADER
 from subrosa.memory.marker import INDEX_FILES
 from subrosa.memory.witness import load as load_witness
-from subrosa.text import sanitize_field
+from subrosa.text import sanitize_field, strip_invisible
 
 _BULLET = compile_lazily(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 # A closing run of #s counts only after a space (CommonMark): "## C#" is the section "C#".
@@ -65,6 +65,14 @@ class IndexLine:
     prose: bool = False
     # The whole item as one safe line (what a file it only mentions gets as its hook).
     whole: str = ""
+    # The hook (for prose, the item) as written, on one line, only what is invisible
+    # dropped: what a leaf made from the item holds as its description (`hook` is the
+    # index's escaped view: `‹rev›`, `\(`).
+    said: str = ""
+    # The index file a one-line item leads with when it links no topic file
+    # (`- [MEMORY_archive.md](MEMORY_archive.md) — older facts`): a pointer from one
+    # index file to the other, which subrosa's headers give already; no fact.
+    pointer: str | None = None
 
     @property
     def numbers(self) -> range:
@@ -101,8 +109,9 @@ def parse_item(
     """Read one index item in the wild: `- [Title](file.md) — hook` and its many cousins
     (other separators, no hook, a link in the middle, no link at all, continuation
     lines). None for an empty bullet; an item that links no topic file and is no
-    bullet (or a bullet that only links an index file) is prose, and so is one that
-    holds a fenced code block (`code`: its links are examples, as the witness reads them)."""
+    bullet (or a bullet that only links an index file: a `pointer` when it leads with
+    that link) is prose, and so is one that holds a fenced code block (`code`: its
+    links are examples, as the witness reads them)."""
     witness = load_witness()
     raw = "\n".join(lines)
     bullet = _BULLET.match(lines[0])
@@ -114,7 +123,11 @@ def parse_item(
         hook = sanitize_field(item)
         if not hook:
             return None
-        return IndexLine(number, raw, section, (), None, hook, bool(bullet), prose=True, whole=hook)
+        pointer = _leading_index_file(item) if linked and len(lines) == 1 else None
+        return IndexLine(
+            number, raw, section, (), None, hook, bool(bullet), prose=True, whole=hook,
+            said=_as_written(item), pointer=pointer,
+        )  # fmt: skip
     title: str | None = None
     lead: str | None = None
     rest = item
@@ -133,7 +146,25 @@ def parse_item(
     if not hook and not targets:
         return None  # an empty bullet
     whole = sanitize_field(item)
-    return IndexLine(number, raw, section, targets, title, hook, bool(bullet), lead, whole=whole)
+    return IndexLine(
+        number, raw, section, targets, title, hook, bool(bullet), lead, whole=whole,
+        said=_as_written(rest),
+    )  # fmt: skip
+
+
+def _as_written(text: str) -> str:
+    """`text` on one line, its words as written (see IndexLine.said)."""
+    return " ".join(strip_invisible(text).split())
+
+
+def _leading_index_file(item: str) -> str | None:
+    """The index file `item` (a bullet's text, its marker dropped) links first thing, as
+    in `[older facts](MEMORY_archive.md) — …` or `**[MEMORY.md](MEMORY.md)**`."""
+    witness = load_witness()
+    emphasis = _EMPHASIS.match(item)
+    leading = witness.LINK.match(item, len(emphasis.group(0)) if emphasis else 0)
+    found = witness.md_targets(leading.group(0)) if leading else []
+    return found[0] if found and found[0] in INDEX_FILES else None
 
 
 def parse_line(number: int, raw: str, section: str | None) -> IndexLine | None:

@@ -25,7 +25,7 @@ from subrosa.errors import InvalidLeaf, LeafError
 from subrosa.fsutil import atomic_write_bytes, atomic_write_text
 from subrosa.lazyre import compile_lazily
 from subrosa.memory.marker import INDEX_FILES, new_file_mode
-from subrosa.text import sanitize_field, strip_invisible
+from subrosa.text import line_break_in, sanitize_field, strip_invisible
 
 MAX_LEAF_BYTES = 1024 * 1024
 _HEADING = compile_lazily(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -629,8 +629,10 @@ def parse_leaf(path: Path, read: Read | None = None, *, given: bytes | None = No
     if isinstance(description, list | dict):
         raise LeafError(path, "has a description that is not a line of text")
     description = _text_of(description, text, "description").strip()
-    if "\n" in description or "\r" in description:
-        raise LeafError(path, "has a description of several lines; it must be one line")
+    broken = line_break_in(description)
+    if broken is not None:  # U+2028 breaks a line as `\r` does: the same refusal
+        said = "" if broken in ("\\n", "\\r") else f" ({broken} is a line break)"
+        raise LeafError(path, f"has a description of several lines{said}; it must be one line")
 
     fact_type = _leaf_type(path, meta, warnings, text)
     warnings.extend(_duplicate_warnings(text))
@@ -824,19 +826,41 @@ def render_leaf(name: str, description: str, fact_type: str, body: str) -> str:
     return f"---\n{header}---\n\n{body.strip()}\n"
 
 
-def rewrite_canonical(leaf: Leaf, keep: Path) -> None:
-    """Rewrite `leaf`'s file in the canonical shape (its body kept whole), after keeping
-    the original in directory `keep`; a copy already there is never overwritten, so the
-    first original survives a second fix."""
-    keep.mkdir(parents=True, exist_ok=True)
+def rewrite_canonical(leaf: Leaf, keep: Path, *, write: bool = True) -> None:
+    """Mend `leaf`'s file so the strict reader takes it (subrosa.memory.frontfix: only
+    the lines that need it change; a leaf with no frontmatter gets the canonical one
+    above its text), after keeping the original in directory `keep`; a copy already there
+    is never overwritten, so the first original survives a second fix. Raises LeafError,
+    the leaf untouched, when it cannot be mended without dropping the user's words; with
+    `write` False only checks."""
+    from subrosa.memory.frontfix import Unfixable, mend
+
     original = leaf.path.read_bytes()
+    text = original.decode("utf-8")
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text.removeprefix(bom)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    name = leaf.slug.replace("_", "-")
+    try:
+        mended = mend(text, name, leaf.description, leaf.type, newline)
+    except Unfixable as exc:
+        raise LeafError(leaf.path, f"was left as it is: {exc}; mend it by hand") from None
+    if mended is None:
+        header = render_leaf(name, leaf.description, leaf.type, "").rstrip("\n") + "\n\n"
+        mended = header.replace("\n", newline) + _body_as_written(text)
+    fixed = (bom + mended).encode("utf-8")
+    try:
+        parse_leaf(leaf.path, given=fixed)
+    except LeafError as exc:
+        raise LeafError(
+            leaf.path, f"was left as it is: mended, it {exc.problem}; mend it by hand"
+        ) from None
+    if not write:  # a dry run: said as the real run would say it, nothing written
+        return
+    keep.mkdir(parents=True, exist_ok=True)
     if not (keep / leaf.path.name).exists():  # the copy keeps the leaf's mode (0600 stays)
         atomic_write_bytes(keep / leaf.path.name, original, mode=leaf.path.stat().st_mode & 0o777)
-    name = leaf.slug.replace("_", "-")
-    text = original.decode("utf-8").removeprefix("\ufeff")
-    newline = "\r\n" if "\r\n" in text else "\n"
-    header = render_leaf(name, leaf.description, leaf.type, "").rstrip("\n") + "\n\n"
-    atomic_write_text(leaf.path, header.replace("\n", newline) + _body_as_written(text))
+    atomic_write_bytes(leaf.path, fixed)
 
 
 def _body_as_written(text: str) -> str:
@@ -894,7 +918,9 @@ def leaf_names(memory_dir: Path) -> list[str]:
 
 def write_leaf(path: Path, description: str, fact_type: str, body: str) -> bytes | None:
     """Write the leaf `path` in the canonical shape (name: its stem in kebab-case), for a
-    fact stated whole by an agent; return the bytes it replaced, None when it is new.
+    fact stated whole by an agent; return the bytes it replaced, None when it is new. A
+    leaf already there keeps the frontmatter lines other than its description and type
+    (subrosa.memory.frontfix.restate); its body is the new one.
     A symlink or anything but a regular file at `path` is refused, never written
     through."""
     previous = None
@@ -904,8 +930,32 @@ def write_leaf(path: Path, description: str, fact_type: str, body: str) -> bytes
         previous = path.read_bytes()
     name = slug_for(path).replace("_", "-")
     text = render_leaf(name, description, fact_type, body)
+    if previous is not None:  # a person's leaf: the frontmatter lines not set here stay
+        text = _restated(path, previous, description, fact_type, body) or text
     atomic_write_text(path, text, new_mode=new_file_mode(path.parent))
     return previous
+
+
+def _restated(
+    path: Path, previous: bytes, description: str, fact_type: str, body: str
+) -> str | None:
+    """The leaf `previous` with its description, type and body replaced and every other
+    frontmatter line kept; None when that cannot be done line by line, or would give a
+    leaf the strict reader refuses (the caller writes it canonically then)."""
+    from subrosa.memory.frontfix import restate
+
+    old = previous.decode("utf-8", errors="replace")
+    bom = "\ufeff" if old.startswith("\ufeff") else ""
+    head = restate(old.removeprefix(bom), description, fact_type)
+    if head is None:
+        return None
+    newline = "\r\n" if head.endswith("\r") else "\n"
+    text = bom + head.removesuffix("\r") + f"\n\n{body.strip()}\n".replace("\n", newline)
+    try:
+        parse_leaf(path, given=text.encode("utf-8"))
+    except LeafError:
+        return None
+    return text
 
 
 def restore_leaf(path: Path, previous: bytes | None) -> None:

@@ -1,5 +1,6 @@
 """The remember use case: a fact an agent states whole (slug, type, description, body),
-written as a leaf in the canonical shape, registered, and indexed.
+written as a leaf in the canonical shape (a leaf already there keeps the frontmatter
+lines other than its description and type), registered, and indexed.
 
 The agent's text is untrusted, so it meets exactly what `subrosa fact upsert` applies
 to a leaf a person wrote (subrosa.memory.facts.upsert: the strict leaf parser, the
@@ -30,6 +31,7 @@ from subrosa.memory.marker import INDEX, INDEX_FILES
 from subrosa.memory.project import Project
 from subrosa.memory.store import HOOK_MAX_CHARS
 from subrosa.secrets import find_secret
+from subrosa.text import line_break_in
 
 # A slug is a file name in the memory dir and a link target in MEMORY.md: plain ASCII
 # letters, digits, `_` and `-`, so no path, dot file, or markup can be spelled in it.
@@ -71,7 +73,7 @@ def _refuse_before_writing(fact_type: str, description: str, body: str) -> None:
         raise InvalidInput(f"type {fact_type!r}: expected one of {', '.join(FACT_TYPES)}.")
     if not description.strip():
         raise InvalidInput("description: empty; say in one line what the fact is.")
-    if "\n" in description or "\r" in description:
+    if line_break_in(description) is not None:
         raise InvalidInput("description: several lines; it must be one line.")
     if len(description.strip()) > HOOK_MAX_CHARS:
         raise InvalidInput(

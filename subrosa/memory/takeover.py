@@ -125,7 +125,8 @@ def _materialized_text(filename: str, line: IndexLine, target: str | None, origi
     body = f"# {title}\n\n{line.text}\n\n(Taken over by subrosa from {where}, {how}.)"
     typed = prefix or marker
     fact_type = typed.group(1).lower() if typed else "reference"
-    return render_leaf(stem.replace("_", "-"), line.hook or title, fact_type, body)
+    # The user's words, as --fix-frontmatter writes them (the index escapes them).
+    return render_leaf(stem.replace("_", "-"), line.said or line.hook or title, fact_type, body)
 
 
 def materialize(
@@ -196,6 +197,13 @@ def _first_lines(sources: list[Source], on_disk: set[str]) -> dict[str, tuple[So
     return first
 
 
+# Why a line pointing at an index file is not taken over.
+POINTER = (
+    "links {}, an index file subrosa writes (the two link each other in their headers): "
+    "not a fact, so it is not taken over"
+)
+
+
 def find_loose(sources: list[Source], on_disk: set[str]) -> list[Loose]:
     """Items no leaf stands behind: lines that link files not on disk, bullets without any
     link, prose, and lines whose every link is spoken for by another line (a second line
@@ -204,6 +212,8 @@ def find_loose(sources: list[Source], on_disk: set[str]) -> list[Loose]:
     loose: list[Loose] = []
     for source in sources:
         for line in source.taken_lines():
+            if line.pointer:
+                continue  # no fact: said by take_over (POINTER)
             missing = [t for t in line.targets if t not in on_disk]
             spoken_for = not missing and all(
                 t not in first or first[t][1] is not line for t in line.targets
@@ -319,6 +329,11 @@ def take_over(
     for source in sources:
         why = edited if source.cold else heading
         report.unplaced.extend(Loose(source.origin, line, None, why) for line in source.unplaced)
+        report.unplaced.extend(
+            Loose(source.origin, line, None, POINTER.format(line.pointer))
+            for line in source.taken_lines()
+            if line.pointer
+        )
     links = _links(sources, on_disk, placed)
     _place(session, project, sources, links, by_file, new_files, reorder, bool(report.synced))
     report.facts = [f for f in facts.values() if f.path in report.present]
