@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -166,6 +167,28 @@ def test_the_skills_have_valid_frontmatter() -> None:
         meta = yaml.safe_load(text.split("---\n", 2)[1])
         assert meta.get("name", skill.name) == skill.name
         assert isinstance(meta["description"], str) and 0 < len(meta["description"]) <= 1536
+
+
+def test_every_subrosa_command_a_skill_names_is_in_its_allowed_tools() -> None:
+    """A skill runs `subrosa X …` through Bash; one not in its allowed-tools stops the
+    agent at a permission prompt (or, unattended, fails): each is allowed. `adopt` takes
+    over a person's own index: the skills tell the user to run it, never run it."""
+    for skill in sorted(p for p in skills_dir().iterdir() if (p / "SKILL.md").is_file()):
+        text = (skill / "SKILL.md").read_text(encoding="utf-8")
+        meta = yaml.safe_load(text.split("---\n", 2)[1])
+        allowed = [
+            # A trailing `*`, alone in a rule, is optional: `subrosa check *` allows
+            # `subrosa check` too (Claude Code's permission rules).
+            tool.removeprefix("Bash(").removesuffix("*)").rstrip()
+            for tool in meta.get("allowed-tools", [])
+            if tool.startswith("Bash(subrosa ")
+        ]
+        if not allowed:
+            continue
+        named = set(re.findall(r"`(subrosa [a-z][a-z-]*)", text.split("---\n", 2)[2]))
+        assert named, skill.name
+        for command in sorted(named - {"subrosa adopt"}):
+            assert any(command.startswith(prefix) for prefix in allowed), (skill.name, command)
 
 
 def test_the_plugin_hook_fails_open_naming_a_command_that_installs_subrosa(
