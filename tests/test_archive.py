@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -9,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from tests.conftest import (
     Db,
     RunCli,
     run_on_terminal,
+    subrosa_forked,
     subrosa_loading,
     subrosa_process,
     write_leaf,
@@ -845,6 +848,76 @@ def test_a_busy_project_lock_skips_the_hit_not_the_search(
     assert subrosa_process("search", "pnpm").returncode == 0
     _search(run, "pnpm")
     assert _hits(tmp_path) == [2]
+
+
+@contextlib.contextmanager
+def _held_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The test's SQLite file held by another program's write transaction (a `sqlite3`
+    shell, a backup tool) for as long as the test runs; every subrosa connection made
+    in this process, or in a child forked from it, waits 0.2 s for it, not 30."""
+    import subrosa.db
+    import subrosa.schema
+
+    short = 200
+    pragmas = tuple(
+        f"PRAGMA busy_timeout = {short}" if p.startswith("PRAGMA busy_timeout") else p
+        for p in subrosa.schema.CONNECTION_PRAGMAS
+    )
+    monkeypatch.setattr(subrosa.schema, "CONNECTION_PRAGMAS", pragmas)
+    monkeypatch.setattr(subrosa.db, "CONNECTION_PRAGMAS", pragmas)
+    monkeypatch.setattr(subrosa.schema, "BUSY_TIMEOUT_MS", short)
+    monkeypatch.setattr(subrosa.db, "BUSY_TIMEOUT_MS", short)
+    dispose_all()
+    other = sqlite3.connect(tmp_path / "subrosa.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        dispose_all()
+
+
+@pytest.mark.engines("sqlite")  # a lock only an SQLite file has
+def test_a_database_locked_by_another_program_is_said_in_one_sentence(
+    memory_dir: Path, run: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that waited its busy timeout out says so, naming the file: exit 1, no
+    traceback, on the click commands and on the fast paths alike."""
+    _pnpm(memory_dir, run)
+    _transcript("s-2.jsonl", _record("m2", "a new message to archive", session="s-2"))
+    database = str(tmp_path / "subrosa.db")
+    with _held_database(tmp_path, monkeypatch):
+        for result in (
+            run("ingest", expect=1),  # the click command
+            run("rebuild", "--yes", expect=1),
+        ):
+            assert result.stderr.startswith(f"Error: {database}: "), result.stderr
+            assert "locked" in result.stderr and len(result.stderr.splitlines()) == 1
+        for args in (("ingest",), ("fact", "pin", "user_prefers_pnpm")):  # the fast paths
+            proc = subrosa_forked(*args)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1, err
+            assert err.startswith(f"Error: {database}: ") and len(err.splitlines()) == 1, err
+    assert run("ingest").stdout.startswith("1 new message")  # nothing was half-written
+
+
+@pytest.mark.engines("sqlite")  # a lock only an SQLite file has
+def test_a_locked_database_skips_the_hit_not_the_search(
+    memory_dir: Path, run: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a hit is the only write a search makes, and a ranking hint: while
+    another program holds the database it is skipped, as a busy project lock's is,
+    and the results are printed."""
+    _pnpm(memory_dir, run)
+    with _held_database(tmp_path, monkeypatch):
+        fast = subrosa_forked("search", "--json", "pnpm")  # the fast path
+        assert fast.returncode == 0, fast.stderr.decode()
+        assert json.loads(fast.stdout)[0]["slug"] == "user_prefers_pnpm"
+        assert _search(run, "pnpm")[0]["slug"] == "user_prefers_pnpm"  # the click command
+    assert _hits(tmp_path) == [0]
+    _search(run, "pnpm")
+    assert _hits(tmp_path) == [1]
 
 
 @pytest.mark.engines("sqlite")  # two database files, one per process
