@@ -233,6 +233,24 @@ def test_pending_sessions_are_ingested_before_a_search(memory_dir: Path, run: Ru
     assert len(_search(run, "blimpstack")) == 1
 
 
+def test_an_ended_session_is_archived_with_its_subagents(memory_dir: Path, run: RunCli) -> None:
+    """The SessionEnd hook's ingest archives what `subrosa ingest` of the folder would:
+    the session's transcript and its subagents' (`<session>/subagents/*.jsonl`, Claude
+    Code 2.1), which Claude Code deletes with it when it cleans old sessions up."""
+    main = _transcript("s-1.jsonl", _record("m1", "look for the quillfeather bug", session="s-1"))
+    subagents = main.with_suffix("") / "subagents"
+    subagents.mkdir(parents=True)
+    (subagents / "agent-a1.jsonl").write_text(
+        _record("a1", "the quillfeather bug is in parse.py", "assistant", session="s-1") + "\n",
+        encoding="utf-8",
+    )
+    pending.record(str(main), "s-1", str(memory_dir.parent))
+    assert run("ingest", "--pending").stdout == ""
+    shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)
+    assert [m["uuid"] for m in shown["messages"]] == ["m1", "a1"]
+    assert _ingest(run)["new_messages"] == 0  # the folder's ingest finds nothing more
+
+
 # Queries FTS5 would read as its own syntax (most of them errors there).
 HOSTILE_QUERIES = [
     '"unbalanced',

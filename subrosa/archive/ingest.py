@@ -1129,8 +1129,9 @@ def drain_pending(
     tool_result_chars: int = 2000,
     env: dict[str, str] | None = None,
 ) -> IngestReport | None:
-    """Ingest the transcripts of sessions that ended since (subrosa.archive.pending), or None when
-    there were none. A transcript that no longer exists is dropped from the list.
+    """Ingest the transcripts of sessions that ended since (subrosa.archive.pending), with
+    their subagents' (`<session>/subagents/*.jsonl`), or None when there were none. A
+    transcript that no longer exists is dropped from the list.
 
     A transcript outside `<claude root>/projects/` joins the project of the session's
     own working directory (recorded by the hook), not the one this command runs in:
@@ -1151,7 +1152,11 @@ def drain_pending(
             sessions_key(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else default_project
         )
         if path.is_file():
-            ingester.ingest([Source(str(path), project_of(path, default, env))])
+            project = project_of(path, default, env)
+            # Its subagents' transcripts too, as the folder's ingest reads them (the
+            # session's file, then its folder): Claude Code deletes them with it.
+            own = [str(path), *transcripts_under(path.with_suffix(""))]
+            ingester.ingest([Source(file, project) for file in own])
         pending.remove(entry_path)
     return ingester.report
 
