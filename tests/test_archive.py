@@ -251,6 +251,19 @@ def test_an_ended_session_is_archived_with_its_subagents(memory_dir: Path, run: 
     assert _ingest(run)["new_messages"] == 0  # the folder's ingest finds nothing more
 
 
+def test_show_json_says_how_many_messages_the_session_has(memory_dir: Path, run: RunCli) -> None:
+    """The text's header says how many messages the session has; --json says it too, as
+    `transcript list --json` does, also when --around shows only a few of them."""
+    _transcript("s-1.jsonl", *(_record(f"m{i}", f"message {i}") for i in range(6)))
+    _ingest(run)
+    whole = json.loads(run("transcript", "show", "s-1", "--json").stdout)
+    part = json.loads(
+        run("transcript", "show", "s-1", "--around", "m3", "--context", "1", "--json").stdout
+    )
+    assert whole["message_count"] == part["message_count"] == 6
+    assert [m["uuid"] for m in part["messages"]] == ["m2", "m3", "m4"]
+
+
 # Queries FTS5 would read as its own syntax (most of them errors there).
 HOSTILE_QUERIES = [
     '"unbalanced',

@@ -180,7 +180,7 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
             reindex_progress=progress,
         )
     if as_json:
-        details = {key: shown.details[key] for key in DETAIL_KEYS}
+        details = {key: shown.details[key] for key in (*DETAIL_KEYS, "message_count")}
         print_json({"session_id": shown.session_id, **details, "messages": shown.messages})
         return
     click.echo(render_conversation(shown.session_id, shown.details, shown.messages))
