@@ -1129,6 +1129,33 @@ def test_a_limit_past_the_rerank_window_is_honoured(
     assert len(_search(run, "deploy", "--transcripts", "--limit", "5")) == 5
 
 
+def test_a_limit_past_the_windows_is_honoured_when_copies_fold(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copies of one text are one result, so windows of `--limit` messages can hold
+    fewer than `--limit` results while more match: the windows widen until they do
+    (RERANK, RERANK_SOME made 10 here; the newest matches are 30 copies of an error)."""
+    monkeypatch.setattr("subrosa.archive.search.RERANK", 10)
+    monkeypatch.setattr("subrosa.archive.search.RERANK_SOME", 10)
+    monkeypatch.setattr("subrosa.archive.search.RERANK_BEST", 10)
+    monkeypatch.setattr("subrosa.archive.search.SELECTIVE", 1)
+    spelled = ["".join("abcdefghij"[int(d)] for d in str(n)) for n in range(40)]
+    distinct = [_record(f"m{n}", f"{w} deploy step {w}") for n, w in enumerate(spelled)]
+    copies = [_record(f"c{n}", f"deploy failed: exit {n}") for n in range(30)]
+    _transcript("s-1.jsonl", *distinct, *copies)
+    more = [
+        _record(f"o{n}", f"{w} deploy in another session {w}", session=f"s-{n + 2}")
+        for n, w in enumerate(spelled[:12])
+    ]
+    _transcript("a.jsonl", *more)  # archived first: the copies are the newest matches
+    _ingest(run)
+    found = _search(run, "deploy", "--transcripts", "--limit", "25")
+    assert len(found) == 25
+    assert len(_search(run, "deploy", "--transcripts", "--limit", "500")) == 40 + 1 + 12
+    sessions = _search(run, "deploy", "--sessions", "--limit", "13")
+    assert len(sessions) == 13
+
+
 def test_transcripts_under_walks_as_os_walk_does(tmp_path: Path) -> None:
     """transcripts_under is os.walk by hand (one scandir per folder, for a no-op
     re-ingest of thousands of files): the same files in the same order, hidden (but
