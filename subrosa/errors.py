@@ -155,6 +155,17 @@ def corruption(exc: BaseException) -> str | None:
     return None
 
 
+def busy(exc: BaseException) -> bool:
+    """Whether `exc` (or an error it wraps) is SQLite's "database is locked": another
+    connection held a write transaction for all of the busy timeout."""
+    import sqlite3
+
+    return any(
+        isinstance(current, sqlite3.OperationalError) and "database is locked" in str(current)
+        for current in _chain(exc)
+    )
+
+
 def denied(exc: BaseException) -> str | None:
     """What the server said when `exc` (or an error it wraps, e.g. SQLAlchemy's) is a
     PostgreSQL permission error (SQLSTATE 42501: the role lacks a grant, or is not the

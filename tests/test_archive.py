@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -9,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from tests.conftest import (
     Db,
     RunCli,
     run_on_terminal,
+    subrosa_forked,
     subrosa_loading,
     subrosa_process,
     write_leaf,
@@ -250,6 +253,37 @@ def test_the_background_ingest_archives_a_killed_session_beside_the_one_that_end
     assert pending.list_pending() == []
     pending.record(str(ended), "s-1", "")  # nothing changed: nothing read again
     assert json.loads(run("ingest", "--pending", "--json").stdout)["files_read"] == 0
+
+
+def test_an_ended_session_is_archived_with_its_subagents(memory_dir: Path, run: RunCli) -> None:
+    """The SessionEnd hook's ingest archives what `subrosa ingest` of the folder would:
+    the session's transcript and its subagents' (`<session>/subagents/*.jsonl`, Claude
+    Code 2.1), which Claude Code deletes with it when it cleans old sessions up."""
+    main = _transcript("s-1.jsonl", _record("m1", "look for the quillfeather bug", session="s-1"))
+    subagents = main.with_suffix("") / "subagents"
+    subagents.mkdir(parents=True)
+    (subagents / "agent-a1.jsonl").write_text(
+        _record("a1", "the quillfeather bug is in parse.py", "assistant", session="s-1") + "\n",
+        encoding="utf-8",
+    )
+    pending.record(str(main), "s-1", str(memory_dir.parent))
+    assert run("ingest", "--pending").stdout == ""
+    shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)
+    assert [m["uuid"] for m in shown["messages"]] == ["m1", "a1"]
+    assert _ingest(run)["new_messages"] == 0  # the folder's ingest finds nothing more
+
+
+def test_show_json_says_how_many_messages_the_session_has(memory_dir: Path, run: RunCli) -> None:
+    """The text's header says how many messages the session has; --json says it too, as
+    `transcript list --json` does, also when --around shows only a few of them."""
+    _transcript("s-1.jsonl", *(_record(f"m{i}", f"message {i}") for i in range(6)))
+    _ingest(run)
+    whole = json.loads(run("transcript", "show", "s-1", "--json").stdout)
+    part = json.loads(
+        run("transcript", "show", "s-1", "--around", "m3", "--context", "1", "--json").stdout
+    )
+    assert whole["message_count"] == part["message_count"] == 6
+    assert [m["uuid"] for m in part["messages"]] == ["m2", "m3", "m4"]
 
 
 # Queries FTS5 would read as its own syntax (most of them errors there).
@@ -869,6 +903,76 @@ def test_a_busy_project_lock_skips_the_hit_not_the_search(
     assert _hits(tmp_path) == [2]
 
 
+@contextlib.contextmanager
+def _held_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The test's SQLite file held by another program's write transaction (a `sqlite3`
+    shell, a backup tool) for as long as the test runs; every subrosa connection made
+    in this process, or in a child forked from it, waits 0.2 s for it, not 30."""
+    import subrosa.db
+    import subrosa.schema
+
+    short = 200
+    pragmas = tuple(
+        f"PRAGMA busy_timeout = {short}" if p.startswith("PRAGMA busy_timeout") else p
+        for p in subrosa.schema.CONNECTION_PRAGMAS
+    )
+    monkeypatch.setattr(subrosa.schema, "CONNECTION_PRAGMAS", pragmas)
+    monkeypatch.setattr(subrosa.db, "CONNECTION_PRAGMAS", pragmas)
+    monkeypatch.setattr(subrosa.schema, "BUSY_TIMEOUT_MS", short)
+    monkeypatch.setattr(subrosa.db, "BUSY_TIMEOUT_MS", short)
+    dispose_all()
+    other = sqlite3.connect(tmp_path / "subrosa.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        dispose_all()
+
+
+@pytest.mark.engines("sqlite")  # a lock only an SQLite file has
+def test_a_database_locked_by_another_program_is_said_in_one_sentence(
+    memory_dir: Path, run: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that waited its busy timeout out says so, naming the file: exit 1, no
+    traceback, on the click commands and on the fast paths alike."""
+    _pnpm(memory_dir, run)
+    _transcript("s-2.jsonl", _record("m2", "a new message to archive", session="s-2"))
+    database = str(tmp_path / "subrosa.db")
+    with _held_database(tmp_path, monkeypatch):
+        for result in (
+            run("ingest", expect=1),  # the click command
+            run("rebuild", "--yes", expect=1),
+        ):
+            assert result.stderr.startswith(f"Error: {database}: "), result.stderr
+            assert "locked" in result.stderr and len(result.stderr.splitlines()) == 1
+        for args in (("ingest",), ("fact", "pin", "user_prefers_pnpm")):  # the fast paths
+            proc = subrosa_forked(*args)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1, err
+            assert err.startswith(f"Error: {database}: ") and len(err.splitlines()) == 1, err
+    assert run("ingest").stdout.startswith("1 new message")  # nothing was half-written
+
+
+@pytest.mark.engines("sqlite")  # a lock only an SQLite file has
+def test_a_locked_database_skips_the_hit_not_the_search(
+    memory_dir: Path, run: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a hit is the only write a search makes, and a ranking hint: while
+    another program holds the database it is skipped, as a busy project lock's is,
+    and the results are printed."""
+    _pnpm(memory_dir, run)
+    with _held_database(tmp_path, monkeypatch):
+        fast = subrosa_forked("search", "--json", "pnpm")  # the fast path
+        assert fast.returncode == 0, fast.stderr.decode()
+        assert json.loads(fast.stdout)[0]["slug"] == "user_prefers_pnpm"
+        assert _search(run, "pnpm")[0]["slug"] == "user_prefers_pnpm"  # the click command
+    assert _hits(tmp_path) == [0]
+    _search(run, "pnpm")
+    assert _hits(tmp_path) == [1]
+
+
 @pytest.mark.engines("sqlite")  # two database files, one per process
 def test_a_file_of_many_sessions_is_stored_alike_whatever_the_hash_seed(
     memory_dir: Path, tmp_path: Path
@@ -1045,6 +1149,33 @@ def test_a_limit_past_the_rerank_window_is_honoured(
     assert len(_search(run, "deploy", "--transcripts", "--limit", "25")) == 25
     assert len(_search(run, "deploy", "--transcripts", "--limit", "500")) == 40
     assert len(_search(run, "deploy", "--transcripts", "--limit", "5")) == 5
+
+
+def test_a_limit_past_the_windows_is_honoured_when_copies_fold(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copies of one text are one result, so windows of `--limit` messages can hold
+    fewer than `--limit` results while more match: the windows widen until they do
+    (RERANK, RERANK_SOME made 10 here; the newest matches are 30 copies of an error)."""
+    monkeypatch.setattr("subrosa.archive.search.RERANK", 10)
+    monkeypatch.setattr("subrosa.archive.search.RERANK_SOME", 10)
+    monkeypatch.setattr("subrosa.archive.search.RERANK_BEST", 10)
+    monkeypatch.setattr("subrosa.archive.search.SELECTIVE", 1)
+    spelled = ["".join("abcdefghij"[int(d)] for d in str(n)) for n in range(40)]
+    distinct = [_record(f"m{n}", f"{w} deploy step {w}") for n, w in enumerate(spelled)]
+    copies = [_record(f"c{n}", f"deploy failed: exit {n}") for n in range(30)]
+    _transcript("s-1.jsonl", *distinct, *copies)
+    more = [
+        _record(f"o{n}", f"{w} deploy in another session {w}", session=f"s-{n + 2}")
+        for n, w in enumerate(spelled[:12])
+    ]
+    _transcript("a.jsonl", *more)  # archived first: the copies are the newest matches
+    _ingest(run)
+    found = _search(run, "deploy", "--transcripts", "--limit", "25")
+    assert len(found) == 25
+    assert len(_search(run, "deploy", "--transcripts", "--limit", "500")) == 40 + 1 + 12
+    sessions = _search(run, "deploy", "--sessions", "--limit", "13")
+    assert len(sessions) == 13
 
 
 def test_transcripts_under_walks_as_os_walk_does(tmp_path: Path) -> None:

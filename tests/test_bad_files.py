@@ -211,6 +211,31 @@ def test_undecodable_lines_are_counted_and_the_good_files_all_ingested(
     assert again["new_messages"] == 0
 
 
+def test_a_lone_surrogate_escape_loses_only_itself(
+    memory_dir: Path, tmp_path: Path, run: RunCli
+) -> None:
+    """Node's JSON.stringify writes half of a surrogate pair (a string cut in the middle
+    of an emoji) as an escape, `\\ud83d`, which msgspec refuses: the whole record was
+    skipped as "not json". It is read with U+FFFD in that place, as bad UTF-8 is."""
+    path = tmp_path / "s8.jsonl"
+    lines = [
+        json.dumps(_record("s8", "u1", "my prompt about the wombat \ud83d")),
+        json.dumps(_record("s8", "u2", "a pair \ud83d\ude00 and a lone low \ude00 end")),
+        json.dumps(_record("s8", "u3", "a backslash then u: \\ud83d stays text")),
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="ascii")
+    done = json.loads(run("ingest", str(path), "--json").stdout)
+    assert done["new_messages"] == 3 and done["skipped"] == {}
+    assert done["repaired"] == {"half a surrogate pair, read with U+FFFD": 2}
+    shown = json.loads(run("transcript", "show", "s8", "--json").stdout)["messages"]
+    assert [m["text"] for m in shown] == [
+        "my prompt about the wombat \ufffd",
+        "a pair \U0001f600 and a lone low \ufffd end",
+        "a backslash then u: \\ud83d stays text",
+    ]
+    assert json.loads(run("search", "--json", "wombat").stdout)[0]["uuid"] == "u1"
+
+
 def test_the_last_unfinished_line_nested_deep_is_not_fatal(
     memory_dir: Path, tmp_path: Path, run: RunCli
 ) -> None:

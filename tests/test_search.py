@@ -382,3 +382,18 @@ def test_a_sessions_long_summary_is_cut_as_transcript_list_cuts_it(
     head = run("search", "lockfile", "--sessions").stdout.splitlines()[0]
     listed = run("transcript", "list").stdout.splitlines()[0]
     assert ("Long " + "S" * 75) in head and len(head) < 200 and len(listed) < 200
+
+
+def test_a_query_word_starting_with_a_dash_is_told_how_to_search_it(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """`subrosa search deploy -staging` (a Google-style exclusion) is no option: click
+    said "No such option '-s'", naming a letter the person never typed. The error
+    names the word and how to search for it."""
+    result = run("search", "--limit", "3", "deploy", "-staging", "--json", expect=2)
+    assert result.stderr.splitlines()[-1] == (
+        "Error: -staging: no option of search is named so; to search for a word that starts "
+        "with a dash, put -- before the query: subrosa search --limit 3 --json -- deploy -staging"
+    )
+    misspelt = run("search", "deploy", "--limt", "3", expect=2)  # click's own hint stays
+    assert "--limit" in misspelt.stderr

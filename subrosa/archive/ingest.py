@@ -1136,8 +1136,9 @@ def drain_pending(
     *,
     beside: bool = False,
 ) -> IngestReport | None:
-    """Ingest the transcripts of sessions that ended since (subrosa.archive.pending), or None when
-    there were none. A transcript that no longer exists is dropped from the list.
+    """Ingest the transcripts of sessions that ended since (subrosa.archive.pending), with
+    their subagents' (`<session>/subagents/*.jsonl`), or None when there were none. A
+    transcript that no longer exists is dropped from the list.
 
     A transcript outside `<claude root>/projects/` joins the project of the session's
     own working directory (recorded by the hook), not the one this command runs in:
@@ -1168,7 +1169,11 @@ def drain_pending(
             sessions_key(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else default_project
         )
         if path.is_file():
-            ingester.ingest([Source(str(path), project_of(path, default, env))])
+            project = project_of(path, default, env)
+            # Its subagents' transcripts too, as the folder's ingest reads them (the
+            # session's file, then its folder): Claude Code deletes them with it.
+            own = [str(path), *transcripts_under(path.with_suffix(""))]
+            ingester.ingest([Source(file, project) for file in own])
             folder = os.path.dirname(os.path.abspath(path))
             if beside and os.path.dirname(folder) + os.sep == projects:
                 folders.add(folder)

@@ -90,6 +90,9 @@ RERANK_BEST = 200
 # The second tier ranks this many of the messages holding some units, those holding the
 # rarest (by the sum of the idf of the units each holds; ties: the newest).
 RERANK_SOME = 300
+# Windows of `limit` messages may make fewer results (copies fold into one, a session's
+# messages into one with --sessions): they widen to this many times `limit` at most.
+WIDEN = 8
 BM25_K1, BM25_B = 1.2, 0.75
 # A match by another form than the one typed ("costs" for "cost", "pre commit" for
 # "precommit") counts this much of an exact one: the exact form ranks first.
@@ -1308,6 +1311,35 @@ def _ranked(
     return hits + apart, texts, shown
 
 
+def _widening(
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    filters: Filters,
+    enough: Callable[[list[Hit], dict[int, Row]], bool],
+    cache: Cache | None,
+    limit: int,
+    counted: Callable[[list[Hit], dict[int, Row]], int],
+) -> tuple[list[Hit], dict[int, Row], list[Stats]]:
+    """_ranked(), its windows widened while the results its messages make (`counted`:
+    copies of one text are one, a session's messages one) are fewer than `limit` and
+    the windows were full: `--limit N` gives N results when N match. Twice as wide
+    each time, past RERANK_SOME at once (narrower windows change nothing), up to
+    WIDEN times `limit` (or RERANK) messages; at `limit` 10 that is one more round at
+    most, and only when the windows' messages made fewer than 10 results."""
+    cache = {} if cache is None else cache
+    want = limit
+    ranked = _ranked(conn, units, filters, enough, cache, want)
+    while counted(ranked[0], ranked[1]) < limit and len(ranked[0]) >= want:
+        wider = max(2 * want, 2 * RERANK_SOME)
+        if wider > max(RERANK, WIDEN * limit):
+            break
+        again = _ranked(conn, units, filters, enough, cache, wider)
+        if len(again[0]) <= len(ranked[0]):
+            break  # no more messages match
+        want, ranked = wider, again
+    return ranked
+
+
 def _as_typed_first(stats: list[Stats]) -> list[Stats]:
     """The stats with a misspelt word's (Unit.read) idf no higher than that of any
     word of the query the archive holds as typed: a text holding the reading of a
@@ -1494,7 +1526,10 @@ def search_messages(
     def enough(hits: list[Hit], texts: dict[int, Row]) -> bool:
         return len(collapse(hits, texts, limit, count_all=False, keys=keys)) >= limit
 
-    hits, texts, shown = _ranked(conn, units, filters, enough, cache, limit)
+    def counted(hits: list[Hit], texts: dict[int, Row]) -> int:
+        return len(collapse(hits, texts, limit, count_all=False, keys=keys))
+
+    hits, texts, shown = _widening(conn, units, filters, enough, cache, limit, counted)
     groups = collapse(hits, texts, limit, keys=keys)
     details = _details(conn, [rowid for group in groups for rowid in group.copies])
     pattern = _pattern(shown)
@@ -1543,7 +1578,10 @@ def search_sessions(
     def enough(hits: list[Hit], _texts: dict[int, Row]) -> bool:
         return len(_by_session(conn, hits)) >= limit
 
-    hits, texts, shown = _ranked(conn, units, filters, enough, cache, limit)
+    def counted(hits: list[Hit], _texts: dict[int, Row]) -> int:
+        return len(_by_session(conn, hits))
+
+    hits, texts, shown = _widening(conn, units, filters, enough, cache, limit, counted)
     sessions = _by_session(conn, hits)[:limit]
     details = _details(conn, [group.hit.rowid for group in sessions])
     pattern = _pattern(shown)

@@ -22,6 +22,7 @@ JSON, so an escaped quote cannot hide a secret.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -809,12 +810,12 @@ def _parse_line(
         if line.startswith(_BOM):  # an editor's byte order mark before the first line
             _parse_line(line[len(_BOM) :], default_session, tool_result_chars, parsed, clean, own)
             return
+        mended = _without_half_pairs(line)
+        if mended is not None:
+            parsed.repaired["half a surrogate pair, read with U+FFFD"] += 1
+            _parse_line(mended, default_session, tool_result_chars, parsed, clean, own)
+            return
         if _is_utf8(line):
-            fixed = _without_lone_surrogates(line)
-            if fixed is not None:
-                parsed.repaired["a lone UTF-16 surrogate, read as U+FFFD"] += 1
-                _parse_line(fixed, default_session, tool_result_chars, parsed, clean, own)
-                return
             record = _after_torn(line)
             parsed.skipped["torn line" if record else "not json"] += 1
             if record:  # the record written after a line a crash cut short
@@ -854,6 +855,36 @@ def _parse_line(
 
 
 _BOM = b"\xef\xbb\xbf"
+# An escaped UTF-16 surrogate (`\ud83d`): Node's JSON.stringify writes half of a pair so,
+# a string cut in the middle of an emoji; msgspec refuses the line.
+_SURROGATE_ESCAPE = compile_lazily(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _without_half_pairs(line: bytes) -> bytes | None:
+    """The line with each half of a surrogate pair (escaped, `\ud83d` alone) read as
+    U+FFFD, the rest as it was; None when it holds none, or is no JSON for another
+    reason. Python's json reads such an escape as a lone surrogate, which no text
+    can be stored with."""
+    if _SURROGATE_ESCAPE.search(line) is None:
+        return None
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return json.dumps(_mend_halves(value), ensure_ascii=False).encode("utf-8", "replace")
+
+
+def _mend_halves(value: object) -> object:
+    """`value` (decoded JSON) with every lone surrogate in its strings made U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_mend_halves(item) for item in value]
+    if isinstance(value, dict):
+        return {_mend_halves(k): _mend_halves(v) for k, v in value.items()}
+    return value
+
+
 # How many places _after_torn() tries, from the line's end: a record's nested objects
 # come before its own start, each tried in vain (they end before the record's `}`).
 TORN_TRIES = 64
@@ -877,40 +908,6 @@ def _after_torn(line: bytes) -> bytes | None:
             continue
         return line[at:] if isinstance(value, dict) and isinstance(value.get("type"), str) else None
     return None
-
-
-_SURROGATE = compile_lazily("[\ud800-\udfff]")
-
-
-def _without_lone_surrogates(line: bytes) -> bytes | None:
-    """The line with each lone UTF-16 surrogate escape (`\\ud83d` without its other
-    half: JavaScript's JSON.stringify writes a string sliced inside an emoji so) as
-    U+FFFD; None when it holds none, or is not JSON for another reason. msgspec refuses
-    such a line whole; the standard library's json reads it (pairs it joins)."""
-    if b"\\ud" not in line and b"\\uD" not in line:
-        return None
-    import json
-
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    found = False
-
-    def mend(value: Any) -> Any:
-        nonlocal found
-        if isinstance(value, str):
-            mended = _SURROGATE.sub("\ufffd", value)
-            found = found or mended != value
-            return mended
-        if isinstance(value, list):
-            return [mend(item) for item in value]
-        if isinstance(value, dict):
-            return {mend(key): mend(item) for key, item in value.items()}
-        return value
-
-    mended = mend(record)
-    return json.dumps(mended, ensure_ascii=False).encode("utf-8") if found else None
 
 
 def _is_utf8(line: bytes) -> bool:

@@ -101,7 +101,25 @@ def error_of(exc: BaseException, db_url: Callable[[], str] | None = None) -> tup
 
             url = db_url()
             return str(DatabaseUnreadable(sqlite_path(url) or url, damage)), 2
+    if isinstance(exc, Exception):
+        from subrosa.errors import busy
+
+        if busy(exc):
+            return _locked(db_url() if db_url is not None else None), 1
     return None
+
+
+def _locked(url: str | None) -> str:
+    """The sentence for an SQLite file another connection kept locked past the busy
+    timeout (a `sqlite3` shell or a backup tool in a transaction, a long write)."""
+    from subrosa.paths import sqlite_path
+    from subrosa.schema import BUSY_TIMEOUT_MS
+
+    where = (sqlite_path(url) or url) if url is not None else "the database"
+    return (
+        f"{where}: another program kept the database locked for {BUSY_TIMEOUT_MS / 1000:g} s "
+        "(database is locked); run the command again once it has finished."
+    )
 
 
 def show_error(message: str) -> None:

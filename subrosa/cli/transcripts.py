@@ -181,7 +181,7 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
             reindex_progress=progress,
         )
     if as_json:
-        details = {key: shown.details[key] for key in DETAIL_KEYS}
+        details = {key: shown.details[key] for key in (*DETAIL_KEYS, "message_count")}
         print_json({"session_id": shown.session_id, **details, "messages": shown.messages})
         return
     click.echo(render_conversation(shown.session_id, shown.details, shown.messages))
@@ -190,7 +190,48 @@ def show(app: AppContext, session: str, around: str | None, context: int, as_jso
 # ---------------------------------------------------------------- search
 
 
-@click.command()
+class _SearchCommand(click.Command):
+    """`search`, whose query words may start with a dash (`-staging`): click would say
+    "No such option '-s'", a letter nobody typed; this names the word and the `--`
+    that makes it a query word. A mistyped long option keeps click's own hint."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # click's parser consumes the list it is handed
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            name = exc.option_name
+            head = given[: given.index("--")] if "--" in given else given
+            word = next((a for a in head if a.startswith(name) and not a.startswith("--")), None)
+            if word is None:
+                raise
+            raise click.UsageError(
+                f"{word}: no option of search is named so; to search for a word that starts "
+                f"with a dash, put -- before the query: {_with_dashes(head)}",
+                ctx,
+            ) from None
+
+
+def _with_dashes(args: list[str]) -> str:
+    """`subrosa search ARGS` with its options first, then `--` and the query words."""
+    import shlex
+
+    takes_value = {o.name for o in SEARCH_OPTIONS if o.kind != "flag"}
+    options: list[str] = []
+    words: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        name = arg.partition("=")[0]
+        if arg.startswith("--") and name in {o.name for o in SEARCH_OPTIONS}:
+            options.append(arg)
+            if name in takes_value and "=" not in arg:
+                options.append(next(rest, ""))
+        else:
+            words.append(arg)
+    return shlex.join(["subrosa", "search", *options, "--", *words])
+
+
+@click.command(cls=_SearchCommand)
 @click.argument("query", nargs=-1, required=True)
 @click_options(SEARCH_OPTIONS)  # the fast path (subrosa.cli.fastsearch) reads them too
 @pass_app

@@ -8,7 +8,8 @@ Hits are a write to the facts, so, like every other change to them, they are mad
 under the project lock of each fact's project (the memory dir's `.subrosa/lock`,
 the lock of subrosa.memory.project.Project), one short transaction per project. A
 hit is a ranking hint, not something a user would miss, and search must not wait
-behind a `generate`: when the lock stays busy for HIT_LOCK_TIMEOUT_S, or the memory
+behind a `generate`: when the lock stays busy for HIT_LOCK_TIMEOUT_S, the database
+file's write lock for HIT_BUSY_TIMEOUT_MS (another program's transaction), or the memory
 dir is gone or cannot be written, that project's hits are skipped, silently. A
 search never creates a memory dir's `.subrosa/`.
 
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 
-from subrosa.errors import InvalidInput, LockTimeout, denied
+from subrosa.errors import InvalidInput, LockTimeout, busy, denied
 from subrosa.fold import fold_text
 from subrosa.fsutil import file_lock, held_here
 from subrosa.memory.marker import LOCK_FILE
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
 
 # The lock file of subrosa.memory.project.Project.lock, in the memory dir's state dir.
 HIT_LOCK_TIMEOUT_S = 0.05
+# How long a hit waits for the SQLite file's write lock (an ingest's transaction, another
+# program's): a search answers without its hits rather than wait longer.
+HIT_BUSY_TIMEOUT_MS = 1000
 # A fact's fields, as weighted by the ranking (a match in the title counts most).
 FIELDS = ("title", "description", "hook", "body")
 WEIGHTS = (10.0, 5.0, 5.0, 1.0)
@@ -291,7 +295,12 @@ def record_hits(conn: sqlite3.Connection, hits: list[tuple[int, str]]) -> None:
 
 def _bump(conn: sqlite3.Connection, fact_ids: list[int], now: str) -> None:
     marks = ",".join("?" * len(fact_ids))
-    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _begin_hit(conn)
+    except sqlite3.OperationalError as exc:
+        if busy(exc):
+            return  # another program holds the database: the hint is skipped, not the search
+        raise
     try:
         conn.execute(
             f"UPDATE facts SET hits = hits + 1, last_hit_at = ? WHERE id IN ({marks})",
@@ -303,6 +312,20 @@ def _bump(conn: sqlite3.Connection, fact_ids: list[int], now: str) -> None:
             return  # a reader's role on a team server (docs/team.md): it counts no hits
         raise
     conn.execute("COMMIT")
+
+
+def _begin_hit(conn: sqlite3.Connection) -> None:
+    """BEGIN IMMEDIATE, waiting for the SQLite file's write lock HIT_BUSY_TIMEOUT_MS at
+    most (not the 30 s of other writes: a hit is not worth a search's wait)."""
+    if not isinstance(conn, sqlite3.Connection):
+        conn.execute("BEGIN IMMEDIATE")  # a server: no file lock to wait for
+        return
+    (waits,) = conn.execute("PRAGMA busy_timeout").fetchone()
+    conn.execute(f"PRAGMA busy_timeout = {min(int(waits), HIT_BUSY_TIMEOUT_MS)}")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
 
 
 def _under_project_lock(project: str, write: Callable[[], None]) -> bool:
