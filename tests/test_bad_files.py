@@ -259,7 +259,7 @@ def test_a_lone_surrogate_a_program_sent_is_read_with_u_fffd(
     path.write_text("\n".join(lines) + "\n", encoding="ascii")
     done = json.loads(run("ingest", str(path), "--json").stdout)
     assert done["skipped"] == {} and done["new_messages"] == 2
-    assert done["repaired"] == {"a lone UTF-16 surrogate, read as U+FFFD": 2}
+    assert done["repaired"] == {"half a surrogate pair, read with U+FFFD": 2}
     shown = json.loads(run("transcript", "show", "s1", "--json").stdout)
     assert [m["text"] for m in shown["messages"]] == [
         text.replace("\ud83d", "\ufffd"),
