@@ -540,3 +540,160 @@ def test_install_in_a_subfolder_says_sessions_started_there_do_not_run_the_hooks
     assert "started in" not in run("install", "--scope", "local").stderr
     monkeypatch.chdir(project)
     assert "started in" not in run("install").stderr
+
+
+# --- Claude Code's auto memory pointed at the project's .claude/memory -------------------
+
+
+@pytest.fixture
+def team_memory(project: Path) -> Path:
+    """A project that keeps its memory in the repository (docs/team.md, step 5)."""
+    memory = project / ".claude" / "memory"
+    memory.mkdir(parents=True)
+    return memory
+
+
+def _local(project: Path) -> Path:
+    return project / ".claude" / "settings.local.json"
+
+
+def test_install_points_claude_codes_auto_memory_at_the_projects_memory_dir(
+    project: Path, team_memory: Path, run: RunCli
+) -> None:
+    """Claude Code's own memory ("remember X") goes to its auto-memory dir, which
+    subrosa never sees: install names .claude/memory in settings.local.json (a path of
+    this machine: never settings.json), keeping the file's keys and style, and uninstall
+    gives the file back byte for byte."""
+    local = _local(project)
+    original = '{\n    "model": "opus"\n}'  # four spaces, no final newline: kept
+    local.write_text(original)
+    out = run("install").stdout
+    assert f"updated {local}" in out and f"+ autoMemoryDirectory: {team_memory}" in out
+    assert local.read_text() == (
+        f'{{\n    "model": "opus",\n    "autoMemoryDirectory": {json.dumps(str(team_memory))}\n}}'
+    )
+    assert "autoMemoryDirectory" not in (project / ".claude" / "settings.json").read_text()
+    from subrosa.claude.hooks import index_not_loaded_because
+
+    # Claude Code now loads the index itself, so SessionStart injects none: one copy.
+    assert index_not_loaded_because(str(team_memory), str(project)) is None
+    assert "nothing to change" in run("install").stdout
+
+    out = run("install", "--uninstall").stdout
+    assert "- autoMemoryDirectory" in out
+    assert local.read_text() == original
+    assert not (project / ".claude" / "settings.json").exists()
+
+
+def test_a_settings_local_json_install_created_goes_with_uninstall(
+    project: Path, team_memory: Path, run: RunCli
+) -> None:
+    run("install")
+    assert json.loads(_local(project).read_text()) == {"autoMemoryDirectory": str(team_memory)}
+    run("install", "--uninstall")
+    assert not _local(project).exists()
+    assert sorted(p.name for p in (project / ".claude").iterdir()) == ["memory"]
+
+
+def test_the_local_scope_writes_hooks_and_the_memory_dir_into_one_file(
+    project: Path, team_memory: Path, run: RunCli
+) -> None:
+    out = run("install", "--scope", "local").stdout
+    data = json.loads(_local(project).read_text())
+    assert set(data["hooks"]) == set(EVENTS) and data["autoMemoryDirectory"] == str(team_memory)
+    assert out.count(f"+ autoMemoryDirectory: {team_memory}") == 1
+    run("install", "--scope", "local", "--uninstall")
+    assert not _local(project).exists()
+
+
+def test_uninstall_of_the_project_scope_leaves_the_local_scopes_hooks(
+    project: Path, team_memory: Path, run: RunCli
+) -> None:
+    """Both scopes installed: each uninstall takes out its own part of the file."""
+    run("install", "--scope", "local")
+    run("install")
+    run("install", "--uninstall")
+    data = json.loads(_local(project).read_text())
+    assert set(data["hooks"]) == set(EVENTS) and "autoMemoryDirectory" not in data
+    run("install", "--scope", "local", "--uninstall")
+    assert not _local(project).exists()
+
+
+def test_uninstall_after_an_edit_takes_out_only_the_setting_install_added(
+    project: Path, team_memory: Path, run: RunCli
+) -> None:
+    local = _local(project)
+    local.write_text('{"model": "opus"}\n')
+    run("install")
+    edited = json.loads(local.read_text())
+    edited["env"] = {"A": "1"}
+    local.write_text(json.dumps(edited) + "\n")
+    run("install", "--uninstall")
+    assert json.loads(local.read_text()) == {"model": "opus", "env": {"A": "1"}}
+
+
+def test_dry_run_shows_the_memory_setting_and_writes_nothing(
+    project: Path, team_memory: Path, run: RunCli, isolated_env: Path
+) -> None:
+    around = _everything_under(isolated_env.parent)
+    out = run("install", "--dry-run").stdout
+    assert f"would update {_local(project)}" in out
+    assert f"+ autoMemoryDirectory: {team_memory}" in out
+    assert _everything_under(isolated_env.parent) == around
+
+
+@pytest.mark.parametrize("where", ["user", "project", "local"])
+def test_an_auto_memory_dir_set_elsewhere_is_left_with_one_warning(
+    project: Path, team_memory: Path, run: RunCli, where: str
+) -> None:
+    """Someone chose where Claude Code's memory goes: install does not move it, and
+    says in one line that Claude Code's own memory writes do not reach subrosa's."""
+    path = {
+        "user": Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        "project": project / ".claude" / "settings.json",
+        "local": _local(project),
+    }[where]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"autoMemoryDirectory": "~/notes"}\n')
+    result = run("install", "--scope", "local" if where == "project" else "project")
+    assert "autoMemoryDirectory" not in result.stdout
+    lines = [line for line in result.stderr.splitlines() if "autoMemoryDirectory" in line]
+    assert len(lines) == 1, result.stderr
+    assert str(path) in lines[0] and "~/notes" in lines[0] and str(team_memory) in lines[0]
+    data = [json.loads(p.read_text()) for p in project.joinpath(".claude").glob("*.json")]
+    assert sum("autoMemoryDirectory" in d for d in data) == (where != "user")
+
+
+def test_an_auto_memory_dir_already_set_to_the_memory_dir_is_left(
+    project: Path, team_memory: Path, run: RunCli
+) -> None:
+    user = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"autoMemoryDirectory": str(team_memory)}))
+    result = run("install")
+    assert "autoMemoryDirectory" not in result.stdout + result.stderr
+    assert not _local(project).exists()
+
+
+def test_the_user_scope_and_a_private_memory_dir_set_no_auto_memory_dir(
+    project: Path, run: RunCli, isolated_env: Path
+) -> None:
+    run("install")  # no .claude/memory: the memory dir is Claude Code's own already
+    assert not _local(project).exists()
+    (project / ".claude" / "memory").mkdir()
+    run("install", "--scope", "user")  # every project's: cannot name this one's folder
+    assert not _local(project).exists()
+    user = json.loads((Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json").read_text())
+    assert "autoMemoryDirectory" not in user
+
+
+def test_a_read_only_settings_local_json_is_refused_untouched(
+    project: Path, team_memory: Path, run: RunCli, isolated_env: Path
+) -> None:
+    local = _local(project)
+    local.write_text('{"model": "opus"}\n')
+    local.chmod(0o444)
+    around = _everything_under(isolated_env.parent)
+    result = run("install", expect=2)
+    assert str(local) in result.stderr and "read-only" in result.stderr
+    assert _everything_under(isolated_env.parent) == around

@@ -394,15 +394,10 @@ def _claude_settings(project_dir: str) -> list[dict[str, Any]]:
     ]
 
 
-def _same_dir(a: str, b: str) -> bool:
-    try:
-        return resolved(a) == resolved(b)
-    except OSError:
-        return absolute(a) == absolute(b)
-
-
-def index_not_loaded_because(memory_dir: str, cwd: str | None) -> str | None:
-    """Why Claude Code will not load this MEMORY.md by itself, or None when it will."""
+def auto_memory_target(cwd: str | None) -> tuple[str | None, str]:
+    """Where Claude Code's auto memory goes for a session started in `cwd` (its own
+    memory writes, and the MEMORY.md it loads), and from what: (the dir, "") or, when
+    auto memory is off, (None, why)."""
     project_dir = os.environ.get("CLAUDE_PROJECT_DIR") or cwd
     if os.environ.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "").strip().lower() in (
         "1",
@@ -410,7 +405,7 @@ def index_not_loaded_because(memory_dir: str, cwd: str | None) -> str | None:
         "yes",
         "on",
     ):
-        return "auto memory is off: CLAUDE_CODE_DISABLE_AUTO_MEMORY is set"
+        return None, "auto memory is off: CLAUDE_CODE_DISABLE_AUTO_MEMORY is set"
     enabled: object = True
     configured_dir: object = None
     # Claude Code reads project settings where it was started: CLAUDE_PROJECT_DIR, else
@@ -420,12 +415,26 @@ def index_not_loaded_because(memory_dir: str, cwd: str | None) -> str | None:
         enabled = settings.get("autoMemoryEnabled", enabled)
         configured_dir = settings.get("autoMemoryDirectory", configured_dir)
     if enabled is False:
-        return "auto memory is off: autoMemoryEnabled is false in settings.json"
+        return None, "auto memory is off: autoMemoryEnabled is false in settings.json"
     if isinstance(configured_dir, str) and configured_dir:
-        auto_dir = expand_user(configured_dir)
-    else:
-        auto_dir = auto_memory_dir(project_dir)
-    if not _same_dir(memory_dir, auto_dir):
+        return expand_user(configured_dir), "autoMemoryDirectory"
+    return auto_memory_dir(project_dir), ""
+
+
+def same_dir(a: str, b: str) -> bool:
+    """Whether two paths name one folder (links resolved when they can be)."""
+    try:
+        return resolved(a) == resolved(b)
+    except OSError:
+        return absolute(a) == absolute(b)
+
+
+def index_not_loaded_because(memory_dir: str, cwd: str | None) -> str | None:
+    """Why Claude Code will not load this MEMORY.md by itself, or None when it will."""
+    auto_dir, off = auto_memory_target(cwd)
+    if auto_dir is None:
+        return off
+    if not same_dir(memory_dir, auto_dir):
         # The value comes from a repository's .claude/settings.json: it is shown to
         # the agent, so it is sanitized like any text subrosa did not write.
         from subrosa.text import sanitize_line

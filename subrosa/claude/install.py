@@ -500,7 +500,113 @@ def _skill_copies(skills_path: Path) -> list[tuple[Path, Path, str, bool | None]
     return copies
 
 
+# --- Claude Code's auto memory (autoMemoryDirectory) ---------------------------------
+#
+# Claude Code keeps its own memory ("remember X", and the MEMORY.md it loads) in its
+# auto-memory dir under ~/.claude/projects/. A project that keeps its memory in the
+# repository (.claude/memory) would then have two, and subrosa would never see what
+# Claude Code writes. `autoMemoryDirectory` points Claude Code at .claude/memory; being
+# an absolute path of this machine, it goes in settings.local.json, never the shared
+# settings.json.
+
+AUTO_MEMORY = "autoMemoryDirectory"
+
+
+def wanted_auto_memory_dir(memory_dir: Path, project: Path) -> str | None:
+    """The `autoMemoryDirectory` install writes for `memory_dir`: its absolute path when
+    it is the project's own `.claude/memory` (in the tree, or the one a worktree
+    shares), else None (another folder is no project's to name)."""
+    from subrosa.claude.hooks import same_dir
+    from subrosa.paths import project_memory_dir
+
+    here = str(memory_dir.absolute())
+    shared = project_memory_dir(project)
+    if same_dir(here, str(project / ".claude" / "memory")) or (
+        shared is not None and same_dir(here, shared)
+    ):
+        return here
+    return None
+
+
+def plan_auto_memory(memory_dir: Path, project: Path) -> tuple[str | None, str | None]:
+    """What install does about `autoMemoryDirectory` for the project: the value to
+    write into its settings.local.json (None: nothing to write), and a warning when a
+    settings file already sends Claude Code's memory to another folder (left as set)."""
+    from subrosa.claude.hooks import same_dir
+    from subrosa.claude.settings import auto_memory_setting
+    from subrosa.paths import expand_user
+
+    wanted = wanted_auto_memory_dir(memory_dir, project)
+    if wanted is None:
+        return None, None
+    found = auto_memory_setting(str(project))
+    if found is None:
+        return wanted, None
+    value, where = found
+    local = project / ".claude" / "settings.local.json"
+    if same_dir(expand_user(value), wanted):
+        return None, None  # as it should be, however it is spelled
+    record = _read_record(local)
+    if Path(where) == local and record is not None and record.get("automemory") == value:
+        return wanted, None  # ours, from an earlier install: moved with the memory dir
+    return None, (
+        f"{where} sets {AUTO_MEMORY} to {value}, not to the memory dir {wanted}: Claude "
+        "Code's own memory writes go there, not to subrosa's memory dir (left as it is; "
+        f"set it to {wanted}, or remove it and run `subrosa install` again)."
+    )
+
+
+def merge_auto_memory(data: dict[str, Any], value: str) -> tuple[dict[str, Any], list[str]]:
+    """`data` with `autoMemoryDirectory` set to `value` (added at the end); the change."""
+    current = data.get(AUTO_MEMORY)
+    if current == value:
+        return data, [f"= {AUTO_MEMORY}: {value} (already there)"]
+    return {**data, AUTO_MEMORY: value}, [f"{'~' if current else '+'} {AUTO_MEMORY}: {value}"]
+
+
+def _without_recorded_auto_memory(
+    data: dict[str, Any], record: dict[str, Any] | None
+) -> tuple[dict[str, Any], str | None]:
+    """`data` without the `autoMemoryDirectory` install wrote (its record says which
+    value; one a person changed since is theirs), and that value (None: not there)."""
+    ours = record.get("automemory") if record is not None else None
+    if not isinstance(ours, str) or data.get(AUTO_MEMORY) != ours:
+        return data, None
+    return {key: value for key, value in data.items() if key != AUTO_MEMORY}, ours
+
+
 # --- the plan --------------------------------------------------------------------------
+
+
+@dataclass
+class SettingsEdit:
+    """What install or uninstall does to one settings file, and the install record it
+    keeps for it (the same record for every scope that writes the file)."""
+
+    path: Path
+    changes: list[str] = field(default_factory=list)
+    write: bool = False
+    text: str | None = None  # the file's new content (None: delete it)
+    record: dict[str, Any] | None = None  # the install record to write (None: delete it)
+
+    def apply(self) -> None:
+        if not self.write:
+            return
+        record_path = _record_path(self.path)
+        if self.record is not None:
+            make_private_dir(record_path.parent.parent)  # the data dir: 0700
+            make_private_dir(record_path.parent)
+            atomic_write_text(record_path, json.dumps(self.record) + "\n", mode=0o600)
+        if self.text is None:
+            self.path.unlink(missing_ok=True)
+        else:
+            # A settings.json kept in a dotfiles repo is often a symlink: write
+            # through it, or the rename would replace the link with a copy.
+            real = self.path.resolve() if self.path.is_symlink() else self.path
+            real.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(real, self.text)
+        if self.record is None:
+            record_path.unlink(missing_ok=True)
 
 
 @dataclass
@@ -508,39 +614,25 @@ class Plan:
     """What install or uninstall will do; `apply` does it."""
 
     target: Target
-    settings_text: str | None = None  # the new settings.json (None: delete it)
-    settings_changes: list[str] = field(default_factory=list)
-    write_settings: bool = False
-    record: dict[str, Any] | None = None  # the install record to write (None: delete it)
+    # The scope's settings file first; then, for the project scope, the project's
+    # settings.local.json when `autoMemoryDirectory` goes there.
+    files: list[SettingsEdit] = field(default_factory=list)
     copies: list[tuple[Path, Path]] = field(default_factory=list)
     removals: list[Path] = field(default_factory=list)
     skill_changes: list[str] = field(default_factory=list)
     memory_dir: Path | None = None  # a memory dir to create (install, first time)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return self.write_settings or bool(self.copies or self.removals or self.memory_dir)
+        written = any(edit.write for edit in self.files)
+        return written or bool(self.copies or self.removals or self.memory_dir)
 
     def apply(self) -> None:
         if self.memory_dir is not None:
             self.memory_dir.mkdir(parents=True, exist_ok=True)
-        path = self.target.settings_path
-        if self.write_settings:
-            record_path = _record_path(path)
-            if self.record is not None:
-                make_private_dir(record_path.parent.parent)  # the data dir: 0700
-                make_private_dir(record_path.parent)
-                atomic_write_text(record_path, json.dumps(self.record) + "\n", mode=0o600)
-            if self.settings_text is None:
-                path.unlink(missing_ok=True)
-            else:
-                # A settings.json kept in a dotfiles repo is often a symlink: write
-                # through it, or the rename would replace the link with a copy.
-                real = path.resolve() if path.is_symlink() else path
-                real.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(real, self.settings_text)
-            if self.record is None:
-                record_path.unlink(missing_ok=True)
+        for edit in self.files:
+            edit.apply()
         for source, destination in self.copies:
             destination.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(destination, source.read_bytes(), mode=source.stat().st_mode & 0o777)
@@ -559,43 +651,110 @@ def _remove_empty_dirs(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
+def _merge_into(
+    path: Path,
+    runner: Runner | None,
+    auto_memory: str | None,
+) -> SettingsEdit:
+    """Install into the settings file at `path`: subrosa's hooks (`runner` None: none)
+    and `autoMemoryDirectory` (None: none), with the record uninstall needs."""
+    edit = SettingsEdit(path)
+    text, data = read_settings(path)
+    merged = data
+    if runner is not None:
+        merged, edit.changes = merge_hooks(merged, runner)
+    if auto_memory is not None:
+        merged, changes = merge_auto_memory(merged, auto_memory)
+        edit.changes += changes
+    if merged == data and text is not None:
+        return edit
+    refuse_read_only(path)
+    edit.write = True
+    edit.text = render_settings(merged, like=text)
+    record = _read_record(path)
+    keep_original = record is not None and _installed(record, text)
+    removed, hooks_there = remove_hooks(data)
+    removed, memory_there = _without_recorded_auto_memory(removed, record)
+    ours_there = bool(hooks_there) or memory_there is not None
+    edit.record = {
+        "settings_path": str(path),
+        "installed": edit.text,
+        "created": sorted(
+            list(keys)
+            for keys in _created(
+                record if keep_original or ours_there else None,
+                data,
+                merged,
+                removed,
+                _hook_containers(),
+            )
+        ),
+    }
+    if record is not None and keep_original:
+        if "original" in record:
+            edit.record["original"] = record["original"]
+    elif not ours_there:
+        # Bytes to give back on uninstall; not a file that holds our entries already
+        # (edited since an install, or from one whose record is lost): uninstall
+        # then takes ours out of what is there.
+        edit.record["original"] = text
+    ours = auto_memory or memory_there
+    if ours is not None and merged.get(AUTO_MEMORY) == ours:
+        edit.record["automemory"] = ours
+    return edit
+
+
+def _take_out_of(path: Path, hooks: bool) -> SettingsEdit:
+    """Uninstall from the settings file at `path`: subrosa's hooks (when `hooks`) and
+    the `autoMemoryDirectory` install wrote. The file gets its content from before the
+    first install back when nobody changed it since and nothing of ours stays in it."""
+    edit = SettingsEdit(path)
+    text, data = read_settings(path)
+    record = _read_record(path)
+    cleaned = data
+    if hooks:
+        cleaned, edit.changes = remove_hooks(data, _recorded_containers(record))
+    cleaned, memory = _without_recorded_auto_memory(cleaned, record)
+    if memory is not None:
+        edit.changes.append(f"- {AUTO_MEMORY}: {memory}")
+    hooks_stay = not hooks and bool(remove_hooks(cleaned)[1])  # another scope's
+    untouched = record is not None and _installed(record, text)
+    restore = untouched and text is not None and "original" in (record or {})
+    if restore and not hooks_stay and record is not None:
+        # Untouched since install: give back the original bytes (or no file at all).
+        original = record.get("original")
+        edit.write = True
+        edit.text = original if isinstance(original, str) else None
+        if not edit.changes:
+            edit.changes = ["- the subrosa hooks"]
+    if not edit.write and edit.changes:
+        edit.write = True
+        edit.text = render_settings(cleaned, like=text)
+        if hooks_stay and record is not None:  # the other scope's uninstall needs it
+            edit.record = {**record, "installed": edit.text}
+            edit.record.pop("automemory", None)
+    if edit.write:
+        refuse_read_only(path)
+    return edit
+
+
 def plan_install(target: Target, runner: Runner = PLUGIN, memory_dir: Path | None = None) -> Plan:
     """Install into `target`; create `memory_dir` when it does not exist yet, so the
-    first session has somewhere to keep its leaves."""
+    first session has somewhere to keep its leaves. When `memory_dir` is the project's
+    `.claude/memory`, point Claude Code's auto memory at it too (settings.local.json)."""
     plan = Plan(
         target, memory_dir=None if memory_dir is None or memory_dir.is_dir() else memory_dir
     )
-    text, data = read_settings(target.settings_path)
-    merged, plan.settings_changes = merge_hooks(data, runner)
-    if merged != data or text is None:
-        refuse_read_only(target.settings_path)
-        plan.write_settings = True
-        plan.settings_text = render_settings(merged, like=text)
-        record = _read_record(target.settings_path)
-        keep_original = record is not None and _parsed(record["installed"]) == _parsed(text)
-        removed, ours_there = remove_hooks(data)
-        plan.record = {
-            "settings_path": str(target.settings_path),
-            "installed": plan.settings_text,
-            "created": sorted(
-                list(keys)
-                for keys in _created(
-                    record if keep_original or ours_there else None,
-                    data,
-                    merged,
-                    removed,
-                    _hook_containers(),
-                )
-            ),
-        }
-        if record is not None and keep_original:
-            if "original" in record:
-                plan.record["original"] = record["original"]
-        elif not ours_there:
-            # Bytes to give back on uninstall; not a file that holds our hooks already
-            # (edited since an install, or from one whose record is lost): uninstall
-            # then takes ours out of what is there.
-            plan.record["original"] = text
+    auto_memory = None
+    if memory_dir is not None and target.scope != "user":
+        auto_memory, warning = plan_auto_memory(memory_dir, target.settings_path.parent.parent)
+        if warning is not None:
+            plan.warnings.append(warning)
+    local = target.settings_path.with_name("settings.local.json")
+    same_file = target.scope == "local"
+    plan.files.append(_merge_into(target.settings_path, runner, auto_memory if same_file else None))
+    if auto_memory is not None and not same_file:
+        plan.files.append(_merge_into(local, None, auto_memory))
     for source, destination, name, same in _skill_copies(target.skills_path):
         if not same:
             plan.copies.append((source, destination))
@@ -605,23 +764,14 @@ def plan_install(target: Target, runner: Runner = PLUGIN, memory_dir: Path | Non
 
 
 def plan_uninstall(target: Target) -> Plan:
+    """Take out what install put into `target`; for the project scope, also the
+    `autoMemoryDirectory` it put into settings.local.json."""
     plan = Plan(target)
-    text, data = read_settings(target.settings_path)
-    record = _read_record(target.settings_path)
-    cleaned, plan.settings_changes = remove_hooks(data, _recorded_containers(record))
-    untouched = record is not None and _parsed(record["installed"]) == _parsed(text)
-    if record is not None and text is not None and untouched and "original" in record:
-        # Untouched since install: give back the original bytes (or no file at all).
-        original = record.get("original")
-        plan.write_settings = True
-        plan.settings_text = original if isinstance(original, str) else None
-        if not plan.settings_changes:
-            plan.settings_changes = ["- the subrosa hooks"]
-    elif plan.settings_changes:
-        plan.write_settings = True
-        plan.settings_text = render_settings(cleaned, like=text)
-    if plan.write_settings:
-        refuse_read_only(target.settings_path)
+    plan.files.append(_take_out_of(target.settings_path, hooks=True))
+    local = target.settings_path.with_name("settings.local.json")
+    record = _read_record(local)
+    if target.scope == "project" and record is not None and "automemory" in record:
+        plan.files.append(_take_out_of(local, hooks=False))
     for _source, destination, name, same in _skill_copies(target.skills_path):
         if same:
             plan.removals.append(destination)

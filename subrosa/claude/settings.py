@@ -144,3 +144,15 @@ def registrations(project_dir: StrPath | None = None) -> Registrations:
                     enabled[name] = Found(scope, path, name) if on is True else None
     found.plugins = [entry for entry in enabled.values() if entry is not None]
     return found
+
+
+def auto_memory_setting(project_dir: StrPath | None = None) -> tuple[str, str] | None:
+    """The `autoMemoryDirectory` Claude Code's settings give a session started in
+    `project_dir`, and the file it comes from (the one read last wins), or None when
+    none sets it: Claude Code then keeps its memory in its own auto-memory dir."""
+    found = None
+    for _scope, path in settings_files(project_dir):
+        value = read_object(path).get("autoMemoryDirectory")
+        if isinstance(value, str) and value:
+            found = (value, path)
+    return found

@@ -141,15 +141,18 @@ def _print_plan(plan: Plan, dry_run: bool) -> None:
     target = plan.target
     if plan.memory_dir is not None:
         say(f"{'would create' if dry_run else 'created'} the memory dir {plan.memory_dir}")
-    if plan.write_settings:
-        verb = "would update" if dry_run else "updated"
-        if plan.settings_text is None:
-            verb = "would remove" if dry_run else "removed"
-    else:
-        verb = "unchanged:"
-    say(f"{verb} {target.settings_path}")
-    for line in plan.settings_changes:
-        say(f"  {line}")
+    for number, edit in enumerate(plan.files):
+        if number and not edit.changes:
+            continue  # only the scope's own file is always named
+        if edit.write:
+            verb = "would update" if dry_run else "updated"
+            if edit.text is None:
+                verb = "would remove" if dry_run else "removed"
+        else:
+            verb = "unchanged:"
+        say(f"{verb} {edit.path}")
+        for line in edit.changes:
+            say(f"  {line}")
     if plan.skill_changes:
         skills_verb = (
             "would change skills in"
@@ -159,6 +162,8 @@ def _print_plan(plan: Plan, dry_run: bool) -> None:
         say(f"{skills_verb} {target.skills_path}")
         for line in plan.skill_changes:
             say(f"  {line}")
+    for warning in plan.warnings:
+        warn(warning)
 
 
 def _warn_if_run_in_a_subfolder(target: Target) -> None:
