@@ -394,6 +394,41 @@ def check_claude_code(subject: Subject) -> Check:
     return Check("claude code", True, f"Claude Code {shown} ({binary})")
 
 
+def check_auto_memory(subject: Subject) -> Check:
+    """Whether Claude Code's own auto memory ("remember X", the MEMORY.md it loads) goes
+    to the memory dir, as the SessionStart hook compares them: when it goes elsewhere
+    there are two memories, and subrosa never sees what Claude Code writes."""
+    import json
+
+    from subrosa.claude.hooks import auto_memory_target, same_dir
+    from subrosa.claude.install import target_for, wanted_auto_memory_dir
+    from subrosa.claude.settings import auto_memory_setting
+
+    memory = str(subject.memory_dir)
+    auto_dir, how = auto_memory_target(str(subject.cwd))
+    if auto_dir is None:
+        return Check("auto memory", True, f"{how} (SessionStart injects the index)")
+    if same_dir(memory, auto_dir):
+        return Check("auto memory", True, f"Claude Code's auto memory is the memory dir {memory}")
+    local = target_for("local", subject.cwd).settings_path
+    setting = f'"autoMemoryDirectory": {json.dumps(memory)}'
+    found = auto_memory_setting(str(local.parent.parent))
+    if found is not None:
+        fix = f"set {setting} in {found[1]} (it is {found[0]} there)"
+    elif wanted_auto_memory_dir(subject.memory_dir, local.parent.parent) is not None:
+        fix = f"subrosa install (or --scope local): it adds {setting} to {local}"
+    else:
+        fix = f"add {setting} to {local}"
+    return Check(
+        "auto memory",
+        False,
+        f'Claude Code\'s own memory ("remember …") goes to {auto_dir}, not to the memory '
+        f"dir {memory}: subrosa never sees what it writes there.",
+        fix,
+        severity="warning",
+    )
+
+
 def check_index(subject: Subject) -> Check:
     index = subject.memory_dir / INDEX
     for own in (index, subject.memory_dir / ARCHIVE):
@@ -786,6 +821,7 @@ CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
     check_pooler,
     check_hooks,
     check_claude_code,
+    check_auto_memory,
     check_mcp,
     check_index,
     check_leaves_registered,

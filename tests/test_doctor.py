@@ -216,3 +216,44 @@ def test_hooks_the_project_scope_installed_do_not_run_for_a_session_in_a_subfold
 
     run("install", "--scope", "local")
     assert _checks(run, expect=0)["hooks"]["ok"]
+
+
+def test_a_memory_dir_claude_codes_own_memory_does_not_reach_is_named_with_the_fix(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory kept in the repository (.claude/memory) while Claude Code's auto
+    memory still writes to its own dir: two memories, the second never seen by
+    subrosa. A warning naming the fix; `subrosa install` sets autoMemoryDirectory."""
+    repo = tmp_path / "repo"
+    memory = repo / ".claude" / "memory"
+    memory.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    monkeypatch.chdir(repo)
+    check = _checks(run, expect=0)["auto memory"]
+    assert (check["ok"], check["severity"]) == (False, "warning")
+    assert str(memory) in str(check["detail"]) and auto_memory_dir(str(repo)) in str(
+        check["detail"]
+    )
+    assert "subrosa install" in str(check["fix"]) and "autoMemoryDirectory" in str(check["fix"])
+
+    run("install")
+    check = _checks(run, expect=0)["auto memory"]
+    assert check["ok"] is True, check
+
+
+def test_auto_memory_in_the_memory_dir_or_off_is_fine(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = Path(auto_memory_dir(str(tmp_path)))
+    memory.mkdir(parents=True)
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(memory))
+    assert _checks(run, expect=0)["auto memory"]["ok"] is True
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("SUBROSA_MEMORY_DIR", str(elsewhere))
+    check = _checks(run, expect=0)["auto memory"]
+    assert check["ok"] is False and '"autoMemoryDirectory": ' in str(check["fix"])
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
+    assert _checks(run, expect=0)["auto memory"]["ok"] is True

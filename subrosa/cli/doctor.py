@@ -16,8 +16,9 @@ from subrosa.errors import ProblemFound
 @pass_app
 def doctor(app: AppContext, as_json: bool) -> None:
     """Check the set-up: memory dir, database and schema, hooks, the Claude Code
-    version on PATH, index caps, leaves registered, transcript backlog, file
-    permissions. Each problem comes with its fix.
+    version on PATH, whether Claude Code's own auto memory goes to the memory dir,
+    index caps, leaves registered, transcript backlog, file permissions. Each
+    problem comes with its fix.
 
     Exits 1 when an error-level check fails (warnings alone exit 0).
     """
