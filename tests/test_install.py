@@ -697,3 +697,22 @@ def test_a_read_only_settings_local_json_is_refused_untouched(
     result = run("install", expect=2)
     assert str(local) in result.stderr and "read-only" in result.stderr
     assert _everything_under(isolated_env.parent) == around
+
+
+def test_install_says_when_git_would_commit_the_machines_memory_path(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """settings.local.json now names a path of this machine: committed (a team commits
+    `.claude/`), every clone would get the lead's path. Claude Code has git ignore the
+    file only when it writes it itself, so install says so when git does not."""
+    repo = tmp_path / "repo"
+    (repo / ".claude" / "memory").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.chdir(repo)
+    result = run("install")
+    [line] = [line for line in result.stderr.splitlines() if "git" in line and "ignore" in line]
+    assert str(repo / ".claude" / "settings.local.json") in line and ".gitignore" in line
+    run("install", "--uninstall")
+    (repo / ".gitignore").write_text(".claude/settings.local.json\n")
+    result = run("install")
+    assert "autoMemoryDirectory" in result.stdout and "ignore" not in result.stderr

@@ -556,6 +556,24 @@ def plan_auto_memory(memory_dir: Path, project: Path) -> tuple[str | None, str |
     )
 
 
+def git_ignores(path: Path) -> bool | None:
+    """Whether git keeps `path` out of commits (ignored and not tracked); None when it
+    cannot say (no git, not in a repository)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "check-ignore", "-q", "--", str(path.absolute())],
+            cwd=next(folder for folder in path.absolute().parents if folder.is_dir()),
+            capture_output=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(done.returncode)
+
+
 def merge_auto_memory(data: dict[str, Any], value: str) -> tuple[dict[str, Any], list[str]]:
     """`data` with `autoMemoryDirectory` set to `value` (added at the end); the change."""
     current = data.get(AUTO_MEMORY)
@@ -755,6 +773,12 @@ def plan_install(target: Target, runner: Runner = PLUGIN, memory_dir: Path | Non
     plan.files.append(_merge_into(target.settings_path, runner, auto_memory if same_file else None))
     if auto_memory is not None and not same_file:
         plan.files.append(_merge_into(local, None, auto_memory))
+    if auto_memory is not None and git_ignores(local) is False:
+        # Claude Code has git ignore the file only when it writes it itself.
+        plan.warnings.append(
+            f"{local} now names a path on this machine, and git does not ignore it: keep "
+            "it out of commits (add .claude/settings.local.json to .gitignore)."
+        )
     for source, destination, name, same in _skill_copies(target.skills_path):
         if not same:
             plan.copies.append((source, destination))
