@@ -192,3 +192,32 @@ def test_auto_memory_turned_off_for_the_repository_is_off_in_its_subfolders(
         assert "persistent file-based memory" not in request.text(), "auto memory is off"
         [injected] = session_start_contexts(request)
         assert "ZEBRAFISH" in injected, cwd
+
+
+def test_install_gives_claude_code_the_repositorys_memory_as_its_own(
+    cc: ClaudeProject, api: FakeAnthropic
+) -> None:
+    """The memory in the repository (.claude/memory, docs/team.md step 5): install sets
+    `autoMemoryDirectory` in settings.local.json, so Claude Code keeps its own memory
+    ("remember X") there too, its system prompt naming that folder, and loads the index
+    itself: the model gets it once, and SessionStart injects nothing."""
+    memory = cc.project / ".claude" / "memory"
+    leaf = write_leaf(memory, "project_release_codename.md", "The release is ZEBRAFISH.")
+    cc.subrosa("fact", "upsert", "--leaf", str(leaf), "--hook", "release codename ZEBRAFISH")
+    cc.subrosa("generate")
+    [line] = [s for s in (memory / "MEMORY.md").read_text().splitlines() if "ZEBRAFISH" in s]
+    cc.subrosa("install")
+    assert json.loads((cc.project / ".claude" / "settings.local.json").read_text()) == {
+        "autoMemoryDirectory": str(memory)
+    }
+
+    cc.run("hello")
+
+    [first] = api.agent_requests
+    assert first.text().count(line) == 1, "the index once: loaded by Claude Code"
+    assert not session_start_contexts(first)
+    assert "persistent file-based memory" in first.system_text
+    assert str(memory) in first.system_text
+    assert str(cc.auto_memory_dir()) not in first.text()
+    checks = {c["name"]: c for c in cc.subrosa_json("doctor", expect=None)["checks"]}
+    assert checks["auto memory"]["ok"], checks["auto memory"]
