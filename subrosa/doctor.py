@@ -416,7 +416,10 @@ def check_auto_memory(subject: Subject) -> Check:
     if found is not None:
         fix = f"set {setting} in {found[1]} (it is {found[0]} there)"
     elif wanted_auto_memory_dir(subject.memory_dir, local.parent.parent) is not None:
-        fix = f"subrosa install (or --scope local): it adds {setting} to {local}"
+        fix = (
+            f"subrosa install (or --scope local), which adds {setting} to {local}; "
+            "with the plugin, add it yourself"
+        )
     else:
         fix = f"add {setting} to {local}"
     return Check(

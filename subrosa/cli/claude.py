@@ -247,7 +247,11 @@ def install(app: AppContext, scope: str, dry_run: bool, uninstall: bool, with_mc
     scope's settings.json, keeping every other key and hook as it was (running it
     again changes nothing; the file keeps its own formatting), copies the
     memory-extraction and memory-compact skills into the matching .claude/skills/,
-    and creates the project's memory dir when there is none yet. A settings.json
+    and creates the project's memory dir when there is none yet. When that memory
+    dir is the project's .claude/memory, the project and local scopes also add
+    "autoMemoryDirectory": <its absolute path> to .claude/settings.local.json, so
+    Claude Code's own auto memory goes there too (unless a settings file already
+    sends it elsewhere: then a warning, and nothing changed). A settings.json
     that is not valid JSON, or read-only, is refused and left untouched (exit 2).
     Lines start with + (added), ~ (updated), = (already there) or - (removed).
 
