@@ -716,3 +716,40 @@ def test_install_says_when_git_would_commit_the_machines_memory_path(
     (repo / ".gitignore").write_text(".claude/settings.local.json\n")
     result = run("install")
     assert "autoMemoryDirectory" in result.stdout and "ignore" not in result.stderr
+
+
+def test_a_settings_local_json_broken_since_does_not_keep_the_hooks_in(
+    project: Path, team_memory: Path, run: RunCli
+) -> None:
+    run("install")
+    _local(project).write_text("{not json")
+    result = run("install", "--uninstall")
+    assert not (project / ".claude" / "settings.json").exists()
+    assert _local(project).read_text() == "{not json"
+    assert "autoMemoryDirectory was left in place" in result.stderr
+
+
+def test_a_worktree_points_claude_code_at_the_memory_it_shares(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worktree without a .claude/memory of its own shares the main repository's
+    (as Claude Code's auto-memory dir is shared): its settings.local.json names that,
+    and doctor run in the worktree reads the worktree's settings, as Claude Code does."""
+    main = tmp_path / "main"
+    (main / ".git" / "worktrees" / "wt").mkdir(parents=True)
+    (main / ".git" / "worktrees" / "wt" / "commondir").write_text("../..\n")
+    (main / ".claude" / "memory").mkdir(parents=True)
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {main / '.git' / 'worktrees' / 'wt'}\n")
+    monkeypatch.setenv("SUBROSA_DB", str(tmp_path / "db.sqlite"))
+    monkeypatch.chdir(worktree)
+    run("install")
+    assert json.loads(_local(worktree).read_text()) == {
+        "autoMemoryDirectory": str(main / ".claude" / "memory")
+    }
+    assert not (main / ".claude" / "settings.local.json").exists()
+    checks = {
+        c["name"]: c for c in json.loads(run("doctor", "--json", expect=None).stdout)["checks"]
+    }
+    assert checks["auto memory"]["ok"], checks["auto memory"]

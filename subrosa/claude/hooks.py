@@ -27,6 +27,7 @@ from subrosa.memory.marker import INDEX, read_ranking
 from subrosa.paths import (
     absolute,
     auto_memory_dir,
+    checkout_root,
     claude_root,
     config_file,
     expand_user,
@@ -34,7 +35,6 @@ from subrosa.paths import (
     is_file,
     join,
     parent,
-    project_root,
     resolve_memory_dir,
     resolved,
 )
@@ -409,8 +409,11 @@ def auto_memory_target(cwd: str | None) -> tuple[str | None, str]:
     enabled: object = True
     configured_dir: object = None
     # Claude Code reads project settings where it was started: CLAUDE_PROJECT_DIR, else
-    # (the hook run by hand) the repository around cwd.
-    settings_root = os.environ.get("CLAUDE_PROJECT_DIR") or project_root(cwd)
+    # (the hook or doctor run by hand) the top of the checkout around cwd (a worktree's
+    # own: Claude Code started in a worktree reads the worktree's .claude/).
+    settings_root = (
+        os.environ.get("CLAUDE_PROJECT_DIR") or checkout_root(cwd) or absolute(cwd or ".")
+    )
     for settings in _claude_settings(settings_root):
         enabled = settings.get("autoMemoryEnabled", enabled)
         configured_dir = settings.get("autoMemoryDirectory", configured_dir)

@@ -795,7 +795,10 @@ def plan_uninstall(target: Target) -> Plan:
     local = target.settings_path.with_name("settings.local.json")
     record = _read_record(local)
     if target.scope == "project" and record is not None and "automemory" in record:
-        plan.files.append(_take_out_of(local, hooks=False))
+        try:
+            plan.files.append(_take_out_of(local, hooks=False))
+        except InvalidInput as exc:  # the hooks still come out
+            plan.warnings.append(f"{AUTO_MEMORY} was left in place: {exc}")
     for _source, destination, name, same in _skill_copies(target.skills_path):
         if same:
             plan.removals.append(destination)
