@@ -56,6 +56,17 @@ def readings() -> list[str]:
 
 
 BOTH_SCOPES = "--all-projects and --project name two scopes: give one of them."
+EMPTY_PROJECT = (
+    "--project is empty: give the project's name (as `transcript list --json` shows it),"
+    " or leave --project out for this project."
+)
+
+
+def refuse_empty_project(project: str | None) -> None:
+    """QueryError when `--project` was given empty (an unset variable in a script): it
+    would search this project without a word."""
+    if project is not None and not project.strip():
+        raise QueryError(EMPTY_PROJECT)
 
 
 def filters_for(
@@ -74,6 +85,7 @@ def filters_for(
 
     if all_projects and project:
         raise QueryError(BOTH_SCOPES)
+    refuse_empty_project(project)
     key = facts_key(memory_dir)
     facts, sessions = (project, project) if project else (key, sessions_key())
     return Filters(

@@ -1531,3 +1531,22 @@ def test_two_scopes_are_refused_and_an_unknown_message_named(memory_dir: Path, r
     assert listed.strip() == "no archived sessions from nobody in any project"
     shown = run("transcript", "show", "s-1", "--around", "no-such-uuid", expect=2)
     assert "no-such-uuid: no message of session s-1 has this number or uuid" in shown.stderr
+
+
+def test_an_empty_project_name_or_paths_with_pending_are_refused(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """`--project ''` (an unset variable in a script) searched this project without a
+    word, and `ingest --pending PATH` read only the ended sessions, PATH never: each is
+    refused in one sentence (exit 2), nothing read."""
+    path = _transcript("s-1.jsonl", _record("m1", "a glimmerwick appears"))
+    for args in (
+        ["search", "--project", "", "glimmerwick"],
+        ["transcript", "list", "--project", " "],
+    ):
+        result = run(*args, expect=2)
+        assert "--project" in result.stderr and "empty" in result.stderr, args
+    for args in (["ingest", "--pending", str(path)], ["ingest", "--pending", "--all-projects"]):
+        result = run(*args, expect=2)
+        assert "--pending" in result.stderr, args
+    assert _ingest(run)["new_messages"] == 1  # nothing was read before

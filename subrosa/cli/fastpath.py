@@ -282,6 +282,14 @@ def run_ingest(
     from subrosa.archive.ingest import ingest_transcripts
     from subrosa.config import load_settings
 
+    if pending_only and (paths or all_projects):
+        from subrosa.errors import InvalidInput
+
+        raise InvalidInput(
+            "--pending ingests the sessions that ended (and what changed in their folders),"
+            " never PATHS or --all-projects: give one or the other."
+        )
+
     return ingest_transcripts(
         db_url,
         paths,

@@ -101,10 +101,12 @@ def list_cmd(
     the same in every clone) or by the settings file's [projects] table, else this
     folder. --json adds each session's project, folder, branch, host and username."""
     from subrosa.archive.sessions import list_sessions
-    from subrosa.recall import BOTH_SCOPES
+    from subrosa.recall import BOTH_SCOPES, EMPTY_PROJECT
 
     if all_projects and project:
         raise InvalidInput(BOTH_SCOPES)
+    if project is not None and not project.strip():
+        raise InvalidInput(EMPTY_PROJECT)
     with reindex_bar(enabled=is_terminal() and not as_json) as progress:
         sessions = list_sessions(
             app.db_url,
