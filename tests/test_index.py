@@ -214,6 +214,20 @@ def test_dry_run_writes_nothing(memory_dir: Path, run: RunCli) -> None:
     assert json.loads(run("fact", "list", "--json").stdout) == []
 
 
+@pytest.mark.parametrize("command", [["generate"], ["adopt", "--materialize"]])
+def test_a_dry_run_on_a_new_memory_dir_creates_nothing_in_it(
+    memory_dir: Path, run: RunCli, command: list[str]
+) -> None:
+    """A dry run writes nothing: not even the `.subrosa/` state folder and its lock file
+    in a memory dir subrosa never wrote to (no writer of its own to keep out yet)."""
+    write_leaf(memory_dir, "a_fact.md")
+    if command[0] == "adopt":  # a person's own index, to take over
+        (memory_dir / "MEMORY.md").write_text("- [A fact](a_fact.md) — kept by hand\n")
+    before = sorted(str(p.relative_to(memory_dir)) for p in memory_dir.rglob("*"))
+    run(*command, "--dry-run")
+    assert sorted(str(p.relative_to(memory_dir)) for p in memory_dir.rglob("*")) == before
+
+
 def test_witness_findings(tmp_path: Path, run: RunCli) -> None:
     directory = tmp_path / "mem"
     directory.mkdir()

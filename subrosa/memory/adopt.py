@@ -142,7 +142,7 @@ def adopt(
     run goes the same way (it refuses where the real run refuses) and writes nothing."""
     project = store.Project(memory_dir)
     project.require_dir()
-    with project.lock():
+    with project.lock(dry_run=dry_run):
         foreign = foreign_sources(memory_dir)
         loose = takeover.find_loose(foreign, takeover.files_on_disk(memory_dir, foreign))
         if loose and not materialize:

@@ -332,7 +332,7 @@ def run_generate(
     project.require_dir()
     database = rows.database_file(db_url) if quickly and sources is None and not reorder else None
     engine = None if database is not None else _engine(db_url)
-    with project.lock():
+    with project.lock(dry_run=dry_run):
         replaced = sources is None and foreign_index(project.memory_dir) is not None
         reconciled = quick.reconcile(database, project, dry_run=dry_run) if database else None
         if reconciled is None:

@@ -77,18 +77,25 @@ class Project:
             )
 
     @contextmanager
-    def lock(self, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    def lock(self, timeout: float = LOCK_TIMEOUT_S, *, dry_run: bool = False) -> Iterator[None]:
         """Serialize writers of this memory dir's index and sidecar across processes.
 
         Every writer comes here first, so here subrosa refuses to go on when one of its
         own files is a symbolic link (`.subrosa` or anything in it, the lock, the sidecar,
-        MEMORY.md, MEMORY_archive.md): nothing is then read or written through one."""
+        MEMORY.md, MEMORY_archive.md): nothing is then read or written through one.
+
+        A `dry_run` writes nothing, so in a memory dir whose lock file does not exist yet
+        (no subrosa process ever wrote there) it takes no lock and creates no `.subrosa/`:
+        it only reads, and there is no writer of subrosa's to wait for."""
         directory = Path(state_dir(self.memory_dir))
         for name in INDEX_FILES:
             refuse_link(self.memory_dir / name)
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             for entry in os.scandir(directory):
                 refuse_link(Path(entry.path))
+        if dry_run and not (directory / LOCK_FILE).is_file():
+            yield
+            return
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
