@@ -187,23 +187,20 @@ def test_remember_then_search_finds_it_and_facts_shows_it(memory_dir: Path, run:
     run("check")
 
 
+# The agent restates release_train.md: what the two tests below send.
+THURSDAYS = {
+    "slug": "release_train",
+    "type": "project",
+    "description": "Releases leave on Thursdays now.",
+    "body": "Moved from Tuesday in March.",
+}
+
+
 def test_remember_updates_a_fact_and_keeps_its_curated_hook(memory_dir: Path, run: RunCli) -> None:
     write_leaf(memory_dir, "release_train.md", "Releases leave on Tuesdays.")
     run("fact", "upsert", "--leaf", "release_train.md", "--hook", "When to ship.")
     run("generate")
-    (text, error), _ = calls(
-        (
-            "remember",
-            {
-                "slug": "release_train",
-                "type": "project",
-                "description": "Releases leave on Thursdays now.",
-                "body": "Moved from Tuesday in March.",
-                "pin": True,
-            },
-        ),
-        ("facts", {}),
-    )
+    (text, error), _ = calls(("remember", {**THURSDAYS, "pin": True}), ("facts", {}))
     assert not error and text.startswith("updated fact release_train (")
     assert ", pinned" in text.splitlines()[0]
     shown = json.loads(run("fact", "show", "release_train", "--json").stdout)
@@ -219,18 +216,7 @@ def test_remember_keeps_the_frontmatter_lines_it_does_not_set(memory_dir: Path) 
         "source: https://wiki/releases  # the page\ntags: [release, ops]\n"
         "metadata:\n  type: reference\n  owner: me\n---\n\nOld body.\n"
     )
-    (text, error), _ = calls(
-        (
-            "remember",
-            {
-                "slug": "release_train",
-                "type": "project",
-                "description": "Releases leave on Thursdays now.",
-                "body": "Moved from Tuesday in March.",
-            },
-        ),
-        ("facts", {}),
-    )
+    (text, error), _ = calls(("remember", THURSDAYS), ("facts", {}))
     assert not error, text
     assert (memory_dir / "release_train.md").read_text() == (
         "---\n# kept by hand\nname: trains\ndescription: Releases leave on Thursdays now.\n"

@@ -144,15 +144,7 @@ def _print_plan(plan: Plan, dry_run: bool) -> None:
     for number, edit in enumerate(plan.files):
         if number and not edit.changes:
             continue  # only the scope's own file is always named
-        if edit.write:
-            verb = "would update" if dry_run else "updated"
-            if edit.text is None:
-                verb = "would remove" if dry_run else "removed"
-        else:
-            verb = "unchanged:"
-        say(f"{verb} {edit.path}")
-        for line in edit.changes:
-            say(f"  {line}")
+        _say_file(edit.path, edit.write, edit.text is None, edit.changes, dry_run)
     if plan.skill_changes:
         skills_verb = (
             "would change skills in"
@@ -210,14 +202,19 @@ def _mcp_plan(scope: str, uninstall: bool) -> McpPlan:
 
 
 def _print_mcp_plan(plan: McpPlan, dry_run: bool) -> None:
-    if plan.write:
-        verb = "would update" if dry_run else "updated"
-        if plan.text is None:
-            verb = "would remove" if dry_run else "removed"
+    _say_file(plan.target.path, plan.write, plan.text is None, plan.changes, dry_run)
+
+
+def _say_file(path: Path, write: bool, removed: bool, changes: list[str], dry_run: bool) -> None:
+    """One file of a plan: what happens to it (updated, removed or unchanged), then its
+    changes, one a line."""
+    if write:
+        verb = ("would remove" if dry_run else "removed") if removed else None
+        verb = verb or ("would update" if dry_run else "updated")
     else:
         verb = "unchanged:"
-    say(f"{verb} {plan.target.path}")
-    for line in plan.changes:
+    say(f"{verb} {path}")
+    for line in changes:
         say(f"  {line}")
 
 
