@@ -87,13 +87,16 @@ def _database_ready(subject: Subject) -> bool:
         return False
 
 
-def _database_fix(url: str) -> str:
-    """What to check when the database cannot be read: for a server, where its URL and
-    password come from and whether it answers (docs/team.md)."""
-    from subrosa.pg import is_server
+def _database_fix(url: str, said: str) -> str:
+    """What to check when the database cannot be read (`said`: why): for a server, the
+    driver when it is missing, else where its URL and password come from and whether it
+    answers (docs/team.md)."""
+    from subrosa.pg import INSTALL_DRIVER, is_server
 
     if not is_server(url):
         return "check --db"
+    if INSTALL_DRIVER in said:  # the URL, password and server are not the problem
+        return "install psycopg beside subrosa, as the line above says"
     return (
         "check the server's URL (--db, SUBROSA_DB or db in the settings file), the "
         "password libpq finds for it (~/.pgpass or PGPASSWORD) and that the server "
@@ -125,7 +128,7 @@ def check_database(subject: Subject) -> Check:
         said = hide_passwords(str(exc))
         if not isinstance(exc, SubrosaError):  # subrosa's own errors name the database
             said = f"cannot open {hide_passwords(subject.db_url)}: {said}"
-        return Check("database", False, said, _database_fix(subject.db_url))
+        return Check("database", False, said, _database_fix(subject.db_url, said))
     where = hide_passwords(engine.url.render_as_string(hide_password=True))
     if is_newer(revision):
         return Check(

@@ -332,3 +332,21 @@ def test_a_schema_a_newer_subrosa_wrote_is_refused_in_one_sentence(
     assert said in database["detail"] and not database["ok"]
     with engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0999"
+
+
+def test_doctor_asks_for_the_driver_not_the_password_when_psycopg_is_missing(
+    tmp_path: Path,
+) -> None:
+    # The database line says psycopg is missing: its fix is to install it, not to look
+    # at the URL, the password and the server (which are fine).
+    hidden = tmp_path / "hidden" / "psycopg"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('No module named psycopg')\n")
+    env = {**os.environ, "PYTHONPATH": str(hidden.parent)}
+    url = "postgresql://alice:hunter22@127.0.0.1:9/team"
+    proc = subrosa_process("--db", url, "--memory-dir", str(tmp_path), "doctor", env=env)
+    out = proc.stdout.decode()
+    assert proc.returncode == 1 and "hunter22" not in out + proc.stderr.decode()
+    line = out[out.index("!! database") :].split("\n")
+    assert "psycopg is not installed beside subrosa" in line[0]
+    assert line[1].strip() == "fix: install psycopg beside subrosa, as the line above says"
