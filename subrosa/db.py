@@ -62,8 +62,9 @@ def database_url(value: str) -> URL:
 
     A file's URL is made with `URL.create` from the path `sqlite_path` reads, so the
     file created beforehand and the file SQLAlchemy opens are one, whatever characters
-    its name has. `postgresql://` means psycopg 3, the driver subrosa declares
-    (SQLAlchemy's own default for it is psycopg2).
+    its name has. `postgresql://` (or `postgres://`, as libpq and subrosa.pg.SCHEMES take
+    it) means psycopg 3, the driver subrosa declares (SQLAlchemy's own default for it is
+    psycopg2).
     """
     path = sqlite_path(value)
     try:
@@ -75,6 +76,8 @@ def database_url(value: str) -> URL:
         ) from None
     if path is not None:
         return URL.create("sqlite", database=str(path), query=url.query)
+    if url.drivername == "postgres":  # libpq's other spelling (Heroku's URLs), not SQLAlchemy's
+        url = url.set(drivername="postgresql")
     if url.get_backend_name() not in ("postgresql", "sqlite"):
         raise InvalidInput(f"{hide_passwords(value)}: {SUPPORTED_DATABASES}.")
     if url.drivername == "postgresql":

@@ -487,3 +487,25 @@ def test_sessions_filed_under_the_folder_move_at_the_next_ingest(
     run("ingest")
     listed = _json(run, "transcript", "list")
     assert {(s["session_id"], s["project"]) for s in listed} == {("old", NAME), ("new", NAME)}
+
+
+@pytest.mark.engines("postgresql")
+def test_a_postgres_url_works_for_every_command(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`postgres://` (the spelling of Heroku's and other providers' URLs) is a server's
+    URL for the facts as for the archive: search and ingest took it, while the facts,
+    doctor, db status and export refused it as "not a PostgreSQL server"."""
+    url = "postgres://" + db.url.split("://", 1)[1]
+    monkeypatch.setenv("SUBROSA_DB", url)
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    write_leaf(clone / ".claude" / "memory", "deploy_flow.md", body="zebrafish deploys")
+    _session(clone, "sess-alice", "the zebrafish cache misses on cold start")
+    monkeypatch.chdir(clone)
+    assert _json(run, "ingest")["new_messages"] == 1
+    run("generate")
+    assert [f["slug"] for f in _json(run, "fact", "list")] == ["deploy_flow"]
+    assert {r.get("session_id") for r in _json(run, "search", "zebrafish")} >= {"sess-alice"}
+    assert _json(run, "db", "status")["current"] is True
+    run("export", str(tmp_path / "out.jsonl"))
+    assert "ok database: postgres" in run("doctor", expect=None).stdout
