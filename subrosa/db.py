@@ -78,7 +78,13 @@ def database_url(value: str) -> URL:
         return URL.create("sqlite", database=str(path), query=url.query)
     if url.drivername == "postgres":  # libpq's other spelling (Heroku's URLs), not SQLAlchemy's
         url = url.set(drivername="postgresql")
-    if url.get_backend_name() not in ("postgresql", "sqlite"):
+    # psycopg 3 is the one driver subrosa speaks to a server through (subrosa.pg's
+    # libpq too): another's name (psycopg2, asyncpg) is refused as another server is.
+    if url.get_backend_name() not in ("postgresql", "sqlite") or url.drivername not in (
+        "postgresql",
+        "postgresql+psycopg",
+        "sqlite",
+    ):
         raise InvalidInput(f"{hide_passwords(value)}: {SUPPORTED_DATABASES}.")
     if url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")

@@ -69,7 +69,11 @@ def test_the_settings_file_may_name_the_database(
 
 def test_postgresql_means_psycopg_3() -> None:
     assert database_url("postgresql://me@h/db").drivername == "postgresql+psycopg"
-    assert database_url("postgresql+psycopg2://me@h/db").drivername == "postgresql+psycopg2"
+    assert database_url("postgres://me@h/db").drivername == "postgresql+psycopg"
+    # Another driver's name is refused (the archive, search and ingest, speak psycopg 3
+    # and libpq only): test_a_postgresql_driver_other_than_psycopg_is_one_sentence_alike.
+    with pytest.raises(InvalidInput):
+        database_url("postgresql+psycopg2://me@h/db")
 
 
 def test_passwords_are_hidden_in_any_text() -> None:
@@ -173,6 +177,19 @@ def test_a_server_subrosa_does_not_support_is_one_sentence(run: RunCli, tmp_path
         said = run(*db, *command, expect=2).stderr
         assert "an SQLite file or on a PostgreSQL server" in said, (command, said)
         assert "hunter22" not in said and "driver" not in said
+
+
+def test_a_postgresql_driver_other_than_psycopg_is_one_sentence_alike(
+    run: RunCli, tmp_path: Path
+) -> None:
+    # A URL copied from another tool's settings (SQLAlchemy's psycopg2 spelling): the
+    # facts said "psycopg is not installed beside subrosa: pip install ..." (psycopg is,
+    # and installing it again would not help), the archive the sentence below.
+    for command in (["fact", "list"], ["search", "x"], ["db", "status"]):
+        db = ["--db", "postgresql+psycopg2://alice:hunter22@db/z", "--memory-dir", str(tmp_path)]
+        said = run(*db, *command, expect=2).stderr
+        assert "an SQLite file or on a PostgreSQL server" in said, (command, said)
+        assert "hunter22" not in said and "not installed" not in said
 
 
 def test_a_server_out_of_reach_is_one_line_with_libpqs_hint(run: RunCli, tmp_path: Path) -> None:
