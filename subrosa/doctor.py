@@ -104,6 +104,22 @@ def _database_fix(url: str, said: str) -> str:
     )
 
 
+def _upgrade_fix(subject: Subject, revision: str | None) -> str:
+    """How a schema behind `revision` is migrated: by `subrosa db upgrade`, on a server
+    with tables as the role that owns them (a member's or reader's role is refused:
+    docs/team.md, "Security")."""
+    from subrosa.pg import is_server
+
+    shared = revision is not None and is_server(subject.db_url)
+    access = _role_access(subject) if shared else None
+    if access is None or access[1]:
+        return "subrosa db upgrade"
+    return (
+        "subrosa db upgrade as the role that owns the tables (the team's owner role: "
+        f'{access[0]} may not migrate; docs/team.md, "Security")'
+    )
+
+
 def check_database(subject: Subject) -> Check:
     from subrosa.db import SCHEMA_HEAD, current_revision, get_engine, is_newer, newer_schema
 
@@ -142,7 +158,7 @@ def check_database(subject: Subject) -> Check:
             "database",
             False,
             f"{where} is at revision {revision or 'none'}, not {SCHEMA_HEAD}.",
-            "subrosa db upgrade",
+            _upgrade_fix(subject, revision),
         )
     return Check("database", True, f"{where} (revision {revision})")
 

@@ -230,6 +230,14 @@ def test_a_due_migration_needs_the_owner(team: Team) -> None:
         assert f"cannot migrate to revision {SCHEMA_HEAD} (" in refused
         assert "must be owner of table" in refused or "permission denied for schema" in refused
         assert "only the role that owns them may do" in refused and "alice:***@" in refused
+    # doctor's fix names who may run the upgrade: not `subrosa db upgrade` alone, which
+    # this member's role would be refused; the owner's is told to run it.
+    said = team.run("alice", "doctor", password=True, expect=1).stdout
+    fix = said[said.index("!! database") :].splitlines()[1].strip()
+    assert fix.startswith("fix: subrosa db upgrade as the role that owns the tables"), said
+    assert "alice may not migrate" in fix, said
+    said = team.run("subrosa_owner", "doctor", expect=1).stdout
+    assert said[said.index("!! database") :].splitlines()[1].strip() == "fix: subrosa db upgrade"
     team.run("subrosa_owner", "db", "upgrade")
     assert "2 new messages" in team.run("alice", "ingest").stdout
     # The owner's upgrade granted migration 0010's table to the members.
