@@ -29,6 +29,8 @@ from subrosa.errors import (
     DatabaseUnreadable,
     InvalidInput,
     corruption,
+    cut_short,
+    cut_short_sentence,
     denied,
     hide_passwords,
     one_line_reason,
@@ -248,6 +250,8 @@ def current_revision(engine: Engine) -> str | None:
         said = (
             "cannot connect" if engine.dialect.name == "postgresql" else "cannot read the database"
         )
+        if cut_short(exc) is not None:  # connected, and the first statements were cut
+            raise DatabaseError(cut_short_sentence(shown(engine.url), _reason(exc))) from None
         raise DatabaseError(f"{shown(engine.url)}: {said} ({_reason(exc)}).") from None
     try:
         with conn:
@@ -258,6 +262,8 @@ def current_revision(engine: Engine) -> str | None:
         damage = corruption(exc)
         if damage is not None:
             raise DatabaseUnreadable(shown(engine.url), damage) from None
+        if cut_short(exc) is not None:
+            raise DatabaseError(cut_short_sentence(shown(engine.url), _reason(exc))) from None
         raise DatabaseError(
             f"{shown(engine.url)}: cannot read the database ({_reason(exc)})."
         ) from None

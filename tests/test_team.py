@@ -509,3 +509,51 @@ def test_a_postgres_url_works_for_every_command(
     assert _json(run, "db", "status")["current"] is True
     run("export", str(tmp_path / "out.jsonl"))
     assert "ok database: postgres" in run("doctor", expect=None).stdout
+
+
+@pytest.mark.engines("postgresql")
+def test_a_statement_the_server_cuts_short_is_one_sentence(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement_timeout (docs/team.md names `options=-c statement_timeout=5000` as a
+    URL's parameter) or lock_timeout that fires: one sentence, exit 1, no traceback."""
+    import psycopg
+
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    write_leaf(clone / ".claude" / "memory", "deploy_flow.md", body="zebrafish deploys")
+    _session(clone, "sess-alice", "the zebrafish cache misses on cold start")
+    monkeypatch.chdir(clone)
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    run("ingest")
+    run("generate")
+    export = tmp_path / "out.jsonl"
+    run("export", str(export))
+    _session(clone, "sess-bob", "zebrafish again")
+    admin = db.url.replace("postgresql+psycopg://", "postgresql://")
+    for setting in ("statement_timeout", "lock_timeout"):
+        url = f"{db.url}&options=-c%20{setting}%3D200"
+        monkeypatch.setenv("SUBROSA_DB", url)
+        # Another connection holds every table: each statement waits, and is cut.
+        with psycopg.connect(admin) as holder:
+            holder.execute(
+                "LOCK TABLE messages, sessions, facts, ingested_files IN ACCESS EXCLUSIVE MODE"
+            )
+            for args in (
+                ["search", "zebrafish"],
+                ["transcript", "show", "sess-alice"],
+                ["fact", "list"],
+                ["ingest"],
+                ["export", str(tmp_path / "again.jsonl")],
+                ["import", str(export)],
+            ):
+                said = run(*args, expect=1).stderr
+                [line] = said.strip().splitlines()
+                assert line.startswith("Error: ") and "Traceback" not in said, (args, said)
+                assert "the server cut the command short (" in line, (args, said)
+        # The schema's revision read first (every command's first statement) cut too.
+        with psycopg.connect(admin) as holder:
+            holder.execute("LOCK TABLE alembic_version IN ACCESS EXCLUSIVE MODE")
+            for args in (["fact", "list"], ["transcript", "list"], ["db", "status"]):
+                said = run(*args, expect=1).stderr
+                [line] = said.strip().splitlines()
+                assert "the server cut the command short (" in line, (args, said)
