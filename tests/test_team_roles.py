@@ -313,3 +313,29 @@ def test_a_member_seals_the_postings_and_a_reader_reads_them(team: Team) -> None
     assert "postings: 2 of 4 complete chunks" in team.run("alice", "doctor").stdout
     team.run("subrosa_owner", "db", "upgrade")
     assert team.sql(sealed) == [(0,), (1,), (2,), (3,)]
+
+
+def test_a_readers_mcp_remember_is_one_sentence(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The MCP server's tools as the reader: search answers; remember, which writes a
+    # fact, is refused in the CLI's sentence (not "subrosa failed on remember:
+    # ProgrammingError: … [SQL: INSERT …]" with a traceback on stderr), and no leaf stays.
+    from tests.test_mcp import calls
+
+    team.run("alice", "ingest")
+    for key, value in team.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SUBROSA_DB", team.url("rita", password=True))
+    monkeypatch.chdir(team.clone)
+    memory = team.clone / ".claude" / "memory"
+    before = sorted(p.name for p in memory.glob("*.md"))
+    arguments = {"slug": "rita_note", "type": "project", "description": "A note.", "body": "x"}
+    [(found, failed), (said, refused)] = calls(
+        ("search", {"query": "zanzibar"}), ("remember", arguments)
+    )
+    assert not failed and "zanzibar" in found
+    assert refused and "permission denied for table facts" in said, said
+    assert "this database role may not do what the command needs" in said, said
+    assert "rita:***@" in said and PASSWORD not in said and "[SQL" not in said, said
+    assert sorted(p.name for p in memory.glob("*.md")) == before
