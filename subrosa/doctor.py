@@ -97,6 +97,12 @@ def _database_fix(url: str, said: str) -> str:
         return "check --db"
     if INSTALL_DRIVER in said:  # the URL, password and server are not the problem
         return "install psycopg beside subrosa, as the line above says"
+    ignored = _ignored_password_file()
+    if ignored is not None:
+        return (
+            f"chmod 600 {shlex.quote(ignored)} (libpq ignores a password file that others "
+            "may read), then check the server's URL and that it answers"
+        )
     return (
         "check the server's URL (--db, SUBROSA_DB or db in the settings file), the "
         "password libpq finds for it (~/.pgpass or PGPASSWORD) and that the server "
@@ -118,6 +124,17 @@ def _upgrade_fix(subject: Subject, revision: str | None) -> str:
         "subrosa db upgrade as the role that owns the tables (the team's owner role: "
         f'{access[0]} may not migrate; docs/team.md, "Security")'
     )
+
+
+def _ignored_password_file() -> str | None:
+    """libpq's password file (PGPASSFILE, else ~/.pgpass) when it exists and others may
+    read it: libpq then ignores it (docs/team.md, step 3)."""
+    path = os.environ.get("PGPASSFILE") or os.path.join(os.path.expanduser("~"), ".pgpass")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return path if mode & 0o077 else None
 
 
 def check_database(subject: Subject) -> Check:

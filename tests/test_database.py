@@ -367,3 +367,23 @@ def test_doctor_asks_for_the_driver_not_the_password_when_psycopg_is_missing(
     line = out[out.index("!! database") :].split("\n")
     assert "psycopg is not installed beside subrosa" in line[0]
     assert line[1].strip() == "fix: install psycopg beside subrosa, as the line above says"
+
+
+def test_doctor_names_a_password_file_libpq_ignores(tmp_path: Path) -> None:
+    # docs/team.md step 3: libpq ignores ~/.pgpass unless it is private, and says so in
+    # a WARNING of its own; the connection then fails for want of a password. doctor's
+    # fix names the file and the chmod, not only "check the password".
+    home = Path(os.environ["HOME"])
+    pgpass = home / ".pgpass"
+    pgpass.write_text("127.0.0.1:9:team:alice:hunter22\n")
+    pgpass.chmod(0o644)
+    url = "postgresql://alice@127.0.0.1:9/team"
+    proc = subrosa_process("--db", url, "--memory-dir", str(tmp_path), "doctor")
+    out = proc.stdout.decode()
+    assert proc.returncode == 1 and "hunter22" not in out + proc.stderr.decode()
+    fix = out[out.index("!! database") :].split("\n")[1].strip()
+    assert f"chmod 600 {pgpass}" in fix, fix
+    pgpass.chmod(0o600)
+    proc = subrosa_process("--db", url, "--memory-dir", str(tmp_path), "doctor")
+    out = proc.stdout.decode()
+    assert "chmod 600" not in out
