@@ -29,6 +29,8 @@ from subrosa.errors import (
     DatabaseUnreadable,
     InvalidInput,
     corruption,
+    cut_short,
+    cut_short_sentence,
     denied,
     hide_passwords,
     one_line_reason,
@@ -62,8 +64,9 @@ def database_url(value: str) -> URL:
 
     A file's URL is made with `URL.create` from the path `sqlite_path` reads, so the
     file created beforehand and the file SQLAlchemy opens are one, whatever characters
-    its name has. `postgresql://` means psycopg 3, the driver subrosa declares
-    (SQLAlchemy's own default for it is psycopg2).
+    its name has. `postgresql://` (or `postgres://`, as libpq and subrosa.pg.SCHEMES take
+    it) means psycopg 3, the driver subrosa declares (SQLAlchemy's own default for it is
+    psycopg2).
     """
     path = sqlite_path(value)
     try:
@@ -75,7 +78,15 @@ def database_url(value: str) -> URL:
         ) from None
     if path is not None:
         return URL.create("sqlite", database=str(path), query=url.query)
-    if url.get_backend_name() not in ("postgresql", "sqlite"):
+    if url.drivername == "postgres":  # libpq's other spelling (Heroku's URLs), not SQLAlchemy's
+        url = url.set(drivername="postgresql")
+    # psycopg 3 is the one driver subrosa speaks to a server through (subrosa.pg's
+    # libpq too): another's name (psycopg2, asyncpg) is refused as another server is.
+    if url.get_backend_name() not in ("postgresql", "sqlite") or url.drivername not in (
+        "postgresql",
+        "postgresql+psycopg",
+        "sqlite",
+    ):
         raise InvalidInput(f"{hide_passwords(value)}: {SUPPORTED_DATABASES}.")
     if url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")
@@ -239,6 +250,8 @@ def current_revision(engine: Engine) -> str | None:
         said = (
             "cannot connect" if engine.dialect.name == "postgresql" else "cannot read the database"
         )
+        if cut_short(exc) is not None:  # connected, and the first statements were cut
+            raise DatabaseError(cut_short_sentence(shown(engine.url), _reason(exc))) from None
         raise DatabaseError(f"{shown(engine.url)}: {said} ({_reason(exc)}).") from None
     try:
         with conn:
@@ -249,6 +262,8 @@ def current_revision(engine: Engine) -> str | None:
         damage = corruption(exc)
         if damage is not None:
             raise DatabaseUnreadable(shown(engine.url), damage) from None
+        if cut_short(exc) is not None:
+            raise DatabaseError(cut_short_sentence(shown(engine.url), _reason(exc))) from None
         raise DatabaseError(
             f"{shown(engine.url)}: cannot read the database ({_reason(exc)})."
         ) from None

@@ -87,18 +87,54 @@ def _database_ready(subject: Subject) -> bool:
         return False
 
 
-def _database_fix(url: str) -> str:
-    """What to check when the database cannot be read: for a server, where its URL and
-    password come from and whether it answers (docs/team.md)."""
-    from subrosa.pg import is_server
+def _database_fix(url: str, said: str) -> str:
+    """What to check when the database cannot be read (`said`: why): for a server, the
+    driver when it is missing, else where its URL and password come from and whether it
+    answers (docs/team.md)."""
+    from subrosa.pg import INSTALL_DRIVER, is_server
 
     if not is_server(url):
         return "check --db"
+    if INSTALL_DRIVER in said:  # the URL, password and server are not the problem
+        return "install psycopg beside subrosa, as the line above says"
+    ignored = _ignored_password_file()
+    if ignored is not None:
+        return (
+            f"chmod 600 {shlex.quote(ignored)} (libpq ignores a password file that others "
+            "may read), then check the server's URL and that it answers"
+        )
     return (
         "check the server's URL (--db, SUBROSA_DB or db in the settings file), the "
         "password libpq finds for it (~/.pgpass or PGPASSWORD) and that the server "
         "answers on that host and port"
     )
+
+
+def _upgrade_fix(subject: Subject, revision: str | None) -> str:
+    """How a schema behind `revision` is migrated: by `subrosa db upgrade`, on a server
+    with tables as the role that owns them (a member's or reader's role is refused:
+    docs/team.md, "Security")."""
+    from subrosa.pg import is_server
+
+    shared = revision is not None and is_server(subject.db_url)
+    access = _role_access(subject) if shared else None
+    if access is None or access[1]:
+        return "subrosa db upgrade"
+    return (
+        "subrosa db upgrade as the role that owns the tables (the team's owner role: "
+        f'{access[0]} may not migrate; docs/team.md, "Security")'
+    )
+
+
+def _ignored_password_file() -> str | None:
+    """libpq's password file (PGPASSFILE, else ~/.pgpass) when it exists and others may
+    read it: libpq then ignores it (docs/team.md, step 3)."""
+    path = os.environ.get("PGPASSFILE") or os.path.join(os.path.expanduser("~"), ".pgpass")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return path if mode & 0o077 else None
 
 
 def check_database(subject: Subject) -> Check:
@@ -125,7 +161,7 @@ def check_database(subject: Subject) -> Check:
         said = hide_passwords(str(exc))
         if not isinstance(exc, SubrosaError):  # subrosa's own errors name the database
             said = f"cannot open {hide_passwords(subject.db_url)}: {said}"
-        return Check("database", False, said, _database_fix(subject.db_url))
+        return Check("database", False, said, _database_fix(subject.db_url, said))
     where = hide_passwords(engine.url.render_as_string(hide_password=True))
     if is_newer(revision):
         return Check(
@@ -139,7 +175,7 @@ def check_database(subject: Subject) -> Check:
             "database",
             False,
             f"{where} is at revision {revision or 'none'}, not {SCHEMA_HEAD}.",
-            "subrosa db upgrade",
+            _upgrade_fix(subject, revision),
         )
     return Check("database", True, f"{where} (revision {revision})")
 

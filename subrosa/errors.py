@@ -177,6 +177,32 @@ def denied(exc: BaseException) -> str | None:
     return None
 
 
+# A statement the server cut short: a timeout set in the URL's options or on the role
+# (statement_timeout and a cancel, 57014; lock_timeout, 55P03;
+# idle_in_transaction_session_timeout, 25P03) or an administrator's
+# pg_terminate_backend (57P01).
+CUT_SHORT = frozenset({"57014", "55P03", "25P03", "57P01"})
+
+
+def cut_short(exc: BaseException) -> str | None:
+    """What the server said when `exc` (or an error it wraps) is a statement it cut
+    short (CUT_SHORT); None for any other error."""
+    for current in _chain(exc):
+        if getattr(current, "sqlstate", None) in CUT_SHORT:
+            lines = str(current).strip().splitlines()
+            return lines[0] if lines else "canceling statement"
+    return None
+
+
+def cut_short_sentence(where: str, reason: str) -> str:
+    """The one sentence for a statement the server cut short (cut_short())."""
+    return (
+        f"{where}: the server cut the command short ({reason}): what it had committed "
+        "stays, the rest was rolled back; run it again (a statement_timeout or "
+        "lock_timeout set in the URL's options or on the database role may be too short)."
+    )
+
+
 def pooled_statement(exc: BaseException) -> str | None:
     """What the server said when `exc` (or an error it wraps) is a named prepared
     statement that the server connection does not know, or knows already (SQLSTATE

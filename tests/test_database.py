@@ -69,7 +69,11 @@ def test_the_settings_file_may_name_the_database(
 
 def test_postgresql_means_psycopg_3() -> None:
     assert database_url("postgresql://me@h/db").drivername == "postgresql+psycopg"
-    assert database_url("postgresql+psycopg2://me@h/db").drivername == "postgresql+psycopg2"
+    assert database_url("postgres://me@h/db").drivername == "postgresql+psycopg"
+    # Another driver's name is refused (the archive, search and ingest, speak psycopg 3
+    # and libpq only): test_a_postgresql_driver_other_than_psycopg_is_one_sentence_alike.
+    with pytest.raises(InvalidInput):
+        database_url("postgresql+psycopg2://me@h/db")
 
 
 def test_passwords_are_hidden_in_any_text() -> None:
@@ -173,6 +177,19 @@ def test_a_server_subrosa_does_not_support_is_one_sentence(run: RunCli, tmp_path
         said = run(*db, *command, expect=2).stderr
         assert "an SQLite file or on a PostgreSQL server" in said, (command, said)
         assert "hunter22" not in said and "driver" not in said
+
+
+def test_a_postgresql_driver_other_than_psycopg_is_one_sentence_alike(
+    run: RunCli, tmp_path: Path
+) -> None:
+    # A URL copied from another tool's settings (SQLAlchemy's psycopg2 spelling): the
+    # facts said "psycopg is not installed beside subrosa: pip install ..." (psycopg is,
+    # and installing it again would not help), the archive the sentence below.
+    for command in (["fact", "list"], ["search", "x"], ["db", "status"]):
+        db = ["--db", "postgresql+psycopg2://alice:hunter22@db/z", "--memory-dir", str(tmp_path)]
+        said = run(*db, *command, expect=2).stderr
+        assert "an SQLite file or on a PostgreSQL server" in said, (command, said)
+        assert "hunter22" not in said and "not installed" not in said
 
 
 def test_a_server_out_of_reach_is_one_line_with_libpqs_hint(run: RunCli, tmp_path: Path) -> None:
@@ -332,3 +349,41 @@ def test_a_schema_a_newer_subrosa_wrote_is_refused_in_one_sentence(
     assert said in database["detail"] and not database["ok"]
     with engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0999"
+
+
+def test_doctor_asks_for_the_driver_not_the_password_when_psycopg_is_missing(
+    tmp_path: Path,
+) -> None:
+    # The database line says psycopg is missing: its fix is to install it, not to look
+    # at the URL, the password and the server (which are fine).
+    hidden = tmp_path / "hidden" / "psycopg"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('No module named psycopg')\n")
+    env = {**os.environ, "PYTHONPATH": str(hidden.parent)}
+    url = "postgresql://alice:hunter22@127.0.0.1:9/team"
+    proc = subrosa_process("--db", url, "--memory-dir", str(tmp_path), "doctor", env=env)
+    out = proc.stdout.decode()
+    assert proc.returncode == 1 and "hunter22" not in out + proc.stderr.decode()
+    line = out[out.index("!! database") :].split("\n")
+    assert "psycopg is not installed beside subrosa" in line[0]
+    assert line[1].strip() == "fix: install psycopg beside subrosa, as the line above says"
+
+
+def test_doctor_names_a_password_file_libpq_ignores(tmp_path: Path) -> None:
+    # docs/team.md step 3: libpq ignores ~/.pgpass unless it is private, and says so in
+    # a WARNING of its own; the connection then fails for want of a password. doctor's
+    # fix names the file and the chmod, not only "check the password".
+    home = Path(os.environ["HOME"])
+    pgpass = home / ".pgpass"
+    pgpass.write_text("127.0.0.1:9:team:alice:hunter22\n")
+    pgpass.chmod(0o644)
+    url = "postgresql://alice@127.0.0.1:9/team"
+    proc = subrosa_process("--db", url, "--memory-dir", str(tmp_path), "doctor")
+    out = proc.stdout.decode()
+    assert proc.returncode == 1 and "hunter22" not in out + proc.stderr.decode()
+    fix = out[out.index("!! database") :].split("\n")[1].strip()
+    assert f"chmod 600 {pgpass}" in fix, fix
+    pgpass.chmod(0o600)
+    proc = subrosa_process("--db", url, "--memory-dir", str(tmp_path), "doctor")
+    out = proc.stdout.decode()
+    assert "chmod 600" not in out

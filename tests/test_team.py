@@ -487,3 +487,73 @@ def test_sessions_filed_under_the_folder_move_at_the_next_ingest(
     run("ingest")
     listed = _json(run, "transcript", "list")
     assert {(s["session_id"], s["project"]) for s in listed} == {("old", NAME), ("new", NAME)}
+
+
+@pytest.mark.engines("postgresql")
+def test_a_postgres_url_works_for_every_command(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`postgres://` (the spelling of Heroku's and other providers' URLs) is a server's
+    URL for the facts as for the archive: search and ingest took it, while the facts,
+    doctor, db status and export refused it as "not a PostgreSQL server"."""
+    url = "postgres://" + db.url.split("://", 1)[1]
+    monkeypatch.setenv("SUBROSA_DB", url)
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    write_leaf(clone / ".claude" / "memory", "deploy_flow.md", body="zebrafish deploys")
+    _session(clone, "sess-alice", "the zebrafish cache misses on cold start")
+    monkeypatch.chdir(clone)
+    assert _json(run, "ingest")["new_messages"] == 1
+    run("generate")
+    assert [f["slug"] for f in _json(run, "fact", "list")] == ["deploy_flow"]
+    assert {r.get("session_id") for r in _json(run, "search", "zebrafish")} >= {"sess-alice"}
+    assert _json(run, "db", "status")["current"] is True
+    run("export", str(tmp_path / "out.jsonl"))
+    assert "ok database: postgres" in run("doctor", expect=None).stdout
+
+
+@pytest.mark.engines("postgresql")
+def test_a_statement_the_server_cuts_short_is_one_sentence(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement_timeout (docs/team.md names `options=-c statement_timeout=5000` as a
+    URL's parameter) or lock_timeout that fires: one sentence, exit 1, no traceback."""
+    import psycopg
+
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    write_leaf(clone / ".claude" / "memory", "deploy_flow.md", body="zebrafish deploys")
+    _session(clone, "sess-alice", "the zebrafish cache misses on cold start")
+    monkeypatch.chdir(clone)
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    run("ingest")
+    run("generate")
+    export = tmp_path / "out.jsonl"
+    run("export", str(export))
+    _session(clone, "sess-bob", "zebrafish again")
+    admin = db.url.replace("postgresql+psycopg://", "postgresql://")
+    for setting in ("statement_timeout", "lock_timeout"):
+        url = f"{db.url}&options=-c%20{setting}%3D200"
+        monkeypatch.setenv("SUBROSA_DB", url)
+        # Another connection holds every table: each statement waits, and is cut.
+        with psycopg.connect(admin) as holder:
+            holder.execute(
+                "LOCK TABLE messages, sessions, facts, ingested_files IN ACCESS EXCLUSIVE MODE"
+            )
+            for args in (
+                ["search", "zebrafish"],
+                ["transcript", "show", "sess-alice"],
+                ["fact", "list"],
+                ["ingest"],
+                ["export", str(tmp_path / "again.jsonl")],
+                ["import", str(export)],
+            ):
+                said = run(*args, expect=1).stderr
+                [line] = said.strip().splitlines()
+                assert line.startswith("Error: ") and "Traceback" not in said, (args, said)
+                assert "the server cut the command short (" in line, (args, said)
+        # The schema's revision read first (every command's first statement) cut too.
+        with psycopg.connect(admin) as holder:
+            holder.execute("LOCK TABLE alembic_version IN ACCESS EXCLUSIVE MODE")
+            for args in (["fact", "list"], ["transcript", "list"], ["db", "status"]):
+                said = run(*args, expect=1).stderr
+                [line] = said.strip().splitlines()
+                assert "the server cut the command short (" in line, (args, said)

@@ -230,6 +230,14 @@ def test_a_due_migration_needs_the_owner(team: Team) -> None:
         assert f"cannot migrate to revision {SCHEMA_HEAD} (" in refused
         assert "must be owner of table" in refused or "permission denied for schema" in refused
         assert "only the role that owns them may do" in refused and "alice:***@" in refused
+    # doctor's fix names who may run the upgrade: not `subrosa db upgrade` alone, which
+    # this member's role would be refused; the owner's is told to run it.
+    said = team.run("alice", "doctor", password=True, expect=1).stdout
+    fix = said[said.index("!! database") :].splitlines()[1].strip()
+    assert fix.startswith("fix: subrosa db upgrade as the role that owns the tables"), said
+    assert "alice may not migrate" in fix, said
+    said = team.run("subrosa_owner", "doctor", expect=1).stdout
+    assert said[said.index("!! database") :].splitlines()[1].strip() == "fix: subrosa db upgrade"
     team.run("subrosa_owner", "db", "upgrade")
     assert "2 new messages" in team.run("alice", "ingest").stdout
     # The owner's upgrade granted migration 0010's table to the members.
@@ -305,3 +313,29 @@ def test_a_member_seals_the_postings_and_a_reader_reads_them(team: Team) -> None
     assert "postings: 2 of 4 complete chunks" in team.run("alice", "doctor").stdout
     team.run("subrosa_owner", "db", "upgrade")
     assert team.sql(sealed) == [(0,), (1,), (2,), (3,)]
+
+
+def test_a_readers_mcp_remember_is_one_sentence(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The MCP server's tools as the reader: search answers; remember, which writes a
+    # fact, is refused in the CLI's sentence (not "subrosa failed on remember:
+    # ProgrammingError: … [SQL: INSERT …]" with a traceback on stderr), and no leaf stays.
+    from tests.test_mcp import calls
+
+    team.run("alice", "ingest")
+    for key, value in team.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SUBROSA_DB", team.url("rita", password=True))
+    monkeypatch.chdir(team.clone)
+    memory = team.clone / ".claude" / "memory"
+    before = sorted(p.name for p in memory.glob("*.md"))
+    arguments = {"slug": "rita_note", "type": "project", "description": "A note.", "body": "x"}
+    [(found, failed), (said, refused)] = calls(
+        ("search", {"query": "zanzibar"}), ("remember", arguments)
+    )
+    assert not failed and "zanzibar" in found
+    assert refused and "permission denied for table facts" in said, said
+    assert "this database role may not do what the command needs" in said, said
+    assert "rita:***@" in said and PASSWORD not in said and "[SQL" not in said, said
+    assert sorted(p.name for p in memory.glob("*.md")) == before

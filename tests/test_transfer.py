@@ -493,3 +493,32 @@ def test_export_removes_the_temp_file_an_export_killed_long_ago_left(
     assert not stale.exists() and young.exists() and all(p.exists() for p in others)
     assert f"removed {stale}" in result.stderr
     assert (out / "me.jsonl").read_text().endswith('"messages": 0}\n')
+
+
+def test_an_export_of_this_project_without_sessions_says_where_to_look(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path
+) -> None:
+    # Sessions filed under another key (archived before the repository had a remote:
+    # docs/team.md, "Databases from before"): the export of this project writes none,
+    # and says so, with how to reach them, rather than only "0 sessions".
+    elsewhere = Path(project_transcript_dir()).parent / "-other-project"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "s.jsonl").write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "uuid": "u-other",
+                "sessionId": "s-other",
+                "timestamp": "2026-03-01T10:00:00Z",
+                "message": {"role": "user", "content": "another project's words"},
+            }
+        )
+        + "\n"
+    )
+    run("ingest", "--all-projects")
+    said = run("export", str(tmp_path / "mine.jsonl"))
+    assert "0 sessions" in said.stdout
+    assert "no archived sessions of this project" in said.stderr
+    assert "`transcript list --all-projects`" in said.stderr and "--project NAME" in said.stderr
+    # Named, or every project: nothing to say.
+    assert run("export", str(tmp_path / "all.jsonl"), "--all-projects").stderr == ""

@@ -366,6 +366,13 @@ def answer(place: Place, name: str, arguments: dict[str, Any] | None) -> tuple[s
         where = f"{exc.filename}: " if exc.filename else ""
         return printable(f"{where}{exc.strerror or exc}."), True
     except Exception as exc:  # noqa: BLE001 - a tool error, never a dead server
+        from subrosa.cli.output import error_of
+
+        # What the CLI says in one sentence (a team server's role without the grant, a
+        # statement the server cut short, a damaged or locked SQLite file), the tool says.
+        said = error_of(exc, lambda: place.db_url)
+        if said is not None:
+            return printable(said[0]), True
         traceback.print_exc(file=sys.stderr)
         detail = printable(str(exc))[:300]
         return f"subrosa failed on {name}: {type(exc).__name__}: {detail}", True

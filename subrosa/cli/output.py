@@ -70,7 +70,13 @@ def error_of(exc: BaseException, db_url: Callable[[], str] | None = None) -> tup
         shown = exc.object if isinstance(exc.object, str) else repr(exc.object)
         return f"{shown[:200]}: is not valid UTF-8 text.", 2
     if isinstance(exc, Exception):
-        from subrosa.errors import denied, hide_passwords, pooled_statement
+        from subrosa.errors import (
+            cut_short,
+            cut_short_sentence,
+            denied,
+            hide_passwords,
+            pooled_statement,
+        )
 
         statement = pooled_statement(exc)
         if statement is not None:
@@ -83,6 +89,10 @@ def error_of(exc: BaseException, db_url: Callable[[], str] | None = None) -> tup
                 'pooler").',
                 1,
             )
+        reason = cut_short(exc)
+        if reason is not None:  # a timeout the URL or the role set, an admin's cancel
+            where = hide_passwords(db_url()) if db_url is not None else "the server"
+            return cut_short_sentence(where, reason), 1
         reason = denied(exc)
         if reason is not None:  # a team server's role without a grant (docs/team.md)
             where = hide_passwords(db_url()) if db_url is not None else "the server"

@@ -59,6 +59,14 @@ def export_cmd(
     done = export_file(app.db_url, file, chosen)
     for leftover in done.removed_leftovers:
         note(f"removed {leftover}, left by an export stopped over an hour ago")
+    if chosen is not None and not projects and done.sessions == 0:
+        # Sessions archived before the repository had a remote keep the folder's key
+        # until an ingest archives something new here (docs/team.md).
+        note(
+            f"no archived sessions of this project ({sessions_key()}) were written: "
+            "`transcript list --all-projects` shows which project each session is "
+            "filed under, and `export --project NAME` writes one"
+        )
     if as_json:
         print_json(done.to_dict())
         return
