@@ -482,3 +482,35 @@ def test_a_link_in_a_fenced_code_block_is_text_to_both(memory_dir: Path, run: Ru
     assert _check(run, other)["ok"] is True
     (other / "MEMORY.md").write_text("~~~\n- [A](a.md)\n")  # unclosed: to the end
     assert _check(run, other, expect=1)["orphan_files"] == ["a.md"]
+
+
+def test_a_line_appended_while_generate_runs_is_not_lost(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's auto memory (or a person) does not take subrosa's lock: a line it
+    appends to MEMORY.md after generate read the file and before generate replaces it
+    is taken over by a second look, not overwritten."""
+    from subrosa.memory import generator
+
+    for n in range(3):
+        write_leaf(memory_dir, f"fact_{n}.md", f"Fact number {n}.")
+    _generate(run)
+    write_leaf(memory_dir, "late.md", "Written by auto memory mid-run.")
+    real_plan = generator.plan
+    appended: list[bool] = []
+
+    def plan_then_append(*args: Any, **kwargs: Any) -> generator.Plan:
+        result = real_plan(*args, **kwargs)
+        if not appended:  # once: the writer appends while generate renders
+            appended.append(True)
+            with (memory_dir / "MEMORY.md").open("a", encoding="utf-8") as index:
+                index.write("- [Late](late.md) — the hook auto memory wrote\n")
+        return result
+
+    monkeypatch.setattr(generator, "plan", plan_then_append)
+    _generate(run)
+    text = (memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert "- [Late](late.md) — the hook auto memory wrote" in text
+    assert _check(run, memory_dir)["ok"] is True
+    monkeypatch.setattr(generator, "plan", real_plan)
+    assert _generate(run)["written"] is False

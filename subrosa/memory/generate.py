@@ -49,6 +49,13 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session
 
+# Claude Code's auto memory and people's editors write the index files without
+# subrosa's lock. A line written between a pass's take-over (its read) and its write
+# would be overwritten, so generate looks again before writing and starts over when
+# either file changed; a take-over read twice takes nothing twice (a line's leaf and
+# hook are what they were). A writer that never stops gets the last pass's write.
+TAKE_OVER_ATTEMPTS = 5
+
 # Beside an index file, a copy of it as it was when it held lines no fact could take.
 UNPLACED_SUFFIX = ".unplaced"
 
@@ -333,43 +340,50 @@ def run_generate(
     database = rows.database_file(db_url) if quickly and sources is None and not reorder else None
     engine = None if database is not None else _engine(db_url)
     with project.lock(dry_run=dry_run):
-        replaced = sources is None and foreign_index(project.memory_dir) is not None
-        reconciled = quick.reconcile(database, project, dry_run=dry_run) if database else None
-        if reconciled is None:
-            engine = engine or _engine(db_url)
-            with _session(engine, project, dry_run) as session:
-                reconciled = _reconcile(
-                    session,
-                    project,
-                    sources,
-                    materialize=materialize,
-                    reorder=reorder,
-                    dry_run=dry_run,
-                )
-        report, entries = reconciled
-        plan = generator.plan(
-            entries,
-            budget=budget,
-            max_lines=max_lines,
-            weights=weights,
-            unreadable=report.unreadable,
-        )
-        restored, reordered = (
-            hand_edits_undone(project.memory_dir, plan)
-            if sources is None and not replaced
-            else ([], [])
-        )
-        if dry_run:
-            return Outcome(
-                report,
-                plan,
-                written=False,
-                replaced_claude_index=replaced,
-                restored=restored,
-                reordered=reordered,
+        for attempt in range(1, TAKE_OVER_ATTEMPTS + 1):
+            seen = _index_bytes(project.memory_dir)
+            replaced = sources is None and foreign_index(project.memory_dir) is not None
+            reconciled = quick.reconcile(database, project, dry_run=dry_run) if database else None
+            if reconciled is None:
+                engine = engine or _engine(db_url)
+                with _session(engine, project, dry_run) as session:
+                    reconciled = _reconcile(
+                        session,
+                        project,
+                        sources,
+                        materialize=materialize,
+                        reorder=reorder,
+                        dry_run=dry_run,
+                    )
+            report, entries = reconciled
+            plan = generator.plan(
+                entries,
+                budget=budget,
+                max_lines=max_lines,
+                weights=weights,
+                unreadable=report.unreadable,
             )
-        kept = keep_unplaced(project.memory_dir, report)
-        changed = _write(project.memory_dir, plan)
+            restored, reordered = (
+                hand_edits_undone(project.memory_dir, plan)
+                if sources is None and not replaced
+                else ([], [])
+            )
+            if dry_run:
+                return Outcome(
+                    report,
+                    plan,
+                    written=False,
+                    replaced_claude_index=replaced,
+                    restored=restored,
+                    reordered=reordered,
+                )
+            # Others write the index files without our lock: one changed since this
+            # pass read it would lose what they wrote; look again (TAKE_OVER_ATTEMPTS).
+            if attempt < TAKE_OVER_ATTEMPTS and _index_bytes(project.memory_dir) != seen:
+                continue
+            kept = keep_unplaced(project.memory_dir, report)
+            changed = _write(project.memory_dir, plan)
+            break
     return Outcome(
         report,
         plan,
@@ -380,6 +394,11 @@ def run_generate(
         restored=restored,
         reordered=reordered,
     )
+
+
+def _index_bytes(memory_dir: Path) -> tuple[bytes | None, bytes | None]:
+    """Both index files' bytes, to tell whether someone wrote one during a pass."""
+    return read_bytes_if_exists(memory_dir / INDEX), read_bytes_if_exists(memory_dir / ARCHIVE)
 
 
 def _engine(db_url: str) -> Engine:
