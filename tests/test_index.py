@@ -514,3 +514,22 @@ def test_a_line_appended_while_generate_runs_is_not_lost(
     assert _check(run, memory_dir)["ok"] is True
     monkeypatch.setattr(generator, "plan", real_plan)
     assert _generate(run)["written"] is False
+
+
+def test_a_hand_line_linking_a_missing_upper_case_md_file_stays_indexed(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """A line added by hand whose file does not exist becomes a leaf of its own; one
+    linking `NOTE.MD` must become a `.md` leaf, or the next run finds no leaf (only
+    `*.md` files are leaves) and the line drops out of both index files."""
+    write_leaf(memory_dir, "fact_1.md", "Fact one.")
+    _generate(run)
+    with (memory_dir / "MEMORY.md").open("a", encoding="utf-8") as index:
+        index.write("- [Release notes](NOTES.MD) — what shipped when\n")
+    first = _generate(run)
+    assert [name.endswith(".md") for name in first["materialized"]] == [True]
+    assert _check(run, memory_dir)["ok"] is True
+    second = _generate(run)
+    assert second["written"] is False and not second["missing"]
+    both = (memory_dir / "MEMORY.md").read_text() + (memory_dir / "MEMORY_archive.md").read_text()
+    assert "what shipped when" in both
