@@ -508,7 +508,9 @@ def test_a_line_appended_while_generate_runs_is_not_lost(
         return result
 
     monkeypatch.setattr(generator, "plan", plan_then_append)
-    _generate(run)
+    result = _generate(run)
+    assert result["adopted"] == ["late"]  # registered by the first pass, reported still
+    assert result["hooks_taken"] == ["late"]
     text = (memory_dir / "MEMORY.md").read_text(encoding="utf-8")
     assert "- [Late](late.md) — the hook auto memory wrote" in text
     assert _check(run, memory_dir)["ok"] is True

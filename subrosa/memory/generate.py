@@ -340,6 +340,7 @@ def run_generate(
     database = rows.database_file(db_url) if quickly and sources is None and not reorder else None
     engine = None if database is not None else _engine(db_url)
     with project.lock(dry_run=dry_run):
+        earlier: Report | None = None
         for attempt in range(1, TAKE_OVER_ATTEMPTS + 1):
             seen = _index_bytes(project.memory_dir)
             replaced = sources is None and foreign_index(project.memory_dir) is not None
@@ -356,6 +357,7 @@ def run_generate(
                         dry_run=dry_run,
                     )
             report, entries = reconciled
+            earlier = _carried(earlier, report)
             plan = generator.plan(
                 entries,
                 budget=budget,
@@ -394,6 +396,16 @@ def run_generate(
         restored=restored,
         reordered=reordered,
     )
+
+
+def _carried(earlier: Report | None, report: Report) -> Report:
+    """`report` with what an earlier pass of the same run did first (a leaf it registered
+    or materialized is no news to the pass after it, but is to the user)."""
+    if earlier is not None:
+        for name in ("adopted", "refreshed", "hooks_taken", "materialized", "synced"):
+            later: list[str] = getattr(report, name)
+            later[:0] = [item for item in getattr(earlier, name) if item not in later]
+    return report
 
 
 def _index_bytes(memory_dir: Path) -> tuple[bytes | None, bytes | None]:
