@@ -535,3 +535,30 @@ def test_a_hand_line_linking_a_missing_upper_case_md_file_stays_indexed(
     assert second["written"] is False and not second["missing"]
     both = (memory_dir / "MEMORY.md").read_text() + (memory_dir / "MEMORY_archive.md").read_text()
     assert "what shipped when" in both
+
+
+def test_a_memory_md_that_keeps_changing_is_kept_before_it_is_replaced(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer faster than every pass of generate: the last pass keeps the file it
+    replaces as MEMORY.md.unplaced, so what was written there is still on disk."""
+    from subrosa.memory import generator
+
+    write_leaf(memory_dir, "fact_1.md", "Fact one.")
+    _generate(run)
+    real_plan = generator.plan
+    count = iter(range(100))
+
+    def plan_then_append(*args: Any, **kwargs: Any) -> generator.Plan:
+        result = real_plan(*args, **kwargs)
+        with (memory_dir / "MEMORY.md").open("a", encoding="utf-8") as index:
+            index.write(f"- note {next(count)} written mid-run\n")
+        return result
+
+    monkeypatch.setattr(generator, "plan", plan_then_append)
+    result = _generate(run)
+    kept = memory_dir / "MEMORY.md.unplaced"
+    assert str(kept) in result["kept"]
+    assert "written mid-run" in kept.read_text(encoding="utf-8")
+    monkeypatch.setattr(generator, "plan", real_plan)
+    assert _check(run, memory_dir)["ok"] is True

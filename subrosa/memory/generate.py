@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 # subrosa's lock. A line written between a pass's take-over (its read) and its write
 # would be overwritten, so generate looks again before writing and starts over when
 # either file changed; a take-over read twice takes nothing twice (a line's leaf and
-# hook are what they were). A writer that never stops gets the last pass's write.
+# hook are what they were). On the last pass, a MEMORY.md changed all the same is kept
+# as MEMORY.md.unplaced (`kept`) before it is replaced: nothing written there is lost.
 TAKE_OVER_ATTEMPTS = 5
 
 # Beside an index file, a copy of it as it was when it held lines no fact could take.
@@ -298,17 +299,43 @@ def hand_edits_undone(
     return restored, reordered
 
 
-def _write(memory_dir: Path, plan: generator.Plan) -> list[str]:
+def _write(
+    memory_dir: Path,
+    plan: generator.Plan,
+    seen: tuple[bytes | None, bytes | None] | None,
+    keep: list[str] | None = None,
+) -> list[str] | None:
     """Both index files and the record of what was written, each only if it changed;
-    returns the index files that changed."""
+    returns the index files that changed. None, with MEMORY.md not written, when an index
+    file is no longer `seen` (what the pass read): each is looked at again just before
+    it is replaced, as writing the archive of thousands of facts takes a while."""
     # A writer killed mid-write leaves its temp file behind; tidy up under the lock.
     for directory in (memory_dir, state_dir(memory_dir)):
         sweep_temp_files(directory)
     mode = new_file_mode(memory_dir)
+    if seen is not None and keep is None and _index_bytes(memory_dir) != seen:
+        return None
     archive = write_if_changed(memory_dir / ARCHIVE, plan.archive_md, mode)
-    index = write_if_changed(memory_dir / INDEX, plan.memory_md, mode)
-    save_last_index(memory_dir, INDEX, plan.memory_md)
     save_last_index(memory_dir, ARCHIVE, plan.archive_md)
+    # Looked at again after the temp file's fsync, just before the rename: the window in
+    # which a line appended by another writer is lost is that of one rename.
+    # On the last pass (`keep`), a MEMORY.md changed all the same is kept beside it first.
+    moved: list[bool] = []
+
+    def index_moved() -> bool:
+        now = read_bytes_if_exists(memory_dir / INDEX)
+        moved.append(seen is not None and now is not None and now != seen[0])
+        if moved[-1] and keep is not None:
+            keep.append(backup_beside(memory_dir / INDEX, UNPLACED_SUFFIX))
+            return False
+        return moved[-1]
+
+    if index_moved():
+        return None
+    index = write_if_changed(memory_dir / INDEX, plan.memory_md, mode, unless=index_moved)
+    if moved[-1] and keep is None:
+        return None
+    save_last_index(memory_dir, INDEX, plan.memory_md)
     save_ranking(memory_dir, [generator.link_target(e.filename) for e in plan.ranked])
     return [name for name, changed in ((INDEX, index), (ARCHIVE, archive)) if changed]
 
@@ -384,7 +411,11 @@ def run_generate(
             if attempt < TAKE_OVER_ATTEMPTS and _index_bytes(project.memory_dir) != seen:
                 continue
             kept = keep_unplaced(project.memory_dir, report)
-            changed = _write(project.memory_dir, plan)
+            last = kept if attempt == TAKE_OVER_ATTEMPTS else None
+            written = _write(project.memory_dir, plan, seen, last)
+            if written is None:
+                continue
+            changed = written
             break
     return Outcome(
         report,
