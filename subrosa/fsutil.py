@@ -25,6 +25,7 @@ from subrosa.paths import is_dir, is_file, join, parent, spelled
 # or os.PathLike here: subrosa.paths says why), nor contextlib.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import TypeVar
 
     from subrosa.paths import StrPath
@@ -172,13 +173,16 @@ def atomic_write_bytes(
     *,
     durable: bool = True,
     new_mode: int | None = None,
+    unless: Callable[[], bool] | None = None,
 ) -> None:
     """Write `data` (bytes, or parts written one after the other, so a large file spliced
     from slices of another is not copied first) to `path` so a crash leaves the old file
     or the new one, never a mix.
 
     A unique temp file in the same directory (so concurrent writers never share one),
-    fsync, then os.replace, then fsync of the directory so the rename is durable.
+    fsync, then os.replace, then fsync of the directory so the rename is durable. When
+    `unless` is given and says True just before the rename, nothing is replaced (a file
+    others write without a lock, changed while the temp file was being written).
     `durable=False` skips both fsyncs, for state that is cheap to lose and written on
     every turn (the Stop hook's counter): readers must then accept an empty file
     after a power cut.
@@ -205,6 +209,9 @@ def atomic_write_bytes(
                 os.fsync(handle.fileno())
         if mode is None and existing is not None:
             os.chmod(tmp, existing)  # exactly the replaced file's mode, whatever the umask
+        if unless is not None and unless():
+            remove_file(tmp)
+            return
         os.replace(tmp, path)
     except BaseException:
         remove_file(tmp)
@@ -248,7 +255,13 @@ def holds_text(path: StrPath, text: str) -> bool:
         return False
 
 
-def write_if_changed(path: StrPath, text: str, new_mode: int | None = None) -> bool:
+def write_if_changed(
+    path: StrPath,
+    text: str,
+    new_mode: int | None = None,
+    *,
+    unless: Callable[[], bool] | None = None,
+) -> bool:
     """Write `text` atomically unless the file already holds exactly it; True when written
     (a new file with `new_mode`, see atomic_write_bytes).
 
@@ -257,7 +270,7 @@ def write_if_changed(path: StrPath, text: str, new_mode: int | None = None) -> b
     data = text.encode("utf-8")
     if read_bytes_if_exists(path) == data:
         return False
-    atomic_write_bytes(path, data, new_mode=new_mode)
+    atomic_write_bytes(path, data, new_mode=new_mode, unless=unless)
     return True
 
 

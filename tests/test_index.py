@@ -482,3 +482,83 @@ def test_a_link_in_a_fenced_code_block_is_text_to_both(memory_dir: Path, run: Ru
     assert _check(run, other)["ok"] is True
     (other / "MEMORY.md").write_text("~~~\n- [A](a.md)\n")  # unclosed: to the end
     assert _check(run, other, expect=1)["orphan_files"] == ["a.md"]
+
+
+def test_a_line_appended_while_generate_runs_is_not_lost(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's auto memory (or a person) does not take subrosa's lock: a line it
+    appends to MEMORY.md after generate read the file and before generate replaces it
+    is taken over by a second look, not overwritten."""
+    from subrosa.memory import generator
+
+    for n in range(3):
+        write_leaf(memory_dir, f"fact_{n}.md", f"Fact number {n}.")
+    _generate(run)
+    write_leaf(memory_dir, "late.md", "Written by auto memory mid-run.")
+    real_plan = generator.plan
+    appended: list[bool] = []
+
+    def plan_then_append(*args: Any, **kwargs: Any) -> generator.Plan:
+        result = real_plan(*args, **kwargs)
+        if not appended:  # once: the writer appends while generate renders
+            appended.append(True)
+            with (memory_dir / "MEMORY.md").open("a", encoding="utf-8") as index:
+                index.write("- [Late](late.md) — the hook auto memory wrote\n")
+        return result
+
+    monkeypatch.setattr(generator, "plan", plan_then_append)
+    result = _generate(run)
+    assert result["adopted"] == ["late"]  # registered by the first pass, reported still
+    assert result["hooks_taken"] == ["late"]
+    text = (memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert "- [Late](late.md) — the hook auto memory wrote" in text
+    assert _check(run, memory_dir)["ok"] is True
+    monkeypatch.setattr(generator, "plan", real_plan)
+    assert _generate(run)["written"] is False
+
+
+def test_a_hand_line_linking_a_missing_upper_case_md_file_stays_indexed(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """A line added by hand whose file does not exist becomes a leaf of its own; one
+    linking `NOTE.MD` must become a `.md` leaf, or the next run finds no leaf (only
+    `*.md` files are leaves) and the line drops out of both index files."""
+    write_leaf(memory_dir, "fact_1.md", "Fact one.")
+    _generate(run)
+    with (memory_dir / "MEMORY.md").open("a", encoding="utf-8") as index:
+        index.write("- [Release notes](NOTES.MD) — what shipped when\n")
+    first = _generate(run)
+    assert [name.endswith(".md") for name in first["materialized"]] == [True]
+    assert _check(run, memory_dir)["ok"] is True
+    second = _generate(run)
+    assert second["written"] is False and not second["missing"]
+    both = (memory_dir / "MEMORY.md").read_text() + (memory_dir / "MEMORY_archive.md").read_text()
+    assert "what shipped when" in both
+
+
+def test_a_memory_md_that_keeps_changing_is_kept_before_it_is_replaced(
+    memory_dir: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer faster than every pass of generate: the last pass keeps the file it
+    replaces as MEMORY.md.unplaced, so what was written there is still on disk."""
+    from subrosa.memory import generator
+
+    write_leaf(memory_dir, "fact_1.md", "Fact one.")
+    _generate(run)
+    real_plan = generator.plan
+    count = iter(range(100))
+
+    def plan_then_append(*args: Any, **kwargs: Any) -> generator.Plan:
+        result = real_plan(*args, **kwargs)
+        with (memory_dir / "MEMORY.md").open("a", encoding="utf-8") as index:
+            index.write(f"- note {next(count)} written mid-run\n")
+        return result
+
+    monkeypatch.setattr(generator, "plan", plan_then_append)
+    result = _generate(run)
+    kept = memory_dir / "MEMORY.md.unplaced"
+    assert str(kept) in result["kept"]
+    assert "written mid-run" in kept.read_text(encoding="utf-8")
+    monkeypatch.setattr(generator, "plan", real_plan)
+    assert _check(run, memory_dir)["ok"] is True

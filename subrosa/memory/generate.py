@@ -49,6 +49,14 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session
 
+# Claude Code's auto memory and people's editors write the index files without
+# subrosa's lock. A line written between a pass's take-over (its read) and its write
+# would be overwritten, so generate looks again before writing and starts over when
+# either file changed; a take-over read twice takes nothing twice (a line's leaf and
+# hook are what they were). On the last pass, a MEMORY.md changed all the same is kept
+# as MEMORY.md.unplaced (`kept`) before it is replaced: nothing written there is lost.
+TAKE_OVER_ATTEMPTS = 5
+
 # Beside an index file, a copy of it as it was when it held lines no fact could take.
 UNPLACED_SUFFIX = ".unplaced"
 
@@ -291,17 +299,43 @@ def hand_edits_undone(
     return restored, reordered
 
 
-def _write(memory_dir: Path, plan: generator.Plan) -> list[str]:
+def _write(
+    memory_dir: Path,
+    plan: generator.Plan,
+    seen: tuple[bytes | None, bytes | None] | None,
+    keep: list[str] | None = None,
+) -> list[str] | None:
     """Both index files and the record of what was written, each only if it changed;
-    returns the index files that changed."""
+    returns the index files that changed. None, with MEMORY.md not written, when an index
+    file is no longer `seen` (what the pass read): each is looked at again just before
+    it is replaced, as writing the archive of thousands of facts takes a while."""
     # A writer killed mid-write leaves its temp file behind; tidy up under the lock.
     for directory in (memory_dir, state_dir(memory_dir)):
         sweep_temp_files(directory)
     mode = new_file_mode(memory_dir)
+    if seen is not None and keep is None and _index_bytes(memory_dir) != seen:
+        return None
     archive = write_if_changed(memory_dir / ARCHIVE, plan.archive_md, mode)
-    index = write_if_changed(memory_dir / INDEX, plan.memory_md, mode)
-    save_last_index(memory_dir, INDEX, plan.memory_md)
     save_last_index(memory_dir, ARCHIVE, plan.archive_md)
+    # Looked at again after the temp file's fsync, just before the rename: the window in
+    # which a line appended by another writer is lost is that of one rename.
+    # On the last pass (`keep`), a MEMORY.md changed all the same is kept beside it first.
+    moved: list[bool] = []
+
+    def index_moved() -> bool:
+        now = read_bytes_if_exists(memory_dir / INDEX)
+        moved.append(seen is not None and now is not None and now != seen[0])
+        if moved[-1] and keep is not None:
+            keep.append(backup_beside(memory_dir / INDEX, UNPLACED_SUFFIX))
+            return False
+        return moved[-1]
+
+    if index_moved():
+        return None
+    index = write_if_changed(memory_dir / INDEX, plan.memory_md, mode, unless=index_moved)
+    if moved[-1] and keep is None:
+        return None
+    save_last_index(memory_dir, INDEX, plan.memory_md)
     save_ranking(memory_dir, [generator.link_target(e.filename) for e in plan.ranked])
     return [name for name, changed in ((INDEX, index), (ARCHIVE, archive)) if changed]
 
@@ -333,43 +367,56 @@ def run_generate(
     database = rows.database_file(db_url) if quickly and sources is None and not reorder else None
     engine = None if database is not None else _engine(db_url)
     with project.lock(dry_run=dry_run):
-        replaced = sources is None and foreign_index(project.memory_dir) is not None
-        reconciled = quick.reconcile(database, project, dry_run=dry_run) if database else None
-        if reconciled is None:
-            engine = engine or _engine(db_url)
-            with _session(engine, project, dry_run) as session:
-                reconciled = _reconcile(
-                    session,
-                    project,
-                    sources,
-                    materialize=materialize,
-                    reorder=reorder,
-                    dry_run=dry_run,
-                )
-        report, entries = reconciled
-        plan = generator.plan(
-            entries,
-            budget=budget,
-            max_lines=max_lines,
-            weights=weights,
-            unreadable=report.unreadable,
-        )
-        restored, reordered = (
-            hand_edits_undone(project.memory_dir, plan)
-            if sources is None and not replaced
-            else ([], [])
-        )
-        if dry_run:
-            return Outcome(
-                report,
-                plan,
-                written=False,
-                replaced_claude_index=replaced,
-                restored=restored,
-                reordered=reordered,
+        earlier: Report | None = None
+        for attempt in range(1, TAKE_OVER_ATTEMPTS + 1):
+            seen = _index_bytes(project.memory_dir)
+            replaced = sources is None and foreign_index(project.memory_dir) is not None
+            reconciled = quick.reconcile(database, project, dry_run=dry_run) if database else None
+            if reconciled is None:
+                engine = engine or _engine(db_url)
+                with _session(engine, project, dry_run) as session:
+                    reconciled = _reconcile(
+                        session,
+                        project,
+                        sources,
+                        materialize=materialize,
+                        reorder=reorder,
+                        dry_run=dry_run,
+                    )
+            report, entries = reconciled
+            earlier = _carried(earlier, report)
+            plan = generator.plan(
+                entries,
+                budget=budget,
+                max_lines=max_lines,
+                weights=weights,
+                unreadable=report.unreadable,
             )
-        kept = keep_unplaced(project.memory_dir, report)
-        changed = _write(project.memory_dir, plan)
+            restored, reordered = (
+                hand_edits_undone(project.memory_dir, plan)
+                if sources is None and not replaced
+                else ([], [])
+            )
+            if dry_run:
+                return Outcome(
+                    report,
+                    plan,
+                    written=False,
+                    replaced_claude_index=replaced,
+                    restored=restored,
+                    reordered=reordered,
+                )
+            # Others write the index files without our lock: one changed since this
+            # pass read it would lose what they wrote; look again (TAKE_OVER_ATTEMPTS).
+            if attempt < TAKE_OVER_ATTEMPTS and _index_bytes(project.memory_dir) != seen:
+                continue
+            kept = keep_unplaced(project.memory_dir, report)
+            last = kept if attempt == TAKE_OVER_ATTEMPTS else None
+            written = _write(project.memory_dir, plan, seen, last)
+            if written is None:
+                continue
+            changed = written
+            break
     return Outcome(
         report,
         plan,
@@ -380,6 +427,21 @@ def run_generate(
         restored=restored,
         reordered=reordered,
     )
+
+
+def _carried(earlier: Report | None, report: Report) -> Report:
+    """`report` with what an earlier pass of the same run did first (a leaf it registered
+    or materialized is no news to the pass after it, but is to the user)."""
+    if earlier is not None:
+        for name in ("adopted", "refreshed", "hooks_taken", "materialized", "synced"):
+            later: list[str] = getattr(report, name)
+            later[:0] = [item for item in getattr(earlier, name) if item not in later]
+    return report
+
+
+def _index_bytes(memory_dir: Path) -> tuple[bytes | None, bytes | None]:
+    """Both index files' bytes, to tell whether someone wrote one during a pass."""
+    return read_bytes_if_exists(memory_dir / INDEX), read_bytes_if_exists(memory_dir / ARCHIVE)
 
 
 def _engine(db_url: str) -> Engine:

@@ -93,9 +93,12 @@ def _plain(line: IndexLine) -> str:
 
 
 def _leaf_names_for(line: IndexLine, target: str | None) -> Iterator[str]:
-    """The filenames a loose line may be materialized as, in order of preference."""
+    """The filenames a loose line may be materialized as, in order of preference. Each
+    ends in `.md` exactly: only such a file is a leaf (`NOTES.MD` is written `NOTES.md`,
+    or the next run would find no leaf for the fact and drop its line)."""
     if target and "/" not in target and "\\" not in target and not target.startswith("."):
-        yield target
+        if target.endswith(".md"):
+            yield target
         stem = Path(target).stem
     else:
         stem = _slugify(_plain(line))
