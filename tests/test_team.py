@@ -153,7 +153,15 @@ def test_two_clones_search_each_others_sessions(
         assert all(s["host"] for s in listed)
     by_bob = _json(run, "transcript", "list", "--by", "bob")
     assert [s["session_id"] for s in by_bob] == ["sess-bob"]
-    assert "bob@" in run("transcript", "list", "--by", "bob").stdout
+    shown = run("transcript", "list", "--by", "bob").stdout
+    assert "bob@" in shown
+    # As the listing shows a member (`bob@host`), --by takes it too.
+    who = next(s for s in by_bob if s["session_id"] == "sess-bob")
+    as_shown = f"bob@{who['host']}"
+    assert [s["session_id"] for s in _json(run, "transcript", "list", "--by", as_shown)] == [
+        "sess-bob"
+    ]
+    assert _json(run, "transcript", "list", "--by", "bob@elsewhere") == []
     # Another project's search does not see them; naming the project does.
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

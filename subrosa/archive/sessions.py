@@ -52,7 +52,8 @@ def list_sessions(
     reindex_progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The archived sessions of this project (or of the project named `project`, or of
-    all), newest first; with `by`, only those the member `by` archived."""
+    all), newest first; with `by`, only those the member `by` archived (a user name, or
+    `user@host` as the listing shows it)."""
     with archive_ready(
         db_url, tool_result_chars, lock=False, reindex_progress=reindex_progress
     ) as conn:
@@ -61,8 +62,14 @@ def list_sessions(
             tests.append("project = ?")
             params.append(project or current_project())
         if by is not None:
-            tests.append("username = ?")
-            params.append(by)
+            # A member as the listing shows them (`bob@host`) is bob on that host.
+            user, at, host = by.rpartition("@")
+            if at and user and host:
+                tests.append("(username = ? OR (username = ? AND host = ?))")
+                params += [by, user, host]
+            else:
+                tests.append("username = ?")
+                params.append(by)
         where = " WHERE " + " AND ".join(tests) if tests else ""
         rows = conn.execute(
             f"SELECT {', '.join(LIST_KEYS)} FROM sessions{where}"

@@ -80,7 +80,12 @@ def transcript() -> None:
     metavar="NAME",
     help="Sessions of the project NAME (as --json shows it, e.g. github.com/org/repo).",
 )
-@click.option("--by", "by", metavar="USER", help="Only the sessions USER archived.")
+@click.option(
+    "--by",
+    "by",
+    metavar="USER",
+    help="Only the sessions USER archived (a user name, or USER@HOST as the list shows it).",
+)
 @click.option(
     "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="How many sessions."
 )
