@@ -132,12 +132,10 @@ def test_import_adds_only_what_the_target_lacks(
     assert _rows(team, runs) == _rows(team, BACKFILLED) and len(_rows(team, runs)) > 1
 
 
-def test_export_takes_this_project_unless_told(
-    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path
-) -> None:
-    _archive(memory_dir, run)
+def _another_project(run: RunCli) -> None:
+    """A session of another project (its own folder beside this one's), archived."""
     elsewhere = Path(project_transcript_dir()).parent / "-other-project"
-    elsewhere.mkdir()
+    elsewhere.mkdir(parents=True)
     (elsewhere / "s.jsonl").write_text(
         json.dumps(
             {
@@ -151,6 +149,13 @@ def test_export_takes_this_project_unless_told(
         + "\n"
     )
     run("ingest", "--all-projects")
+
+
+def test_export_takes_this_project_unless_told(
+    memory_dir: Path, db: Db, run: RunCli, tmp_path: Path
+) -> None:
+    _archive(memory_dir, run)
+    _another_project(run)
     mine = _json(run, "export", str(tmp_path / "mine.jsonl"))
     assert "-other-project" not in mine["projects"]
     everything = _json(run, "export", str(tmp_path / "all.jsonl"), "--all-projects")
@@ -501,21 +506,7 @@ def test_an_export_of_this_project_without_sessions_says_where_to_look(
     # Sessions filed under another key (archived before the repository had a remote:
     # docs/team.md, "Databases from before"): the export of this project writes none,
     # and says so, with how to reach them, rather than only "0 sessions".
-    elsewhere = Path(project_transcript_dir()).parent / "-other-project"
-    elsewhere.mkdir(parents=True)
-    (elsewhere / "s.jsonl").write_text(
-        json.dumps(
-            {
-                "type": "user",
-                "uuid": "u-other",
-                "sessionId": "s-other",
-                "timestamp": "2026-03-01T10:00:00Z",
-                "message": {"role": "user", "content": "another project's words"},
-            }
-        )
-        + "\n"
-    )
-    run("ingest", "--all-projects")
+    _another_project(run)
     said = run("export", str(tmp_path / "mine.jsonl"))
     assert "0 sessions" in said.stdout
     assert "no archived sessions of this project" in said.stderr
