@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from subrosa.cjk import cjk_runs, has_cjk
 from subrosa.fold import fold, fold_text
 from subrosa.lazyre import compile_lazily
+from subrosa.plain import is_plain
 from subrosa.terms import (
     MAX_IDENTIFIER,
     MAX_JOINED,
@@ -489,14 +490,7 @@ def one_line(text: str) -> str:
     by subrosa.text's terminal_line; plain ASCII without `<`, `&`, `](` or `[[` is
     returned without importing that module (it costs search ~4 ms)."""
     line = " ".join(text.split())
-    if (
-        line.isascii()
-        and line.isprintable()
-        and "<" not in line
-        and "&" not in line
-        and "](" not in line
-        and "[[" not in line
-    ):
+    if is_plain(line):
         return line  # nothing the sanitizer would touch: no tag, entity, link or escape
     from subrosa.text import terminal_line
 

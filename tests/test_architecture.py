@@ -22,6 +22,7 @@ SHARED = (
     "paths",
     "config",
     "text",
+    "plain",
     "fsutil",
     "errors",
     "resources",

@@ -38,6 +38,7 @@ from subrosa.paths import (
     resolve_memory_dir,
     resolved,
 )
+from subrosa.plain import is_plain
 
 # typing and pathlib are kept off the import path (see subrosa.claude.checkpoint and
 # subrosa.paths): a path here is a str.
@@ -223,14 +224,7 @@ def _one_line(value: object) -> str:
     """A path or id as one clean line: a folder name can hold a newline, an escape, a
     tag (`<system>`) or a link (`[x](y)`), and the agent reads what the hooks print."""
     text = str(value)
-    if (
-        text.isascii()
-        and text.isprintable()
-        and "<" not in text
-        and "&" not in text
-        and "](" not in text
-        and "[[" not in text
-    ):
+    if is_plain(text):
         return text
     from subrosa.text import terminal_line
 
