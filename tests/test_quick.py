@@ -24,7 +24,8 @@ from subrosa.db import dispose_all
 from subrosa.memory import quick, store, values
 from subrosa.memory.generate import Outcome, run_generate
 from subrosa.memory.project import Project
-from subrosa.memory.state import render_state
+from subrosa.memory.state import SEEN_DIR, render_state
+from subrosa.paths import data_dir
 from tests.conftest import RunCli, subrosa_process, write_leaf
 
 NOW = datetime(2026, 12, 1, 12, 0, 0)
@@ -39,15 +40,19 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Workspace:
-    """A memory dir and its database, saved once and restored before each run."""
+    """A memory dir, its database and this clone's record of the sidecar (in the data
+    dir, state.seen_path), saved once and restored before each run."""
 
     def __init__(self, memory_dir: Path, db: Path, saved: Path) -> None:
         self.memory_dir, self.db, self.saved = memory_dir, db, saved
+        self.seen = Path(data_dir(), SEEN_DIR)
 
     def save(self) -> None:
         _quiesce(self.db)
         shutil.rmtree(self.saved, ignore_errors=True)
         shutil.copytree(self.memory_dir, self.saved / "memory")
+        if self.seen.exists():
+            shutil.copytree(self.seen, self.saved / "seen")
         if self.db.exists():
             shutil.copy2(self.db, self.saved / "db")
 
@@ -55,6 +60,9 @@ class Workspace:
         _quiesce(self.db)
         shutil.rmtree(self.memory_dir)
         shutil.copytree(self.saved / "memory", self.memory_dir)
+        shutil.rmtree(self.seen, ignore_errors=True)
+        if (self.saved / "seen").exists():
+            shutil.copytree(self.saved / "seen", self.seen)
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.db}{suffix}").unlink(missing_ok=True)
         if (self.saved / "db").exists():

@@ -565,3 +565,115 @@ def test_a_statement_the_server_cuts_short_is_one_sentence(
                 said = run(*args, expect=1).stderr
                 [line] = said.strip().splitlines()
                 assert "the server cut the command short (" in line, (args, said)
+
+
+def _pull(source: Path, clone: Path) -> None:
+    """What a `git pull` carries from `source`'s memory dir: its leaves, index files and
+    sidecar, over the clone's."""
+    shutil.copytree(source / ".claude" / "memory", clone / ".claude" / "memory", dirs_exist_ok=True)
+
+
+def _facts(run: RunCli) -> dict[str, dict[str, Any]]:
+    return {f["slug"]: f for f in _json(run, "fact", "list", "--all")}
+
+
+@pytest.mark.engines
+def test_a_clone_that_has_not_pulled_keeps_what_a_teammate_changed(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One database, two clones. Alice pins, archives and re-hooks facts; Bob has not
+    pulled, so his sidecar still holds the old values, which nothing changed under his
+    clone since he last saw it: his `generate` keeps Alice's changes (and brings his
+    sidecar in step) rather than undoing them."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    for name in ("project_cache", "project_deploy", "project_flags"):
+        write_leaf(alice / ".claude" / "memory", f"{name}.md", f"About {name}.")
+    monkeypatch.chdir(alice)
+    run("generate")
+    _pull(alice, bob)
+    monkeypatch.chdir(bob)
+    run("generate")
+
+    monkeypatch.chdir(alice)
+    run("fact", "pin", "project_cache")
+    run("fact", "archive", "project_deploy", "--reason", "moved to the runbook")
+    run("fact", "upsert", "project_flags.md", "--hook", "flags live in LaunchDarkly")
+
+    monkeypatch.chdir(bob)
+    run("generate")
+    facts = _facts(run)
+    assert facts["project_cache"]["pinned"] is True
+    assert facts["project_deploy"]["status"] == "archived"
+    assert facts["project_deploy"]["archive_reason"] == "moved to the runbook"
+    assert facts["project_flags"]["hook"] == "flags live in LaunchDarkly"
+    assert "LaunchDarkly" in (bob / ".claude" / "memory" / "MEMORY.md").read_text()
+    sidecar = (bob / ".claude" / "memory" / ".subrosa" / "facts.jsonl").read_text()
+    assert "moved to the runbook" in sidecar and "LaunchDarkly" in sidecar
+
+    # Bob pulls at last: the same values arrive, nothing changes back.
+    _pull(alice, bob)
+    run("generate")
+    assert _facts(run) == facts
+
+
+@pytest.mark.engines
+def test_a_pull_takes_only_the_lines_git_changed(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob pulls Alice's commit (a new hook for one fact) after Carol, who has not
+    pushed, pinned another fact on the server: Bob's generate takes Alice's hook from
+    the sidecar git changed, and keeps Carol's pin, which the pulled sidecar predates."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    carol = _clone(tmp_path / "carol" / "repo", HTTPS)
+    for name in ("project_cache", "project_deploy"):
+        write_leaf(alice / ".claude" / "memory", f"{name}.md", f"About {name}.")
+    monkeypatch.chdir(alice)
+    run("generate")
+    for clone in (bob, carol):
+        _pull(alice, clone)
+        monkeypatch.chdir(clone)
+        run("generate")
+
+    monkeypatch.chdir(alice)
+    run("fact", "upsert", "project_cache.md", "--hook", "warmed nightly")
+    pushed = alice / "pushed"
+    shutil.copytree(alice / ".claude", pushed / ".claude")  # Alice's commit
+    monkeypatch.chdir(carol)
+    run("fact", "pin", "project_deploy")
+
+    _pull(pushed, bob)
+    monkeypatch.chdir(bob)
+    run("generate")
+    facts = _facts(run)
+    assert facts["project_cache"]["hook"] == "warmed nightly"
+    assert facts["project_deploy"]["pinned"] is True
+
+
+def test_a_pulled_sidecar_still_wins_over_a_database_of_ones_own(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each machine its own database (docs/sync.md): what a pull changed in the sidecar
+    is taken, whichever database this machine keeps."""
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    write_leaf(alice / ".claude" / "memory", "project_cache.md", "About the cache.")
+    monkeypatch.setenv("SUBROSA_DB", f"sqlite:///{tmp_path / 'alice.db'}")
+    monkeypatch.chdir(alice)
+    run("generate")
+    _pull(alice, bob)
+    monkeypatch.setenv("SUBROSA_DB", f"sqlite:///{tmp_path / 'bob.db'}")
+    monkeypatch.chdir(bob)
+    run("generate")
+
+    monkeypatch.setenv("SUBROSA_DB", f"sqlite:///{tmp_path / 'alice.db'}")
+    monkeypatch.chdir(alice)
+    run("fact", "pin", "project_cache")
+    _pull(alice, bob)
+    monkeypatch.setenv("SUBROSA_DB", f"sqlite:///{tmp_path / 'bob.db'}")
+    monkeypatch.chdir(bob)
+    run("generate")
+    assert _facts(run)["project_cache"]["pinned"] is True

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -339,3 +340,26 @@ def test_a_readers_mcp_remember_is_one_sentence(
     assert "this database role may not do what the command needs" in said, said
     assert "rita:***@" in said and PASSWORD not in said and "[SQL" not in said, said
     assert sorted(p.name for p in memory.glob("*.md")) == before
+
+
+def test_a_readers_clone_that_has_not_pulled_keeps_the_members_changes(team: Team) -> None:
+    """Rita reads from a clone of her own. Alice pins a fact and pushes; Rita has not
+    pulled, so her sidecar still holds it unpinned: her `generate` keeps the pin (and
+    writes nothing to the server, which it may not) rather than failing on a change it
+    would undo."""
+    memory = team.clone / ".claude" / "memory"
+    write_leaf(memory, "zanzibar_cache.md", "The zanzibar cache.")
+    team.run("alice", "generate")
+    mine = team.clone.parent / "rita" / "repo"
+    shutil.copytree(team.clone, mine)  # her clone, with what the push carried
+    rita = dict(team.env, SUBROSA_DB=team.url("rita"), SUBROSA_USER="rita",
+                SUBROSA_MEMORY_DIR=str(mine / ".claude" / "memory"))  # fmt: skip
+    assert subrosa_forked("generate", env=rita, cwd=mine).returncode == 0
+    team.run("alice", "fact", "pin", "zanzibar_cache")
+
+    result = subrosa_forked("generate", env=rita, cwd=mine)
+    assert result.returncode == 0, result.stderr.decode()
+    assert team.sql("SELECT pinned FROM facts") == [(True,)]
+    assert (
+        '"pinned": true' in (mine / ".claude" / "memory" / ".subrosa" / "facts.jsonl").read_text()
+    )

@@ -46,8 +46,10 @@ from subrosa.memory.report import Report
 from subrosa.memory.state import (
     load_state,
     read_last_index,
+    record_seen,
     render_state,
     save_state,
+    sqlite_database,
     state_path,
 )
 
@@ -67,7 +69,7 @@ def reconcile(path: Path, project: Project, *, dry_run: bool) -> Reconciled | No
     try:
         if rows.has_legacy_rows(conn, project):
             return None  # store.mutation files them under the project's name first
-        return _Run(conn, project).reconcile(dry_run)
+        return _Run(conn, project, path).reconcile(dry_run)
     finally:
         conn.close()
 
@@ -88,8 +90,9 @@ def _raw_stat(st: os.stat_result) -> str:
 class _Run:
     """One reconcile: the facts as the database has them, and what the disk changes."""
 
-    def __init__(self, conn: sqlite3.Connection, project: Project) -> None:
+    def __init__(self, conn: sqlite3.Connection, project: Project, path: Path) -> None:
         self.conn = conn
+        self.path = path
         self.project = project
         self.key = project.key
         self.facts = rows.all_without_body(conn, self.key)
@@ -117,6 +120,8 @@ class _Run:
         )
         if not dry_run:
             self._write()
+            # The sidecar now agrees with the database: this clone's record of it.
+            record_seen(self.project.memory_dir, sqlite_database(self.path))
         facts = self._after()
         self.report.facts = [f for f in facts if f.path in present]
         return self.report, [values.entry_for(f) for f in self.report.facts]

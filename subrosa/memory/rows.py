@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any
 from subrosa.errors import InvalidInput
 from subrosa.memory import values
 from subrosa.memory.project import Project
-from subrosa.memory.state import STATE_KEYS, save_state, update_state
+from subrosa.memory.state import (
+    STATE_KEYS,
+    record_seen,
+    save_state,
+    sqlite_database,
+    update_state,
+)
 
 if TYPE_CHECKING:
     from subrosa.memory.leaf import Leaf
@@ -293,14 +299,17 @@ class Change:
         apply(fact, changes)
         return fact
 
-    def write_sidecar(self, *, whole: bool = False) -> None:
+    def write_sidecar(self, *, whole: bool = False) -> list[dict[str, Any]] | None:
         """The sidecar in step with this transaction: the line of each fact it touched
-        (state.update_state), or the whole file (`whole`, or no sidecar yet)."""
+        (state.update_state), or the whole file (`whole`, or no sidecar yet). Returns the
+        lines written, or None for the whole file (what state.record_seen takes)."""
         memory_dir = self.project.memory_dir
         lines = [] if whole else [values.state_row(require(self.conn, self.project, slug))
                                   for slug in sorted(self.touched)]  # fmt: skip
         if whole or (lines and not update_state(memory_dir, lines, frozenset(self.added))):
             save_state(memory_dir, state_rows(self.conn, self.project.key))
+            return None
+        return lines
 
 
 def has_legacy_rows(conn: sqlite3.Connection, project: Project) -> bool:
@@ -336,7 +345,8 @@ def move_legacy_rows(conn: sqlite3.Connection, project: Project) -> bool:
 @contextmanager
 def change(path: Path, project: Project, *, whole: bool = False) -> Iterator[Change]:
     """A write transaction on the facts of `project` under its lock (store.mutation's
-    twin): BEGIN IMMEDIATE, the changes, the sidecar brought in step, COMMIT."""
+    twin): BEGIN IMMEDIATE, the changes, the sidecar brought in step, COMMIT, and this
+    clone's record of the sidecar (state.record_seen)."""
     from subrosa.schema import connect
 
     with project.lock():
@@ -347,10 +357,13 @@ def change(path: Path, project: Project, *, whole: bool = False) -> Iterator[Cha
                 changing = Change(conn, project)
                 moved = move_legacy_rows(conn, project)
                 yield changing
-                changing.write_sidecar(whole=whole or moved)
+                written = changing.write_sidecar(whole=whole or moved)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
         finally:
             conn.close()
+        if written != []:
+            added = frozenset(changing.added)
+            record_seen(project.memory_dir, sqlite_database(path), written, added)

@@ -24,10 +24,21 @@ last wrote to each index file, so `generate` can tell the lines others added fro
 own, and `.subrosa/index-rank.json` (subrosa.memory.marker.RANKING) the hot tier's
 rank order, for the SessionStart hook. This module owns every file in `.subrosa/` but
 the lock (subrosa.memory.project).
+
+Outside the memory dir, each clone keeps the sidecar as it last agreed with the
+database (`seen_path`: per memory dir and database, in the per-user data dir, never in
+git). A sidecar line that still reads as it did then was not changed by git: where the
+database differs, a teammate changed the fact on a shared database (or another clone
+of the repository on this machine), and the database wins. Only the fields a line
+changed since then (a `git pull`, a hand edit) are taken from it (`changed_since`).
+Without a record (a clone's first run, another database) the sidecar wins whole, as it
+always did.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import stat
@@ -45,7 +56,7 @@ from subrosa.fsutil import (
     write_if_changed,
 )
 from subrosa.memory.marker import INDEX, new_file_mode, ranking_path, render_ranking
-from subrosa.paths import state_dir
+from subrosa.paths import data_dir, state_dir
 
 STATE_FILE = "facts.jsonl"
 LAST_INDEX = "last-index.txt"
@@ -135,7 +146,10 @@ def update_state(
     or one a later line may outrank) are appended without looking: a new fact costs the
     same however many the sidecar holds. False, having written nothing, when there is
     no sidecar: the caller writes it whole."""
-    path = state_path(memory_dir)
+    return _update_lines(state_path(memory_dir), rows, new)
+
+
+def _update_lines(path: Path, rows: list[dict[str, Any]], new: frozenset[str]) -> bool:
     appended = [(render_row(row) + "\n").encode("utf-8") for row in rows if row["slug"] in new]
     known = [row for row in rows if row["slug"] not in new]
     if not known:
@@ -234,6 +248,80 @@ def _whole_lines(data: bytes) -> bytes:
         return data + b"\n"
     except ValueError:
         return data[:cut]
+
+
+# -- what this clone last saw ---------------------------------------------------------
+
+SEEN_DIR = "seen"
+# Fields that change together: an archive's status, reason and date.
+_TOGETHER = {"status": ("status", "archive_reason", "archived_at")}
+_TOGETHER["archive_reason"] = _TOGETHER["archived_at"] = _TOGETHER["status"]
+
+
+def sqlite_database(path: str | os.PathLike[str]) -> str:
+    """How the seen record names an SQLite file (the same through sqlite3 and SQLAlchemy)."""
+    return "sqlite:" + os.path.realpath(path)
+
+
+def seen_path(memory_dir: Path, database: str) -> Path:
+    """Where this clone keeps the sidecar as it last agreed with `database`: the data
+    dir, keyed by the memory dir's real path and the database (never committed, and
+    another database starts without a record)."""
+    key = f"{os.path.realpath(memory_dir)}\0{database}".encode("utf-8", "surrogateescape")
+    return Path(data_dir(), SEEN_DIR, hashlib.sha256(key).hexdigest()[:32] + ".jsonl")
+
+
+def load_seen(memory_dir: Path, database: str) -> dict[str, dict[str, Any]] | None:
+    """The sidecar's rows as this clone last saw them agree with `database`, or None
+    without a usable record (the sidecar then wins whole)."""
+    path = seen_path(memory_dir, database)
+    try:
+        data = read_capped(path)
+        return None if data is None else _parse(data.decode("utf-8"), path)
+    except (OSError, UnicodeDecodeError, InvalidInput):
+        return None
+
+
+def record_seen(
+    memory_dir: Path,
+    database: str,
+    rows: list[dict[str, Any]] | None = None,
+    new: frozenset[str] = frozenset(),
+) -> None:
+    """After a commit that left the sidecar in step with the database: the whole sidecar
+    as it is now (`rows` None), or only the lines of `rows`, the facts a command wrote
+    (other lines may hold a pull not taken yet; the slugs in `new` are appended without
+    looking, as update_state appends them). A record that cannot be written is
+    removed, so the sidecar wins as it did without one."""
+    path = seen_path(memory_dir, database)
+    try:
+        if rows is None:
+            data = read_capped(state_path(memory_dir))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if read_capped(path) != (data or b""):
+                atomic_write_bytes(path, [data or b""])
+        elif rows:
+            _update_lines(path, rows, new)  # no record yet: nothing to update
+    except (OSError, InvalidInput):
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+
+
+def changed_since(
+    row: dict[str, Any], seen: dict[str, dict[str, Any]] | None, current: dict[str, Any]
+) -> dict[str, Any]:
+    """What of sidecar `row` to take over a fact whose values are `current`: the whole row
+    without a record (`seen` None) or a line the record lacks; else `current` with only
+    the fields the line changed since this clone last saw it."""
+    if seen is None or str(row.get("slug")) not in seen:
+        return row
+    before = seen[str(row["slug"])]
+    taken = dict(current)
+    for key in STATE_KEYS:
+        if row.get(key) != before.get(key):
+            for field in _TOGETHER.get(key, (key,)):
+                taken[field] = row.get(field)
+    return taken
 
 
 def load_state(memory_dir: Path) -> dict[str, dict[str, Any]]:

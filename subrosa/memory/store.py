@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, event, func, or_, select
+from sqlalchemy import Connection, Engine, and_, event, func, or_, select
 from sqlalchemy.orm import Session, defer
 
 from subrosa.db import session_scope
@@ -22,7 +22,15 @@ from subrosa.errors import InvalidInput
 from subrosa.memory import values
 from subrosa.memory.leaf import Leaf
 from subrosa.memory.project import Project as Project  # re-exported: store.Project
-from subrosa.memory.state import STATE_KEYS, load_state, save_state, state_path, update_state
+from subrosa.memory.state import (
+    STATE_KEYS,
+    load_state,
+    record_seen,
+    save_state,
+    sqlite_database,
+    state_path,
+    update_state,
+)
 
 # Re-exported: the pure rules live in subrosa.memory.values, shared with the DB-API path.
 from subrosa.memory.values import HOOK_MAX_CHARS as HOOK_MAX_CHARS
@@ -124,27 +132,47 @@ def mutation(engine: Engine, project: Project, *, whole: bool = False) -> Iterat
     sidecar just pulled from git is not overwritten by a stale database before `subrosa
     rebuild` reads it. `whole` (generate, which has taken the sidecar's values first)
     writes the whole file from the database wherever it differs: one sorted line a fact.
+    Once committed, the lines written (or the whole file) are this clone's record of the
+    sidecar as it agrees with the database (state.record_seen).
     """
-    with project.lock(), session_scope(engine, write=True) as session:
-        touched: set[str] = set()
-        added: set[str] = set()  # facts inserted, none of that slug deleted before
-        deleted: set[str] = set()
+    database = database_of(engine)
+    with project.lock():
+        with session_scope(engine, write=True) as session:
+            touched: set[str] = set()
+            added: set[str] = set()  # facts inserted, none of that slug deleted before
+            deleted: set[str] = set()
 
-        def note(session: Session, *_: Any) -> None:
-            for obj in (*session.new, *session.dirty, *session.deleted):
-                if isinstance(obj, Fact):
-                    touched.add(obj.slug)
-            deleted.update(obj.slug for obj in session.deleted if isinstance(obj, Fact))
-            added.update(obj.slug for obj in session.new if isinstance(obj, Fact))
+            def note(session: Session, *_: Any) -> None:
+                for obj in (*session.new, *session.dirty, *session.deleted):
+                    if isinstance(obj, Fact):
+                        touched.add(obj.slug)
+                deleted.update(obj.slug for obj in session.deleted if isinstance(obj, Fact))
+                added.update(obj.slug for obj in session.new if isinstance(obj, Fact))
 
-        event.listen(session, "before_flush", note)
-        move_legacy_rows(session, project)
-        yield session
-        session.flush()
-        if whole or not state_path(project.memory_dir).exists():
-            write_state(session, project)
-        elif touched:
-            write_state_lines(session, project, touched, frozenset(added - deleted))
+            event.listen(session, "before_flush", note)
+            move_legacy_rows(session, project)
+            yield session
+            session.flush()
+            written: list[dict[str, Any]] | None = []
+            if whole or not state_path(project.memory_dir).exists():
+                write_state(session, project)
+                written = None
+            elif touched:
+                written = write_state_lines(session, project, touched, frozenset(added - deleted))
+        # Committed: the sidecar's lines written agree with the database.
+        if written != []:
+            record_seen(project.memory_dir, database, written, frozenset(added - deleted))
+
+
+def database_of(bind: Engine | Connection) -> str:
+    """The database as this clone's record of the sidecar names it (state.seen_path):
+    the SQLite file, or the server's host, port and database, whoever connects."""
+    url = bind.engine.url
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        return sqlite_database(url.database or ":memory:")
+    host = url.host or str(url.query.get("host") or "")
+    return f"{backend}://{host}:{url.port or ''}/{url.database or ''}"
 
 
 LINES_LIMIT = 500  # more facts changed than this: the whole file, from one query
@@ -152,17 +180,20 @@ LINES_LIMIT = 500  # more facts changed than this: the whole file, from one quer
 
 def write_state_lines(
     session: Session, project: Project, slugs: set[str], added: frozenset[str] = frozenset()
-) -> None:
-    """The sidecar lines of `slugs` as the database has them now; the whole file when a
-    fact is gone (update_state only replaces and adds lines) or there are many."""
+) -> list[dict[str, Any]] | None:
+    """The sidecar lines of `slugs` as the database has them now, which it returns; the
+    whole file (and None) when a fact is gone (update_state only replaces and adds
+    lines) or there are many."""
     if len(slugs) > LINES_LIMIT:
         write_state(session, project)
-        return
+        return None
     columns = [getattr(Fact, key) for key in STATE_KEYS]
     query = select(*columns).where(Fact.project == project.key, Fact.slug.in_(sorted(slugs)))
     rows = [values.state_row(row) for row in session.execute(query.order_by(Fact.slug))]
     if len(rows) < len(slugs) or not update_state(project.memory_dir, rows, added):
         write_state(session, project)
+        return None
+    return rows
 
 
 def move_legacy_rows(session: Session, project: Project) -> int:

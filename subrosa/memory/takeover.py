@@ -51,7 +51,8 @@ from subrosa.memory.report import Loose as Loose
 from subrosa.memory.report import Report as Report
 from subrosa.memory.report import Source as Source
 from subrosa.memory.report import lines_of
-from subrosa.memory.state import load_state, sidecar_matches
+from subrosa.memory.state import changed_since, load_seen, load_state, sidecar_matches
+from subrosa.memory.values import state_row
 from subrosa.models import Fact
 from subrosa.text import sanitize_field
 
@@ -307,10 +308,16 @@ def take_over(
     first_line = _first_lines(sources, on_disk)
     for filename, origin in placed.items():
         first_line[filename] = origin
-    # The sidecar is rewritten by every change, so where it disagrees with the database
-    # it was changed under it (a git pull, another machine): it wins.
+    # The sidecar is rewritten by every change, so where a line disagrees with the
+    # database, either git changed it (a pull: the fields it changed win) or, when it
+    # still reads as this clone last saw it, a teammate changed the fact on a shared
+    # database (the database wins). Without this clone's record the sidecar wins.
+    seen = load_seen(project.memory_dir, store.database_of(session.get_bind()))
     for slug, row in state.items():
-        if slug in facts and store.apply_state(facts[slug], row):
+        if slug not in facts:
+            continue
+        taken = changed_since(row, seen, state_row(facts[slug]))
+        if store.apply_state(facts[slug], taken):
             report.synced.append(slug)
     new_files = _register_leaves(session, project, sorted(on_disk), facts, state, report, virtual)
     by_file = {f.path: f for f in facts.values()}
