@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from subrosa.archive.ingest import Ingested, IngestReport
     from subrosa.memory.facts import Upserted
     from subrosa.memory.generate import Outcome
+    from subrosa.memory.generator import TooLong
     from subrosa.memory.project import Project
     from subrosa.memory.takeover import Report
 
@@ -157,15 +158,25 @@ def report_problems(report: Report, shared: bool = False) -> None:
         warn(f"{item.describe()}.")
 
 
-def report_too_long(too_long: list[tuple[str, int]], budget: int) -> None:
-    """Warnings on stderr: facts whose index line could not fit even in an empty MEMORY.md."""
-    for slug, size in too_long:
+def report_too_long(too_long: list[TooLong], budget: int) -> None:
+    """Warnings on stderr: facts whose index line, or section heading, could not fit even
+    in an empty MEMORY.md, each with what to shorten."""
+    for item in too_long:
+        kept = "the fact is kept (its line is in MEMORY_archive.md, search finds it) but"
+        if item.section is not None:
+            warn(
+                f"{item.slug}: its section name is {len(item.section):,} characters, too "
+                f"long for a `## ` heading in a MEMORY.md of {budget:,} bytes beside the "
+                f"fact's line: {kept} cannot be in MEMORY.md under it; give it "
+                f"a shorter section (`subrosa fact move {item.slug} --section NAME`, "
+                '`--section ""` for none).'
+            )
+            continue
         warn(
-            f"{slug}: its index line is {size:,} bytes, more than a MEMORY.md of "
-            f"{budget:,} bytes has room for: the fact is kept (its line is in "
-            "MEMORY_archive.md, search finds it) but cannot be in MEMORY.md until the "
-            "line is shorter; shorten the leaf's title (`title:` or its first heading) "
-            f"or the fact's hook (`subrosa fact upsert {slug} --hook TEXT`)."
+            f"{item.slug}: its index line is {item.line_bytes:,} bytes, more than a "
+            f"MEMORY.md of {budget:,} bytes has room for: {kept} cannot be in MEMORY.md "
+            "until the line is shorter; shorten the leaf's title (`title:` or its first "
+            f"heading) or the fact's hook (`subrosa fact upsert {item.slug} --hook TEXT`)."
         )
 
 

@@ -102,7 +102,7 @@ class Outcome:
             "written": self.written,
             "replaced_claude_index": self.replaced_claude_index,
             "warnings": report.warnings,
-            "too_long": [slug for slug, _ in plan.too_long],
+            "too_long": [item.slug for item in plan.too_long],
             "restored": self.restored,
             "reordered": self.reordered,
         }
