@@ -91,13 +91,13 @@ def _database_fix(url: str, said: str) -> str:
     """What to check when the database cannot be read (`said`: why): for a server, the
     driver when it is missing, else where its URL and password come from and whether it
     answers (docs/team.md)."""
-    from subrosa.pg import INSTALL_DRIVER, is_server
+    from subrosa.pg import INSTALL_DRIVER, ignored_passfile, is_server
 
     if not is_server(url):
         return "check --db"
     if INSTALL_DRIVER in said:  # the URL, password and server are not the problem
         return "install psycopg beside subrosa, as the line above says"
-    ignored = _ignored_password_file()
+    ignored = ignored_passfile(url)
     if ignored is not None:
         return (
             f"chmod 600 {shlex.quote(ignored)} (libpq ignores a password file that others "
@@ -124,17 +124,6 @@ def _upgrade_fix(subject: Subject, revision: str | None) -> str:
         "subrosa db upgrade as the role that owns the tables (the team's owner role: "
         f'{access[0]} may not migrate; docs/team.md, "Security")'
     )
-
-
-def _ignored_password_file() -> str | None:
-    """libpq's password file (PGPASSFILE, else ~/.pgpass) when it exists and others may
-    read it: libpq then ignores it (docs/team.md, step 3)."""
-    path = os.environ.get("PGPASSFILE") or os.path.join(os.path.expanduser("~"), ".pgpass")
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None
-    return path if mode & 0o077 else None
 
 
 def check_database(subject: Subject) -> Check:

@@ -25,7 +25,14 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 from subrosa.errors import SubrosaError, hide_passwords, one_line_reason
-from subrosa.pg import Manners, _planned_once, behind_pooler, conninfo, settings
+from subrosa.pg import (
+    Manners,
+    _planned_once,
+    behind_pooler,
+    conninfo,
+    settings,
+    with_passfile_once,
+)
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -416,7 +423,7 @@ def connect(url: str, lib: Any) -> Connection:
     """A connection through `lib` (load()) to the server at `url`, set as
     subrosa.pg.connect() sets psycopg's (subrosa.pg.SETTINGS: ISO dates, no parallel
     workers, no JIT; behind a pooler, the dates alone), and UTF-8."""
-    handle = lib.PQconnectdb(conninfo(url, lib.PQlibVersion()).encode())
+    handle = lib.PQconnectdb(with_passfile_once(conninfo(url, lib.PQlibVersion())).encode())
     if not handle or lib.PQstatus(handle) != CONNECTION_OK:
         reason = hide_passwords(_message(lib.PQerrorMessage(handle) if handle else None))
         if handle:
