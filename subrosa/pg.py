@@ -97,6 +97,7 @@ def conninfo(url: str, libpq_version: int = USER_TIMEOUT_SINCE) -> str:
     declared_pooler(url)  # a mode it does not know: one sentence, before connecting
     # SQLAlchemy writes a password's space as it is; libpq wants it percent-encoded.
     info = without_declaration(_DRIVER.sub("postgresql://", url).replace(" ", "%20"))
+    info = _encoded_values(info)
     added = "&".join(f"{k}={v}" for k, v in connect_defaults(info, libpq_version).items())
     if added:
         info += ("&" if "?" in info else "?") + added
@@ -139,6 +140,15 @@ def with_passfile_once(info: str) -> str:
     if not added:
         return info
     return info + ("&" if "?" in info else "?") + f"passfile={added['passfile']}"
+
+
+def _encoded_values(url: str) -> str:
+    """`url` with each `=` inside a query value percent-encoded: SQLAlchemy reads
+    `options=-c statement_timeout=5000` (docs/team.md writes it so) as one value, where
+    libpq's URL parser refuses the second `=` ("extra key/value separator")."""
+    base, mark, query = url.partition("?")
+    params = [p.partition("=") for p in query.split("&")]
+    return base + mark + "&".join(k + eq + v.replace("=", "%3D") for k, eq, v in params)
 
 
 def _parameters(url: str) -> dict[str, str]:

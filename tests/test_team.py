@@ -565,3 +565,39 @@ def test_a_statement_the_server_cuts_short_is_one_sentence(
                 said = run(*args, expect=1).stderr
                 [line] = said.strip().splitlines()
                 assert "the server cut the command short (" in line, (args, said)
+
+
+@pytest.mark.engines("postgresql")
+def test_options_written_as_the_docs_write_them_reach_every_connection(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/team.md names `options=-c statement_timeout=5000` as a URL's parameter, its
+    space and second `=` as they are. SQLAlchemy's connections took it; libpq's URL
+    parser refuses a second `=` in a value, so search, transcript and ingest said
+    "cannot connect (extra key/value separator ...)", and a lock_timeout set that way
+    that cut a statement short was never said so."""
+    import psycopg
+
+    from subrosa.pg import connect
+
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    _session(clone, "sess-alice", "the zebrafish cache misses on cold start")
+    monkeypatch.chdir(clone)
+    url = f"{db.url}&options=-c statement_timeout=5000"
+    monkeypatch.setenv("SUBROSA_DB", url)
+    run("ingest")
+    assert "zebrafish" in run("search", "zebrafish").stdout
+    assert "sess-alice" in run("transcript", "list").stdout
+    run("fact", "list")
+    conn = connect(url)
+    try:
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("5s",)
+    finally:
+        conn.close()
+    monkeypatch.setenv("SUBROSA_DB", f"{db.url}&options=-c lock_timeout=200")
+    admin = db.url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin) as holder:
+        holder.execute("LOCK TABLE messages, sessions IN ACCESS EXCLUSIVE MODE")
+        for args in (["search", "zebrafish"], ["transcript", "show", "sess-alice"]):
+            said = run(*args, expect=1).stderr
+            assert "the server cut the command short (" in said, (args, said)
