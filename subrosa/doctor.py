@@ -536,7 +536,8 @@ def check_leaves_registered(subject: Subject) -> Check:
         with session_scope(get_engine(subject.db_url)) as session:
             registered = store.registered_slugs(session, store.Project(subject.memory_dir))
     except Exception as exc:  # noqa: BLE001 - the database check reports the cause
-        return Check("leaves", False, f"cannot read facts: {exc}", "see the database check")
+        said = _cut_short(subject, exc) or f"cannot read facts: {_one_line(exc)}"
+        return Check("leaves", False, said, "see the database check")
     # Notes in subfolders are registered through the index links (`notes/x`).
     root = subject.memory_dir.resolve()
     on_disk |= {
@@ -862,6 +863,22 @@ CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
 )
 
 
+def _cut_short(subject: Subject, exc: BaseException) -> str | None:
+    """The one sentence for a check's statement the server cut short (a lock_timeout or
+    statement_timeout in the URL's options, an administrator's cancel), else None."""
+    from subrosa.errors import cut_short, cut_short_sentence
+
+    reason = cut_short(exc)
+    return None if reason is None else cut_short_sentence(hide_passwords(subject.db_url), reason)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The driver's message of `exc` on one line, without SQLAlchemy's statement and link."""
+    from subrosa.errors import one_line_reason
+
+    return one_line_reason(str(getattr(exc, "orig", None) or exc)) or type(exc).__name__
+
+
 def run_checks(subject: Subject) -> list[Check]:
     """Every check that applies (None: not here), in order; a check that crashes is
     reported, not raised."""
@@ -870,7 +887,8 @@ def run_checks(subject: Subject) -> list[Check]:
         try:
             result = check(subject)
         except Exception as exc:  # noqa: BLE001 - doctor must finish
-            result = Check(check.__name__.removeprefix("check_"), False, repr(exc))
+            said = _cut_short(subject, exc) or repr(exc)
+            result = Check(check.__name__.removeprefix("check_"), False, said)
         if result is not None:
             results.append(result)
     return results

@@ -30,6 +30,7 @@ from subrosa.pg import (
     _planned_once,
     behind_pooler,
     conninfo,
+    opening_failed,
     settings,
     with_passfile_once,
 )
@@ -371,8 +372,14 @@ class Connection(Manners):
         try:
             status = lib.PQresultStatus(result)
             if status not in (PGRES_COMMAND_OK, PGRES_TUPLES_OK):
-                error = UndefinedTable if _sqlstate(lib, result) == "42P01" else Error
-                raise error(_message(lib.PQresultErrorMessage(result)))
+                state = _sqlstate(lib, result)
+                message = _message(lib.PQresultErrorMessage(result))
+                # Without libpq's severity, as psycopg's message is.
+                for severity in ("ERROR:", "FATAL:"):
+                    message = message.removeprefix(severity).lstrip()
+                error = (UndefinedTable if state == "42P01" else Error)(message)
+                error.sqlstate = state  # psycopg's attribute: subrosa.errors.cut_short reads it
+                raise error
             return _read(lib, result)
         finally:
             lib.PQclear(result)
@@ -437,6 +444,6 @@ def connect(url: str, lib: Any) -> Connection:
         rows = conn._rows(lib.PQexec(handle, opening.encode()))
     except Error as exc:
         conn.close()
-        raise SubrosaError(f"{hide_passwords(url)}: {exc}") from None
+        raise opening_failed(url, exc) from None
     conn.pooled = conn.pooled or behind_pooler(url, pid, rows[0][1] if rows else -1)
     return conn

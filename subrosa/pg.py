@@ -512,9 +512,25 @@ def connect(url: str) -> Connection:
     conn = Connection(raw, psycopg.errors)
     pid = raw.info.backend_pid
     conn.pooled = behind_pooler(url, pid)
-    answer = raw.execute(settings(conn.pooled, pid)).fetchone()
+    try:
+        answer = raw.execute(settings(conn.pooled, pid)).fetchone()
+    except psycopg.Error as exc:
+        raw.close()
+        raise opening_failed(url, exc) from None
     conn.pooled = conn.pooled or behind_pooler(url, pid, answer[1] if answer else -1)
     return conn
+
+
+def opening_failed(url: str, exc: BaseException) -> SubrosaError:
+    """The error for a connection to `url` whose first statement (settings()) failed:
+    connected, so no `cannot connect`; the cut-short sentence when the server cut it
+    (a statement_timeout of a few milliseconds in the URL's options or on the role)."""
+    from subrosa.errors import cut_short, cut_short_sentence
+
+    reason = cut_short(exc)
+    if reason is not None:
+        return SubrosaError(cut_short_sentence(hide_passwords(url), reason))
+    return SubrosaError(f"{hide_passwords(url)}: {one_line_reason(str(exc))}.")
 
 
 def schema_revision(conn: Connection) -> str | None:

@@ -601,3 +601,59 @@ def test_options_written_as_the_docs_write_them_reach_every_connection(
         for args in (["search", "zebrafish"], ["transcript", "show", "sess-alice"]):
             said = run(*args, expect=1).stderr
             assert "the server cut the command short (" in said, (args, said)
+
+
+@pytest.mark.engines("postgresql")
+def test_the_first_statement_after_connecting_cut_short_is_said_so(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement_timeout of a few milliseconds (or a slow server) cuts the settings
+    every new connection runs first: that is the cut-short sentence, wherever the
+    connection is opened (psycopg's, search's libpq), not the server's bare message."""
+    from subrosa import libpq, pg
+    from subrosa.errors import SubrosaError
+
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    run("db", "upgrade")
+    # The settings as a slow server would run them: longer than the URL's timeout.
+    slow = pg.SETTINGS.replace("SELECT ", "SELECT pg_sleep(0.5)::text || ", 1)
+    monkeypatch.setattr(pg, "SETTINGS", slow)
+    url = f"{db.url}&options=-c%20statement_timeout%3D50"
+    connects = [pg.connect]
+    lib = libpq.load()
+    if lib is not None:
+        connects.append(lambda u: libpq.connect(u, lib))
+    for connect in connects:
+        with pytest.raises(SubrosaError) as caught:
+            connect(url.replace("postgresql+psycopg://", "postgresql://"))
+        said = str(caught.value)
+        assert "the server cut the command short (canceling statement" in said, said
+        assert "cannot connect" not in said, said
+    monkeypatch.setenv("SUBROSA_DB", url)
+    said = run("transcript", "list", expect=1).stderr
+    [line] = said.strip().splitlines()
+    assert "the server cut the command short (" in line, said
+
+
+@pytest.mark.engines("postgresql")
+def test_doctor_says_a_check_the_server_cut_short_in_one_line(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor's leaves check printed SQLAlchemy's whole error (the statement, its
+    parameters, a link) when a lock_timeout cut its read of the facts short."""
+    import psycopg
+
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    write_leaf(clone / ".claude" / "memory", "deploy_flow.md")
+    monkeypatch.chdir(clone)
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    run("generate")
+    monkeypatch.setenv("SUBROSA_DB", f"{db.url}&options=-c%20lock_timeout%3D200")
+    admin = db.url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin) as holder:
+        holder.execute("LOCK TABLE facts IN ACCESS EXCLUSIVE MODE")
+        data = json.loads(run("doctor", "--json", expect=1).stdout)
+    checks = {c["name"]: c for c in data["checks"]}
+    detail = str(checks["leaves"]["detail"])
+    assert "the server cut the command short (" in detail and "\n" not in detail, detail
+    assert "[SQL:" not in detail and "QueryCanceled" not in detail, detail
