@@ -97,6 +97,12 @@ def _database_fix(url: str, said: str) -> str:
         return "check --db"
     if INSTALL_DRIVER in said:  # the URL, password and server are not the problem
         return "install psycopg beside subrosa, as the line above says"
+    if "the server cut the command short (" in said:  # it answered, and cut a statement
+        return (
+            "run subrosa doctor again; if it is cut again, raise the statement_timeout or "
+            "lock_timeout set in the URL's options (options=-c statement_timeout=…) or on "
+            "the database role"
+        )
     ignored = ignored_passfile(url)
     if ignored is not None:
         return (

@@ -657,3 +657,24 @@ def test_doctor_says_a_check_the_server_cut_short_in_one_line(
     detail = str(checks["leaves"]["detail"])
     assert "the server cut the command short (" in detail and "\n" not in detail, detail
     assert "[SQL:" not in detail and "QueryCanceled" not in detail, detail
+
+
+@pytest.mark.engines("postgresql")
+def test_doctor_fixes_a_database_check_cut_short_with_the_timeout(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database check the server cut short was told to check the URL, the password
+    and that the server answers: it answered, and cut the statement."""
+    import psycopg
+
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    run("db", "upgrade")
+    monkeypatch.setenv("SUBROSA_DB", f"{db.url}&options=-c lock_timeout=200")
+    admin = db.url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin) as holder:
+        holder.execute("LOCK TABLE alembic_version IN ACCESS EXCLUSIVE MODE")
+        data = json.loads(run("doctor", "--json", expect=1).stdout)
+    check = {c["name"]: c for c in data["checks"]}["database"]
+    assert "the server cut the command short (" in str(check["detail"]), check
+    fix = str(check["fix"])
+    assert "password" not in fix and "lock_timeout" in fix, check
