@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -96,8 +96,11 @@ def _names(slugs: list[str], limit: int = 12) -> str:
     return shown + (f", … ({len(slugs) - limit} more)" if len(slugs) > limit else "")
 
 
-def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) -> None:
-    """What `generate` (and `adopt`) print about a run: the hot tier, then who went where."""
+def print_summary(
+    outcome: Outcome, budget: int, max_lines: int, dry_run: bool, backups: Sequence[str] = ()
+) -> None:
+    """What `generate` (and `adopt`) print about a run: the hot tier, then who went where.
+    `backups`: adopt's copies of the old index files, said here once each."""
     from subrosa.memory.marker import ARCHIVE, INDEX
 
     plan, report = outcome.plan, outcome.report
@@ -125,7 +128,12 @@ def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) 
     if outcome.replaced_claude_index:
         say("replaced the MEMORY.md Claude Code had written from the leaves (nothing else in it)")
     for path in outcome.kept:
-        say(f"kept a copy of the lines not taken over: {path}")
+        if path not in backups:
+            say(f"kept a copy of the lines not taken over: {path}")
+    kept = "would be kept" if dry_run else "is kept"
+    for path in backups:
+        unplaced = " (the lines not taken over with it)" if path in outcome.kept else ""
+        say(f"the old index {kept} as {path}{unplaced}")
 
 
 def report_problems(report: Report, shared: bool = False) -> None:
