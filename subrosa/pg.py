@@ -108,10 +108,12 @@ def ignored_passfile(url: str = "") -> str | None:
     """The password file libpq reads for `url` (its `passfile=`, else PGPASSFILE, else
     ~/.pgpass) when it exists and others may read it: libpq then ignores it with a
     warning on stderr. None elsewhere, and on Windows (where libpq checks no mode)."""
-    from urllib.parse import unquote
-
     named = _parameters(url).get("passfile")
-    path = unquote(named) if named else os.environ.get("PGPASSFILE")
+    if named:  # urllib only then: `subrosa search` imports no more than it needs
+        from urllib.parse import unquote
+
+        named = unquote(named)
+    path = named or os.environ.get("PGPASSFILE")
     path = path or os.path.join(os.path.expanduser("~"), ".pgpass")
     if os.name == "nt":
         return None
