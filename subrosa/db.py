@@ -141,7 +141,18 @@ def _server_engine(url: URL, given: str) -> Engine:
     if postgresql:
         _unprepared_behind_pooler(engine, given)
         _replaced_when_ended(engine)
+        _password_file_warned_once(engine, given)
     return engine
+
+
+def _password_file_warned_once(engine: Engine, url: str) -> None:
+    """libpq's warning of a password file others may read, once a process, not once a
+    connection (subrosa.pg.NO_PASSFILE says why): decided as each connection opens."""
+    from subrosa.pg import passfile_once
+
+    @event.listens_for(engine, "do_connect")
+    def _do_connect(_dialect: Any, _record: Any, _args: Any, params: dict[str, Any]) -> None:
+        params.update(passfile_once(url))
 
 
 def _unprepared_behind_pooler(engine: Engine, url: str) -> None:

@@ -91,13 +91,19 @@ def _database_fix(url: str, said: str) -> str:
     """What to check when the database cannot be read (`said`: why): for a server, the
     driver when it is missing, else where its URL and password come from and whether it
     answers (docs/team.md)."""
-    from subrosa.pg import INSTALL_DRIVER, is_server
+    from subrosa.pg import INSTALL_DRIVER, ignored_passfile, is_server
 
     if not is_server(url):
         return "check --db"
     if INSTALL_DRIVER in said:  # the URL, password and server are not the problem
         return "install psycopg beside subrosa, as the line above says"
-    ignored = _ignored_password_file()
+    if "the server cut the command short (" in said:  # it answered, and cut a statement
+        return (
+            "run subrosa doctor again; if it is cut again, raise the statement_timeout or "
+            "lock_timeout set in the URL's options (options=-c statement_timeout=…) or on "
+            "the database role"
+        )
+    ignored = ignored_passfile(url)
     if ignored is not None:
         return (
             f"chmod 600 {shlex.quote(ignored)} (libpq ignores a password file that others "
@@ -124,17 +130,6 @@ def _upgrade_fix(subject: Subject, revision: str | None) -> str:
         "subrosa db upgrade as the role that owns the tables (the team's owner role: "
         f'{access[0]} may not migrate; docs/team.md, "Security")'
     )
-
-
-def _ignored_password_file() -> str | None:
-    """libpq's password file (PGPASSFILE, else ~/.pgpass) when it exists and others may
-    read it: libpq then ignores it (docs/team.md, step 3)."""
-    path = os.environ.get("PGPASSFILE") or os.path.join(os.path.expanduser("~"), ".pgpass")
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None
-    return path if mode & 0o077 else None
 
 
 def check_database(subject: Subject) -> Check:
@@ -547,7 +542,8 @@ def check_leaves_registered(subject: Subject) -> Check:
         with session_scope(get_engine(subject.db_url)) as session:
             registered = store.registered_slugs(session, store.Project(subject.memory_dir))
     except Exception as exc:  # noqa: BLE001 - the database check reports the cause
-        return Check("leaves", False, f"cannot read facts: {exc}", "see the database check")
+        said = _cut_short(subject, exc) or f"cannot read facts: {_one_line(exc)}"
+        return Check("leaves", False, said, "see the database check")
     # Notes in subfolders are registered through the index links (`notes/x`).
     root = subject.memory_dir.resolve()
     on_disk |= {
@@ -873,6 +869,22 @@ CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
 )
 
 
+def _cut_short(subject: Subject, exc: BaseException) -> str | None:
+    """The one sentence for a check's statement the server cut short (a lock_timeout or
+    statement_timeout in the URL's options, an administrator's cancel), else None."""
+    from subrosa.errors import cut_short, cut_short_sentence
+
+    reason = cut_short(exc)
+    return None if reason is None else cut_short_sentence(hide_passwords(subject.db_url), reason)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The driver's message of `exc` on one line, without SQLAlchemy's statement and link."""
+    from subrosa.errors import one_line_reason
+
+    return one_line_reason(str(getattr(exc, "orig", None) or exc)) or type(exc).__name__
+
+
 def run_checks(subject: Subject) -> list[Check]:
     """Every check that applies (None: not here), in order; a check that crashes is
     reported, not raised."""
@@ -881,7 +893,8 @@ def run_checks(subject: Subject) -> list[Check]:
         try:
             result = check(subject)
         except Exception as exc:  # noqa: BLE001 - doctor must finish
-            result = Check(check.__name__.removeprefix("check_"), False, repr(exc))
+            said = _cut_short(subject, exc) or repr(exc)
+            result = Check(check.__name__.removeprefix("check_"), False, said)
         if result is not None:
             results.append(result)
     return results

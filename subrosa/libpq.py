@@ -25,7 +25,15 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 from subrosa.errors import SubrosaError, hide_passwords, one_line_reason
-from subrosa.pg import Manners, _planned_once, behind_pooler, conninfo, settings
+from subrosa.pg import (
+    Manners,
+    _planned_once,
+    behind_pooler,
+    conninfo,
+    opening_failed,
+    settings,
+    with_passfile_once,
+)
 
 # Not typing at run time: `subrosa search` imports this module (subrosa.tuples says why).
 TYPE_CHECKING = False
@@ -364,8 +372,14 @@ class Connection(Manners):
         try:
             status = lib.PQresultStatus(result)
             if status not in (PGRES_COMMAND_OK, PGRES_TUPLES_OK):
-                error = UndefinedTable if _sqlstate(lib, result) == "42P01" else Error
-                raise error(_message(lib.PQresultErrorMessage(result)))
+                state = _sqlstate(lib, result)
+                message = _message(lib.PQresultErrorMessage(result))
+                # Without libpq's severity, as psycopg's message is.
+                for severity in ("ERROR:", "FATAL:"):
+                    message = message.removeprefix(severity).lstrip()
+                error = (UndefinedTable if state == "42P01" else Error)(message)
+                error.sqlstate = state  # psycopg's attribute: subrosa.errors.cut_short reads it
+                raise error
             return _read(lib, result)
         finally:
             lib.PQclear(result)
@@ -416,7 +430,7 @@ def connect(url: str, lib: Any) -> Connection:
     """A connection through `lib` (load()) to the server at `url`, set as
     subrosa.pg.connect() sets psycopg's (subrosa.pg.SETTINGS: ISO dates, no parallel
     workers, no JIT; behind a pooler, the dates alone), and UTF-8."""
-    handle = lib.PQconnectdb(conninfo(url, lib.PQlibVersion()).encode())
+    handle = lib.PQconnectdb(with_passfile_once(conninfo(url, lib.PQlibVersion())).encode())
     if not handle or lib.PQstatus(handle) != CONNECTION_OK:
         reason = hide_passwords(_message(lib.PQerrorMessage(handle) if handle else None))
         if handle:
@@ -430,6 +444,6 @@ def connect(url: str, lib: Any) -> Connection:
         rows = conn._rows(lib.PQexec(handle, opening.encode()))
     except Error as exc:
         conn.close()
-        raise SubrosaError(f"{hide_passwords(url)}: {exc}") from None
+        raise opening_failed(url, exc) from None
     conn.pooled = conn.pooled or behind_pooler(url, pid, rows[0][1] if rows else -1)
     return conn

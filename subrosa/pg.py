@@ -54,6 +54,14 @@ _SOCKETS = ("/", "%2f", "@", "%40")
 # A pooler declared in the URL (declared_pooler()), for one subrosa does not recognise:
 # taken out before libpq reads the URL, which refuses a parameter it does not know.
 POOLER_PARAMETER = "subrosa_pooler"
+# libpq ignores a password file that others may read, and says so on stderr at each
+# connection it opens (docs/team.md, step 3): a command opens several (doctor's checks
+# six, `db upgrade` three), and the warning came as often. A process's first connection
+# lets libpq say it; the later ones name this file instead, which does not exist and
+# which libpq skips in silence: the same connection, as the other file is ignored either
+# way (passfile_once()).
+NO_PASSFILE = "/dev/null/no-passfile"
+_passfile_warned: list[bool] = []
 # psycopg's count of runs after which it prepares a statement itself: never (None would
 # forbid preparing even the statements Connection.execute() asks it to).
 NEVER = 2**62
@@ -89,10 +97,60 @@ def conninfo(url: str, libpq_version: int = USER_TIMEOUT_SINCE) -> str:
     declared_pooler(url)  # a mode it does not know: one sentence, before connecting
     # SQLAlchemy writes a password's space as it is; libpq wants it percent-encoded.
     info = without_declaration(_DRIVER.sub("postgresql://", url).replace(" ", "%20"))
+    info = _encoded_values(info)
     added = "&".join(f"{k}={v}" for k, v in connect_defaults(info, libpq_version).items())
     if added:
         info += ("&" if "?" in info else "?") + added
     return info
+
+
+def ignored_passfile(url: str = "") -> str | None:
+    """The password file libpq reads for `url` (its `passfile=`, else PGPASSFILE, else
+    ~/.pgpass) when it exists and others may read it: libpq then ignores it with a
+    warning on stderr. None elsewhere, and on Windows (where libpq checks no mode)."""
+    named = _parameters(url).get("passfile")
+    if named:  # urllib only then: `subrosa search` imports no more than it needs
+        from urllib.parse import unquote
+
+        named = unquote(named)
+    path = named or os.environ.get("PGPASSFILE")
+    path = path or os.path.join(os.path.expanduser("~"), ".pgpass")
+    if os.name == "nt":
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return path if mode & 0o077 else None
+
+
+def passfile_once(url: str) -> dict[str, str]:
+    """The `passfile` a connection to `url` about to be opened is given (NO_PASSFILE's
+    comment says why): none for the first of the process, or when the file is private or
+    the URL names one."""
+    if "passfile" in _parameters(url) or ignored_passfile(url) is None:
+        return {}
+    if not _passfile_warned:
+        _passfile_warned.append(True)
+        return {}
+    return {"passfile": NO_PASSFILE}
+
+
+def with_passfile_once(info: str) -> str:
+    """A conninfo() URL with passfile_once()'s parameter, for a connection about to be opened."""
+    added = passfile_once(info)
+    if not added:
+        return info
+    return info + ("&" if "?" in info else "?") + f"passfile={added['passfile']}"
+
+
+def _encoded_values(url: str) -> str:
+    """`url` with each `=` inside a query value percent-encoded: SQLAlchemy reads
+    `options=-c statement_timeout=5000` (docs/team.md writes it so) as one value, where
+    libpq's URL parser refuses the second `=` ("extra key/value separator")."""
+    base, mark, query = url.partition("?")
+    params = [p.partition("=") for p in query.split("&")]
+    return base + mark + "&".join(k + eq + v.replace("=", "%3D") for k, eq, v in params)
 
 
 def _parameters(url: str) -> dict[str, str]:
@@ -440,7 +498,9 @@ def connect(url: str) -> Connection:
         # on its words: a rare one, the index's few matches; a common one, the newest
         # ids, each row tested): Connection.execute() says which (_planned_once()).
         raw = psycopg.connect(
-            conninfo(url, psycopg.pq.version()), autocommit=True, prepare_threshold=NEVER
+            with_passfile_once(conninfo(url, psycopg.pq.version())),
+            autocommit=True,
+            prepare_threshold=NEVER,
         )
     except psycopg.Error as exc:
         reason = one_line_reason(str(exc))
@@ -454,9 +514,25 @@ def connect(url: str) -> Connection:
     conn = Connection(raw, psycopg.errors)
     pid = raw.info.backend_pid
     conn.pooled = behind_pooler(url, pid)
-    answer = raw.execute(settings(conn.pooled, pid)).fetchone()
+    try:
+        answer = raw.execute(settings(conn.pooled, pid)).fetchone()
+    except psycopg.Error as exc:
+        raw.close()
+        raise opening_failed(url, exc) from None
     conn.pooled = conn.pooled or behind_pooler(url, pid, answer[1] if answer else -1)
     return conn
+
+
+def opening_failed(url: str, exc: BaseException) -> SubrosaError:
+    """The error for a connection to `url` whose first statement (settings()) failed:
+    connected, so no `cannot connect`; the cut-short sentence when the server cut it
+    (a statement_timeout of a few milliseconds in the URL's options or on the role)."""
+    from subrosa.errors import cut_short, cut_short_sentence
+
+    reason = cut_short(exc)
+    if reason is not None:
+        return SubrosaError(cut_short_sentence(hide_passwords(url), reason))
+    return SubrosaError(f"{hide_passwords(url)}: {one_line_reason(str(exc))}.")
 
 
 def schema_revision(conn: Connection) -> str | None:

@@ -729,6 +729,10 @@ def test_a_line_pointing_at_the_other_index_file_is_no_fact(
     assert all("not a fact" in u["why"] for u in result["unplaced"])
     assert (memory_dir / "MEMORY.md.pre-subrosa").read_text() == index
     assert (memory_dir / "MEMORY_archive.md.pre-subrosa").read_text() == archive
+    # The backup holds the pointer line: no second copy of the same bytes as `.unplaced`
+    # (adopt wrote MEMORY.md.unplaced too, byte for byte the backup).
+    assert not list(memory_dir.glob("*.unplaced"))
+    assert result["kept"] == result["backups"]
     assert sorted(p.name for p in memory_dir.glob("*.md")) == [
         "MEMORY.md",
         "MEMORY_archive.md",

@@ -273,6 +273,36 @@ def test_an_ended_session_is_archived_with_its_subagents(memory_dir: Path, run: 
     assert _ingest(run)["new_messages"] == 0  # the folder's ingest finds nothing more
 
 
+def test_show_puts_a_message_without_a_time_where_its_transcript_has_it(
+    memory_dir: Path, run: RunCli
+) -> None:
+    """A record with no timestamp was shown after every other message of its session
+    (time order, no time last); the transcript says where it was: after the line before
+    it. A subagent's messages still come in by their time."""
+    main = _transcript(
+        "s-1.jsonl",
+        _record("m0", "before any time", timestamp=None),
+        _record("m1", "first", timestamp="2026-03-01T10:00:00Z"),
+        _record("m2", "no time of its own", "assistant", timestamp=None),
+        _record("m3", "third", timestamp="2026-03-01T10:05:00Z"),
+    )
+    subagents = main.with_suffix("") / "subagents"
+    subagents.mkdir(parents=True)
+    (subagents / "agent-a1.jsonl").write_text(
+        _record("a1", "the subagent", "assistant", timestamp="2026-03-01T10:02:00Z") + "\n",
+        encoding="utf-8",
+    )
+    _ingest(run)
+    shown = json.loads(run("transcript", "show", "s-1", "--json").stdout)
+    assert [m["uuid"] for m in shown["messages"]] == ["m0", "m1", "m2", "a1", "m3"]
+    text = run("transcript", "show", "s-1").stdout
+    assert text.index("no time of its own") < text.index("the subagent") < text.index("third")
+    around = json.loads(
+        run("transcript", "show", "s-1", "--around", "m2", "--context", "1", "--json").stdout
+    )
+    assert [m["uuid"] for m in around["messages"]] == ["m1", "m2", "a1"]
+
+
 def test_show_json_says_how_many_messages_the_session_has(memory_dir: Path, run: RunCli) -> None:
     """The text's header says how many messages the session has; --json says it too, as
     `transcript list --json` does, also when --around shows only a few of them."""

@@ -192,3 +192,12 @@ def test_each_driver_s_tcp_socket_carries_them(
     assert through.accepted == 2
     # The test cluster's own unix socket: the kernel's defaults (keepalives off).
     assert driver(db.url)["keepalives"] == "0"
+
+
+def test_a_second_equals_sign_in_a_parameter_reaches_libpq_encoded() -> None:
+    # docs/team.md writes `options=-c statement_timeout=5000`; SQLAlchemy reads the value
+    # whole, libpq's URL parser refused it ("extra key/value separator").
+    info = pg.conninfo("postgresql://me@/team?options=-c statement_timeout=5000&sslmode=require")
+    assert "options=-c%20statement_timeout%3D5000&sslmode=require&" in info
+    encoded = "postgresql://me@/team?options=-c%20statement_timeout%3D5000"
+    assert pg.conninfo(encoded).startswith(encoded + "&connect_timeout=")

@@ -387,3 +387,25 @@ def test_doctor_names_a_password_file_libpq_ignores(tmp_path: Path) -> None:
     proc = subrosa_process("--db", url, "--memory-dir", str(tmp_path), "doctor")
     out = proc.stdout.decode()
     assert "chmod 600" not in out
+
+
+@pytest.mark.engines("postgresql")
+def test_libpq_warns_of_a_password_file_others_may_read_once(db: Db, tmp_path: Path) -> None:
+    # libpq warns on stderr of a ~/.pgpass others may read at each connection it opens,
+    # and ignores the file; doctor opens several and printed the warning 6 times, `db
+    # upgrade` twice. Once a process is enough: the file is ignored either way.
+    pgpass = Path(os.environ["HOME"]) / ".pgpass"
+    pgpass.write_text("*:*:*:*:unused\n")
+    pgpass.chmod(0o644)
+    on = ["--db", db.url, "--memory-dir", str(tmp_path)]
+    try:
+        for args in (["db", "upgrade"], ["doctor"], ["doctor", "--json"], ["search", "x"]):
+            proc = subrosa_process(*on, *args)
+            err = proc.stderr.decode()
+            assert proc.returncode in (0, 1), (args, err)
+            warned = f'password file "{pgpass}" has group or world access'
+            assert err.count(warned) == 1, (args, err)
+    finally:
+        pgpass.chmod(0o600)  # the test's teardown connects too
+    proc = subrosa_process(*on, "doctor")
+    assert proc.returncode == 0 and "password file" not in proc.stderr.decode()

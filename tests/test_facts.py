@@ -220,6 +220,19 @@ def test_move_and_sections(memory_dir: Path, run: RunCli) -> None:
     run("fact", "move", "a", expect=2)
 
 
+def test_a_section_name_too_long_for_a_heading_is_refused(memory_dir: Path, run: RunCli) -> None:
+    # A 30,000-character section name was taken; generate then blamed the fact's "index
+    # line" for not fitting MEMORY.md, though the line was short and the heading was not.
+    write_leaf(memory_dir, "a.md")
+    run("fact", "upsert", "--leaf", "a.md", "--hook", "a")
+    result = run("fact", "move", "a", "--section", "x" * 30_000, expect=2)
+    assert "section name is 30,000 characters" in result.stderr
+    assert result.stderr.count("x" * 200) == 0 and len(result.stderr.splitlines()) == 1
+    assert _list(run)[0]["section"] is None
+    run("fact", "move", "a", "--section", "y" * 100)
+    assert _list(run)[0]["section"] == "y" * 100
+
+
 def test_link_reports_dangling_and_strict_fails(memory_dir: Path, run: RunCli) -> None:
     write_leaf(memory_dir, "alpha.md", body="See [[beta]] and [[gamma-ray]] and [[nowhere]].")
     write_leaf(memory_dir, "beta.md")

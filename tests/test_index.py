@@ -444,6 +444,33 @@ def test_a_line_too_long_for_any_index_is_named_so(memory_dir: Path, run: RunCli
     assert json.loads(run("generate", "--json", expect=1).stdout)["too_long"] == ["huge"]
 
 
+def test_a_section_heading_too_long_for_any_index_is_named_so(
+    memory_dir: Path, run: RunCli
+) -> None:
+    # A section name of 30,000 characters (from the sidecar: a git pull, a hand edit)
+    # kept its fact out of MEMORY.md, and generate said the fact's "index line is 55
+    # bytes, more than a MEMORY.md of 23,000 bytes has room for": shorten the title or
+    # the hook, it said, of a short line. The heading is what does not fit.
+    write_leaf(memory_dir, "tea.md")
+    write_leaf(memory_dir, "small.md")
+    run("generate")
+    sidecar = memory_dir / ".subrosa" / "facts.jsonl"
+    rows = [json.loads(line) for line in sidecar.read_text().splitlines()]
+    for row in rows:
+        if row["slug"] == "tea":
+            row["section"] = "x" * 30_000
+    sidecar.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = run("generate", "--json")
+    data = json.loads(result.stdout)
+    assert data["included"] == ["small"] and data["too_long"] == ["tea"]
+    assert "index line is" not in result.stderr
+    assert "tea: its section name is 30,000 characters" in result.stderr
+    assert "subrosa fact move tea --section" in result.stderr
+    assert "x" * 200 not in result.stderr
+    assert "](tea.md)" in (memory_dir / "MEMORY_archive.md").read_text()
+    assert json.loads(run("fact", "show", "tea", "--json").stdout)["section"] == "x" * 30_000
+
+
 def test_a_line_cap_too_small_for_any_line_blames_no_line(memory_dir: Path, run: RunCli) -> None:
     # With --max-lines 3 every fact is below the cap, and each was reported as a line of
     # "N bytes, more than a MEMORY.md of 23,000 bytes has room for": shorten the title,

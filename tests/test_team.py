@@ -677,3 +677,116 @@ def test_a_pulled_sidecar_still_wins_over_a_database_of_ones_own(
     monkeypatch.chdir(bob)
     run("generate")
     assert _facts(run)["project_cache"]["pinned"] is True
+
+
+@pytest.mark.engines("postgresql")
+def test_options_written_as_the_docs_write_them_reach_every_connection(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/team.md names `options=-c statement_timeout=5000` as a URL's parameter, its
+    space and second `=` as they are. SQLAlchemy's connections took it; libpq's URL
+    parser refuses a second `=` in a value, so search, transcript and ingest said
+    "cannot connect (extra key/value separator ...)", and a lock_timeout set that way
+    that cut a statement short was never said so."""
+    import psycopg
+
+    from subrosa.pg import connect
+
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    _session(clone, "sess-alice", "the zebrafish cache misses on cold start")
+    monkeypatch.chdir(clone)
+    url = f"{db.url}&options=-c statement_timeout=5000"
+    monkeypatch.setenv("SUBROSA_DB", url)
+    run("ingest")
+    assert "zebrafish" in run("search", "zebrafish").stdout
+    assert "sess-alice" in run("transcript", "list").stdout
+    run("fact", "list")
+    conn = connect(url)
+    try:
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("5s",)
+    finally:
+        conn.close()
+    monkeypatch.setenv("SUBROSA_DB", f"{db.url}&options=-c lock_timeout=200")
+    admin = db.url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin) as holder:
+        holder.execute("LOCK TABLE messages, sessions IN ACCESS EXCLUSIVE MODE")
+        for args in (["search", "zebrafish"], ["transcript", "show", "sess-alice"]):
+            said = run(*args, expect=1).stderr
+            assert "the server cut the command short (" in said, (args, said)
+
+
+@pytest.mark.engines("postgresql")
+def test_the_first_statement_after_connecting_cut_short_is_said_so(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement_timeout of a few milliseconds (or a slow server) cuts the settings
+    every new connection runs first: that is the cut-short sentence, wherever the
+    connection is opened (psycopg's, search's libpq), not the server's bare message."""
+    from subrosa import libpq, pg
+    from subrosa.errors import SubrosaError
+
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    run("db", "upgrade")
+    # The settings as a slow server would run them: longer than the URL's timeout.
+    slow = pg.SETTINGS.replace("SELECT ", "SELECT pg_sleep(0.5)::text || ", 1)
+    monkeypatch.setattr(pg, "SETTINGS", slow)
+    url = f"{db.url}&options=-c%20statement_timeout%3D50"
+    connects = [pg.connect]
+    lib = libpq.load()
+    if lib is not None:
+        connects.append(lambda u: libpq.connect(u, lib))
+    for connect in connects:
+        with pytest.raises(SubrosaError) as caught:
+            connect(url.replace("postgresql+psycopg://", "postgresql://"))
+        said = str(caught.value)
+        assert "the server cut the command short (canceling statement" in said, said
+        assert "cannot connect" not in said, said
+    monkeypatch.setenv("SUBROSA_DB", url)
+    said = run("transcript", "list", expect=1).stderr
+    [line] = said.strip().splitlines()
+    assert "the server cut the command short (" in line, said
+
+
+@pytest.mark.engines("postgresql")
+def test_doctor_says_a_check_the_server_cut_short_in_one_line(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor's leaves check printed SQLAlchemy's whole error (the statement, its
+    parameters, a link) when a lock_timeout cut its read of the facts short."""
+    import psycopg
+
+    clone = _clone(tmp_path / "alice" / "tool", SSH)
+    write_leaf(clone / ".claude" / "memory", "deploy_flow.md")
+    monkeypatch.chdir(clone)
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    run("generate")
+    monkeypatch.setenv("SUBROSA_DB", f"{db.url}&options=-c%20lock_timeout%3D200")
+    admin = db.url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin) as holder:
+        holder.execute("LOCK TABLE facts IN ACCESS EXCLUSIVE MODE")
+        data = json.loads(run("doctor", "--json", expect=1).stdout)
+    checks = {c["name"]: c for c in data["checks"]}
+    detail = str(checks["leaves"]["detail"])
+    assert "the server cut the command short (" in detail and "\n" not in detail, detail
+    assert "[SQL:" not in detail and "QueryCanceled" not in detail, detail
+
+
+@pytest.mark.engines("postgresql")
+def test_doctor_fixes_a_database_check_cut_short_with_the_timeout(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database check the server cut short was told to check the URL, the password
+    and that the server answers: it answered, and cut the statement."""
+    import psycopg
+
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    run("db", "upgrade")
+    monkeypatch.setenv("SUBROSA_DB", f"{db.url}&options=-c lock_timeout=200")
+    admin = db.url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin) as holder:
+        holder.execute("LOCK TABLE alembic_version IN ACCESS EXCLUSIVE MODE")
+        data = json.loads(run("doctor", "--json", expect=1).stdout)
+    check = {c["name"]: c for c in data["checks"]}["database"]
+    assert "the server cut the command short (" in str(check["detail"]), check
+    fix = str(check["fix"])
+    assert "password" not in fix and "lock_timeout" in fix, check

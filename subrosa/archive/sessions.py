@@ -122,18 +122,18 @@ def session_shown(
     rows = conn.execute(
         # Its own messages and those it shares with a session archived before it (a
         # fork's copied history, or its parent's: ingest._share), each shared one
-        # at the place its own id would have had. Time order: a session's lines can
-        # arrive from several files (its subagents'), so the order of insertion is
-        # not the conversation's; within one time, the order ingest read them.
+        # at the place its own id would have had: the order ingest read them in,
+        # which in_time_order() makes the conversation's.
         "SELECT id, uuid, role, timestamp, text FROM ("
         "SELECT id, uuid, role, timestamp, text, id AS place FROM messages"
         " WHERE session_pk = ? UNION ALL"
         " SELECT m.id, m.uuid, m.role, m.timestamp, m.text, x.position"
         " FROM shared_messages x JOIN messages m ON m.id = x.message_id"
         " WHERE x.session_pk = ?) AS held"
-        " ORDER BY timestamp IS NULL, timestamp, place, id",
+        " ORDER BY place, id",
         [pk, pk],
     ).fetchall()
+    rows = in_time_order(rows)
     info = conn.execute(
         f"SELECT {', '.join(DETAIL_KEYS)}, message_count FROM sessions WHERE id = ?", [pk]
     ).fetchone()
@@ -158,6 +158,22 @@ def session_shown(
     ]
     details = _labelled({**dict(zip(DETAIL_KEYS, info, strict=False)), "message_count": info[-1]})
     return Shown(session_id, details, messages)
+
+
+def in_time_order(rows: list[Any]) -> list[Any]:
+    """A session's messages (`rows`, their time fourth) from the order ingest read them
+    in to the conversation's: by time, as a session's lines can arrive from several
+    files (its subagents'); within one time, as read. A message with no time comes
+    where its transcript has it: after the message read before it (with that one's
+    time), or first when none before it has one."""
+    keyed = []
+    last: str | None = None
+    for place, row in enumerate(rows):
+        if row[3] is not None:
+            last = str(row[3])
+        keyed.append((last is not None, last or "", place, row))
+    keyed.sort(key=lambda item: item[:3])
+    return [item[3] for item in keyed]
 
 
 def _find_session(conn: sqlite3.Connection, session: str) -> tuple[int, str]:

@@ -81,12 +81,9 @@ def adopt(
     if as_json:
         print_json(result.to_dict())
     else:
-        print_summary(outcome, settings.budget, settings.max_lines, dry_run)
+        print_summary(outcome, settings.budget, settings.max_lines, dry_run, result.backups)
         for item in outcome.report.loose:
             warn(f"{item.describe()}: no leaf (use --materialize to make it one)")
-        kept = "would be kept" if dry_run else "is kept"
-        for path in result.backups:
-            say(f"the old index {kept} as {path}")
         if result.fixed:
             done = "would be rewritten" if dry_run else "rewritten"
             say(f"frontmatter {done} ({len(result.fixed)}): {', '.join(result.fixed)}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from subrosa.archive.ingest import Ingested, IngestReport
     from subrosa.memory.facts import Upserted
     from subrosa.memory.generate import Outcome
+    from subrosa.memory.generator import TooLong
     from subrosa.memory.project import Project
     from subrosa.memory.takeover import Report
 
@@ -95,8 +96,11 @@ def _names(slugs: list[str], limit: int = 12) -> str:
     return shown + (f", … ({len(slugs) - limit} more)" if len(slugs) > limit else "")
 
 
-def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) -> None:
-    """What `generate` (and `adopt`) print about a run: the hot tier, then who went where."""
+def print_summary(
+    outcome: Outcome, budget: int, max_lines: int, dry_run: bool, backups: Sequence[str] = ()
+) -> None:
+    """What `generate` (and `adopt`) print about a run: the hot tier, then who went where.
+    `backups`: adopt's copies of the old index files, said here once each."""
     from subrosa.memory.marker import ARCHIVE, INDEX
 
     plan, report = outcome.plan, outcome.report
@@ -124,7 +128,12 @@ def print_summary(outcome: Outcome, budget: int, max_lines: int, dry_run: bool) 
     if outcome.replaced_claude_index:
         say("replaced the MEMORY.md Claude Code had written from the leaves (nothing else in it)")
     for path in outcome.kept:
-        say(f"kept a copy of the lines not taken over: {path}")
+        if path not in backups:
+            say(f"kept a copy of the lines not taken over: {path}")
+    kept = "would be kept" if dry_run else "is kept"
+    for path in backups:
+        unplaced = " (the lines not taken over with it)" if path in outcome.kept else ""
+        say(f"the old index {kept} as {path}{unplaced}")
 
 
 def report_problems(report: Report, shared: bool = False) -> None:
@@ -157,15 +166,25 @@ def report_problems(report: Report, shared: bool = False) -> None:
         warn(f"{item.describe()}.")
 
 
-def report_too_long(too_long: list[tuple[str, int]], budget: int) -> None:
-    """Warnings on stderr: facts whose index line could not fit even in an empty MEMORY.md."""
-    for slug, size in too_long:
+def report_too_long(too_long: list[TooLong], budget: int) -> None:
+    """Warnings on stderr: facts whose index line, or section heading, could not fit even
+    in an empty MEMORY.md, each with what to shorten."""
+    for item in too_long:
+        kept = "the fact is kept (its line is in MEMORY_archive.md, search finds it) but"
+        if item.section is not None:
+            warn(
+                f"{item.slug}: its section name is {len(item.section):,} characters, too "
+                f"long for a `## ` heading in a MEMORY.md of {budget:,} bytes beside the "
+                f"fact's line: {kept} cannot be in MEMORY.md under it; give it "
+                f"a shorter section (`subrosa fact move {item.slug} --section NAME`, "
+                '`--section ""` for none).'
+            )
+            continue
         warn(
-            f"{slug}: its index line is {size:,} bytes, more than a MEMORY.md of "
-            f"{budget:,} bytes has room for: the fact is kept (its line is in "
-            "MEMORY_archive.md, search finds it) but cannot be in MEMORY.md until the "
-            "line is shorter; shorten the leaf's title (`title:` or its first heading) "
-            f"or the fact's hook (`subrosa fact upsert {slug} --hook TEXT`)."
+            f"{item.slug}: its index line is {item.line_bytes:,} bytes, more than a "
+            f"MEMORY.md of {budget:,} bytes has room for: {kept} cannot be in MEMORY.md "
+            "until the line is shorter; shorten the leaf's title (`title:` or its first "
+            f"heading) or the fact's hook (`subrosa fact upsert {item.slug} --hook TEXT`)."
         )
 
 

@@ -162,6 +162,7 @@ def adopt(
             sources=foreign or None,
             materialize=materialize,
             reorder=bool(foreign),
+            copies=backups,
         )
     outcome.report.warnings[:0] = unfixed
     return Adoption(memory_dir, outcome, backups, fixed)

@@ -12,7 +12,7 @@ what was written) are rewritten only where their bytes change.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,7 +102,7 @@ class Outcome:
             "written": self.written,
             "replaced_claude_index": self.replaced_claude_index,
             "warnings": report.warnings,
-            "too_long": [slug for slug, _ in plan.too_long],
+            "too_long": [item.slug for item in plan.too_long],
             "restored": self.restored,
             "reordered": self.reordered,
         }
@@ -265,15 +265,20 @@ def _reconcile(
     return report, [entry_for(f) for f in report.facts]
 
 
-def keep_unplaced(memory_dir: Path, report: Report) -> list[str]:
+def keep_unplaced(memory_dir: Path, report: Report, copies: Sequence[str] = ()) -> list[str]:
     """A copy of each index file holding lines the take-over could not place, beside it
     as `NAME.unplaced` (not `.md`: no leaf, nothing the witness counts), before it is
-    rewritten. Returns the copies."""
+    rewritten; a file one of `copies` (adopt's backups) holds as it is now is kept there
+    already, and is not copied twice. Returns the copies."""
     kept = []
     for origin in sorted({item.origin for item in report.unplaced}):
         path = memory_dir / origin
-        if path.is_file():
-            kept.append(str(backup_beside(path, UNPLACED_SUFFIX)))
+        if not path.is_file():
+            continue
+        now = read_bytes_if_exists(path)
+        same = [c for c in copies if Path(c).name.startswith(origin + ".")]
+        held = next((c for c in same if read_bytes_if_exists(Path(c)) == now), None)
+        kept.append(held if held is not None else str(backup_beside(path, UNPLACED_SUFFIX)))
     return kept
 
 
@@ -352,6 +357,7 @@ def run_generate(
     materialize: bool = True,
     reorder: bool = False,
     quickly: bool = True,
+    copies: Sequence[str] = (),
 ) -> Outcome:
     """Take over what others wrote, reconcile with the disk, select, render and write both
     index files, all under the project lock. `sources` (adopt's foreign index) replaces the
@@ -362,7 +368,8 @@ def run_generate(
     sidecar changed under the database reconciles through sqlite3 (subrosa.memory.quick:
     a stat per leaf, only changed leaves read, new ones registered in one statement);
     anything else takes the full path through SQLAlchemy. `quickly=False` forces the full
-    path (tests compare the two)."""
+    path (tests compare the two). `copies`: copies of the index files already kept
+    (adopt's backups), which keep_unplaced() does not make twice."""
     project.require_dir()
     database = rows.database_file(db_url) if quickly and sources is None and not reorder else None
     engine = None if database is not None else _engine(db_url)
@@ -410,7 +417,7 @@ def run_generate(
             # pass read it would lose what they wrote; look again (TAKE_OVER_ATTEMPTS).
             if attempt < TAKE_OVER_ATTEMPTS and _index_bytes(project.memory_dir) != seen:
                 continue
-            kept = keep_unplaced(project.memory_dir, report)
+            kept = keep_unplaced(project.memory_dir, report, copies)
             last = kept if attempt == TAKE_OVER_ATTEMPTS else None
             written = _write(project.memory_dir, plan, seen, last)
             if written is None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import NamedTuple
 from urllib.parse import quote
 
 from subrosa.errors import InvalidInput
@@ -59,6 +60,15 @@ class Entry:
     hits: int = 0
 
 
+class TooLong(NamedTuple):
+    """A fact no rank brings into MEMORY.md: its line (`section` None) or, when the line
+    alone would fit, its section heading is more than the budget has room for."""
+
+    slug: str
+    line_bytes: int
+    section: str | None = None
+
+
 @dataclass
 class Plan:
     """The result: who went where, and the text of both files."""
@@ -73,10 +83,10 @@ class Plan:
     # The hot tier again, in rank order (pinned first): what to keep when MEMORY.md must
     # be cut shorter (the SessionStart hook's context cap).
     ranked: list[Entry] = field(default_factory=list)
-    # Facts whose line alone is more than MEMORY.md's budget or line cap leaves for one
-    # (a title of thousands of characters): (slug, the line's bytes). No rank brings them
-    # in; they stay in the cold tier, and generate names them.
-    too_long: list[tuple[str, int]] = field(default_factory=list)
+    # Facts whose line and heading are more than MEMORY.md's budget leaves for one (a
+    # title or a section name of thousands of characters). No rank brings them in; they
+    # stay in the cold tier, and generate names them and what to shorten.
+    too_long: list[TooLong] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
@@ -228,7 +238,7 @@ def plan(
     included = sorted((e for e in ranked if e.slug in taken), key=lambda e: (e.position, e.slug))
     below = [e for e in ranked if e.slug not in taken]
     too_long = [
-        (e.slug, len(lines[e.slug].encode()))
+        TooLong(e.slug, len(lines[e.slug].encode()), _heading_to_blame(e, lines[e.slug], budget))
         for e in below
         if not fits_alone(e, lines[e.slug], budget)
     ]
@@ -257,6 +267,15 @@ def fits_alone(entry: Entry, line: str, budget: int) -> bool:
     them too long: that is the cap's doing, not the line's.)"""
     extra_bytes, _ = _overhead(section_name(entry))
     return len(INDEX_HEADER.encode()) + extra_bytes + len(line.encode()) + 1 <= budget
+
+
+def _heading_to_blame(entry: Entry, line: str, budget: int) -> str | None:
+    """The section name of a fact that does not fit alone, when its line would fit
+    without the heading: the name is what to shorten, not the line."""
+    section = section_name(entry)
+    if section is None or not fits_alone(replace(entry, section=None), line, budget):
+        return None
+    return section
 
 
 def _ts(value: datetime | None) -> float:

@@ -40,7 +40,6 @@ from subrosa.memory.values import fact_to_dict as fact_to_dict
 from subrosa.memory.values import hook_from_description as hook_from_description
 from subrosa.memory.values import utcnow as utcnow
 from subrosa.models import Fact
-from subrosa.text import sanitize_field
 
 # --- reading ---------------------------------------------------------------
 
@@ -405,7 +404,7 @@ def move(
     fact = require_fact(session, project, slug)
     ordered = [f for f in list_facts(session, project, status=None) if f.slug != slug]
     if section is not None:
-        fact.section = sanitize_field(section) or None
+        fact.section = values.clean_section(section)
     anchor_slug = before or after
     if anchor_slug is not None:
         if anchor_slug == slug:

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 HOOK_WARN_CHARS = 150
 HOOK_MAX_CHARS = 300
+# A section name is a `## NAME` heading in MEMORY.md, paid for from its budget: a name of
+# thousands of characters would keep every fact under it out of the index.
+SECTION_MAX_CHARS = 100
 
 
 def utcnow() -> datetime:
@@ -74,6 +77,18 @@ def clean_hook(raw: str, *, strict: bool = True) -> tuple[str, list[str]]:
     if len(hook) > HOOK_WARN_CHARS:
         warnings.append(f"the hook is {len(hook)} characters; aim for {HOOK_WARN_CHARS} or fewer.")
     return hook, warnings
+
+
+def clean_section(raw: str) -> str | None:
+    """A new section name as one safe line (None: no section), refused past 100
+    characters; names already given (a sidecar, an adopted index) are kept whole."""
+    section = sanitize_field(raw) or None
+    if section is not None and len(section) > SECTION_MAX_CHARS:
+        raise InvalidInput(
+            f"the section name is {len(section):,} characters; keep it to at most "
+            f"{SECTION_MAX_CHARS} (it is a `## NAME` heading in MEMORY.md)."
+        )
+    return section
 
 
 def hook_from_description(description: str) -> str:
