@@ -54,7 +54,7 @@ def _checkout(folder: Path, remote: str | None = None) -> Path:
     return folder
 
 
-def _session(cwd: Path, session: str, text: str) -> None:
+def _session(cwd: Path, session: str, text: str) -> Path:
     """A transcript where Claude Code files a session started in `cwd`."""
     folder = Path(claude_root()) / "projects" / encode_project_path(cwd)
     folder.mkdir(parents=True, exist_ok=True)
@@ -67,7 +67,9 @@ def _session(cwd: Path, session: str, text: str) -> None:
         "cwd": str(cwd),
         "message": {"role": "user", "content": text},
     }
-    (folder / f"{session}.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    path = folder / f"{session}.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return path
 
 
 def _sql(url: str, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
@@ -216,22 +218,27 @@ def test_ingest_in_the_project_files_its_misspelled_sessions(
 
 
 @pytest.mark.engines
-def test_the_next_session_of_the_project_files_them_from_anywhere(
+def test_the_next_session_of_the_project_files_them(
     projects: Projects, run: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """As the background ingest at a session's end does: it runs in a neutral folder, and
-    reads the session that ended."""
-    _session(projects.crab, "crab-new", "a new session")
-    _session(projects.long / "docs", "long-new", "a new session")
-    _session(projects.named, "named-new", "a new session")
+    """The ingest a session's end starts (`ingest --pending`, in a neutral folder, of the
+    sessions the SessionEnd hook noted) files the project's older sessions too."""
+    from subrosa.archive import pending
+
+    ended = {
+        "crab": (projects.crab, "crab-new"),
+        "long": (projects.long / "docs", "long-new"),
+        "named": (projects.named, "named-new"),
+    }
+    for cwd, session in ended.values():
+        pending.record(str(_session(cwd, session, "a new session")), session, str(cwd))
     neutral = tmp_path / "neutral"
     neutral.mkdir()
     monkeypatch.chdir(neutral)
-    run("ingest", "--all-projects")
+    run("ingest", "--pending")
     expected = projects.expected()
-    expected["crab"].add("crab-new")
-    expected["long"].add("long-new")
-    expected["named"].add("named-new")
+    for project, (_, session) in ended.items():
+        expected[project].add(session)
     for project, folder in projects.folders().items():
         assert _listed(run, folder, monkeypatch) == expected[project], project
 
