@@ -209,6 +209,15 @@ def encode_project_path(path: StrPath) -> str:
     return f"{name[:_MAX_FOLDER_NAME]}-{_base36(abs(_string_hash(text)))}"
 
 
+def former_project_folder(path: StrPath) -> str:
+    """How subrosa spelled a project's folder name before it spelled it as Claude Code
+    does (encode_project_path): each code point that is not an ASCII letter or digit one
+    `-` (an emoji one), never cut. Where the two differ (an emoji, a name over 200
+    characters), sessions were filed under keys the project no longer has; ingest files
+    them again (subrosa.archive.ingest, Ingester._file_older_keys)."""
+    return _NOT_ALNUM.sub("-", str(path))
+
+
 def in_project_folder(name: str, project_folder: str) -> bool:
     """Whether Claude Code's folder `name` can be that of the project whose folder is
     `project_folder`, or that of a subfolder's session (`<folder>-src-api`). A name cut

@@ -35,13 +35,15 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple, cast
 from subrosa.archive import pending
 from subrosa.archive.connection import archive_lock, open_archive
 from subrosa.errors import ReadOnlyRole
-from subrosa.identity import ingested_by, legacy_sessions_key, sessions_key
+from subrosa.identity import ingested_by, sessions_key
 from subrosa.paths import (
     checkout_root,
     claude_root,
     encode_project_path,
+    former_project_folder,
     in_project_folder,
     named_project_folder,
+    project_root,
     project_transcript_dir,
 )
 
@@ -459,6 +461,8 @@ class Ingester:
         self._stats = _load_stats(conn)
         self._session_pks: dict[str, int] = {}
         self._projects: dict[str, str] = {}
+        # The checkouts (project root, top) whose older keys this ingest asked about.
+        self._filed: set[tuple[str, str | None]] = set()
         self._in_transaction = False
         self._uncommitted = 0
         self._next_id = 0
@@ -853,19 +857,60 @@ class Ingester:
                 encoded and in_project_folder(folder_project, encoded)
             ):
                 project = sessions_key(cwd)
-                self._file_legacy_sessions(legacy_sessions_key(cwd), project)
+                self._file_older_keys(project_root(cwd), top, project)
             else:
                 project = folder_project
             self._projects[key] = project
         return project
 
-    def _file_legacy_sessions(self, legacy: str, project: str) -> None:
-        """Sessions filed under the project's folder before it had a name (or before its
-        repository got a remote) join it: one indexed update per project and ingest."""
-        if legacy != project:
-            self.conn.execute(
-                "UPDATE sessions SET project = ? WHERE project = ?", (project, legacy)
-            )
+    def file_checkout(self, cwd: str) -> None:
+        """The sessions of the checkout around `cwd` still filed under a key it had
+        before, filed under its key now though nothing new was read (`subrosa ingest`
+        run in it); nothing is written when there are none."""
+        top = checkout_root(cwd)
+        if top is None:
+            return
+        root = project_root(cwd)
+        moves = self._misfiled(root, top, sessions_key(cwd))
+        if moves:
+            self._begin()
+            self._move(moves)
+            self.commit()
+
+    def _file_older_keys(self, root: str, top: str | None, project: str) -> None:
+        """Sessions of the project at `root` (run in the checkout at `top`) filed under a
+        key it had before join its key `project`, in the open transaction: once per
+        checkout and ingest, in one indexed query at most (older_keys)."""
+        self._move(self._misfiled(root, top, project))
+
+    def _misfiled(
+        self, root: str, top: str | None, project: str
+    ) -> list[tuple[str, str | None, str]]:
+        """The moves that file this checkout's sessions under `project` (Refiling), once
+        per checkout and ingest: none asked for a project that had no other key."""
+        if (root, top) in self._filed:
+            return []
+        self._filed.add((root, top))
+        older = older_keys(root, top, project)
+        keys = sorted(older.whole | older.by_cwd)
+        if not keys:
+            return []
+        marks = ", ".join("?" * len(keys))
+        rows = self.conn.execute(
+            f"SELECT DISTINCT project, cwd FROM sessions WHERE project IN ({marks})", keys
+        ).fetchall()
+        return older.moves([(str(key), where) for key, where in rows])
+
+    def _move(self, moves: list[tuple[str, str | None, str]]) -> None:
+        """Each (key, working directory or None for all, new key): indexed updates."""
+        for old, where, new in moves:
+            if where is None:
+                self.conn.execute("UPDATE sessions SET project = ? WHERE project = ?", (new, old))
+            else:
+                self.conn.execute(
+                    "UPDATE sessions SET project = ? WHERE project = ? AND cwd = ?",
+                    (new, old, where),
+                )
 
     def _upsert_session(self, info: SessionInfo, project: str) -> int:
         # The project is settled by the first batch that knows the session's folder.
@@ -972,6 +1017,73 @@ class Ingester:
                 shared,
             ).rowcount
         )
+
+
+class Refiling(NamedTuple):
+    """The keys a project's sessions may still be filed under from before, besides its
+    key now (`project`), and how each row under them is filed now (moves()).
+
+    `whole`: the project's folder, from before it had a name (or before its repository
+    got a remote): every session under it is the project's. `by_cwd`: where subrosa
+    spelled the folder otherwise before it spelled it as Claude Code does (an emoji, a
+    name over 200 characters: paths.former_project_folder), that spelling, and Claude
+    Code's folders of the checkout and of its subfolders, under which that subrosa left
+    a session it did not know for the project's. A sibling's folder can be named as a
+    subfolder's (`/repo-src`, `/repo/src`): those rows are filed by their working
+    directory, as an ingest reading them now files them."""
+
+    root: str
+    top: str | None
+    project: str
+    whole: frozenset[str]
+    by_cwd: frozenset[str]
+
+    def moves(self, rows: list[tuple[str, str | None]]) -> list[tuple[str, str | None, str]]:
+        """The (key, working directory or None for all, new key) that file `rows`
+        ((key, working directory) of the sessions under the older keys)."""
+        moves: list[tuple[str, str | None, str]] = [
+            (key, None, self.project) for key in sorted(self.whole & {k for k, _ in rows})
+        ]
+        if self.top is None:
+            return moves
+        inside = self.top.rstrip(os.sep) + os.sep
+        for key, where in sorted({(k, w) for k, w in rows if k in self.by_cwd and w is not None}):
+            if where == self.top or where.startswith(inside):
+                new = _key_now(key, where)
+                if new is not None and new != key:
+                    moves.append((key, where, new))
+        return moves
+
+
+def older_keys(root: str, top: str | None, project: str) -> Refiling:
+    """The keys the sessions of the project at `root`, run in the checkout at `top`, may
+    still be filed under (Refiling). For a project at an ordinary path that always had
+    its name, none: ingest asks nothing."""
+    whole = {encode_project_path(root)} - {project}
+    by_cwd: set[str] = set()
+    if former_project_folder(root) != encode_project_path(root):
+        by_cwd.add(former_project_folder(root))
+    if top is not None and former_project_folder(top) != encode_project_path(top):
+        folder = encode_project_path(top)
+        by_cwd.add(folder)
+        around = project_dirs_around(Path(claude_root(), "projects", folder))
+        by_cwd.update(path.name for path in around)
+    return Refiling(root, top, project, frozenset(whole), frozenset(by_cwd - whole - {project}))
+
+
+def _key_now(key: str, cwd: str) -> str | None:
+    """The key an ingest reading it now files a session of `cwd` under that subrosa
+    filed under `key` before it spelled folders as Claude Code does (the session ran in
+    a checkout whose folder, or a subfolder's, `key` is, or `key` is the old spelling
+    of its project's); None when it is not one of those."""
+    top = checkout_root(cwd)
+    if top is None:
+        return None
+    if in_project_folder(key, encode_project_path(top)) or key == former_project_folder(
+        project_root(cwd)
+    ):
+        return sessions_key(cwd)
+    return None
 
 
 def new_ingester(
@@ -1258,4 +1370,6 @@ def ingest_transcripts(
         if progress is not None:
             total = ingester.bytes_to_read(sources)
             ingester.progress = lambda n: progress(n, total)
-        return Ingested(ingester.ingest(sources), roots, len(sources))
+        report = ingester.ingest(sources)
+        ingester.file_checkout(os.getcwd())
+        return Ingested(report, roots, len(sources))

@@ -279,6 +279,10 @@ class PgIngester(Ingester):
         self.conn.execute("ROLLBACK")
         self._in_transaction = False
         self._session_pks.clear()  # a session row made in the transaction is gone
+        # And the sessions it filed under their project's key (_file_older_keys): asked
+        # again by the retry.
+        self._projects.clear()
+        self._filed.clear()
         self._stats = _load_stats(self.conn)
 
     def commit(self) -> None:
