@@ -19,7 +19,14 @@ import pytest
 
 from subrosa.claude import checkpoint
 from tests.conftest import RunCli, subrosa_process
-from tests.test_hooks import event, hook, prompt, transcript
+from tests.test_hooks import (
+    NOT_ON_THE_HOOK_PATH,
+    _hook_loading,
+    event,
+    hook,
+    prompt,
+    transcript,
+)
 
 # Runs the SessionStart hook as its child with CLAUDE_PID set to itself, says so, then
 # lives until its stdin closes (or it is killed).
@@ -273,3 +280,19 @@ def test_a_pid_reused_by_another_process_counts_as_gone(memory_dir: Path, tmp_pa
     (record.parent / "s4.json").write_text(json.dumps(rebooted))
     hook("session-start", event("s5", path, tmp_path, source="startup"))
     assert sorted(queued_ids(memory_dir)) == ["s1", "s4"]
+
+
+def test_finding_a_killed_session_loads_nothing_more(
+    memory_dir: Path, tmp_path: Path, claude: Any
+) -> None:
+    """The hooks' rule (tests/test_hooks.py): no typing, pathlib, urllib, ipaddress or
+    contextlib, down the branch that finds a killed session and queues it."""
+    claude("k1").kill()
+    path = transcript(tmp_path, "n1", json.dumps(prompt("next")) + "\n")
+    stdin = json.dumps(event("n1", path, tmp_path, source="startup", reason="other")).encode()
+    result, loaded, _ = _hook_loading(
+        "session-start", stdin, dict(os.environ), tmp_path / "modules.json"
+    )
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    assert queued_ids(memory_dir) == ["k1"]
+    assert not loaded & (NOT_ON_THE_HOOK_PATH | {"typing", "tomllib"}), loaded
