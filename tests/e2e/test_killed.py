@@ -7,7 +7,11 @@ ends (`ingest --pending` reads the ended session's folder)."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import time
+from pathlib import Path
 
 import pytest
 
@@ -57,13 +61,40 @@ def test_a_session_killed_outright_is_archived_when_the_next_one_ends(
     assert [(h["session_id"], h["role"]) for h in hits] == [(sid, "user")]
 
 
+# A week and a day: past the quiet time after which a session whose process cannot be
+# checked counts as ended (subrosa.claude.checkpoint.QUIET_AFTER_SECONDS).
+QUIET = 8 * 24 * 3600
+
+
+def running_record(cc: ClaudeProject, session_id: str) -> Path:
+    """The hooks' record of a session not yet seen to end (`.extract/running/`)."""
+    found = sorted(cc.root.glob(f"**/.extract/running/{session_id}.json"))
+    assert len(found) == 1, found
+    return found[0]
+
+
 def test_a_session_killed_outright_is_queued_by_the_next_one(
     cc: ClaudeProject, api: FakeAnthropic
 ) -> None:
     """SessionStart recorded the session's Claude Code process (CLAUDE_PID); the next
-    session's start finds it gone and queues the session, once: cleared, it stays so."""
+    session's start finds it gone and queues the session, once: cleared, it stays so.
+
+    Claude Code 2.1.150 gives its hooks no CLAUDE_PID (2.1.332 does): nothing to check
+    the process by, so the session counts as ended once quiet for a week; here it is
+    made to look so."""
     cc.subrosa("install")
     sid = killed_mid_turn(cc, api, signal.SIGKILL)
+    record = running_record(cc, sid)
+    data = json.loads(record.read_text())
+    if data["pid"] is None:
+        assert not cc.claude.at_least("2.1.332"), data
+        cc.run("hello")  # not quiet long enough yet
+        assert sid not in [e["session_id"] for e in cc.subrosa_json("checkpoint-list")]
+        cc.subrosa("checkpoint-clear")
+        week_ago = time.time() - QUIET
+        record.write_text(json.dumps({**data, "started_at": week_ago}))
+        for path in (record, cc.transcript(sid)):
+            os.utime(path, (week_ago, week_ago))
     first = cc.run("hello")  # the next session starts and ends normally
 
     listed = cc.subrosa_json("checkpoint-list")
