@@ -11,6 +11,10 @@ reader sees a whole record or none.
     .extract/marks/<session>.json  checkpoint-mark: the transcript size extraction covered
     .extract/queue/<session>.json  SessionEnd: a session that ended past its mark
     .extract/live.json             SessionStart: the newest session, for checkpoint-mark
+    .extract/running/<session>.json  SessionStart: a session not yet seen to end, with its
+                                   Claude Code process (subrosa.claude.liveness); gone at
+                                   its SessionEnd, or when a later hook finds the process
+                                   gone and queues the session (`queue_vanished`)
     .extract/once/<session>/       one marker per hook event handled (`claim_event`), so a
                                    hook registered twice (plugin and `subrosa install`)
                                    acts once
@@ -19,6 +23,14 @@ A mark means "extracted": when the session ends, it is queued only if someone we
 talking after the mark (`talked_after`). Claude Code always appends past the size the
 mark stamped (the mark's own tool result, the rest of the turn, its bookkeeping), so a
 byte count alone would queue every session that ran the extraction.
+
+A session killed outright (SIGKILL, the OOM killer, a crash, a power cut) runs no
+SessionEnd. Its `running/` record outlives it, and the next SessionStart or SessionEnd
+in the project queues it once its process is gone (`queue_vanished`). The record is
+taken (renamed) before the session is queued and deleted after, so a session is queued
+this way at most once: clearing the queue is final, however long its counter, mark or
+claims stay in `.extract/`. A session that is merely idle keeps its process, and is not
+queued while that process runs.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import os
 import stat
 import time
 
+from subrosa.claude import liveness
 from subrosa.errors import InvalidInput
 from subrosa.fsutil import (
     JSON_CAP,
@@ -63,6 +76,14 @@ LIVE = "live.json"
 MARKS = "marks"
 QUEUE = "queue"
 ONCE = "once"
+RUNNING = "running"
+# The queue's `reason` for a session whose Claude Code process ended without SessionEnd.
+KILLED = "killed"
+# A session whose process cannot be checked (no pid recorded: a Claude Code that does not
+# give CLAUDE_PID; another host or container) counts as ended once nothing was written
+# to its transcript for this long. Longer than anyone leaves a terminal idle and comes
+# back to it, shorter than STALE_AFTER_SECONDS and than Claude Code keeps transcripts.
+QUIET_AFTER_SECONDS = 7 * 24 * 3600
 # Counters and marks untouched for this long belong to sessions long gone.
 STALE_AFTER_SECONDS = 14 * 24 * 3600
 # Claude Code starts the hooks of one event together: a second registration of the same
@@ -264,10 +285,12 @@ def set_mark(memory_dir: StrPath, session_id: str, transcript_path: str, size: i
 
 
 def find_transcript(memory_dir: StrPath, session_id: str, known: str | None = None) -> str | None:
-    """Where the session's transcript is: `known`, else as recorded by a hook, else where
+    """Where the session's transcript is: `known`, else as recorded by a hook (Stop's
+    counter, SessionStart's running record), else where
     Claude Code keeps it for this project, else in any project."""
     recorded = counter(memory_dir, session_id) or {}
-    candidates = [known, recorded.get("transcript_path")]
+    running = read_json(join(extract_dir(memory_dir), RUNNING, f"{session_id}.json")) or {}
+    candidates = [known, recorded.get("transcript_path"), running.get("transcript_path")]
     candidates.extend(
         entry.get("transcript_path")
         for entry in queued(memory_dir)
@@ -352,6 +375,7 @@ def enqueue_if_uncovered(
     transcript_path: str | None,
     reason: str,
     cwd: str | None,
+    ended_at: float | None = None,
 ) -> bool:
     """Queue the ended session unless its mark covers it: the transcript did not grow
     past the mark, or what was appended is only the extraction's own ending (nobody
@@ -379,7 +403,7 @@ def enqueue_if_uncovered(
             "session_id": session_id,
             "transcript_path": transcript_path or "",
             "reason": reason,
-            "ended_at": time.time(),
+            "ended_at": time.time() if ended_at is None else ended_at,
             "size": size,
             "marked_size": covered,
             "cwd": cwd or "",
@@ -560,6 +584,122 @@ def clear_queue(memory_dir: StrPath) -> int:
         refuse_link(directory)  # `.extract/queue` -> elsewhere: nothing removed there
     # Any OSError: a folder named like an entry is not one, and stays.
     return sum(remove_file(join(directory, name)) for name in names)
+
+
+# --- sessions not yet seen to end --------------------------------------------------------
+
+
+def remember_running(
+    memory_dir: StrPath,
+    session_id: str,
+    transcript_path: str | None,
+    cwd: str | None,
+    process: dict[str, Any],
+) -> None:
+    """SessionStart: the session runs, in the Claude Code `process`
+    (liveness.claude_process). Rewritten by a resume, /clear or compaction."""
+    _write_json(
+        join(extract_dir(memory_dir), RUNNING, f"{session_id}.json"),
+        {
+            **process,
+            "session_id": session_id,
+            "transcript_path": transcript_path or "",
+            "cwd": cwd or "",
+            "started_at": time.time(),
+        },
+        # Not fsynced: SessionStart's latency is the user's, and a record lost to a power
+        # cut in the seconds after a start loses one queue entry, not the transcript.
+        durable=False,
+    )
+
+
+def forget_running(memory_dir: StrPath, session_id: str) -> None:
+    """SessionEnd: the session ended with its hook; nothing is left to notice."""
+    _remove(join(extract_dir(memory_dir), RUNNING, f"{session_id}.json"))
+
+
+def _last_activity(record: dict[str, Any], path: str) -> float:
+    """When the session last did something: its transcript's mtime, or its start."""
+    times = [record.get("started_at"), _mtime(path), _mtime(record.get("transcript_path"))]
+    return max([t for t in times if isinstance(t, int | float)] or [0.0])
+
+
+def _mtime(path: object) -> float | None:
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        return os.stat(path).st_mtime
+    except (OSError, ValueError):
+        return None
+
+
+def _remove_if_older(path: str, now: float, age: float) -> None:
+    try:
+        if now - os.lstat(path).st_mtime > age:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def queue_vanished(
+    memory_dir: StrPath, besides: str | None = None, now: float | None = None
+) -> list[str]:
+    """Queue the sessions that ended without their SessionEnd (killed outright): those
+    whose recorded Claude Code process is gone, and those whose process cannot be
+    checked once quiet for QUIET_AFTER_SECONDS. A session whose process runs is never
+    queued, however long idle. `besides` (the session running this hook) is skipped.
+    Each record is taken by a rename before its session is queued (two hooks at once
+    queue it once) and deleted after, whatever happened. Returns the sessions queued
+    (not those a mark covers: enqueue_if_uncovered)."""
+    directory = join(extract_dir(memory_dir), RUNNING)
+    if is_link(directory):
+        return []  # a link to elsewhere: nothing there is ours
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    now = time.time() if now is None else now
+    where: dict[str, str] | None = None
+    found: list[str] = []
+    for name in names:
+        path = join(directory, name)
+        session_id = name[:-5]
+        if name.startswith("."):  # a claim or a temp file whose writer died
+            _remove_if_older(path, now, ONCE_STALE_AFTER_SECONDS)
+            continue
+        if not name.endswith(".json") or session_id == besides:
+            continue
+        record = read_json(path)
+        if record is None or record.get("session_id") != session_id:
+            _remove_if_older(path, now, STALE_AFTER_SECONDS)  # not ours to judge
+            continue
+        where = where or liveness.here()
+        verdict = liveness.judge(record, where)
+        last = _last_activity(record, path)
+        if verdict == liveness.ALIVE or (
+            verdict == liveness.UNKNOWN and now - last < QUIET_AFTER_SECONDS
+        ):
+            continue
+        claim = join(directory, f".{session_id}.{os.getpid()}.claim")
+        try:
+            os.rename(path, claim)
+        except OSError:
+            continue  # another hook took it first
+        try:
+            transcript = record.get("transcript_path")
+            cwd = record.get("cwd")
+            if enqueue_if_uncovered(
+                memory_dir,
+                session_id,
+                transcript if isinstance(transcript, str) and transcript else None,
+                KILLED,
+                cwd if isinstance(cwd, str) else None,
+                ended_at=last,
+            ):
+                found.append(session_id)
+        finally:
+            remove_file(claim)
+    return found
 
 
 # --- housekeeping ----------------------------------------------------------------------

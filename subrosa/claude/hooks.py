@@ -20,7 +20,7 @@ import os
 import sys
 from stat import S_ISREG
 
-from subrosa.claude import checkpoint
+from subrosa.claude import checkpoint, liveness
 from subrosa.fsutil import JSON_CAP, read_capped
 from subrosa.lazyre import compile_lazily
 from subrosa.memory.marker import INDEX, read_ranking
@@ -340,6 +340,15 @@ def _start_background_ingest() -> bool:
     return True
 
 
+def _queue_vanished(memory_dir: str, session_id: str, notes: Notes) -> None:
+    """Queue the project's sessions killed outright (checkpoint.queue_vanished): a listing
+    of `.extract/running/` and a look at each recorded process, a millisecond or so."""
+    notes.attempt(
+        "looking for sessions that ended without their hook",
+        lambda: checkpoint.queue_vanished(memory_dir, besides=session_id),
+    )
+
+
 def session_end(payload: Payload, notes: Notes) -> str | None:
     """Hand the transcript to the archive; queue the session unless its mark covers it."""
     raw_id = payload.get("session_id")
@@ -363,10 +372,16 @@ def session_end(payload: Payload, notes: Notes) -> str | None:
         return None
     session_id, memory_dir = state
     reason = (_text(payload, "reason") or "other")[:64]
+    # Seen to end first: were this hook cut short after queueing, a later hook would
+    # queue the session again, perhaps after the queue was cleared.
+    notes.attempt(
+        "recording the session's end", lambda: checkpoint.forget_running(memory_dir, session_id)
+    )
     notes.attempt(
         "queueing the session",
         lambda: checkpoint.enqueue_if_uncovered(memory_dir, session_id, transcript, reason, cwd),
     )
+    _queue_vanished(memory_dir, session_id, notes)
     notes.attempt("cleaning old hook state", lambda: checkpoint.clean_stale(memory_dir))
     return None
 
@@ -731,6 +746,17 @@ def session_start(payload: Payload, notes: Notes) -> str | None:
                 memory_dir, session_id, _text(payload, "transcript_path"), cwd
             ),
         )
+        notes.attempt(
+            "recording the session's process",
+            lambda: checkpoint.remember_running(
+                memory_dir,
+                session_id,
+                _text(payload, "transcript_path"),
+                cwd,
+                liveness.claude_process(),
+            ),
+        )
+        _queue_vanished(memory_dir, session_id, notes)
     notes.attempt("exporting the memory dir", lambda: export_memory_dir(memory_dir))
     parts: list[str] = []
     # A resumed session was queued when it last ended: it is this session, not an

@@ -46,8 +46,11 @@ def hook(event: str) -> None:
     """Run one Claude Code hook, reading Claude Code's JSON on stdin.
 
     \b
-    session-start  remembers the session and exports SUBROSA_MEMORY_DIR to the
-                   session's Bash commands (CLAUDE_ENV_FILE); prints
+    session-start  remembers the session and its Claude Code process (CLAUDE_PID),
+                   queues the project's sessions whose process is gone without
+                   a SessionEnd (killed outright), and exports
+                   SUBROSA_MEMORY_DIR to the session's Bash commands
+                   (CLAUDE_ENV_FILE); prints
                    additionalContext saying how many ended sessions wait for
                    extraction, and the MEMORY.md index when Claude Code will
                    not load it by itself (the memory dir is not its auto-memory
@@ -59,7 +62,8 @@ def hook(event: str) -> None:
                    stop_hook_active is set.
     session-end    hands the transcript to the archive (a background
                    `subrosa ingest --pending`), and queues the session unless
-                   its checkpoint mark covers it (nobody talked after the mark).
+                   its checkpoint mark covers it (nobody talked after the mark);
+                   then, like session-start, the sessions killed outright.
 
     Hooks always exit 0: on any problem they print one line on stderr and
     nothing on stdout. Registered twice (plugin and settings.json), each acts
@@ -118,7 +122,8 @@ def checkpoint_list(app: AppContext, as_json: bool) -> None:
     """List the sessions that ended without extraction, oldest first.
 
     `--json` prints an array of objects with session_id, transcript_path, reason
-    (Claude Code's SessionEnd reason), ended_at (ISO 8601, UTC), size (bytes of
+    (Claude Code's SessionEnd reason, or `killed`: its Claude Code process ended
+    without one, found by a later hook), ended_at (ISO 8601, UTC), size (bytes of
     transcript at the end) and cwd.
     """
     entries = checkpoint.queue_listing(app.memory_dir)
