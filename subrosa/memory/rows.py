@@ -365,5 +365,4 @@ def change(path: Path, project: Project, *, whole: bool = False) -> Iterator[Cha
         finally:
             conn.close()
         if written != []:
-            added = frozenset(changing.added)
-            record_seen(project.memory_dir, sqlite_database(path), written, added)
+            record_seen(project.memory_dir, sqlite_database(path), written)

@@ -286,12 +286,12 @@ def record_seen(
     memory_dir: Path,
     database: str,
     rows: list[dict[str, Any]] | None = None,
-    new: frozenset[str] = frozenset(),
 ) -> None:
     """After a commit that left the sidecar in step with the database: the whole sidecar
     as it is now (`rows` None), or only the lines of `rows`, the facts a command wrote
-    (other lines may hold a pull not taken yet; the slugs in `new` are appended without
-    looking, as update_state appends them). A record that cannot be written is
+    (other lines may hold a pull not taken yet), appended: the last line of a slug wins,
+    as in the sidecar, so a `fact` command's cost does not grow with the record, and the
+    next whole record (generate) drops the lines outranked. A record that cannot be written is
     removed, so the sidecar wins as it did without one."""
     path = seen_path(memory_dir, database)
     try:
@@ -300,8 +300,8 @@ def record_seen(
             path.parent.mkdir(parents=True, exist_ok=True)
             if read_capped(path) != (data or b""):
                 atomic_write_bytes(path, [data or b""])
-        elif rows:
-            _update_lines(path, rows, new)  # no record yet: nothing to update
+        elif rows:  # no record yet: nothing to append to
+            _append_lines(path, b"".join((render_row(r) + "\n").encode("utf-8") for r in rows))
     except (OSError, InvalidInput):
         with contextlib.suppress(OSError):
             path.unlink(missing_ok=True)

@@ -160,7 +160,7 @@ def mutation(engine: Engine, project: Project, *, whole: bool = False) -> Iterat
                 written = write_state_lines(session, project, touched, frozenset(added - deleted))
         # Committed: the sidecar's lines written agree with the database.
         if written != []:
-            record_seen(project.memory_dir, database, written, frozenset(added - deleted))
+            record_seen(project.memory_dir, database, written)
 
 
 def database_of(bind: Engine | Connection) -> str:
