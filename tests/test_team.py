@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from subrosa.identity import facts_key, legacy_sessions_key, project_identity, sessions_key
-from subrosa.paths import claude_root, encode_project_path
+from subrosa.memory.state import SEEN_DIR
+from subrosa.paths import claude_root, data_dir, encode_project_path
 from tests.conftest import Db, RunCli, subrosa_process, write_leaf
 
 SSH = "git@github.com:org/repo.git"
@@ -790,3 +791,41 @@ def test_doctor_fixes_a_database_check_cut_short_with_the_timeout(
     assert "the server cut the command short (" in str(check["detail"]), check
     fix = str(check["fix"])
     assert "password" not in fix and "lock_timeout" in fix, check
+
+
+def test_a_clone_pointed_at_another_database_keeps_its_sidecar(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record of the sidecar as it last agreed is per database: a clone pointed at
+    another database (an older copy, a team's server after import) has none there, so
+    its sidecar wins as it always did, and no older database undoes its pins."""
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    write_leaf(alice / ".claude" / "memory", "project_cache.md", "About the cache.")
+    monkeypatch.chdir(alice)
+    monkeypatch.setenv("SUBROSA_DB", f"sqlite:///{tmp_path / 'old.db'}")
+    run("generate")
+    monkeypatch.setenv("SUBROSA_DB", f"sqlite:///{tmp_path / 'new.db'}")
+    run("generate")
+    run("fact", "pin", "project_cache")
+    monkeypatch.setenv("SUBROSA_DB", f"sqlite:///{tmp_path / 'old.db'}")
+    run("generate")
+    assert _facts(run)["project_cache"]["pinned"] is True
+
+
+def test_a_record_that_cannot_be_read_leaves_the_sidecar_winning(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record is subrosa's own cache: a broken one is no record, never an error."""
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    memory = alice / ".claude" / "memory"
+    write_leaf(memory, "project_cache.md", "About the cache.")
+    monkeypatch.chdir(alice)
+    run("generate")
+    seen = Path(data_dir(), SEEN_DIR)
+    [record] = list(seen.iterdir())
+    record.write_text("{not json\n{}\n")
+    sidecar = memory / ".subrosa" / "facts.jsonl"
+    sidecar.write_text(sidecar.read_text().replace('"pinned": false', '"pinned": true'))
+    assert "project_cache" in run("generate").stdout + run("fact", "list").stdout
+    assert _facts(run)["project_cache"]["pinned"] is True
+    assert '"pinned": true' in record.read_text()  # written whole again
