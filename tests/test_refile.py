@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +23,7 @@ import pytest
 
 from subrosa.paths import claude_root, encode_project_path
 from tests.conftest import Db, RunCli
+from tests.test_team import _repository
 
 SSH = "git@github.com:org/notes.git"
 NAME = "github.com/org/notes"
@@ -38,20 +37,7 @@ def _former_spelling(path: Path) -> str:
 
 
 def _checkout(folder: Path, remote: str | None = None) -> Path:
-    folder.mkdir(parents=True)
-    if shutil.which("git"):
-        subprocess.run(["git", "init", "-q", str(folder)], check=True)
-        if remote is not None:
-            subprocess.run(
-                ["git", "-C", str(folder), "remote", "add", "origin", remote], check=True
-            )
-    else:
-        (folder / ".git").mkdir()
-        config = "[core]\n\tbare = false\n"
-        if remote is not None:
-            config += f'[remote "origin"]\n\turl = {remote}\n'
-        (folder / ".git" / "config").write_text(config)
-    return folder
+    return _repository(folder, remote)
 
 
 def _session(cwd: Path, session: str, text: str) -> Path:

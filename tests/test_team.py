@@ -28,6 +28,13 @@ NAME = "github.com/org/repo"
 
 
 def _clone(folder: Path, remote: str | None) -> Path:
+    """A repository at `folder` with `origin` at `remote` and a `.claude/memory`."""
+    _repository(folder, remote)
+    (folder / ".claude" / "memory").mkdir(parents=True)
+    return folder
+
+
+def _repository(folder: Path, remote: str | None) -> Path:
     """A repository at `folder` with `origin` at `remote`, made by git itself when it is
     installed (its config file is what subrosa reads), else written as git writes it."""
     folder.mkdir(parents=True)
@@ -43,7 +50,6 @@ def _clone(folder: Path, remote: str | None) -> Path:
         if remote is not None:
             config += f'[remote "origin"]\n\turl = {remote}\n'
         (folder / ".git" / "config").write_text(config)
-    (folder / ".claude" / "memory").mkdir(parents=True)
     return folder
 
 
