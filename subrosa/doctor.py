@@ -465,9 +465,9 @@ def check_auto_memory(subject: Subject) -> Check:
 
 def check_old_memory_dir(subject: Subject) -> Check | None:
     """Leaves in the auto-memory dir an older subrosa used for this project (its Claude
-    Code folder spelled otherwise: an emoji, a name over 200 characters, a folder the
-    host names), which nothing reads now (subrosa.memory.leftover); None when there is
-    no such folder. A warning: the leaves are safe where they are, only unseen."""
+    Code folder spelled otherwise: an emoji, a name over 200 characters), which nothing
+    reads now (subrosa.memory.leftover); None when there is no such folder. A warning:
+    the leaves are safe where they are, only unseen."""
     from subrosa.memory.leftover import compare, describe, old_folder
 
     old = old_folder(subject.memory_dir)

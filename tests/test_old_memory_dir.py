@@ -177,6 +177,18 @@ def test_an_old_name_too_long_for_any_file_system_is_no_folder(
     assert "old memory dir" not in _checks(run)
 
 
+def test_nothing_said_where_the_host_names_the_folder(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every project shares the named folder; the path's own is Claude Code's from before.
+    old, _ = _project(tmp_path, "crab🦀", monkeypatch)
+    _old_leaves(old)
+    monkeypatch.setenv("CLAUDE_CODE_PROJECT_DIR_NAME", "work")
+    Path(auto_memory_dir(os.getcwd())).mkdir(parents=True)
+    assert "old memory dir" not in _checks(run)
+    assert run("generate").stderr == ""
+
+
 def test_nothing_said_for_a_project_at_an_ordinary_path(
     tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,16 +1,16 @@
 """Leaves left in the memory dir an older subrosa used for the project.
 
 Before subrosa spelled a project's Claude Code folder as Claude Code does (an emoji is
-two `-`, a name over 200 characters is cut and hashed; a folder the host names with
-CLAUDE_CODE_PROJECT_DIR_NAME), its auto-memory dir for such a project was
-`projects/<old spelling>/memory` (subrosa.paths.former_memory_dir): install made it,
-generate wrote its MEMORY.md and the extraction skill its leaves. Nothing reads that
-folder now. Here it is compared with the memory dir (`find`, for doctor and a line of
-generate's) and its leaves are brought over (`bring_over`, `subrosa adopt --from`):
-copied byte for byte, each only where the memory dir has no file of that name, with
-its sidecar line when the memory dir's sidecar has none. Nothing is ever overwritten,
-and the old folder is left as it is. Standard library only: generate's entry without
-click (subrosa.cli.fastpath) asks it.
+two `-`, a name over 200 characters is cut and hashed: 7aee5fe), its auto-memory dir
+for such a project was `projects/<old spelling>/memory`
+(subrosa.paths.former_memory_dir): install made it, generate wrote its MEMORY.md and
+the extraction skill its leaves. Nothing reads that folder now. Here it is compared
+with the memory dir (`find`, for doctor and a line of generate's) and its leaves are
+brought over (`bring_over`, `subrosa adopt --from`): copied byte for byte, each only
+where the memory dir has no file of that name, with its sidecar line when the memory
+dir's sidecar has none. Nothing is ever overwritten, and the old folder is left as it
+is. Standard library only: generate's entry without click (subrosa.cli.fastpath)
+asks it.
 """
 
 from __future__ import annotations
