@@ -463,6 +463,43 @@ def check_auto_memory(subject: Subject) -> Check:
     )
 
 
+def check_old_memory_dir(subject: Subject) -> Check | None:
+    """Leaves in the auto-memory dir an older subrosa used for this project (its Claude
+    Code folder spelled otherwise: an emoji, a name over 200 characters), which nothing
+    reads now (subrosa.memory.leftover); None when there is no such folder. A warning:
+    the leaves are safe where they are, only unseen."""
+    from subrosa.memory.leftover import compare, describe, old_folder
+
+    old = old_folder(subject.memory_dir)
+    if old is None:
+        return None
+    found = compare(old, subject.memory_dir)
+    if not found.missing and not found.differing:
+        return Check(
+            "old memory dir",
+            True,
+            f"every leaf of {old} (the memory dir of an older subrosa) is in the memory dir",
+        )
+    why = (
+        f"{describe(found)}: it was subrosa's memory dir for this project before subrosa "
+        f"spelled the folder as Claude Code does, and nothing reads it now (the memory dir "
+        f"is {subject.memory_dir})."
+    )
+    fixes = []
+    if found.missing:
+        fixes.append(
+            f"subrosa adopt --from {shlex.quote(str(old))} (copies the leaves the memory dir "
+            "lacks with their sidecar lines, never over a file, then adopts and generates; "
+            "--dry-run first to see)"
+        )
+    if found.differing:
+        fixes.append(
+            "compare each leaf named in both by hand (diff OLD NEW) and keep what you want "
+            "in the memory dir's; subrosa never overwrites one"
+        )
+    return Check("old memory dir", False, why, "; ".join(fixes), severity="warning")
+
+
 def check_index(subject: Subject) -> Check:
     index = subject.memory_dir / INDEX
     for own in (index, subject.memory_dir / ARCHIVE):
@@ -857,6 +894,7 @@ CHECKS: tuple[Callable[[Subject], Check | None], ...] = (
     check_hooks,
     check_claude_code,
     check_auto_memory,
+    check_old_memory_dir,
     check_mcp,
     check_index,
     check_leaves_registered,

@@ -353,6 +353,25 @@ def auto_memory_dir(cwd: StrPath | None = None, env: dict[str, str] | None = Non
     return join(project_transcript_dir(cwd, env), "memory")
 
 
+def former_memory_dir(memory_dir: StrPath, env: dict[str, str] | None = None) -> str | None:
+    """The auto-memory dir an older subrosa used for the project whose memory dir is
+    `memory_dir`, when that is the project's auto-memory dir now and the older one was
+    another folder: `projects/<former_project_folder>/memory` (an emoji, a name over 200
+    characters). None otherwise: no stat, only names. None too where the host names the
+    folder (CLAUDE_CODE_PROJECT_DIR_NAME): every project shares that one, and the
+    path's folder then is Claude Code's own from before the name, not subrosa's."""
+    env = dict(os.environ) if env is None else env
+    if named_project_folder(env) is not None:
+        return None
+    given = env.get("CLAUDE_PROJECT_DIR")
+    start = absolute(expand_user(given)) if given else None
+    auto = auto_memory_dir(start, env)
+    if spelled(memory_dir) != auto:
+        return None
+    old = join(claude_root(env), "projects", former_project_folder(project_root(start)), "memory")
+    return None if old == auto else old
+
+
 def project_memory_dir(start: StrPath | None = None) -> str | None:
     """The `.claude/memory` a project keeps in its tree, seen from `start` (default: the
     current folder): the nearest one from `start` up to the top of its git checkout;

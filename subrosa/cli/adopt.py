@@ -9,8 +9,11 @@ import click
 
 from subrosa.cli.common import AppContext, json_option, pass_app, print_json, say, warn
 from subrosa.cli.index import print_summary, report_problems, report_too_long
+from subrosa.cli.output import note
 from subrosa.errors import ProblemFound
 from subrosa.memory import adopt as adoption
+from subrosa.memory import leftover
+from subrosa.memory.leftover import Brought
 from subrosa.pg import is_server
 
 
@@ -29,6 +32,14 @@ from subrosa.pg import is_server
     help="Mend leaves with missing or broken frontmatter, changing only the lines that "
     "need it (originals kept in .subrosa/frontmatter-backup/).",
 )
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(file_okay=False),
+    help="First copy in each leaf of this folder the memory dir lacks (an older "
+    "subrosa's memory dir: `subrosa doctor` names it), with its sidecar line; never over "
+    "a file.",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would happen; write nothing.")
 @json_option
 @pass_app
@@ -37,6 +48,7 @@ def adopt(
     directory: str | None,
     materialize: bool,
     fix: bool,
+    source: str | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -51,9 +63,24 @@ def adopt(
     Lines that link a file that does not exist, and bullets with no link, are never
     dropped: without --materialize adopt names them and stops (exit 1, nothing written);
     with it, each becomes a leaf of its own. Adopting twice changes nothing.
+
+    --from OLD first copies into the memory dir (made if missing) each leaf of OLD it
+    lacks, byte for byte, with OLD's sidecar line for it: OLD is left as it is, and a
+    leaf both hold with other bytes is named, never overwritten. With --dry-run, only
+    what it would copy is shown.
     """
     memory_dir = Path(directory).expanduser().absolute() if directory else app.memory_dir
     settings = app.settings
+    brought = None
+    if source is not None:
+        brought = leftover.bring_over(
+            memory_dir, Path(source).expanduser().absolute(), dry_run=dry_run
+        )
+        _show_brought(brought, as_json)
+        if dry_run:
+            if as_json:
+                print_json({"dir": str(memory_dir), "brought": brought.to_dict()})
+            return
     try:
         result = adoption.adopt(
             app.db_url,
@@ -72,6 +99,7 @@ def adopt(
                     "dir": str(refused.memory_dir),
                     "refused": True,
                     "loose": [item.to_dict() for item in refused.loose],
+                    **({"brought": brought.to_dict()} if brought else {}),
                 }
             )
         raise
@@ -79,7 +107,7 @@ def adopt(
     report_problems(outcome.report, shared=is_server(app.db_url))
     report_too_long(outcome.plan.too_long, settings.budget)
     if as_json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), **({"brought": brought.to_dict()} if brought else {})})
     else:
         print_summary(outcome, settings.budget, settings.max_lines, dry_run, result.backups)
         for item in outcome.report.loose:
@@ -89,6 +117,28 @@ def adopt(
             say(f"frontmatter {done} ({len(result.fixed)}): {', '.join(result.fixed)}")
     if outcome.plan.pinned_left_out:
         raise ProblemFound("pinned facts do not all fit the budget.")
+
+
+def _show_brought(brought: Brought, as_json: bool) -> None:
+    """What --from copied (or would), and what it left: on stderr with --json."""
+    found = brought.leftovers
+    tell = note if as_json else say
+    verb = "would copy" if brought.dry_run else "copied"
+    if brought.copied:
+        lines = (
+            f", with {len(brought.sidecar_lines)} sidecar line(s)" if brought.sidecar_lines else ""
+        )
+        tell(
+            f"{verb} {len(brought.copied)} leaf file(s) from {found.old}{lines}: "
+            + ", ".join(brought.copied)
+        )
+    else:
+        tell(f"nothing to copy from {found.old}: the memory dir has a file of each leaf's name")
+    for name in found.differing:
+        warn(
+            f"{name}: in {found.old} and in the memory dir with other bytes; left as both are "
+            "(compare them and keep what you want in the memory dir's)."
+        )
 
 
 @click.command()

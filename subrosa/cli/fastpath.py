@@ -224,6 +224,21 @@ def _is(items: list[str]) -> str:
     return "is" if len(items) == 1 else "are"
 
 
+def report_old_folder(memory_dir: Path) -> None:
+    """A warning when the memory dir an older subrosa used for this project (its folder
+    spelled otherwise) holds leaves the memory dir lacks or holds otherwise: nothing
+    reads them there (subrosa.memory.leftover). Only a project whose folder was spelled
+    otherwise stats anything: that folder."""
+    from subrosa.memory.leftover import describe, find
+
+    found = find(memory_dir)
+    if found is not None:
+        warn(
+            f"{describe(found)}: an older subrosa's memory dir for this project, which "
+            "nothing reads now; `subrosa doctor` says how to bring them over."
+        )
+
+
 def generate_and_report(
     db_url: str,
     project: Project,
@@ -242,6 +257,7 @@ def generate_and_report(
     settings = load_settings()
     budget = budget or settings.budget
     max_lines = max_lines or settings.max_lines
+    report_old_folder(project.memory_dir)
     outcome = generate(
         db_url,
         project,

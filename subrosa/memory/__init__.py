@@ -38,6 +38,9 @@ Data and rules they use:
     pgfacts     recall's two index lookups spelled for a PostgreSQL server's GIN index
     exchange    every project's facts as plain records, out and back in (export/import;
                 a fact the target has is left alone)
+    leftover    the leaves an older subrosa left in its own spelling of the project's
+                Claude Code folder: compared (doctor, generate), copied over, never
+                over a file (`adopt --from`)
 
 Rules: the leaves are the truth and are never rewritten unless the user asks; every
 change to the facts runs under the project lock and brings the sidecar in step before

@@ -149,6 +149,17 @@ def update_state(
     return _update_lines(state_path(memory_dir), rows, new)
 
 
+def append_state_lines(memory_dir: Path, data: bytes) -> None:
+    """Append whole sidecar lines as written (`subrosa adopt --from` brings another
+    folder's over); a sidecar that does not exist yet is created with them. The caller
+    holds the project lock."""
+    path = state_path(memory_dir)
+    if not _append_lines(path, data):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = read_capped(path) or b""
+        atomic_write_bytes(path, [_whole_lines(old), data], new_mode=new_file_mode(memory_dir))
+
+
 def _update_lines(path: Path, rows: list[dict[str, Any]], new: frozenset[str]) -> bool:
     appended = [(render_row(row) + "\n").encode("utf-8") for row in rows if row["slug"] in new]
     known = [row for row in rows if row["slug"] not in new]
