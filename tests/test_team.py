@@ -790,3 +790,33 @@ def test_doctor_fixes_a_database_check_cut_short_with_the_timeout(
     assert "the server cut the command short (" in str(check["detail"]), check
     fix = str(check["fix"])
     assert "password" not in fix and "lock_timeout" in fix, check
+
+
+@pytest.mark.engines("postgresql")
+def test_a_new_or_moved_clone_keeps_what_teammates_changed_on_the_server(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clone's first generate on a shared server (a member who just cloned, a clone
+    moved to another folder) has no record of the sidecar: the sidecar won whole, so a
+    sidecar behind the server (a teammate's pin and archive not pushed yet) undid them
+    for the whole team. On a server every change is on the server first: it wins."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    for name in ("project_cache", "project_deploy"):
+        write_leaf(alice / ".claude" / "memory", f"{name}.md", f"About {name}.")
+    monkeypatch.chdir(alice)
+    run("generate")
+    pushed = tmp_path / "pushed"
+    shutil.copytree(alice / ".claude", pushed / ".claude")  # Alice's first commit
+    run("fact", "pin", "project_cache")  # not pushed
+    run("fact", "archive", "project_deploy", "--reason", "moved to the runbook")
+
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)  # clones what Alice pushed
+    _pull(pushed, bob)
+    monkeypatch.chdir(bob)
+    run("generate")
+    facts = _facts(run)
+    assert facts["project_cache"]["pinned"] is True
+    assert facts["project_deploy"]["status"] == "archived"
+    assert facts["project_deploy"]["archive_reason"] == "moved to the runbook"
+

@@ -311,8 +311,14 @@ def take_over(
     # The sidecar is rewritten by every change, so where a line disagrees with the
     # database, either git changed it (a pull: the fields it changed win) or, when it
     # still reads as this clone last saw it, a teammate changed the fact on a shared
-    # database (the database wins). Without this clone's record the sidecar wins.
-    seen = load_seen(project.memory_dir, store.database_of(session.get_bind()))
+    # database (the database wins). Without this clone's record (its first run, a clone
+    # moved to another folder) the sidecar wins on a database of one's own; on a server
+    # every change reached the server first, and a new clone's sidecar may predate a
+    # teammate's unpushed one: the server wins.
+    database = store.database_of(session.get_bind())
+    seen = load_seen(project.memory_dir, database)
+    if seen is None and not database.startswith("sqlite:"):
+        seen = state
     for slug, row in state.items():
         if slug not in facts:
             continue
