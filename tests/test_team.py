@@ -820,3 +820,35 @@ def test_a_new_or_moved_clone_keeps_what_teammates_changed_on_the_server(
     assert facts["project_deploy"]["status"] == "archived"
     assert facts["project_deploy"]["archive_reason"] == "moved to the runbook"
 
+
+@pytest.mark.engines("postgresql")
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: a sidecar put back by git (checkout, stash, reset) reads as a pull;"
+    " docs/team.md says to commit what generate wrote instead",
+)
+def test_discarding_what_generate_wrote_does_not_undo_a_teammate(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob's generate writes Alice's pin (made on the server, not pushed) into his
+    sidecar. Bob discards that change as generated noise (`git checkout -- .`, or
+    `git stash` before a pull): the sidecar now reads as before, which differs from
+    his record, so his next generate takes it as a pull and unpins for everyone."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    write_leaf(alice / ".claude" / "memory", "project_cache.md", "About the cache.")
+    monkeypatch.chdir(alice)
+    run("generate")
+    _pull(alice, bob)
+    monkeypatch.chdir(bob)
+    run("generate")
+    committed = (bob / ".claude" / "memory" / ".subrosa" / "facts.jsonl").read_bytes()
+
+    monkeypatch.chdir(alice)
+    run("fact", "pin", "project_cache")
+    monkeypatch.chdir(bob)
+    run("generate")
+    (bob / ".claude" / "memory" / ".subrosa" / "facts.jsonl").write_bytes(committed)
+    run("generate")
+    assert _facts(run)["project_cache"]["pinned"] is True
