@@ -824,8 +824,8 @@ def test_a_new_or_moved_clone_keeps_what_teammates_changed_on_the_server(
 @pytest.mark.engines("postgresql")
 @pytest.mark.xfail(
     strict=True,
-    reason="not fixed: a sidecar put back by git (checkout, stash, reset) reads as a pull;"
-    " docs/team.md says to commit what generate wrote instead",
+    reason="not fixed: a sidecar put back by git (checkout, stash, reset) reads as a"
+    " pull; the docs say to commit it",
 )
 def test_discarding_what_generate_wrote_does_not_undo_a_teammate(
     tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
@@ -852,3 +852,70 @@ def test_discarding_what_generate_wrote_does_not_undo_a_teammate(
     (bob / ".claude" / "memory" / ".subrosa" / "facts.jsonl").write_bytes(committed)
     run("generate")
     assert _facts(run)["project_cache"]["pinned"] is True
+
+
+@pytest.mark.engines("postgresql")
+def test_a_pull_does_not_bring_back_what_a_teammate_changed_since(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice re-hooks a fact and pushes; Carol re-hooks it again on the server after.
+    Bob pulls Alice's commit: its line changed since Bob last saw it, so it won, and
+    put Alice's older hook back over Carol's for the whole team. A field the database
+    changed since this clone's record is a later change than the pull: it stays."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice, bob, carol = _three_clones(tmp_path, run, monkeypatch)
+    monkeypatch.chdir(alice)
+    run("fact", "upsert", "project_cache.md", "--hook", "warmed nightly")
+    run("fact", "archive", "project_deploy", "--reason", "in the runbook")
+    monkeypatch.chdir(carol)
+    run("fact", "upsert", "project_cache.md", "--hook", "warmed hourly")
+    run("fact", "archive", "project_deploy", "--reason", "in the wiki")
+    _pull(alice, bob)
+    monkeypatch.chdir(bob)
+    run("generate")
+    facts = _facts(run)
+    assert facts["project_cache"]["hook"] == "warmed hourly"
+    assert facts["project_deploy"]["archive_reason"] == "in the wiki"
+
+
+@pytest.mark.engines("postgresql")
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: a value changed and changed back on the server (pin, unpin)"
+    " looks unchanged to the record; the pulled pin wins",
+)
+def test_a_pull_does_not_pin_again_what_a_teammate_unpinned(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice pins and pushes; Carol unpins on the server after. Bob pulls Alice's
+    commit: the pin changed since Bob last saw the line, and the server's value is the
+    one Bob saw, so the pin is taken and undoes Carol's unpin for everyone."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice, bob, carol = _three_clones(tmp_path, run, monkeypatch)
+    monkeypatch.chdir(alice)
+    run("fact", "pin", "project_cache")
+    monkeypatch.chdir(carol)
+    run("fact", "unpin", "project_cache")
+    _pull(alice, bob)
+    monkeypatch.chdir(bob)
+    run("generate")
+    assert _facts(run)["project_cache"]["pinned"] is False
+
+
+def _three_clones(
+    tmp_path: Path, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path, Path]:
+    """Alice, Bob and Carol, each a clone that generated once after Alice's first push
+    of two facts."""
+    alice = _clone(tmp_path / "alice" / "tool", SSH)
+    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
+    carol = _clone(tmp_path / "carol" / "repo", HTTPS)
+    for name in ("project_cache", "project_deploy"):
+        write_leaf(alice / ".claude" / "memory", f"{name}.md", f"About {name}.")
+    monkeypatch.chdir(alice)
+    run("generate")
+    for clone in (bob, carol):
+        _pull(alice, clone)
+        monkeypatch.chdir(clone)
+        run("generate")
+    return alice, bob, carol
