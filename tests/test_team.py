@@ -919,3 +919,31 @@ def _three_clones(
         monkeypatch.chdir(clone)
         run("generate")
     return alice, bob, carol
+
+
+@pytest.mark.engines("postgresql")
+def test_a_clone_that_has_not_pulled_does_not_bring_back_a_forgotten_fact(
+    tmp_path: Path, db: Db, run: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice forgets a fact and deletes its leaf (`fact forget --delete-leaf`). Bob has
+    not pulled: his clone still has the leaf, so his generate registered it again on
+    the server, for everyone, and Alice's generate then warned of a teammate's leaf not
+    pulled yet. A fact this clone saw on the server that is gone from it was forgotten:
+    generate leaves its leaf out and says so, and the pull deletes the leaf."""
+    monkeypatch.setenv("SUBROSA_DB", db.url)
+    alice, bob, _ = _three_clones(tmp_path, run, monkeypatch)
+    monkeypatch.chdir(alice)
+    run("fact", "forget", "project_deploy", "--delete-leaf", "--yes")
+    run("generate")
+    monkeypatch.chdir(bob)
+    said = run("generate").stderr
+    assert "project_deploy" in said and "forgotten" in said, said
+    assert "project_deploy" not in _facts(run)
+    assert "project_deploy" not in (bob / ".claude" / "memory" / "MEMORY.md").read_text()
+    monkeypatch.chdir(alice)
+    assert "project_deploy" not in run("generate").stderr
+    _pull(alice, bob)
+    (bob / ".claude" / "memory" / "project_deploy.md").unlink()  # the pull deletes it
+    monkeypatch.chdir(bob)
+    assert "project_deploy" not in run("generate").stderr
+    run("check")
