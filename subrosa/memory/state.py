@@ -323,14 +323,18 @@ def changed_since(
 ) -> dict[str, Any]:
     """What of sidecar `row` to take over a fact whose values are `current`: the whole row
     without a record (`seen` None) or a line the record lacks; else `current` with only
-    the fields the line changed since this clone last saw it."""
+    the fields the line changed since this clone last saw it, and that the database
+    did not change since (a teammate's later change on a shared database stays: the
+    pulled line predates it)."""
     if seen is None or str(row.get("slug")) not in seen:
         return row
     before = seen[str(row["slug"])]
     taken = dict(current)
     for key in STATE_KEYS:
-        if row.get(key) != before.get(key):
-            for field in _TOGETHER.get(key, (key,)):
+        fields = _TOGETHER.get(key, (key,))
+        moved_on = any(current.get(field) != before.get(field) for field in fields)
+        if row.get(key) != before.get(key) and not moved_on:
+            for field in fields:
                 taken[field] = row.get(field)
     return taken
 

@@ -311,15 +311,28 @@ def take_over(
     # The sidecar is rewritten by every change, so where a line disagrees with the
     # database, either git changed it (a pull: the fields it changed win) or, when it
     # still reads as this clone last saw it, a teammate changed the fact on a shared
-    # database (the database wins). Without this clone's record the sidecar wins.
-    seen = load_seen(project.memory_dir, store.database_of(session.get_bind()))
+    # database (the database wins). Without this clone's record (its first run, a clone
+    # moved to another folder) the sidecar wins on a database of one's own; on a server
+    # every change reached the server first, and a new clone's sidecar may predate a
+    # teammate's unpushed one: the server wins.
+    database = store.database_of(session.get_bind())
+    seen = record = load_seen(project.memory_dir, database)
+    if seen is None and not database.startswith("sqlite:"):
+        seen = state
+    # A fact this clone saw on a server that is gone from it was forgotten there by a
+    # teammate (not on a database of one's own, nor on an empty one: a database lost).
+    forgotten: frozenset[str] = frozenset()
+    if record is not None and facts and not database.startswith("sqlite:"):
+        forgotten = frozenset(record) - frozenset(facts)
     for slug, row in state.items():
         if slug not in facts:
             continue
         taken = changed_since(row, seen, state_row(facts[slug]))
         if store.apply_state(facts[slug], taken):
             report.synced.append(slug)
-    new_files = _register_leaves(session, project, sorted(on_disk), facts, state, report, virtual)
+    new_files = _register_leaves(
+        session, project, sorted(on_disk), facts, state, report, virtual, forgotten
+    )
     by_file = {f.path: f for f in facts.values()}
     for filename, (source, line) in first_line.items():
         if filename in by_file:
@@ -433,9 +446,11 @@ def _register_leaves(
     state: dict[str, dict[str, Any]],
     report: Report,
     virtual: Virtual,
+    forgotten: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Register leaves nobody registered, refresh changed ones, note missing and unreadable
-    ones; `facts` (by slug) gains the new facts. Returns the new facts' filenames."""
+    ones; `facts` (by slug) gains the new facts. Returns the new facts' filenames. A leaf
+    of a fact in `forgotten` (a teammate forgot it on the server) is left out, said."""
     by_file = {f.path: f for f in facts.values()}
     new_files: list[str] = []
     directory = str(project.memory_dir)
@@ -467,6 +482,14 @@ def _register_leaves(
         report.present.add(filename)
         report.warnings.extend(f"{path}: {w}" for w in leaf.warnings)
         fact = fact or facts.get(leaf.slug)  # registered under another path spelling
+        if fact is None and leaf.slug in forgotten:
+            report.present.discard(filename)
+            report.warnings.append(
+                f"{path}: {leaf.slug} was forgotten on the team's server (`subrosa fact"
+                " forget`); not registered again and left out of the index files (`git"
+                f" pull` deletes the leaf; `subrosa fact upsert {filename}` keeps it)."
+            )
+            continue
         if fact is None:
             fact = store.register_from_disk(
                 session,
