@@ -633,18 +633,7 @@ def test_a_pull_takes_only_the_lines_git_changed(
     pushed, pinned another fact on the server: Bob's generate takes Alice's hook from
     the sidecar git changed, and keeps Carol's pin, which the pulled sidecar predates."""
     monkeypatch.setenv("SUBROSA_DB", db.url)
-    alice = _clone(tmp_path / "alice" / "tool", SSH)
-    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
-    carol = _clone(tmp_path / "carol" / "repo", HTTPS)
-    for name in ("project_cache", "project_deploy"):
-        write_leaf(alice / ".claude" / "memory", f"{name}.md", f"About {name}.")
-    monkeypatch.chdir(alice)
-    run("generate")
-    for clone in (bob, carol):
-        _pull(alice, clone)
-        monkeypatch.chdir(clone)
-        run("generate")
-
+    alice, bob, carol = _three_clones(tmp_path, run, monkeypatch)
     monkeypatch.chdir(alice)
     run("fact", "upsert", "project_cache.md", "--hook", "warmed nightly")
     pushed = alice / "pushed"
@@ -880,14 +869,8 @@ def test_discarding_what_generate_wrote_does_not_undo_a_teammate(
     `git stash` before a pull): the sidecar now reads as before, which differs from
     his record, so his next generate takes it as a pull and unpins for everyone."""
     monkeypatch.setenv("SUBROSA_DB", db.url)
-    alice = _clone(tmp_path / "alice" / "tool", SSH)
-    bob = _clone(tmp_path / "bob" / "repo", HTTPS)
-    write_leaf(alice / ".claude" / "memory", "project_cache.md", "About the cache.")
-    monkeypatch.chdir(alice)
-    run("generate")
-    _pull(alice, bob)
+    alice, bob, _ = _three_clones(tmp_path, run, monkeypatch)
     monkeypatch.chdir(bob)
-    run("generate")
     committed = (bob / ".claude" / "memory" / ".subrosa" / "facts.jsonl").read_bytes()
 
     monkeypatch.chdir(alice)
