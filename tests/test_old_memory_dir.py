@@ -48,7 +48,7 @@ def _old_leaves(old: Path) -> None:
     old.mkdir(parents=True)
     write_leaf(old, "user_likes_tea.md", "The user likes tea", fact_type="user")
     (old / "project_crab.md").write_bytes(ODD_LEAF)
-    write_leaf(old, "shared.md", "Said first in the old folder")
+    write_leaf(old, "twice.md", "Said first in the old folder")
     (old / ".subrosa").mkdir()
     (old / ".subrosa" / "facts.jsonl").write_text(TEA_LINE, encoding="utf-8")
     (old / "MEMORY.md").write_text("an index generated there, read by no session\n")
@@ -78,17 +78,17 @@ def test_doctor_names_the_old_folder_and_adopt_from_brings_its_leaves_over(
     old, new = _project(tmp_path, _long(tmp_path) if name == "long" else name, monkeypatch)
     _old_leaves(old)
     new.mkdir(parents=True)
-    write_leaf(new, "shared.md", "Said otherwise in the memory dir")
+    write_leaf(new, "twice.md", "Said otherwise in the memory dir")
     write_leaf(new, "mine.md", "A leaf of the memory dir now")
     run("generate")
     before_old = _snapshot(old)
-    shared_new = (new / "shared.md").read_bytes()
+    twice_new = (new / "twice.md").read_bytes()
 
     check = _checks(run)["old memory dir"]
     assert check["ok"] is False and check["severity"] == "warning"
     assert str(old) in str(check["detail"])
     assert "2 leaf file(s) the memory dir lacks" in str(check["detail"])
-    assert "1 with the same name" in str(check["detail"]) and "shared.md" in str(check["detail"])
+    assert "1 with the same name" in str(check["detail"]) and "twice.md" in str(check["detail"])
     assert "subrosa adopt --from" in str(check["fix"]) and "never over" in str(check["fix"])
 
     # generate says it in one line, and points at doctor.
@@ -99,7 +99,7 @@ def test_doctor_names_the_old_folder_and_adopt_from_brings_its_leaves_over(
     dry = run("adopt", "--from", str(old), "--dry-run", "--json")
     brought = json.loads(dry.stdout)["brought"]
     assert brought["copied"] == ["project_crab.md", "user_likes_tea.md"]
-    assert brought["differing"] == ["shared.md"] and brought["sidecar_lines"] == ["user_likes_tea"]
+    assert brought["differing"] == ["twice.md"] and brought["sidecar_lines"] == ["user_likes_tea"]
     assert not (new / "user_likes_tea.md").exists()
 
     result = json.loads(run("adopt", "--from", str(old), "--json").stdout)
@@ -107,21 +107,21 @@ def test_doctor_names_the_old_folder_and_adopt_from_brings_its_leaves_over(
     # Every byte kept; the old folder as it was; the leaf both hold, untouched in both.
     assert (new / "project_crab.md").read_bytes() == ODD_LEAF
     assert (new / "user_likes_tea.md").read_bytes() == (old / "user_likes_tea.md").read_bytes()
-    assert (new / "shared.md").read_bytes() == shared_new
+    assert (new / "twice.md").read_bytes() == twice_new
     assert _snapshot(old) == before_old
     # What only subrosa knew of the fact (hook, pin) came with its sidecar line.
     facts = {f["slug"]: f for f in json.loads(run("fact", "list", "--all", "--json").stdout)}
     assert facts["user_likes_tea"]["pinned"] is True
     assert facts["user_likes_tea"]["hook"] == "always tea — never coffee"
     assert "always tea — never coffee" in (new / "MEMORY.md").read_text(encoding="utf-8")
-    assert {"project_crab", "mine", "shared"} <= set(facts)
+    assert {"project_crab", "mine", "twice"} <= set(facts)
 
     # Only the leaf named in both is left to say; a second run copies nothing.
     check = _checks(run)["old memory dir"]
-    assert "lacks" not in str(check["detail"]) and "shared.md" in str(check["detail"])
+    assert "lacks" not in str(check["detail"]) and "twice.md" in str(check["detail"])
     assert "adopt --from" not in str(check["fix"]) and "diff" in str(check["fix"])
     again = run("adopt", "--from", str(old))
-    assert "nothing to copy" in again.stdout and "shared.md" in again.stderr
+    assert "nothing to copy" in again.stdout and "twice.md" in again.stderr
     assert run("check", expect=None).exit_code == 0
 
 
