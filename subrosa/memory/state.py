@@ -146,21 +146,8 @@ def update_state(
     or one a later line may outrank) are appended without looking: a new fact costs the
     same however many the sidecar holds. False, having written nothing, when there is
     no sidecar: the caller writes it whole."""
-    return _update_lines(state_path(memory_dir), rows, new)
-
-
-def append_state_lines(memory_dir: Path, data: bytes) -> None:
-    """Append whole sidecar lines as written (`subrosa adopt --from` brings another
-    folder's over); a sidecar that does not exist yet is created with them. The caller
-    holds the project lock."""
     path = state_path(memory_dir)
-    if not _append_lines(path, data):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        old = read_capped(path) or b""
-        atomic_write_bytes(path, [_whole_lines(old), data], new_mode=new_file_mode(memory_dir))
 
-
-def _update_lines(path: Path, rows: list[dict[str, Any]], new: frozenset[str]) -> bool:
     appended = [(render_row(row) + "\n").encode("utf-8") for row in rows if row["slug"] in new]
     known = [row for row in rows if row["slug"] not in new]
     if not known:
@@ -187,6 +174,17 @@ def _update_lines(path: Path, rows: list[dict[str, Any]], new: frozenset[str]) -
         done = end
     atomic_write_bytes(path, [*parts, view[done:], *appended])
     return True
+
+
+def append_state_lines(memory_dir: Path, data: bytes) -> None:
+    """Append whole sidecar lines as written (`subrosa adopt --from` brings another
+    folder's over); a sidecar that does not exist yet is created with them. The caller
+    holds the project lock."""
+    path = state_path(memory_dir)
+    if not _append_lines(path, data):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = read_capped(path) or b""
+        atomic_write_bytes(path, [_whole_lines(old), data], new_mode=new_file_mode(memory_dir))
 
 
 def _line_of(body: bytes, slug: str, canonical: bool) -> tuple[int, int] | None:

@@ -316,13 +316,14 @@ def take_over(
     # every change reached the server first, and a new clone's sidecar may predate a
     # teammate's unpushed one: the server wins.
     database = store.database_of(session.get_bind())
+    server = not database.startswith("sqlite:")
     seen = record = load_seen(project.memory_dir, database)
-    if seen is None and not database.startswith("sqlite:"):
+    if seen is None and server:
         seen = state
     # A fact this clone saw on a server that is gone from it was forgotten there by a
     # teammate (not on a database of one's own, nor on an empty one: a database lost).
     forgotten: frozenset[str] = frozenset()
-    if record is not None and facts and not database.startswith("sqlite:"):
+    if record is not None and facts and server:
         forgotten = frozenset(record) - frozenset(facts)
     for slug, row in state.items():
         if slug not in facts:
